@@ -1,0 +1,54 @@
+// Lint for the whole workspace. The module-boundary rules are the architecture in code:
+// tags on two axes (type:* and scope:*) live in each package.json under "nx".
+import nx from '@nx/eslint-plugin';
+import tseslint from 'typescript-eslint';
+
+/** Who may import whom, by scope. `sidecar` and `cli` never reach store or bus. */
+const scopeConstraints = [
+  { sourceTag: 'scope:contract', onlyDependOnLibsWithTags: [] },
+  { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared'] },
+  { sourceTag: 'scope:server', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server'] },
+  { sourceTag: 'scope:sandbox', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared'] },
+  { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared'] },
+];
+
+/** Who may import whom, by kind: libs never import services, services never import each other. */
+const typeConstraints = (testCode) => [
+  { sourceTag: 'type:lib', onlyDependOnLibsWithTags: testCode ? ['type:lib', 'type:test'] : ['type:lib'] },
+  { sourceTag: 'type:test', onlyDependOnLibsWithTags: ['type:lib', 'type:test'] },
+  { sourceTag: 'type:service', onlyDependOnLibsWithTags: testCode ? ['type:lib', 'type:test'] : ['type:lib'] },
+  { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', 'type:service', ...(testCode ? ['type:test'] : [])] },
+  { sourceTag: 'type:bench', onlyDependOnLibsWithTags: ['type:lib', 'type:service', 'type:test'] },
+];
+
+const boundaries = (testCode) => ({
+  '@nx/enforce-module-boundaries': [
+    'error',
+    {
+      enforceBuildableLibDependency: false,
+      allow: [],
+      depConstraints: [...scopeConstraints, ...typeConstraints(testCode)],
+    },
+  ],
+});
+
+const testFiles = ['**/*.test.ts', '**/*.test.tsx', '**/test/**/*.ts', '**/vitest.config.ts'];
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', '**/.nx/**', '**/coverage/**', '**/.svc/**'] },
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts', '**/*.tsx'],
+    plugins: { '@nx': nx },
+    rules: {
+      ...boundaries(false),
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      'no-console': 'error',
+    },
+  },
+  {
+    files: testFiles,
+    rules: { ...boundaries(true), 'no-console': 'off' },
+  },
+);

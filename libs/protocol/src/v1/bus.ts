@@ -1,0 +1,99 @@
+import Type, { type Static } from 'typebox';
+import { APIErrorSchema } from './errors.js';
+import type { ServiceName } from './status-api.js';
+
+/**
+ * Incoming events are partitioned by worker so one consumer sees all of a worker's events in
+ * order. The count is fixed for the life of a deployment: changing it re-homes workers
+ * (docs/scale-out.md says how). An event-ingest replica owns the partitions p with
+ * `p % replicaCount === replicaIndex`.
+ */
+export const EVENT_PARTITIONS = 16;
+
+/** NATS subjects, all under `svc.`; services never spell a subject by hand. */
+export const subjects = {
+  /** Where the gateway publishes an incoming event (JetStream `SVC_EVENTS_INCOMING`). */
+  incomingEvent: (partition: number, workerId: string) => `svc.events.incoming.${partition}.${workerId}`,
+  /** All incoming events of one partition (an event-ingest consumer's filter). */
+  incomingPartition: (partition: number) => `svc.events.incoming.${partition}.*`,
+  incomingAll: 'svc.events.incoming.>',
+  /** Where a stored event is announced after commit (JetStream `SVC_EVENTS_STORED`). */
+  storedEvent: (workerId: string) => `svc.events.stored.${workerId}`,
+  storedAll: 'svc.events.stored.>',
+  /** Request/reply: the health of one service (every replica answers; the first answer wins). */
+  health: (service: ServiceName) => `svc.health.${service}`,
+  /** Request/reply subjects of the services, named `svc.rpc.<service>.<operation>`. */
+  rpc: {
+    listEvents: 'svc.rpc.events.list',
+    decide: 'svc.rpc.control.decide',
+    pendingDecisions: 'svc.rpc.control.pending',
+    controlRequests: 'svc.rpc.control.requests',
+    createSession: 'svc.rpc.session.create',
+    getSession: 'svc.rpc.session.get',
+    listSessions: 'svc.rpc.session.list',
+    deleteSession: 'svc.rpc.session.delete',
+    getWorker: 'svc.rpc.session.worker.get',
+  },
+} as const;
+
+/** JetStream streams and KV buckets the design needs (declared idempotently by libs/bus). */
+export const streams = {
+  /** Durable hand-off from the gateway to event-ingest. Work queue: a message is gone once stored. */
+  incomingEvents: {
+    name: 'SVC_EVENTS_INCOMING',
+    subjects: [subjects.incomingAll],
+    /** Window in which a repeated `Nats-Msg-Id` is dropped by JetStream. */
+    duplicateWindowMs: 2 * 60 * 1000,
+  },
+  /** Stored events for live viewers and internal subscribers, kept within limits. */
+  storedEvents: {
+    name: 'SVC_EVENTS_STORED',
+    subjects: [subjects.storedAll],
+    maxAgeMs: 24 * 60 * 60 * 1000,
+    maxBytes: 1024 * 1024 * 1024,
+  },
+} as const;
+
+export const kvBuckets = {
+  /** Worker id → worker record (status, token hash); the gateway checks tokens against it. */
+  workers: 'svc_workers',
+} as const;
+
+/** NATS header names. */
+export const headers = {
+  /** The request id of the HTTP request that caused this message. */
+  requestId: 'X-Request-Id',
+  /** JetStream's de-duplication header; we set `<worker>:<uid>`. */
+  messageId: 'Nats-Msg-Id',
+} as const;
+
+/** The JetStream message id of an incoming event: duplicates within the window are dropped. */
+export function incomingMessageId(workerId: string, uid: string): string {
+  return `${workerId}:${uid}`;
+}
+
+/** The partition of a worker: FNV-1a of its id, modulo the partition count. Stable across versions. */
+export function partitionOfWorker(workerId: string, partitions: number = EVENT_PARTITIONS): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < workerId.length; i++) {
+    hash ^= workerId.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % partitions;
+}
+
+/** The partitions an event-ingest replica owns. */
+export function partitionsOfReplica(replicaIndex: number, replicaCount: number, partitions: number = EVENT_PARTITIONS): number[] {
+  if (!Number.isInteger(replicaCount) || replicaCount < 1) throw new RangeError(`replica count must be a positive integer, got ${replicaCount}`);
+  if (!Number.isInteger(replicaIndex) || replicaIndex < 0 || replicaIndex >= replicaCount) {
+    throw new RangeError(`replica index must be in 0..${replicaCount - 1}, got ${replicaIndex}`);
+  }
+  return Array.from({ length: partitions }, (_, p) => p).filter((p) => p % replicaCount === replicaIndex);
+}
+
+/** Every request/reply answer on the bus: a result, or a coded error that the gateway maps to HTTP. */
+export const RpcReplySchema = Type.Union([
+  Type.Object({ ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
+  Type.Object({ ok: Type.Literal(false), error: APIErrorSchema }, { additionalProperties: false }),
+]);
+export type RpcReply<T = unknown> = { ok: true; result: T } | { ok: false; error: Static<typeof APIErrorSchema> };

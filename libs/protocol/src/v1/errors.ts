@@ -1,0 +1,81 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * Every machine-readable error code, with the HTTP status it answers with. The gateway's one
+ * error handler turns a coded error into `APIError` with this status; services send the code.
+ */
+export const ERROR_CODES = {
+  invalid_request: 400,
+  invalid_template: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  worker_not_found: 404,
+  session_not_found: 404,
+  template_not_found: 404,
+  request_not_found: 404,
+  method_not_allowed: 405,
+  worker_ended: 409,
+  already_decided: 409,
+  request_closed: 409,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+  timeout: 504,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export const ErrorCodeSchema = Type.Enum(Object.keys(ERROR_CODES) as ErrorCode[], {
+  description: 'Machine-readable error code (snake_case).',
+});
+
+/** The body of every non-2xx answer. `details` is omitted when empty. */
+export const APIErrorSchema = Type.Object(
+  {
+    code: ErrorCodeSchema,
+    message: Type.String({ description: 'Human-readable; never contains a token or key.' }),
+    details: Type.Optional(Type.Unknown({ description: 'Structured data, e.g. the failing fields.' })),
+  },
+  { additionalProperties: false, title: 'APIError' },
+);
+
+export type APIErrorBody = Static<typeof APIErrorSchema>;
+
+/** The HTTP status an error code answers with. */
+export function statusOfErrorCode(code: ErrorCode): number {
+  return ERROR_CODES[code];
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+}
+
+/**
+ * A coded error that crosses process boundaries (NATS replies) and becomes an `APIError` at
+ * the gateway. `message` must be safe to show to the caller.
+ */
+export class CodedError extends Error {
+  override readonly name = 'CodedError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  get status(): number {
+    return statusOfErrorCode(this.code);
+  }
+
+  toBody(): APIErrorBody {
+    return this.details === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, details: this.details };
+  }
+}

@@ -1,0 +1,67 @@
+import Type, { type Static } from 'typebox';
+import { ListResponse, PaginationQuery } from './lists.js';
+import { SessionId, Timestamp, WorkerId } from './primitives.js';
+
+/** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
+export const WORKER_STATUSES = ['pending', 'provisioning', 'running', 'completed', 'failed', 'stopped'] as const;
+export type WorkerStatus = (typeof WORKER_STATUSES)[number];
+export const WorkerStatusSchema = Type.Enum(WORKER_STATUSES);
+
+/** Statuses a worker never leaves; `svc attach` is read-only for them. */
+export const ENDED_WORKER_STATUSES: readonly WorkerStatus[] = ['completed', 'failed', 'stopped'];
+
+export function isEndedStatus(status: WorkerStatus): boolean {
+  return ENDED_WORKER_STATUSES.includes(status);
+}
+
+/** `POST /v1/sessions`. */
+export const CreateSessionBody = Type.Object(
+  {
+    template: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$', description: 'Template name.' }),
+    prompt: Type.Optional(Type.String({ maxLength: 1_048_576, description: 'The first message to the agent.' })),
+    overrides: Type.Optional(
+      Type.Object(
+        {
+          env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String())),
+          autonomous: Type.Optional(Type.Boolean()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CreateSessionBodyType = Static<typeof CreateSessionBody>;
+
+/** A session: one spawned worker and how it is doing. */
+export const SessionSchema = Type.Object(
+  {
+    id: SessionId,
+    worker_id: WorkerId,
+    template: Type.String(),
+    status: WorkerStatusSchema,
+    owner: Type.String({ description: 'JWT `sub` of the user who created it.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    ended_at: Type.Optional(Timestamp),
+    failure: Type.Optional(
+      Type.Object({ step: Type.String(), reason: Type.String() }, { additionalProperties: false, description: 'Why and where a failed session failed.' }),
+    ),
+  },
+  { additionalProperties: false, title: 'Session' },
+);
+export type Session = Static<typeof SessionSchema>;
+
+export const SessionParams = Type.Object({ id: SessionId });
+
+export const ListSessionsQuery = Type.Object({
+  ...PaginationQuery.properties,
+  status: Type.Optional(WorkerStatusSchema),
+});
+
+export const ListSessionsResponse = ListResponse(SessionSchema);
+
+/** `GET /v1/sessions/{id}/logs` (WebSocket): how many past lines to send first. */
+export const SessionLogsQuery = Type.Object({
+  tail: Type.Integer({ minimum: 0, maximum: 10_000, default: 100 }),
+});

@@ -1,0 +1,96 @@
+import { Compile, type Validator } from 'typebox/compile';
+import type { TSchema } from 'typebox';
+import { EVENT_DATA_SCHEMAS, EVENT_TYPES, type EventType } from './events.js';
+import { IncomingEnvelopeSchema, type IncomingEvent } from './envelope.js';
+
+/** One failing field: a JSON pointer into the checked value, and what is wrong with it. */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export type ValidationResult<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
+
+interface RawError {
+  keyword: string;
+  instancePath: string;
+  message: string;
+  params: Record<string, unknown>;
+}
+
+/** Turns validator errors into field errors, naming missing and unexpected members by their path. */
+function toFieldErrors(errors: readonly RawError[], prefix: string): FieldError[] {
+  const fieldErrors: FieldError[] = [];
+  for (const error of errors) {
+    if (error.keyword === 'required' && Array.isArray(error.params['requiredProperties'])) {
+      for (const name of error.params['requiredProperties'] as string[]) {
+        fieldErrors.push({ field: `${prefix}${error.instancePath}/${name}`, message: 'is required' });
+      }
+    } else if (error.keyword === 'additionalProperties' && Array.isArray(error.params['additionalProperties'])) {
+      for (const name of error.params['additionalProperties'] as string[]) {
+        fieldErrors.push({ field: `${prefix}${error.instancePath}/${name}`, message: 'is not allowed' });
+      }
+    } else if (error.keyword === 'boolean' && error.message === 'schema is false') {
+      // The "additionalProperties" error above already names this member.
+      continue;
+    } else if (error.keyword === 'anyOf' || error.keyword === 'oneOf') {
+      fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: 'does not match any allowed value' });
+    } else {
+      fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: error.message });
+    }
+  }
+  // A union reports each branch's failure too; one line per field and message is enough.
+  const seen = new Set<string>();
+  return fieldErrors.filter((e) => {
+    const key = `${e.field}\u0000${e.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** A compiled validator that reports failing fields under `prefix` (e.g. "/events/3"). */
+export interface SchemaChecker<T> {
+  check(value: unknown, prefix?: string): ValidationResult<T>;
+}
+
+/** Compiles a schema once into a checker with field-naming errors. */
+export function createChecker<T>(schema: TSchema): SchemaChecker<T> {
+  const validator: Validator = Compile(schema);
+  return {
+    check(value, prefix = '') {
+      if (validator.Check(value)) return { ok: true, value: value as T };
+      return { ok: false, errors: toFieldErrors(validator.Errors(value) as unknown as RawError[], prefix) };
+    },
+  };
+}
+
+const envelopeChecker = createChecker<{ type: EventType }>(IncomingEnvelopeSchema);
+const dataCheckers = Object.fromEntries(
+  EVENT_TYPES.map((type) => [type, createChecker(EVENT_DATA_SCHEMAS[type])]),
+) as Record<EventType, SchemaChecker<unknown>>;
+
+/**
+ * Validates an incoming event: the envelope first, then `data` against its type's schema,
+ * so a message names the exact field (e.g. "/data/tool_name is required").
+ */
+export function validateIncomingEvent(value: unknown, prefix = ''): ValidationResult<IncomingEvent> {
+  const envelope = envelopeChecker.check(value, prefix);
+  if (!envelope.ok) {
+    const typeIsKnown =
+      typeof value === 'object' && value !== null && EVENT_TYPES.includes((value as { type?: unknown }).type as EventType);
+    if (!typeIsKnown) return envelope;
+    const dataResult = dataCheckers[(value as { type: EventType }).type].check((value as { data?: unknown }).data, `${prefix}/data`);
+    // Report envelope problems and, when data is present, its field problems in one answer.
+    const dataErrors = dataResult.ok || (value as { data?: unknown }).data === undefined ? [] : dataResult.errors;
+    return { ok: false, errors: [...envelope.errors.filter((e) => !e.field.startsWith(`${prefix}/data`)), ...dataErrors] };
+  }
+  const data = dataCheckers[envelope.value.type].check((value as { data: unknown }).data, `${prefix}/data`);
+  if (!data.ok) return data;
+  return { ok: true, value: value as IncomingEvent };
+}
+
+/** Formats field errors as one line, e.g. "/data/name is required; /ts must match format". */
+export function describeFieldErrors(errors: readonly FieldError[]): string {
+  return errors.map((e) => `${e.field || '(body)'} ${e.message}`).join('; ');
+}

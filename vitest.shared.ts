@@ -1,0 +1,17 @@
+// Shared Vitest settings: tests import workspace packages from their TypeScript source
+// (the "@svc/source" export condition), so no build is needed before a test run.
+import { defaultServerConditions } from 'vite';
+import { defineConfig } from 'vitest/config';
+
+const conditions = ['@svc/source', ...defaultServerConditions];
+
+export const sharedTestConfig = defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
+  test: {
+    include: ['src/**/*.test.ts', 'src/**/*.test.tsx', 'e2e/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+  },
+});
