@@ -1,0 +1,63 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '@svc/service-kit';
+
+export type { NatsConnection } from '@nats-io/transport-node';
+
+export interface BusConnectionOptions {
+  servers: string | string[];
+  /** Shown in the server's connection list, e.g. "gateway-0". */
+  name: string;
+  logger: Logger;
+  /** How long to keep trying the first connection, in ms (a server starting beside us may be late). */
+  connectTimeoutMs?: number;
+}
+
+/**
+ * Connects to NATS, reconnecting forever after a drop (with jittered waits) and logging each
+ * connection change, so a NATS restart is a pause, not an outage.
+ */
+export async function connectBus(options: BusConnectionOptions): Promise<NatsConnection> {
+  const log = options.logger.child({ component: 'bus' });
+  const deadline = Date.now() + (options.connectTimeoutMs ?? 10_000);
+  for (;;) {
+    try {
+      const nc = await connect({
+        servers: options.servers,
+        name: options.name,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 250,
+        reconnectJitter: 250,
+        pingInterval: 10_000,
+        waitOnFirstConnect: false,
+      });
+      void watchStatus(nc, log);
+      log.info({ server: nc.getServer() }, 'connected to NATS');
+      return nc;
+    } catch (err) {
+      if (Date.now() >= deadline) throw new Error(`cannot connect to NATS at ${String(options.servers)}`, { cause: err });
+      log.warn({ err }, 'NATS not reachable yet; retrying');
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+async function watchStatus(nc: NatsConnection, log: Logger): Promise<void> {
+  for await (const status of nc.status()) {
+    switch (status.type) {
+      case 'disconnect':
+        log.warn({ server: status.server }, 'disconnected from NATS');
+        break;
+      case 'reconnect':
+        log.info({ server: status.server }, 'reconnected to NATS');
+        break;
+      case 'error':
+        log.error({ err: status.error }, 'NATS error');
+        break;
+      case 'slowConsumer':
+        log.warn({ subject: status.sub.getSubject() }, 'slow NATS consumer');
+        break;
+      default:
+        break;
+    }
+  }
+}

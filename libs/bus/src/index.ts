@@ -1,0 +1,4 @@
+export * from './connection.js';
+export * from './streams.js';
+export * from './messaging.js';
+export * from './nats-server-process.js';

@@ -1,0 +1,164 @@
+import type { JetStreamClient, PubAck } from '@nats-io/jetstream';
+import { headers as createHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { CodedError, headers, isErrorCode, type RpcReply, type SchemaChecker, describeFieldErrors } from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+
+/** What a handler learns about the message besides its payload. */
+export interface MessageContext {
+  subject: string;
+  /** The request id of the HTTP request that caused this message, when there was one. */
+  requestId: string | undefined;
+}
+
+export interface SendOptions {
+  requestId?: string | undefined;
+}
+
+function encode(payload: unknown): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(payload));
+}
+
+function decode(data: Uint8Array): unknown {
+  return JSON.parse(new TextDecoder().decode(data));
+}
+
+function headersWith(requestId: string | undefined, extra: Record<string, string> = {}): MsgHdrs | undefined {
+  const entries = Object.entries(extra);
+  if (requestId === undefined && entries.length === 0) return undefined;
+  const h = createHeaders();
+  if (requestId !== undefined) h.set(headers.requestId, requestId);
+  for (const [key, value] of entries) h.set(key, value);
+  return h;
+}
+
+function contextOf(msg: Msg): MessageContext {
+  return { subject: msg.subject, requestId: msg.headers?.get(headers.requestId) || undefined };
+}
+
+/** Publishes a JSON payload on core NATS (fire and forget), carrying the request id. */
+export function publishJson(nc: NatsConnection, subject: string, payload: unknown, options: SendOptions = {}): void {
+  const h = headersWith(options.requestId);
+  nc.publish(subject, encode(payload), h ? { headers: h } : {});
+}
+
+/**
+ * Publishes to JetStream and resolves with the server's ack (the message is durable).
+ * `messageId` becomes `Nats-Msg-Id`: a repeat within the stream's window is dropped (`ack.duplicate`).
+ */
+export function publishDurable(js: JetStreamClient, subject: string, payload: unknown, options: SendOptions & { messageId: string }): Promise<PubAck> {
+  const h = headersWith(options.requestId);
+  return js.publish(subject, encode(payload), { msgID: options.messageId, ...(h ? { headers: h } : {}) });
+}
+
+/**
+ * Sends a request and returns the result of the `RpcReply`. A coded error from the service is
+ * re-thrown as `CodedError`; no service listening is `unavailable`, no answer in time is `timeout`.
+ */
+export async function requestJson<Result>(
+  nc: NatsConnection,
+  subject: string,
+  payload: unknown,
+  options: SendOptions & { timeoutMs?: number } = {},
+): Promise<Result> {
+  const h = headersWith(options.requestId);
+  let msg: Msg;
+  try {
+    msg = await nc.request(subject, encode(payload), { timeout: options.timeoutMs ?? 5000, ...(h ? { headers: h } : {}) });
+  } catch (err) {
+    const names = [err, (err as { cause?: unknown }).cause].map((e) => (e instanceof Error ? e.name : ''));
+    if (names.includes('NoResponders')) throw new CodedError('unavailable', `no service answers ${subject}`, undefined, { cause: err });
+    if (names.includes('TimeoutError')) throw new CodedError('timeout', `no answer on ${subject} in time`, undefined, { cause: err });
+    throw err;
+  }
+  const reply = decode(msg.data) as RpcReply<Result>;
+  if (reply.ok) return reply.result;
+  const code = isErrorCode(reply.error.code) ? reply.error.code : 'internal';
+  throw new CodedError(code, reply.error.message, reply.error.details);
+}
+
+export interface ServeOptions<Request> {
+  logger: Logger;
+  /** Replicas in one queue group share the requests (each request is answered once). */
+  queue?: string;
+  /** Validates the request payload; an invalid one is answered `invalid_request` naming the fields. */
+  checker?: SchemaChecker<Request>;
+}
+
+/**
+ * Answers requests on `subject` with an `RpcReply`. A `CodedError` thrown by the handler goes back
+ * as that code; anything else is logged and answered `internal` without its details.
+ */
+export function serveRpc<Request, Result>(
+  nc: NatsConnection,
+  subject: string,
+  handler: (request: Request, context: MessageContext) => Promise<Result> | Result,
+  options: ServeOptions<Request>,
+): Subscription {
+  const log = options.logger.child({ component: 'rpc', subject });
+  return nc.subscribe(subject, {
+    ...(options.queue ? { queue: options.queue } : {}),
+    callback: (err, msg) => {
+      if (err) {
+        log.error({ err }, 'subscription failed');
+        return;
+      }
+      void answer(msg);
+    },
+  });
+
+  async function answer(msg: Msg): Promise<void> {
+    const context = contextOf(msg);
+    let reply: RpcReply<Result>;
+    try {
+      let request = decode(msg.data) as Request;
+      if (options.checker) {
+        const checked = options.checker.check(request);
+        if (!checked.ok) throw new CodedError('invalid_request', describeFieldErrors(checked.errors), checked.errors);
+        request = checked.value;
+      }
+      reply = { ok: true, result: await handler(request, context) };
+    } catch (err) {
+      if (err instanceof CodedError) {
+        reply = { ok: false, error: err.toBody() };
+      } else if (err instanceof SyntaxError) {
+        reply = { ok: false, error: { code: 'invalid_request', message: 'the request is not valid JSON' } };
+      } else {
+        log.error({ err, requestId: context.requestId }, 'request handler failed');
+        reply = { ok: false, error: { code: 'internal', message: 'internal error' } };
+      }
+    }
+    if (msg.reply) msg.respond(encode(reply));
+  }
+}
+
+/** Subscribes to JSON messages; a handler's failure is logged and the subscription goes on. */
+export function subscribeJson<Payload>(
+  nc: NatsConnection,
+  subject: string,
+  handler: (payload: Payload, context: MessageContext) => Promise<void> | void,
+  options: { logger: Logger; queue?: string },
+): Subscription {
+  const log = options.logger.child({ component: 'subscriber', subject });
+  return nc.subscribe(subject, {
+    ...(options.queue ? { queue: options.queue } : {}),
+    callback: (err, msg) => {
+      if (err) {
+        log.error({ err }, 'subscription failed');
+        return;
+      }
+      Promise.resolve()
+        .then(() => handler(decode(msg.data) as Payload, contextOf(msg)))
+        .catch((handlerError: unknown) => log.error({ err: handlerError, requestId: contextOf(msg).requestId }, 'message handler failed'));
+    },
+  });
+}
+
+/** The request id a JetStream message carries, if any. */
+export function requestIdOf(msg: { headers?: MsgHdrs | undefined }): string | undefined {
+  return msg.headers?.get(headers.requestId) || undefined;
+}
+
+/** Decodes the JSON payload of a message. */
+export function decodeJson<T>(msg: { data: Uint8Array }): T {
+  return decode(msg.data) as T;
+}

@@ -1,0 +1,122 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import path from 'node:path';
+
+/** The oldest nats-server we support (JetStream features we rely on arrived in 2.10). */
+export const MIN_NATS_SERVER_VERSION = [2, 10, 0] as const;
+
+export const NATS_SERVER_INSTALL_HINT =
+  'install it with: go install github.com/nats-io/nats-server/v2@v2.12.15 (Debian\'s package is 2.9, too old), ' +
+  'or set SVC_NATS_SERVER to its path';
+
+export class NatsServerNotFoundError extends Error {
+  override readonly name = 'NatsServerNotFoundError';
+}
+
+/** Finds the nats-server binary: `SVC_NATS_SERVER`, then PATH, then Go's bin directory. */
+export function findNatsServerBinary(env: Record<string, string | undefined> = process.env): string {
+  const configured = env['SVC_NATS_SERVER'];
+  if (configured) {
+    if (!existsSync(configured)) throw new NatsServerNotFoundError(`SVC_NATS_SERVER points to ${configured}, which does not exist; ${NATS_SERVER_INSTALL_HINT}`);
+    return configured;
+  }
+  const goBin = env['GOBIN'] ?? path.join(env['GOPATH'] ?? path.join(homedir(), 'go'), 'bin');
+  const candidates = [...(env['PATH'] ?? '').split(path.delimiter).filter(Boolean), goBin].map((dir) => path.join(dir, 'nats-server'));
+  const found = candidates.find((candidate) => existsSync(candidate));
+  if (!found) throw new NatsServerNotFoundError(`nats-server was not found on PATH or in ${goBin}; ${NATS_SERVER_INSTALL_HINT}`);
+  assertSupportedVersion(found);
+  return found;
+}
+
+function assertSupportedVersion(binary: string): void {
+  const output = spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout ?? '';
+  const match = /v(\d+)\.(\d+)\.(\d+)/.exec(output);
+  if (!match) return;
+  const version = match.slice(1, 4).map(Number);
+  const [major, minor] = version as [number, number, number];
+  const [minMajor, minMinor] = MIN_NATS_SERVER_VERSION;
+  if (major < minMajor || (major === minMajor && minor < minMinor)) {
+    throw new NatsServerNotFoundError(`${binary} is nats-server ${match[0]}; svc needs ${MIN_NATS_SERVER_VERSION.join('.')} or newer: ${NATS_SERVER_INSTALL_HINT}`);
+  }
+}
+
+export interface NatsServerOptions {
+  /** Defaults to `findNatsServerBinary()`. */
+  binary?: string;
+  /** JetStream store directory; a temporary one (removed at stop) when not given. */
+  storeDir?: string;
+  /** Client port; a random free one when not given. */
+  port?: number;
+  host?: string;
+}
+
+export interface NatsServerProcess {
+  url: string;
+  port: number;
+  storeDir: string;
+  pid: number;
+  /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes a temporary store. */
+  stop(): Promise<void>;
+}
+
+/** Starts a nats-server with JetStream and resolves once it accepts clients. */
+export async function launchNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
+  const binary = options.binary ?? findNatsServerBinary();
+  const temporary = options.storeDir === undefined;
+  const storeDir = options.storeDir ?? (await mkdtemp(path.join(tmpdir(), 'svc-nats-')));
+  await mkdir(storeDir, { recursive: true });
+  const portsDir = await mkdtemp(path.join(tmpdir(), 'svc-nats-ports-'));
+  const host = options.host ?? '127.0.0.1';
+  const args = ['-js', '-sd', storeDir, '-a', host, '-p', String(options.port ?? -1), '--ports_file_dir', portsDir];
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-8192);
+  });
+
+  const cleanup = async () => {
+    await stopChild(child);
+    await rm(portsDir, { recursive: true, force: true });
+    if (temporary) await rm(storeDir, { recursive: true, force: true });
+  };
+
+  try {
+    const url = await waitForPortsFile(child, portsDir, () => stderr);
+    const port = Number(new URL(url).port);
+    return { url, port, storeDir, pid: child.pid!, stop: cleanup };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+async function waitForPortsFile(child: ChildProcess, portsDir: string, stderr: () => string): Promise<string> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`nats-server exited with code ${child.exitCode}: ${stderr().trim()}`);
+    const file = (await readdir(portsDir)).find((name) => name.endsWith('.ports'));
+    if (file) {
+      const content = await readFile(path.join(portsDir, file), 'utf8').catch(() => '');
+      try {
+        const ports = JSON.parse(content) as { nats?: string[] };
+        if (ports.nats?.[0]) return ports.nats[0];
+      } catch {
+        // Written but not complete yet: read again.
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`nats-server did not start within 15 s: ${stderr().trim()}`);
+}
+
+/** SIGTERM, then SIGKILL if the process is still there after `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,41 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger, redactUrl } from './logger.js';
+
+function capture() {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, callback) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      callback();
+    },
+  });
+  return { lines, destination };
+}
+
+describe('service-kit logger', () => {
+  it('secrets never reach a log line, at any depth the redaction covers', () => {
+    const { lines, destination } = capture();
+    const logger = createLogger({ name: 'test', destination });
+    const secret = 'svc_wt_SECRET-123';
+    logger.info({ token: secret }, 'top level');
+    logger.info({ worker: { auth_token: secret } }, 'nested');
+    logger.info({ req: { headers: { authorization: `Bearer ${secret}` } } }, 'request');
+    logger.child({ component: 'x' }).info({ config: { password: secret } }, 'child');
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(line).not.toContain(secret);
+    expect(lines.join('\n')).toContain('[redacted]');
+  });
+
+  it('child loggers carry their fields and the service name', () => {
+    const { lines, destination } = capture();
+    createLogger({ name: 'gateway', destination }).child({ component: 'auth' }).warn('hello');
+    const line = JSON.parse(lines[0]!);
+    expect(line).toMatchObject({ name: 'gateway', component: 'auth', msg: 'hello', level: 40 });
+  });
+
+  it('a database URL is logged without its password', () => {
+    expect(redactUrl('postgres://svc:hunter2@db:5432/svc')).toBe('postgres://svc:redacted@db:5432/svc');
+    expect(redactUrl('not a url')).toBe('[unparseable url]');
+  });
+});

@@ -1,0 +1,50 @@
+import pg from 'pg';
+import { connect } from '@nats-io/transport-node';
+import { describe, expect, it } from 'vitest';
+import { startNatsServer } from './nats.js';
+import { startPostgres } from './postgres.js';
+import { existsSync } from 'node:fs';
+
+describe('test harness — throwaway servers', () => {
+  it('starts a JetStream nats-server on a random port and removes it at stop', async () => {
+    const server = await startNatsServer();
+    const nc = await connect({ servers: server.url });
+    const info = nc.info!;
+    expect(info.jetstream).toBe(true);
+    expect(server.port).toBeGreaterThan(0);
+    await nc.close();
+    await server.stop();
+    expect(existsSync(server.storeDir)).toBe(false);
+  });
+
+  it('two servers run side by side without sharing a port', async () => {
+    const [a, b] = await Promise.all([startNatsServer(), startNatsServer()]);
+    expect(a.port).not.toBe(b.port);
+    await Promise.all([a.stop(), b.stop()]);
+  });
+
+  it('starts a Postgres on a random port that accepts queries, and stops it', async () => {
+    const server = await startPostgres();
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    const { rows } = await client.query<{ answer: number }>('select 41 + 1 as answer');
+    expect(rows[0]!.answer).toBe(42);
+    await client.end();
+    await server.stop();
+    const after = new pg.Client({ connectionString: server.url, connectionTimeoutMillis: 2000 });
+    await expect(after.connect()).rejects.toThrow();
+  });
+});
+
+describe('test harness — missing binaries say how to install them', () => {
+  it('no nats-server anywhere names the go install command', async () => {
+    const { findNatsServerBinary } = await import('@svc/bus');
+    expect(() => findNatsServerBinary({ PATH: '/nonexistent', GOPATH: '/nonexistent' })).toThrow(/go install github\.com\/nats-io\/nats-server\/v2@/);
+    expect(() => findNatsServerBinary({ SVC_NATS_SERVER: '/nonexistent/nats-server' })).toThrow(/SVC_NATS_SERVER points to \/nonexistent\/nats-server/);
+  });
+
+  it('no PostgreSQL anywhere names the apt-get command', async () => {
+    const { findPostgresBinDir } = await import('./postgres.js');
+    expect(() => findPostgresBinDir({ PATH: '/nonexistent' }, '/nonexistent')).toThrow(/apt-get install postgresql/);
+  });
+});

@@ -1,0 +1,3 @@
+export * from './nats.js';
+export * from './postgres.js';
+export * from './wait.js';

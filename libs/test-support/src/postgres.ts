@@ -1,0 +1,134 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { stopChild } from '@svc/bus';
+
+export const POSTGRES_INSTALL_HINT = 'install it with: apt-get install postgresql (Debian), or set SVC_POSTGRES_BIN_DIR to the directory holding initdb and postgres';
+
+export interface PostgresProcess {
+  /** A connection string for the superuser `postgres` on database `postgres`. */
+  url: string;
+  port: number;
+  /** Stops the server (fast shutdown) and deletes its data directory. */
+  stop(): Promise<void>;
+}
+
+export interface PostgresOptions {
+  /** Off by default for tests (speed); benchmarks turn it on to measure real commits. */
+  durable?: boolean;
+}
+
+/** Finds initdb and postgres: `SVC_POSTGRES_BIN_DIR`, Debian's newest `/usr/lib/postgresql/<v>/bin`, then PATH. */
+export function findPostgresBinDir(env: Record<string, string | undefined> = process.env, debianRoot = '/usr/lib/postgresql'): string {
+  const candidates: string[] = [];
+  if (env['SVC_POSTGRES_BIN_DIR']) candidates.push(env['SVC_POSTGRES_BIN_DIR']);
+  if (existsSync(debianRoot)) {
+    const versions = readdirSync(debianRoot).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    candidates.push(...versions.map((v) => path.join(debianRoot, v, 'bin')));
+  }
+  candidates.push(...(env['PATH'] ?? '').split(path.delimiter).filter(Boolean));
+  const found = candidates.find((dir) => existsSync(path.join(dir, 'initdb')) && existsSync(path.join(dir, 'postgres')));
+  if (!found) throw new Error(`PostgreSQL (initdb and postgres) was not found; ${POSTGRES_INSTALL_HINT}`);
+  return found;
+}
+
+/** Postgres refuses to run as root: as root we run it as the `postgres` user. */
+function runAsIds(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
+  const uid = lookup('-u');
+  const gid = lookup('-g');
+  if (!Number.isInteger(uid) || uid <= 0) throw new Error(`running as root needs a "postgres" user to run PostgreSQL as; ${POSTGRES_INSTALL_HINT}`);
+  return { uid, gid };
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function run(command: string, args: string[], ids: { uid: number; gid: number } | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...ids });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${path.basename(command)} failed (exit ${code}): ${output.trim()}`))));
+  });
+}
+
+/**
+ * A throwaway PostgreSQL server for one test file: `initdb` into a temporary directory, started
+ * on a random port, listening on 127.0.0.1 only, trust authentication.
+ */
+export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresProcess> {
+  const binDir = findPostgresBinDir();
+  const ids = runAsIds();
+  const root = await mkdtemp(path.join(tmpdir(), 'svc-pg-'));
+  const dataDir = path.join(root, 'data');
+  if (ids) await chown(root, ids.uid, ids.gid);
+  await run(path.join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], ids);
+
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const settings = ['-c', `port=${port}`, '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${root}`, '-c', 'max_connections=200'];
+    if (!options.durable) settings.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+    const child = spawn(path.join(binDir, 'postgres'), ['-D', dataDir, ...settings], { stdio: ['ignore', 'ignore', 'pipe'], ...ids });
+    try {
+      await waitUntilReady(child);
+    } catch (err) {
+      await stopChild(child);
+      // Another process took the port between our check and postgres' bind: try another.
+      if (attempt < 3 && /could not (bind|create listen socket)/i.test(String(err))) continue;
+      await rm(root, { recursive: true, force: true });
+      throw err;
+    }
+    return {
+      url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      port,
+      async stop() {
+        await stopPostgres(child);
+        await rm(root, { recursive: true, force: true });
+      },
+    };
+  }
+}
+
+function waitUntilReady(child: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let log = '';
+    const timer = setTimeout(() => reject(new Error(`postgres did not become ready within 30 s: ${log.trim()}`)), 30_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      log = (log + chunk.toString()).slice(-8192);
+      if (log.includes('database system is ready to accept connections')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`postgres exited with code ${code}: ${log.trim()}`));
+    });
+  });
+}
+
+/** SIGINT is PostgreSQL's fast shutdown: roll back open transactions and stop. */
+async function stopPostgres(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGINT');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
