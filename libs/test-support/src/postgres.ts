@@ -123,12 +123,17 @@ function waitUntilReady(child: ChildProcess): Promise<void> {
   });
 }
 
-/** SIGINT is PostgreSQL's fast shutdown: roll back open transactions and stop. */
+/**
+ * SIGTERM is PostgreSQL's smart shutdown: clients still saying goodbye finish cleanly (a pool's
+ * `end()` resolves before its connections are closed). Then fast shutdown, then SIGKILL.
+ */
 async function stopPostgres(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGINT');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  child.kill('SIGTERM');
+  const fast = setTimeout(() => child.kill('SIGINT'), 3_000);
+  const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
-  clearTimeout(timer);
+  clearTimeout(fast);
+  clearTimeout(kill);
 }

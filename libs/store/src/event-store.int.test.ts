@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLE_EVENTS, type IncomingEvent, type StoredEvent } from '@svc/protocol';
+import { startPostgres, type PostgresProcess } from '@svc/test-support';
+import { migrateToLatest, openDatabase, type StoreDatabase } from './database.js';
+import { createEventStore, type EventStore } from './event-store.js';
+
+function systemEvent(uid: string, message = uid): IncomingEvent {
+  return { type: 'system', uid, ts: new Date().toISOString(), data: { level: 'info', message } };
+}
+
+/**
+ * The visibility invariant under load: `appenders` concurrent writers per worker append
+ * batches of 1-10 events (re-sending some uids), while `readers` per worker page through with
+ * `list(afterId = last id seen)` until they have seen everything.
+ */
+async function checkVisibilityInvariant(store: EventStore, workers: string[], appenders: number, readers: number, batchesPerAppender: number) {
+  const expectedUids = new Map<string, string[][]>(); // worker → per-appender uid sequence
+  const appendAll = workers.flatMap((worker) => {
+    const sequences = Array.from({ length: appenders }, () => [] as string[]);
+    expectedUids.set(worker, sequences);
+    return sequences.map(async (sequence, appender) => {
+      let n = 0;
+      for (let batch = 0; batch < batchesPerAppender; batch++) {
+        const size = 1 + ((appender * 7 + batch * 3) % 10);
+        const events = Array.from({ length: size }, () => systemEvent(`${worker}-a${appender}:${n++}`));
+        // Every third batch also re-sends the last uid of the previous one: it must not be stored twice.
+        const resend = batch % 3 === 2 && sequence.length > 0 ? [systemEvent(sequence[sequence.length - 1]!)] : [];
+        sequence.push(...events.map((e) => e.uid));
+        const results = await store.append(worker, [...resend, ...events]);
+        expect(results.filter((r) => r.duplicate)).toHaveLength(resend.length);
+      }
+    });
+  });
+
+  let appending = true;
+  const readAll = workers.flatMap((worker) =>
+    Array.from({ length: readers }, async () => {
+      const seen: StoredEvent[] = [];
+      let afterId = '0';
+      for (;;) {
+        const total = expectedUids.get(worker)!.reduce((sum, s) => sum + s.length, 0);
+        if (!appending && seen.length === total) return { worker, seen };
+        const page = await store.list(worker, { afterId, limit: 50 });
+        if (page.length === 0) {
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          continue;
+        }
+        seen.push(...page);
+        afterId = page[page.length - 1]!.id;
+      }
+    }),
+  );
+
+  await Promise.all(appendAll);
+  appending = false;
+  const readings = await Promise.all(readAll);
+
+  for (const { worker, seen } of readings) {
+    const sequences = expectedUids.get(worker)!;
+    const total = sequences.reduce((sum, s) => sum + s.length, 0);
+    // Exactly once, contiguous ids.
+    expect(seen.map((e) => e.id)).toEqual(Array.from({ length: total }, (_, i) => String(i + 1)));
+    expect(new Set(seen.map((e) => e.uid)).size).toBe(total);
+    // Each appender's order is kept.
+    const idOf = new Map(seen.map((e) => [e.uid, Number(e.id)]));
+    for (const sequence of sequences) {
+      const ids = sequence.map((uid) => idOf.get(uid)!);
+      expect(ids.every((id, i) => i === 0 || id > ids[i - 1]!)).toBe(true);
+    }
+    expect(await store.lastId(worker)).toBe(String(total));
+    expect(await store.count(worker)).toBe(total);
+  }
+}
+
+const backends = [['postgres'], ['pglite']] as const;
+
+describe.each(backends)('event store on %s', (backend) => {
+  let postgres: PostgresProcess | undefined;
+  let database: StoreDatabase;
+  let store: EventStore;
+
+  beforeAll(async () => {
+    if (backend === 'postgres') {
+      postgres = await startPostgres();
+      database = await openDatabase({ url: postgres.url, poolSize: 20 });
+    } else {
+      database = await openDatabase({});
+    }
+    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store']);
+    store = createEventStore(database.db);
+  });
+
+  afterAll(async () => {
+    await database?.close();
+    await postgres?.stop();
+  });
+
+  it('migrations — a second run applies nothing', async () => {
+    expect(await migrateToLatest(database.db)).toEqual([]);
+  });
+
+  it('append — ids are 1, 2, 3 … per worker, across calls', async () => {
+    const first = await store.append('w-seq', [systemEvent('u1'), systemEvent('u2')]);
+    const second = await store.append('w-seq', [systemEvent('u3')]);
+    const other = await store.append('w-seq-other', [systemEvent('u1')]);
+    expect([...first, ...second].map((r) => r.event.id)).toEqual(['1', '2', '3']);
+    expect(other[0]!.event).toMatchObject({ id: '1', worker_id: 'w-seq-other' });
+  });
+
+  it('append — every event type round-trips through the store unchanged', async () => {
+    const events = Object.values(EXAMPLE_EVENTS) as IncomingEvent[];
+    const appended = await store.append('w-types', events);
+    const listed = await store.list('w-types', { afterId: '0', limit: 100 });
+    expect(listed).toEqual(appended.map((r) => r.event));
+    expect(listed.map(({ type, uid, ts, data }) => ({ type, uid, ts, data }))).toEqual(events);
+  });
+
+  it('append — a stored uid is not stored again; the stored event is returned', async () => {
+    const [original] = await store.append('w-dup', [systemEvent('same', 'first')]);
+    const [again] = await store.append('w-dup', [systemEvent('same', 'second')]);
+    expect(again).toEqual({ event: original!.event, duplicate: true });
+    expect(again!.event.data).toMatchObject({ message: 'first' });
+    expect(await store.count('w-dup')).toBe(1);
+    expect(await store.lastId('w-dup')).toBe('1');
+  });
+
+  it('append — a uid twice in one batch is stored once, without a hole', async () => {
+    const results = await store.append('w-dup-batch', [systemEvent('a'), systemEvent('b'), systemEvent('a'), systemEvent('c')]);
+    expect(results.map((r) => [r.event.id, r.duplicate])).toEqual([
+      ['1', false],
+      ['2', false],
+      ['1', true],
+      ['3', false],
+    ]);
+    expect(await store.lastId('w-dup-batch')).toBe('3');
+  });
+
+  it('append — an empty batch stores nothing', async () => {
+    expect(await store.append('w-empty', [])).toEqual([]);
+    expect(await store.lastId('w-empty')).toBe('0');
+  });
+
+  it('append — a failing batch stores nothing and leaves the sequence intact', async () => {
+    await store.append('w-atomic', [systemEvent('ok-1')]);
+    const broken = { ...systemEvent('bad'), ts: 'not a time' } as IncomingEvent;
+    await expect(store.append('w-atomic', [systemEvent('ok-2'), broken])).rejects.toThrow();
+    expect(await store.count('w-atomic')).toBe(1);
+    const [next] = await store.append('w-atomic', [systemEvent('ok-2')]);
+    expect(next!.event.id).toBe('2');
+  });
+
+  it('list — after_id, limit and types filter, in id order', async () => {
+    const events = Object.values(EXAMPLE_EVENTS) as IncomingEvent[];
+    await store.append('w-list', events);
+    const page = await store.list('w-list', { afterId: '2', limit: 3 });
+    expect(page.map((e) => e.id)).toEqual(['3', '4', '5']);
+    const tools = await store.list('w-list', { afterId: '0', limit: 100, types: ['tool_use', 'tool_result'] });
+    expect(tools.map((e) => e.type)).toEqual(['tool_use', 'tool_result']);
+    expect(await store.count('w-list', ['control_request', 'control_response'])).toBe(2);
+    expect(await store.list('w-list', { afterId: '8', limit: 10 })).toEqual([]);
+    expect(await store.list('w-nobody', { afterId: '0', limit: 10 })).toEqual([]);
+  });
+
+  it('visibility invariant — 8 appenders and 4 readers on one worker: every event once, contiguous, in order', async () => {
+    await checkVisibilityInvariant(store, ['w-vis'], 8, 4, 12);
+  });
+
+  it('visibility invariant — the same with 50 workers at once', async () => {
+    const workers = Array.from({ length: 50 }, (_, i) => `w-many-${i}`);
+    await checkVisibilityInvariant(store, workers, 8, 4, 3);
+  }, 120_000);
+});
+
+describe('event store — data survives a restart of embedded PGlite', () => {
+  it('events written to a data directory are there after reopening it', async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const path = await import('node:path');
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'svc-pglite-'));
+    try {
+      const first = await openDatabase({ dataDir });
+      await migrateToLatest(first.db);
+      await createEventStore(first.db).append('w-persist', [systemEvent('p1'), systemEvent('p2')]);
+      await first.close();
+      const second = await openDatabase({ dataDir });
+      await migrateToLatest(second.db);
+      const events = await createEventStore(second.db).list('w-persist', { afterId: '0', limit: 10 });
+      expect(events.map((e) => e.uid)).toEqual(['p1', 'p2']);
+      await second.close();
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

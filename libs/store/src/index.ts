@@ -1,0 +1,4 @@
+export * from './schema.js';
+export * from './database.js';
+export * from './event-store.js';
+export { createPGliteDialect } from './pglite-dialect.js';
