@@ -2,3 +2,4 @@ export * from './connection.js';
 export * from './streams.js';
 export * from './messaging.js';
 export * from './nats-server-process.js';
+export * from './health.js';

@@ -2,3 +2,4 @@ export * from './config.js';
 export * from './logger.js';
 export * from './shutdown.js';
 export * from './version.js';
+export * from './common-settings.js';

@@ -2,3 +2,5 @@ export * from './schema.js';
 export * from './database.js';
 export * from './event-store.js';
 export { createPGliteDialect } from './pglite-dialect.js';
+export * from './store-settings.js';
+export type { Kysely } from 'kysely';

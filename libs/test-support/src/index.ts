@@ -1,3 +1,5 @@
 export * from './nats.js';
 export * from './postgres.js';
 export * from './wait.js';
+export * from './bus-fixture.js';
+export * from './lint.js';

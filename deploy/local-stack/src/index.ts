@@ -1,0 +1,65 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { start as startControl } from '@svc/control';
+import { start as startEventIngest } from '@svc/event-ingest';
+import { start as startGateway } from '@svc/gateway';
+import { start as startSession } from '@svc/session';
+import { connectBus, ensureStreams, launchNatsServer, type NatsServerProcess } from '@svc/bus';
+import type { Logger } from '@svc/service-kit';
+import { openDatabase, type StoreKind } from '@svc/store';
+
+export interface LocalStackOptions {
+  /** Everything the stack keeps (NATS JetStream store, PGlite data) lives under here. */
+  stateDir: string;
+  /** Use this Postgres instead of embedded PGlite. */
+  databaseUrl?: string | undefined;
+  /** Use this NATS instead of starting a nats-server. */
+  natsUrl?: string | undefined;
+  logger: Logger;
+}
+
+export interface LocalStack {
+  natsUrl: string;
+  store: StoreKind;
+  stop(): Promise<void>;
+}
+
+/** The whole control plane in one process: nats-server, the store and the four services. */
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const { logger } = options;
+  const stateDir = path.resolve(options.stateDir);
+  await mkdir(stateDir, { recursive: true });
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const stopOne of stops.reverse()) await stopOne();
+  };
+
+  try {
+    let natsServer: NatsServerProcess | undefined;
+    if (!options.natsUrl) {
+      natsServer = await launchNatsServer({ storeDir: path.join(stateDir, 'nats') });
+      stops.push(() => natsServer!.stop());
+    }
+    const natsUrl = options.natsUrl ?? natsServer!.url;
+    const nc = await connectBus({ servers: natsUrl, name: 'local-stack', logger });
+    stops.push(() => nc.drain());
+    await ensureStreams(nc);
+
+    const database = await openDatabase(options.databaseUrl ? { url: options.databaseUrl } : { dataDir: path.join(stateDir, 'pglite') });
+    stops.push(() => database.close());
+
+    const instance = 'local';
+    // event-ingest owns the event tables and migrates them, so it starts first.
+    const services = [
+      await startEventIngest({ nc, db: database.db, logger, instance, replicaIndex: 0, replicaCount: 1 }),
+      await startControl({ nc, db: database.db, logger, instance }),
+      await startSession({ nc, logger, instance }),
+      await startGateway({ nc, logger, instance }),
+    ];
+    for (const service of services) stops.push(() => service.stop());
+    return { natsUrl, store: database.kind, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

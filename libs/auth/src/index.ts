@@ -1,0 +1,1 @@
+export * from './worker-token.js';

@@ -1,0 +1,29 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** Prefix of every worker token: recognisable by secret scanners and in a leaked-credential report. */
+export const WORKER_TOKEN_PREFIX = 'svcw_';
+const WORKER_TOKEN_PATTERN = /^svcw_[A-Za-z0-9_-]{43}$/;
+
+/**
+ * A new opaque per-worker bearer token (256 random bits). Only its hash is stored; the token
+ * itself goes to the sandbox once, at spawn.
+ */
+export function generateWorkerToken(): string {
+  return WORKER_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** Whether a string has the shape of a worker token (cheap refusal before any lookup). */
+export function looksLikeWorkerToken(value: string): boolean {
+  return WORKER_TOKEN_PATTERN.test(value);
+}
+
+/** The stored form of a worker token: SHA-256, hex. A random 256-bit secret needs no slow hash. */
+export function hashWorkerToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** Compares a presented token with a stored hash in constant time. */
+export function verifyWorkerToken(token: string, storedHash: string): boolean {
+  if (!looksLikeWorkerToken(token) || !/^[0-9a-f]{64}$/.test(storedHash)) return false;
+  return timingSafeEqual(Buffer.from(hashWorkerToken(token), 'hex'), Buffer.from(storedHash, 'hex'));
+}

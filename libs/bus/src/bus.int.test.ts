@@ -1,0 +1,157 @@
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Type from 'typebox';
+import { CodedError, createChecker, kvBuckets, streams, subjects } from '@svc/protocol';
+import { createGracefulShutdown, createLogger } from '@svc/service-kit';
+import { startNatsServer, type NatsServerProcess } from '@svc/test-support';
+import { connectBus, type NatsConnection } from './connection.js';
+import { publishDurable, publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
+import { ensureStreams } from './streams.js';
+
+const logger = createLogger({ name: 'bus-test', level: 'silent' });
+
+describe('bus — against a real nats-server', () => {
+  let server: NatsServerProcess;
+  let nc: NatsConnection;
+
+  beforeAll(async () => {
+    server = await startNatsServer();
+    nc = await connectBus({ servers: server.url, name: 'bus-test', logger });
+  });
+
+  afterAll(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  it('streams — declaring twice is harmless and yields the designed streams and bucket', async () => {
+    await ensureStreams(nc);
+    await ensureStreams(nc);
+    await Promise.all([ensureStreams(nc), ensureStreams(nc)]);
+    const jsm = await jetstreamManager(nc);
+    const incoming = await jsm.streams.info(streams.incomingEvents.name);
+    expect(incoming.config.subjects).toEqual([subjects.incomingAll]);
+    expect(incoming.config.retention).toBe('workqueue');
+    const stored = await jsm.streams.info(streams.storedEvents.name);
+    expect(stored.config.max_bytes).toBe(streams.storedEvents.maxBytes);
+    const kv = await new Kvm(nc).open(kvBuckets.workers);
+    await kv.put('w1', 'x');
+    expect((await kv.get('w1'))?.string()).toBe('x');
+  });
+
+  it('durable publish — a repeated message id is acknowledged as a duplicate and stored once', async () => {
+    await ensureStreams(nc);
+    const js = jetstream(nc);
+    const subject = subjects.incomingEvent(1, 'wrk_dup');
+    const first = await publishDurable(js, subject, { n: 1 }, { messageId: 'wrk_dup:u1', requestId: 'req-1' });
+    const again = await publishDurable(js, subject, { n: 1 }, { messageId: 'wrk_dup:u1' });
+    expect(first.duplicate).toBe(false);
+    expect(again.duplicate).toBe(true);
+    expect(again.seq).toBe(first.seq);
+  });
+
+  it('request/reply — the result comes back typed and the request id travels in a header', async () => {
+    const seen: MessageContext[] = [];
+    const sub = serveRpc<{ a: number; b: number }, { sum: number }>(
+      nc,
+      'svc.rpc.test.add',
+      (request, context) => {
+        seen.push(context);
+        return { sum: request.a + request.b };
+      },
+      { logger, queue: 'test' },
+    );
+    const result = await requestJson<{ sum: number }>(nc, 'svc.rpc.test.add', { a: 2, b: 3 }, { requestId: 'req-42' });
+    expect(result).toEqual({ sum: 5 });
+    expect(seen[0]).toEqual({ subject: 'svc.rpc.test.add', requestId: 'req-42' });
+    sub.unsubscribe();
+  });
+
+  it('request/reply — a coded error crosses the bus with its code, an unexpected one becomes internal', async () => {
+    const sub = serveRpc(
+      nc,
+      'svc.rpc.test.fail',
+      (request: { kind: string }) => {
+        if (request.kind === 'coded') throw new CodedError('worker_not_found', 'worker wrk_9 does not exist');
+        throw new Error('database password is hunter2');
+      },
+      { logger },
+    );
+    await expect(requestJson(nc, 'svc.rpc.test.fail', { kind: 'coded' })).rejects.toMatchObject({ code: 'worker_not_found', message: 'worker wrk_9 does not exist' });
+    const internal = requestJson(nc, 'svc.rpc.test.fail', { kind: 'other' });
+    await expect(internal).rejects.toMatchObject({ code: 'internal', message: 'internal error' });
+    sub.unsubscribe();
+  });
+
+  it('request/reply — an invalid request is answered invalid_request naming the field', async () => {
+    const checker = createChecker<{ worker_id: string }>(Type.Object({ worker_id: Type.String({ minLength: 1 }) }));
+    const sub = serveRpc(nc, 'svc.rpc.test.checked', (request: { worker_id: string }) => request.worker_id, { logger, checker });
+    await expect(requestJson(nc, 'svc.rpc.test.checked', { worker_id: 5 })).rejects.toMatchObject({ code: 'invalid_request', message: '/worker_id must be string' });
+    expect(await requestJson(nc, 'svc.rpc.test.checked', { worker_id: 'w' })).toBe('w');
+    sub.unsubscribe();
+  });
+
+  it('request/reply — nobody listening is unavailable; a slow service is timeout', async () => {
+    await expect(requestJson(nc, 'svc.rpc.test.nobody', {})).rejects.toMatchObject({ code: 'unavailable' });
+    const sub = nc.subscribe('svc.rpc.test.silent', { callback: () => {} });
+    await expect(requestJson(nc, 'svc.rpc.test.silent', {}, { timeoutMs: 100 })).rejects.toMatchObject({ code: 'timeout' });
+    sub.unsubscribe();
+  });
+
+  it('publish/subscribe — payload and request id arrive; a failing handler does not end the subscription', async () => {
+    const received: Array<[unknown, string | undefined]> = [];
+    const sub = subscribeJson<{ n: number }>(
+      nc,
+      'svc.test.topic',
+      (payload, context) => {
+        received.push([payload, context.requestId]);
+        if (payload.n === 1) throw new Error('first one fails');
+      },
+      { logger },
+    );
+    publishJson(nc, 'svc.test.topic', { n: 1 }, { requestId: 'r1' });
+    publishJson(nc, 'svc.test.topic', { n: 2 });
+    await nc.flush();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(received).toEqual([
+      [{ n: 1 }, 'r1'],
+      [{ n: 2 }, undefined],
+    ]);
+    sub.unsubscribe();
+  });
+});
+
+describe('bus — connection life', () => {
+  it('reconnects by itself after the server restarts on the same port', async () => {
+    const first = await startNatsServer();
+    const nc = await connectBus({ servers: first.url, name: 'reconnect-test', logger });
+    const { launchNatsServer } = await import('./nats-server-process.js');
+    await first.stop();
+    const second = await launchNatsServer({ port: first.port });
+    const reconnected = (async () => {
+      for await (const status of nc.status()) if (status.type === 'reconnect') return true;
+      return false;
+    })();
+    expect(await reconnected).toBe(true);
+    await nc.request('$JS.API.INFO', undefined, { timeout: 2000 });
+    await nc.close();
+    await second.stop();
+  });
+
+  it('graceful shutdown drains the NATS connection', async () => {
+    const server = await startNatsServer();
+    const nc = await connectBus({ servers: server.url, name: 'shutdown-test', logger });
+    const exits: number[] = [];
+    const shutdown = createGracefulShutdown({ logger, exit: (code) => exits.push(code) });
+    shutdown.add({ name: 'nats', close: () => nc.drain() });
+    await shutdown.shutdown('SIGTERM');
+    expect(nc.isClosed()).toBe(true);
+    expect(exits).toEqual([0]);
+    await server.stop();
+  });
+
+  it('a server that never comes up fails the first connection with a clear message', async () => {
+    await expect(connectBus({ servers: 'nats://127.0.0.1:1', name: 'x', logger, connectTimeoutMs: 300 })).rejects.toThrow(/cannot connect to NATS at nats:\/\/127\.0\.0\.1:1/);
+  });
+});

@@ -1,0 +1,9 @@
+import { choiceSetting, stringSetting } from './config.js';
+
+/** Settings every control-plane process reads. */
+export const commonSettings = {
+  natsUrl: stringSetting('SVC_NATS_URL', { default: 'nats://127.0.0.1:4222' }),
+  logLevel: choiceSetting('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], { default: 'info' }),
+  /** Which replica this is, in logs and health answers (a Pod name in Kubernetes). */
+  instance: stringSetting('SVC_INSTANCE', { default: process.env['HOSTNAME'] ?? `pid-${process.pid}` }),
+};
