@@ -3,14 +3,22 @@
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
-/** Who may import whom, by scope. `sidecar` and `cli` never reach store or bus. */
-const scopeConstraints = [
-  { sourceTag: 'scope:contract', onlyDependOnLibsWithTags: [] },
-  { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared'] },
-  { sourceTag: 'scope:server', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server'] },
-  { sourceTag: 'scope:sandbox', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared'] },
-  { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared'] },
-];
+/**
+ * Who may import whom, by scope. `sidecar` and `cli` never reach store or bus. Test code may
+ * also use the test harness (scope:test), which itself may use anything.
+ */
+const scopeConstraints = (testCode) => {
+  const harness = testCode ? ['scope:test'] : [];
+  return [
+    { sourceTag: 'scope:contract', onlyDependOnLibsWithTags: [...harness] },
+    { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
+    { sourceTag: 'scope:server', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', ...harness] },
+    { sourceTag: 'scope:sandbox', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
+    { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
+    { sourceTag: 'scope:test', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:test'] },
+    { sourceTag: 'scope:bench', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:test'] },
+  ];
+};
 
 /** Who may import whom, by kind: libs never import services, services never import each other. */
 const typeConstraints = (testCode) => [
@@ -27,7 +35,7 @@ const boundaries = (testCode) => ({
     {
       enforceBuildableLibDependency: false,
       allow: [],
-      depConstraints: [...scopeConstraints, ...typeConstraints(testCode)],
+      depConstraints: [...scopeConstraints(testCode), ...typeConstraints(testCode)],
     },
   ],
 });
@@ -50,5 +58,15 @@ export default tseslint.config(
   {
     files: testFiles,
     rules: { ...boundaries(true), 'no-console': 'off' },
+  },
+  {
+    // Benchmarks print their figures.
+    files: ['bench/**/*.ts'],
+    rules: { 'no-console': 'off' },
+  },
+  {
+    // Each project's Vitest config extends the one shared file at the workspace root.
+    files: ['**/vitest.config.ts'],
+    rules: { '@nx/enforce-module-boundaries': 'off' },
   },
 );

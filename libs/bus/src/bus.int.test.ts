@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
 import { CodedError, createChecker, kvBuckets, streams, subjects } from '@svc/protocol';
 import { createGracefulShutdown, createLogger } from '@svc/service-kit';
-import { startNatsServer, type NatsServerProcess } from '@svc/test-support';
+import { launchNatsServer as startNatsServer, type NatsServerProcess } from './nats-server-process.js';
 import { connectBus, type NatsConnection } from './connection.js';
 import { publishDurable, publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
 import { ensureStreams } from './streams.js';
@@ -126,9 +126,8 @@ describe('bus — connection life', () => {
   it('reconnects by itself after the server restarts on the same port', async () => {
     const first = await startNatsServer();
     const nc = await connectBus({ servers: first.url, name: 'reconnect-test', logger });
-    const { launchNatsServer } = await import('./nats-server-process.js');
     await first.stop();
-    const second = await launchNatsServer({ port: first.port });
+    const second = await startNatsServer({ port: first.port });
     const reconnected = (async () => {
       for await (const status of nc.status()) if (status.type === 'reconnect') return true;
       return false;

@@ -20,7 +20,9 @@ export type DatabaseLocation =
   /** A Postgres server, e.g. `postgres://svc@db:5432/svc`. */
   | { url: string; poolSize?: number; onConnectionError?: (err: Error) => void }
   /** Embedded PGlite: a data directory, or in memory when `dataDir` is omitted. */
-  | { dataDir?: string };
+  | { dataDir?: string }
+  /** An embedded PGlite the caller opened (and may also query directly). */
+  | { pglite: PGlite };
 
 /** Opens Postgres (when given a URL) or embedded PGlite; bigints are read as decimal strings on both. */
 export async function openDatabase(location: DatabaseLocation): Promise<StoreDatabase> {
@@ -33,10 +35,15 @@ export async function openDatabase(location: DatabaseLocation): Promise<StoreDat
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
-  const pglite = new PGlite({ ...(location.dataDir ? { dataDir: location.dataDir } : {}), parsers: { [INT8_OID]: (value: string) => value } });
+  const pglite = 'pglite' in location ? location.pglite : createPGlite(location.dataDir);
   await pglite.waitReady;
   const db = new Kysely<Database>({ dialect: createPGliteDialect(pglite) });
   return { db, kind: 'pglite', close: () => db.destroy() };
+}
+
+/** A PGlite that reads bigints as decimal strings, like our pg pool. */
+export function createPGlite(dataDir?: string): PGlite {
+  return new PGlite({ ...(dataDir ? { dataDir } : {}), parsers: { [INT8_OID]: (value: string) => value } });
 }
 
 export class MigrationError extends Error {

@@ -33,13 +33,14 @@ async function checkVisibilityInvariant(store: EventStore, workers: string[], ap
   });
 
   let appending = true;
+  let aborted = false;
   const readAll = workers.flatMap((worker) =>
     Array.from({ length: readers }, async () => {
       const seen: StoredEvent[] = [];
       let afterId = '0';
       for (;;) {
         const total = expectedUids.get(worker)!.reduce((sum, s) => sum + s.length, 0);
-        if (!appending && seen.length === total) return { worker, seen };
+        if (aborted || (!appending && seen.length === total)) return { worker, seen };
         const page = await store.list(worker, { afterId, limit: 50 });
         if (page.length === 0) {
           await new Promise((resolve) => setTimeout(resolve, 1));
@@ -51,7 +52,13 @@ async function checkVisibilityInvariant(store: EventStore, workers: string[], ap
     }),
   );
 
-  await Promise.all(appendAll);
+  try {
+    await Promise.all(appendAll);
+  } catch (err) {
+    aborted = true;
+    await Promise.allSettled(readAll);
+    throw err;
+  }
   appending = false;
   const readings = await Promise.all(readAll);
 

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { EventType, IncomingEvent, StoredEvent } from '@svc/protocol';
 import type { Database, EventsTable } from './schema.js';
 
@@ -31,7 +31,7 @@ export interface EventStore {
   lastId(workerId: string): Promise<string>;
 }
 
-type EventRow = Selectable<EventsTable>;
+type EventRow = Omit<Selectable<EventsTable>, 'stored_at'>;
 
 function toStoredEvent(row: EventRow): StoredEvent {
   return {
@@ -49,48 +49,20 @@ export function createEventStore(db: Kysely<Database>): EventStore {
   return {
     async append(workerId, events) {
       if (events.length === 0) return [];
-      return db.transaction().execute(async (trx) => {
-        // Upserting the worker's head row takes its row lock until commit: concurrent appenders of
-        // one worker queue here, so ids are handed out, and become visible, strictly in order.
-        const head = await trx
-          .insertInto('event_streams')
-          .values({ worker_id: workerId })
-          .onConflict((conflict) => conflict.column('worker_id').doUpdateSet({ worker_id: (eb) => eb.ref('excluded.worker_id') }))
-          .returning('last_id')
-          .executeTakeFirstOrThrow();
-
-        const uids = [...new Set(events.map((event) => event.uid))];
-        const storedBefore = await trx.selectFrom('events').selectAll().where('worker_id', '=', workerId).where('uid', 'in', uids).execute();
-        const byUid = new Map<string, StoredEvent>(storedBefore.map((row) => [row.uid, toStoredEvent(row)]));
-
-        let lastId = BigInt(head.last_id);
-        const results: AppendResult[] = [];
-        const rows: Array<{ worker_id: string; id: string; uid: string; type: string; ts: string; data: string }> = [];
-        for (const incoming of events) {
-          const known = byUid.get(incoming.uid);
-          if (known) {
-            results.push({ event: known, duplicate: true });
-            continue;
-          }
-          lastId += 1n;
-          const stored = {
-            id: lastId.toString(),
-            worker_id: workerId,
-            type: incoming.type,
-            uid: incoming.uid,
-            ts: new Date(incoming.ts).toISOString(),
-            data: incoming.data,
-          } as StoredEvent;
-          byUid.set(incoming.uid, stored);
-          results.push({ event: stored, duplicate: false });
-          rows.push({ worker_id: workerId, id: stored.id, uid: stored.uid, type: stored.type, ts: stored.ts, data: JSON.stringify(stored.data) });
-        }
-
-        if (rows.length > 0) {
-          await trx.insertInto('events').values(rows).execute();
-          await trx.updateTable('event_streams').set({ last_id: lastId.toString() }).where('worker_id', '=', workerId).execute();
-        }
-        return results;
+      // One round trip: the migration's svc_append_events locks the worker's head row, skips
+      // known uids and hands out the next ids (its comment says why this is safe).
+      const { rows } = await sql<EventRow & { known: boolean }>`
+        SELECT id, uid, type, ts, data, known
+        FROM svc_append_events(${workerId}, ${JSON.stringify(events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })))}::jsonb)`.execute(db);
+      const byUid = new Map(rows.map((row) => [row.uid, { event: toStoredEvent({ ...row, worker_id: workerId }), known: row.known }]));
+      const answered = new Set<string>();
+      return events.map((incoming) => {
+        const stored = byUid.get(incoming.uid);
+        if (!stored) throw new Error(`svc_append_events returned no row for uid ${incoming.uid}`);
+        // Only the first occurrence of a uid that was not known before is a new event.
+        const duplicate = stored.known || answered.has(incoming.uid);
+        answered.add(incoming.uid);
+        return { event: stored.event, duplicate };
       });
     },
 
