@@ -54,15 +54,23 @@ export function createEventStore(db: Kysely<Database>): EventStore {
       const { rows } = await sql<EventRow & { known: boolean }>`
         SELECT id, uid, type, ts, data, known
         FROM svc_append_events(${workerId}, ${JSON.stringify(events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })))}::jsonb)`.execute(db);
-      const byUid = new Map(rows.map((row) => [row.uid, { event: toStoredEvent({ ...row, worker_id: workerId }), known: row.known }]));
+      const known = new Map<string, StoredEvent>();
+      const newIds = new Map<string, string>();
+      for (const row of rows) {
+        if (row.known) known.set(row.uid, toStoredEvent({ ...row, worker_id: workerId }));
+        else newIds.set(row.uid, row.id);
+      }
       const answered = new Set<string>();
       return events.map((incoming) => {
-        const stored = byUid.get(incoming.uid);
-        if (!stored) throw new Error(`svc_append_events returned no row for uid ${incoming.uid}`);
-        // Only the first occurrence of a uid that was not known before is a new event.
-        const duplicate = stored.known || answered.has(incoming.uid);
+        // Only the first occurrence of a uid that was not stored before is a new event.
+        const duplicate = known.has(incoming.uid) || answered.has(incoming.uid);
         answered.add(incoming.uid);
-        return { event: stored.event, duplicate };
+        const stored = known.get(incoming.uid);
+        if (stored) return { event: stored, duplicate };
+        const id = newIds.get(incoming.uid);
+        if (id === undefined) throw new Error(`svc_append_events returned no row for uid ${incoming.uid}`);
+        const event = { id, worker_id: workerId, type: incoming.type, uid: incoming.uid, ts: new Date(incoming.ts).toISOString(), data: incoming.data } as StoredEvent;
+        return { event, duplicate };
       });
     },
 
