@@ -13,5 +13,8 @@ export const sharedTestConfig = defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // The JSON report lets CI print one "N passed, N failed" line for the whole workspace.
+    reporters: ['default', 'json'],
+    outputFile: { json: 'test-results/vitest.json' },
   },
 });

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what svc needs on a fresh Debian machine, and nothing that is already there:
+#   Debian packages: postgresql (tests start throwaway servers; no cluster is created),
+#                    bubblewrap (local sandboxes), tmux (terminal e2e tests)
+#   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
+#   node_modules     via `npm ci`, re-run only when package-lock.json changed
+# Idempotent and quick when everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=../.ci/versions.env
+source .ci/versions.env
+
+say() { printf 'dev-setup: %s\n' "$*"; }
+sudo_cmd=()
+[ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+
+# --- Debian packages -------------------------------------------------------
+packages=()
+command -v tmux >/dev/null 2>&1 || packages+=(tmux)
+command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || packages+=(postgresql)
+if [ "${#packages[@]}" -gt 0 ]; then
+  say "installing ${packages[*]}"
+  # Tests start their own servers: the package's default cluster would only hold port 5432.
+  "${sudo_cmd[@]}" mkdir -p /etc/postgresql-common
+  grep -qs '^create_main_cluster *= *false' /etc/postgresql-common/createcluster.conf ||
+    echo 'create_main_cluster = false' | "${sudo_cmd[@]}" tee -a /etc/postgresql-common/createcluster.conf >/dev/null
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+fi
+
+# --- nats-server -----------------------------------------------------------
+gobin="$(go env GOBIN 2>/dev/null || true)"
+[ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
+if ! "$gobin/nats-server" --version 2>/dev/null | grep -qF "$NATS_SERVER_VERSION"; then
+  command -v go >/dev/null 2>&1 || { say "Go is needed to install nats-server (https://go.dev/dl/)"; exit 1; }
+  say "installing nats-server $NATS_SERVER_VERSION into $gobin"
+  go install "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"
+fi
+
+# --- node_modules ----------------------------------------------------------
+lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [ "$(cat node_modules/.svc-lock-hash 2>/dev/null)" != "$lock_hash" ]; then
+  say "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_hash" > node_modules/.svc-lock-hash
+fi
+say "ready (nats-server: $("$gobin/nats-server" --version), node: $(node --version))"
