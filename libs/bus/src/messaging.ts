@@ -95,16 +95,7 @@ export function serveRpc<Request, Result>(
   options: ServeOptions<Request>,
 ): Subscription {
   const log = options.logger.child({ component: 'rpc', subject });
-  return nc.subscribe(subject, {
-    ...(options.queue ? { queue: options.queue } : {}),
-    callback: (err, msg) => {
-      if (err) {
-        log.error({ err }, 'subscription failed');
-        return;
-      }
-      void answer(msg);
-    },
-  });
+  return subscribeMessages(nc, subject, options.queue, log, (msg) => void answer(msg));
 
   async function answer(msg: Msg): Promise<void> {
     const context = contextOf(msg);
@@ -139,16 +130,20 @@ export function subscribeJson<Payload>(
   options: { logger: Logger; queue?: string },
 ): Subscription {
   const log = options.logger.child({ component: 'subscriber', subject });
+  return subscribeMessages(nc, subject, options.queue, log, (msg) => {
+    Promise.resolve()
+      .then(() => handler(decode(msg.data) as Payload, contextOf(msg)))
+      .catch((handlerError: unknown) => log.error({ err: handlerError, requestId: contextOf(msg).requestId }, 'message handler failed'));
+  });
+}
+
+/** A core subscription (in a queue group when given) whose errors are logged, never thrown. */
+function subscribeMessages(nc: NatsConnection, subject: string, queue: string | undefined, log: Logger, onMessage: (msg: Msg) => void): Subscription {
   return nc.subscribe(subject, {
-    ...(options.queue ? { queue: options.queue } : {}),
+    ...(queue ? { queue } : {}),
     callback: (err, msg) => {
-      if (err) {
-        log.error({ err }, 'subscription failed');
-        return;
-      }
-      Promise.resolve()
-        .then(() => handler(decode(msg.data) as Payload, contextOf(msg)))
-        .catch((handlerError: unknown) => log.error({ err: handlerError, requestId: contextOf(msg).requestId }, 'message handler failed'));
+      if (err) log.error({ err }, 'subscription failed');
+      else onMessage(msg);
     },
   });
 }

@@ -70,13 +70,18 @@ export async function launchNatsServer(options: NatsServerOptions = {}): Promise
   const portsDir = await mkdtemp(path.join(tmpdir(), 'svc-nats-ports-'));
   const host = options.host ?? '127.0.0.1';
   const args = ['-js', '-sd', storeDir, '-a', host, '-p', String(options.port ?? -1), '--ports_file_dir', portsDir];
-  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Its own process group: a Ctrl+C in the terminal reaches only us, and we stop the server
+  // after draining our connections to it (else it would die first and the drain would fail).
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-8192);
   });
 
   const cleanup = async () => {
+    process.off('exit', killOnExit);
     await stopChild(child);
     await rm(portsDir, { recursive: true, force: true });
     if (temporary) await rm(storeDir, { recursive: true, force: true });

@@ -3,3 +3,4 @@ export * from './logger.js';
 export * from './shutdown.js';
 export * from './version.js';
 export * from './common-settings.js';
+export * from './running-service.js';

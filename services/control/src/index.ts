@@ -1,5 +1,5 @@
 import { serveHealth, type NatsConnection } from '@svc/bus';
-import type { Logger } from '@svc/service-kit';
+import type { Logger, RunningService } from '@svc/service-kit';
 import type { Database, Kysely } from '@svc/store';
 
 export interface ControlDeps {
@@ -7,10 +7,6 @@ export interface ControlDeps {
   db: Kysely<Database>;
   logger: Logger;
   instance: string;
-}
-
-export interface RunningService {
-  stop(): Promise<void>;
 }
 
 /** Starts the control service. Decisions are not implemented yet (it says so); it answers health. */

@@ -1,6 +1,6 @@
 import { serveHealth, type NatsConnection } from '@svc/bus';
 import { partitionsOfReplica } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import type { Logger, RunningService } from '@svc/service-kit';
 import { migrateToLatest, type Database, type Kysely } from '@svc/store';
 
 export interface EventIngestDeps {
@@ -11,10 +11,6 @@ export interface EventIngestDeps {
   /** This replica's index (a StatefulSet ordinal) and the replica count: they pick its partitions. */
   replicaIndex: number;
   replicaCount: number;
-}
-
-export interface RunningService {
-  stop(): Promise<void>;
 }
 
 /**

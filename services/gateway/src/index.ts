@@ -1,14 +1,10 @@
 import { serveHealth, type NatsConnection } from '@svc/bus';
-import type { Logger } from '@svc/service-kit';
+import type { Logger, RunningService } from '@svc/service-kit';
 
 export interface GatewayDeps {
   nc: NatsConnection;
   logger: Logger;
   instance: string;
-}
-
-export interface RunningService {
-  stop(): Promise<void>;
 }
 
 /**

@@ -1,14 +1,10 @@
 import { serveHealth, type NatsConnection } from '@svc/bus';
-import type { Logger } from '@svc/service-kit';
+import type { Logger, RunningService } from '@svc/service-kit';
 
 export interface SessionDeps {
   nc: NatsConnection;
   logger: Logger;
   instance: string;
-}
-
-export interface RunningService {
-  stop(): Promise<void>;
 }
 
 /** Starts the session service. Sessions, workers and spawning are not implemented yet (it says so); it answers health. */

@@ -7,22 +7,17 @@ export const EventId = Type.String({
   examples: ['42'],
 });
 
-/**
- * A worker id. Restricted to characters that are safe in NATS subjects, KV keys and URLs
- * (no dots, wildcards or whitespace), because the id is a subject token.
- */
-export const WorkerId = Type.String({
-  pattern: '^[A-Za-z0-9_-]{1,64}$',
-  description: 'Worker id: 1-64 characters of A-Z, a-z, 0-9, "_" and "-".',
-  examples: ['wrk_01JDX4Q2M8C9'],
-});
+/** An id that is also a NATS subject token, a KV key and a URL segment: no dots, wildcards or spaces. */
+function resourceId(what: string, example: string) {
+  return Type.String({
+    pattern: '^[A-Za-z0-9_-]{1,64}$',
+    description: `${what} id: 1-64 characters of A-Z, a-z, 0-9, "_" and "-".`,
+    examples: [example],
+  });
+}
 
-/** A session id, same alphabet as a worker id. */
-export const SessionId = Type.String({
-  pattern: '^[A-Za-z0-9_-]{1,64}$',
-  description: 'Session id: 1-64 characters of A-Z, a-z, 0-9, "_" and "-".',
-  examples: ['ses_01JDX4Q2M8C9'],
-});
+export const WorkerId = resourceId('Worker', 'wrk_01JDX4Q2M8C9');
+export const SessionId = resourceId('Session', 'ses_01JDX4Q2M8C9');
 
 /**
  * The producer's idempotency key (the sidecar uses `<boot-id>:<n>`). Printable ASCII without
