@@ -1,1 +1,4 @@
 export * from './worker-token.js';
+export * from './principal.js';
+export * from './oidc.js';
+export * from './local-issuer.js';

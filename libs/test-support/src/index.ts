@@ -3,3 +3,4 @@ export * from './postgres.js';
 export * from './wait.js';
 export * from './bus-fixture.js';
 export * from './lint.js';
+export * from './oidc-issuer.js';

@@ -1,0 +1,101 @@
+import { createRemoteJWKSet, errors, jwtVerify, type JWSHeaderParameters, type JWTPayload, type FlattenedJWSInput } from 'jose';
+import type { UserPrincipal } from './principal.js';
+
+/** Signature algorithms we accept: asymmetric only. `none` and HMAC never verify a user. */
+export const USER_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+
+export class AuthenticationError extends Error {
+  override readonly name = 'AuthenticationError';
+}
+
+export interface OidcVerifierOptions {
+  /** The issuer URL; `<issuer>/.well-known/openid-configuration` names the JWKS. */
+  issuer: string;
+  audience: string;
+  /** Allowed clock skew for `exp`/`nbf`, in seconds. */
+  clockToleranceSeconds?: number;
+  /** The claim that makes a user an admin when it is `true` (or lists "admin"). */
+  adminClaim?: string;
+  /** How soon an unknown `kid` may trigger another JWKS fetch, in ms. */
+  jwksCooldownMs?: number;
+}
+
+export interface OidcVerifier {
+  /** Verifies a bearer JWT and returns the user, or throws `AuthenticationError` (message safe to show). */
+  verify(token: string): Promise<UserPrincipal>;
+}
+
+interface DiscoveryDocument {
+  issuer?: string;
+  jwks_uri?: string;
+}
+
+/**
+ * Verifies user JWTs against an OIDC issuer: discovers `jwks_uri`, caches the keys (refetching
+ * on an unknown `kid`), and checks signature, algorithm, `iss`, `aud`, `exp` and `nbf`.
+ */
+export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
+  const issuer = options.issuer.replace(/\/+$/, '');
+  let keySet: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
+
+  function keys() {
+    keySet ??= discover(issuer)
+      .then((jwksUri) => createRemoteJWKSet(new URL(jwksUri), { cooldownDuration: options.jwksCooldownMs ?? 5_000, timeoutDuration: 5_000 }))
+      .catch((err: unknown) => {
+        keySet = undefined; // try discovery again on the next request
+        throw err;
+      });
+    return keySet;
+  }
+
+  return {
+    async verify(token) {
+      const getKey = await keys().catch((err: unknown) => {
+        throw new AuthenticationError('the identity provider could not be reached', { cause: err });
+      });
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, (header: JWSHeaderParameters, input: FlattenedJWSInput) => getKey(header, input), {
+          issuer: [issuer, `${issuer}/`],
+          audience: options.audience,
+          algorithms: [...USER_TOKEN_ALGORITHMS],
+          clockTolerance: options.clockToleranceSeconds ?? 30,
+          requiredClaims: ['sub', 'exp'],
+        }));
+      } catch (err) {
+        throw new AuthenticationError(describeJoseError(err), { cause: err });
+      }
+      const adminClaim = options.adminClaim ?? 'svc_admin';
+      const admin = payload[adminClaim] === true || (Array.isArray(payload[adminClaim]) && (payload[adminClaim] as unknown[]).includes('admin'));
+      return {
+        kind: 'user',
+        sub: payload.sub!,
+        admin,
+        ...(typeof payload['name'] === 'string' ? { name: payload['name'] } : {}),
+        ...(typeof payload['email'] === 'string' ? { email: payload['email'] } : {}),
+      };
+    },
+  };
+}
+
+async function discover(issuer: string): Promise<string> {
+  const response = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5_000) });
+  if (!response.ok) throw new Error(`OIDC discovery at ${issuer} answered ${response.status}`);
+  const document = (await response.json()) as DiscoveryDocument;
+  if (!document.jwks_uri) throw new Error(`OIDC discovery at ${issuer} names no jwks_uri`);
+  return document.jwks_uri;
+}
+
+/** A message for the caller that says what was wrong with the token, never the token itself. */
+function describeJoseError(err: unknown): string {
+  if (err instanceof errors.JWTExpired) return 'the token has expired';
+  if (err instanceof errors.JWTClaimValidationFailed) {
+    if (err.claim === 'nbf') return 'the token is not valid yet';
+    return `the token's "${err.claim}" claim is not accepted`;
+  }
+  if (err instanceof errors.JOSEAlgNotAllowed) return 'the token\'s signing algorithm is not accepted';
+  if (err instanceof errors.JWKSNoMatchingKey) return 'the token was signed with an unknown key';
+  if (err instanceof errors.JWSSignatureVerificationFailed) return 'the token\'s signature is invalid';
+  if (err instanceof errors.JWTInvalid || err instanceof errors.JWSInvalid) return 'the token is malformed';
+  return 'the token is not valid';
+}
