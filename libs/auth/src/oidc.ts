@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWSHeaderParameters, type JWTPayload, type FlattenedJWSInput } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWSHeaderParameters, type JWTPayload, type FlattenedJWSInput } from 'jose';
 import type { UserPrincipal } from './principal.js';
 
 /** Signature algorithms we accept: asymmetric only. `none` and HMAC never verify a user. */
@@ -18,6 +18,8 @@ export interface OidcVerifierOptions {
   adminClaim?: string;
   /** How soon an unknown `kid` may trigger another JWKS fetch, in ms. */
   jwksCooldownMs?: number;
+  /** The issuer's keys, when they are known here (the built-in issuer): no discovery then. */
+  keys?: JSONWebKeySet;
 }
 
 export interface OidcVerifier {
@@ -38,7 +40,10 @@ export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
   const issuer = options.issuer.replace(/\/+$/, '');
   let keySet: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
 
-  function keys() {
+  const localKeys = options.keys ? createLocalJWKSet(options.keys) : undefined;
+
+  function keys(): Promise<(header: JWSHeaderParameters, input: FlattenedJWSInput) => ReturnType<ReturnType<typeof createRemoteJWKSet>>> {
+    if (localKeys) return Promise.resolve(localKeys);
     keySet ??= discover(issuer)
       .then((jwksUri) => createRemoteJWKSet(new URL(jwksUri), { cooldownDuration: options.jwksCooldownMs ?? 5_000, timeoutDuration: 5_000 }))
       .catch((err: unknown) => {

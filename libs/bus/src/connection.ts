@@ -61,3 +61,15 @@ async function watchStatus(nc: NatsConnection, log: Logger): Promise<void> {
     }
   }
 }
+
+/** Whether the connection is up right now (false while it is reconnecting, draining or closed). */
+export function trackConnection(nc: NatsConnection): { connected(): boolean } {
+  let connected = !nc.isClosed();
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect' || status.type === 'reconnecting') connected = false;
+      else if (status.type === 'reconnect') connected = true;
+    }
+  })();
+  return { connected: () => connected && !nc.isClosed() && !nc.isDraining() };
+}

@@ -1,6 +1,6 @@
 import { serveHealth, type NatsConnection } from '@svc/bus';
 import type { Logger, RunningService } from '@svc/service-kit';
-import type { Database, Kysely } from '@svc/store';
+import { pingDatabase, type Database, type Kysely } from '@svc/store';
 
 export interface ControlDeps {
   nc: NatsConnection;
@@ -12,7 +12,7 @@ export interface ControlDeps {
 /** Starts the control service. Decisions are not implemented yet (it says so); it answers health. */
 export async function start(deps: ControlDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'control' });
-  const health = serveHealth(deps.nc, 'control', { instance: deps.instance, logger: log });
+  const health = serveHealth(deps.nc, 'control', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   log.warn('control: decisions and pending polls are not implemented yet; only health is served');
   return {
     async stop() {

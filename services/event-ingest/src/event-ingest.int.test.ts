@@ -25,7 +25,7 @@ describe('event-ingest — start and stop', () => {
     ]);
     expect(appended!.event.id).toBe('1');
     const health = await requestJson<ServiceHealth>(bus.nc, subjects.health('event-ingest'), {});
-    expect(health).toMatchObject({ service: 'event-ingest', status: 'up' });
+    expect(health).toMatchObject({ service: 'event-ingest', status: 'up', store: 'up' });
     await service.stop();
   });
 

@@ -1,7 +1,7 @@
 import { serveHealth, type NatsConnection } from '@svc/bus';
 import { partitionsOfReplica } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { migrateToLatest, type Database, type Kysely } from '@svc/store';
+import { migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
 
 export interface EventIngestDeps {
   nc: NatsConnection;
@@ -22,7 +22,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const partitions = partitionsOfReplica(deps.replicaIndex, deps.replicaCount);
   const applied = await migrateToLatest(deps.db);
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
-  const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log });
+  const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   log.warn({ partitions }, 'event-ingest: consuming incoming events is not implemented yet; only migrations and health run');
   return {
     async stop() {

@@ -1,21 +1,95 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestJson } from '@svc/bus';
+import { requestJson, serveHealth } from '@svc/bus';
 import { subjects, type ServiceHealth } from '@svc/protocol';
-import { startBusFixture, type BusFixture } from '@svc/test-support';
+import { ConfigError, readConfig } from '@svc/service-kit';
+import { freePort, startBusFixture, type BusFixture } from '@svc/test-support';
+import { gatewaySettings } from './config.js';
 import { start } from './index.js';
 
-describe('gateway — start and stop', () => {
+describe('gateway — start with the built-in issuer, status and probes', () => {
   let bus: BusFixture;
+  let stateDir: string;
   beforeAll(async () => {
     bus = await startBusFixture();
+    stateDir = await mkdtemp(path.join(tmpdir(), 'svc-gw-'));
   });
-  afterAll(() => bus?.stop());
+  afterAll(async () => {
+    await bus?.stop();
+    await rm(stateDir, { recursive: true, force: true });
+  });
 
-  it('answers health on the bus while running, and no longer after stop', async () => {
-    const service = await start({ nc: bus.nc, logger: bus.logger, instance: 'gateway-0' });
-    const health = await requestJson<ServiceHealth>(bus.nc, subjects.health('gateway'), {});
-    expect(health).toMatchObject({ service: 'gateway', status: 'up', instance: 'gateway-0' });
-    await service.stop();
-    await expect(requestJson(bus.nc, subjects.health('gateway'), {})).rejects.toMatchObject({ code: 'unavailable' });
+  it('serves discovery, gives the local user a token on loopback, and that token reads /v1/status', async () => {
+    const port = await freePort();
+    const config = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(port), SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'silent' });
+    const gateway = await start({ nc: bus.nc, logger: bus.logger, instance: 'gw-0', config });
+    try {
+      const discovery = await (await fetch(`${gateway.url}/.well-known/openid-configuration`)).json();
+      expect(discovery).toMatchObject({ issuer: `http://127.0.0.1:${port}`, jwks_uri: `http://127.0.0.1:${port}/.well-known/jwks.json` });
+      const { token } = (await (await fetch(`${gateway.url}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+
+      // Only the gateway is up: status still answers, and says which services are down.
+      const degraded = await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } });
+      expect(degraded.status).toBe(200);
+      const body = (await degraded.json()) as { status: string; nats: string; store: string; services: ServiceHealth[] };
+      expect(body).toMatchObject({ status: 'degraded', nats: 'up', store: 'down' });
+      expect(body.services.find((s) => s.service === 'gateway')?.status).toBe('up');
+      expect(body.services.find((s) => s.service === 'control')?.status).toBe('down');
+
+      // With every service answering (and one reaching its store), status is ok.
+      const fakes = (['event-ingest', 'control', 'session'] as const).map((service) =>
+        serveHealth(bus.nc, service, { instance: `${service}-0`, logger: bus.logger, ...(service === 'event-ingest' ? { probeStore: async () => true } : {}) }),
+      );
+      const ok = (await (await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
+      expect(ok.status).toBe('ok');
+      for (const fake of fakes) fake.unsubscribe();
+
+      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200);
+      expect((await requestJson<ServiceHealth>(bus.nc, subjects.health('gateway'), {})).instance).toBe('gw-0');
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('status answers within about a second even when a service never replies', async () => {
+    const port = await freePort();
+    const config = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(port), SVC_STATE_DIR: stateDir });
+    const gateway = await start({ nc: bus.nc, logger: bus.logger, instance: 'gw-1', config });
+    const silent = bus.nc.subscribe(subjects.health('control'), { callback: () => {} });
+    try {
+      const { token } = (await (await fetch(`${gateway.url}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+      const started = Date.now();
+      const response = await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } });
+      expect(response.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      silent.unsubscribe();
+      await gateway.stop();
+    }
+  });
+
+  it('readyz answers 503 unavailable once NATS is gone', async () => {
+    const own = await startBusFixture();
+    const port = await freePort();
+    const config = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(port), SVC_STATE_DIR: stateDir });
+    const gateway = await start({ nc: own.nc, logger: own.logger, instance: 'gw-2', config });
+    try {
+      await own.nc.close();
+      const response = await fetch(`${gateway.url}/readyz`);
+      expect(response.status).toBe(503);
+      expect(await response.json()).toMatchObject({ code: 'unavailable' });
+    } finally {
+      await gateway.stop().catch(() => {});
+      await own.stop();
+    }
+  });
+
+  it('without an issuer configured, start-up stops with a message naming the variable', async () => {
+    const config = readConfig(gatewaySettings, {});
+    await expect(start({ nc: bus.nc, logger: bus.logger, instance: 'gw-x', config })).rejects.toThrow(ConfigError);
+    await expect(start({ nc: bus.nc, logger: bus.logger, instance: 'gw-x', config })).rejects.toThrow(/SVC_OIDC_ISSUER is required/);
   });
 });

@@ -1,23 +1,57 @@
+import { createLocalIssuer, createOidcVerifier, type LocalIssuer } from '@svc/auth';
 import { serveHealth, type NatsConnection } from '@svc/bus';
-import type { Logger, RunningService } from '@svc/service-kit';
+import { ConfigError, type Logger, type RunningService } from '@svc/service-kit';
+import type { FastifyPluginAsync } from 'fastify';
+import { buildGatewayApp } from './app.js';
+import { createWorkerDirectory } from './auth/worker-directory.js';
+import type { GatewayConfig } from './config.js';
+
+export { buildGatewayApp, type GatewayAppOptions, type GatewaySettings } from './app.js';
+export { createWorkerDirectory, type WorkerDirectory } from './auth/worker-directory.js';
+export { gatewaySettings, type GatewayConfig } from './config.js';
 
 export interface GatewayDeps {
   nc: NatsConnection;
   logger: Logger;
   instance: string;
+  config: GatewayConfig;
+  /** Domain routes (added by later issues and tests). */
+  routes?: FastifyPluginAsync[];
 }
 
-/**
- * Starts the gateway. So far it joins the bus and answers health; the HTTP and WebSocket
- * surface (middleware, auth, routes) is not implemented yet and says so at start.
- */
-export async function start(deps: GatewayDeps): Promise<RunningService> {
+export interface RunningGateway extends RunningService {
+  /** Where it listens, e.g. http://127.0.0.1:8080. */
+  url: string;
+  localIssuer?: LocalIssuer | undefined;
+}
+
+/** Starts the gateway: the HTTP surface on `config.host:config.port`, and its bus health. */
+export async function start(deps: GatewayDeps): Promise<RunningGateway> {
+  const { config } = deps;
   const log = deps.logger.child({ service: 'gateway' });
+  if (!config.oidcIssuer && !config.localIssuer) {
+    throw new ConfigError(['SVC_OIDC_ISSUER is required (the OIDC issuer URL), unless SVC_LOCAL_ISSUER=true serves the built-in one']);
+  }
+  const publicUrl = (config.publicUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
+  const localIssuer = config.localIssuer ? await createLocalIssuer({ stateDir: config.stateDir, issuer: publicUrl, adminClaim: config.adminClaim }) : undefined;
+  const users = createOidcVerifier({
+    issuer: localIssuer?.issuer ?? config.oidcIssuer!,
+    audience: config.oidcAudience,
+    adminClaim: config.adminClaim,
+    ...(localIssuer ? { keys: localIssuer.jwks() } : {}),
+  });
+  const workers = await createWorkerDirectory(deps.nc, log);
+  const app = await buildGatewayApp({ nc: deps.nc, logger: deps.logger, instance: deps.instance, settings: config, users, workers, localIssuer, routes: deps.routes ?? [] });
+  const url = await app.listen({ host: config.host, port: config.port });
   const health = serveHealth(deps.nc, 'gateway', { instance: deps.instance, logger: log });
-  log.warn('gateway: the HTTP API is not implemented yet; only bus health is served');
+  log.info({ url, localIssuer: Boolean(localIssuer) }, 'gateway listening');
   return {
+    url,
+    localIssuer,
     async stop() {
       health.unsubscribe();
+      await app.close();
+      await workers.stop();
     },
   };
 }

@@ -1,13 +1,13 @@
 import { connectBus } from '@svc/bus';
-import { commonSettings, createGracefulShutdown, createLogger, readConfig } from '@svc/service-kit';
-import { start } from './index.js';
+import { createGracefulShutdown, createLogger, readConfig } from '@svc/service-kit';
+import { gatewaySettings, start } from './index.js';
 
-const config = readConfig(commonSettings);
+const config = readConfig(gatewaySettings);
 const logger = createLogger({ name: 'gateway', level: config.logLevel, base: { instance: config.instance } });
 const shutdown = createGracefulShutdown({ logger });
 shutdown.installSignalHandlers();
 
 const nc = await connectBus({ servers: config.natsUrl, name: `gateway-${config.instance}`, logger });
 shutdown.add({ name: 'nats', close: () => nc.drain() });
-const service = await start({ nc, logger, instance: config.instance });
-shutdown.add({ name: 'gateway', close: () => service.stop() });
+const gateway = await start({ nc, logger, instance: config.instance, config });
+shutdown.add({ name: 'gateway', close: () => gateway.stop() });

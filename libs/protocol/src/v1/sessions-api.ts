@@ -65,3 +65,21 @@ export const ListSessionsResponse = ListResponse(SessionSchema);
 export const SessionLogsQuery = Type.Object({
   tail: Type.Integer({ minimum: 0, maximum: 10_000, default: 100 }),
 });
+
+/**
+ * A worker as the gateway knows it, kept in the `svc_workers` KV bucket by the session service:
+ * enough to check a worker token and an owner without a database. `token_hash` is removed
+ * (or the status ended) when the token is revoked.
+ */
+export const WorkerRecordSchema = Type.Object(
+  {
+    worker_id: WorkerId,
+    session_id: Type.Optional(SessionId),
+    owner: Type.String({ description: 'JWT `sub` of the user who spawned it.' }),
+    status: WorkerStatusSchema,
+    token_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the worker token, hex.' })),
+    updated_at: Timestamp,
+  },
+  { additionalProperties: false, title: 'WorkerRecord' },
+);
+export type WorkerRecord = Static<typeof WorkerRecordSchema>;

@@ -11,6 +11,7 @@ export const ServiceHealthSchema = Type.Object(
     version: Type.String(),
     instance: Type.String({ description: 'Which replica answered.' }),
     uptime_s: Type.Number({ minimum: 0 }),
+    store: Type.Optional(Type.Enum(['up', 'down'], { description: 'Whether this service reaches its database (services that have one).' })),
   },
   { additionalProperties: false },
 );

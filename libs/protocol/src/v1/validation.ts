@@ -11,23 +11,33 @@ export interface FieldError {
 
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
 
-interface RawError {
+/** A validation error as TypeBox and Ajv report it. */
+export interface RawError {
   keyword: string;
   instancePath: string;
-  message: string;
+  message?: string | undefined;
   params: Record<string, unknown>;
 }
 
-/** Turns validator errors into field errors, naming missing and unexpected members by their path. */
-function toFieldErrors(errors: readonly RawError[], prefix: string): FieldError[] {
+/** The names a "required" or "additionalProperties" error is about (TypeBox lists them, Ajv names one). */
+function namesIn(params: Record<string, unknown>, list: string, single: string): string[] {
+  if (Array.isArray(params[list])) return params[list] as string[];
+  return typeof params[single] === 'string' ? [params[single] as string] : [];
+}
+
+/**
+ * Turns TypeBox or Ajv validation errors into field errors, naming missing and unexpected
+ * members by their JSON pointer under `prefix`.
+ */
+export function toFieldErrors(errors: readonly RawError[], prefix: string): FieldError[] {
   const fieldErrors: FieldError[] = [];
   for (const error of errors) {
-    if (error.keyword === 'required' && Array.isArray(error.params['requiredProperties'])) {
-      for (const name of error.params['requiredProperties'] as string[]) {
+    if (error.keyword === 'required') {
+      for (const name of namesIn(error.params, 'requiredProperties', 'missingProperty')) {
         fieldErrors.push({ field: `${prefix}${error.instancePath}/${name}`, message: 'is required' });
       }
-    } else if (error.keyword === 'additionalProperties' && Array.isArray(error.params['additionalProperties'])) {
-      for (const name of error.params['additionalProperties'] as string[]) {
+    } else if (error.keyword === 'additionalProperties') {
+      for (const name of namesIn(error.params, 'additionalProperties', 'additionalProperty')) {
         fieldErrors.push({ field: `${prefix}${error.instancePath}/${name}`, message: 'is not allowed' });
       }
     } else if (error.keyword === 'boolean' && error.message === 'schema is false') {
@@ -36,7 +46,7 @@ function toFieldErrors(errors: readonly RawError[], prefix: string): FieldError[
     } else if (error.keyword === 'anyOf' || error.keyword === 'oneOf') {
       fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: 'does not match any allowed value' });
     } else {
-      fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: error.message });
+      fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: error.message ?? `fails ${error.keyword}` });
     }
   }
   // A union reports each branch's failure too; one line per field and message is enough.

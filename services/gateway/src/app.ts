@@ -1,0 +1,79 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type RawServerDefault } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import cors from '@fastify/cors';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { LocalIssuer, OidcVerifier } from '@svc/auth';
+import type { NatsConnection } from '@svc/bus';
+import type { Logger } from '@svc/service-kit';
+import type { WorkerDirectory } from './auth/worker-directory.js';
+import type { GatewayConfig } from './config.js';
+import { authenticationPlugin } from './plugins/authentication.js';
+import { errorsPlugin } from './plugins/errors.js';
+import { openapiPlugin } from './plugins/openapi.js';
+import { rateLimitPlugin } from './plugins/rate-limit.js';
+import { requestContextPlugin, requestIdOf } from './plugins/request-context.js';
+import { healthRoutes } from './routes/health.js';
+import { localIssuerRoutes } from './routes/local-issuer.js';
+
+export type GatewaySettings = Pick<
+  GatewayConfig,
+  'trustedProxies' | 'corsOrigins' | 'rateLimitMax' | 'rateLimitWindowMs' | 'bodyLimitBytes' | 'oidcAudience'
+>;
+
+/** The gateway's Fastify instance, typed by its TypeBox schemas. */
+export type GatewayApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+export interface GatewayAppOptions {
+  nc: NatsConnection;
+  logger: Logger;
+  instance: string;
+  settings: GatewaySettings;
+  users: OidcVerifier;
+  workers: WorkerDirectory;
+  localIssuer?: LocalIssuer | undefined;
+  /** Domain routes, registered behind the whole middleware chain. */
+  routes?: FastifyPluginAsync[];
+}
+
+/**
+ * The gateway as a Fastify app (no listening socket: `start` listens, tests `inject`).
+ * Every request passes, in order: request id → client IP → CORS → authentication → rate limit
+ * → schema validation → handler; logging and error mapping wrap them all.
+ */
+export async function buildGatewayApp(options: GatewayAppOptions): Promise<GatewayApp> {
+  const { settings } = options;
+  const app = Fastify({
+    loggerInstance: options.logger.child({ service: 'gateway' }) as FastifyBaseLogger,
+    disableRequestLogging: true,
+    genReqId: requestIdOf,
+    requestIdLogLabel: 'request_id',
+    trustProxy: settings.trustedProxies.length > 0 ? settings.trustedProxies : false,
+    bodyLimit: settings.bodyLimitBytes,
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Stage 1: what wraps every request.
+  await app.register(errorsPlugin);
+  await app.register(requestContextPlugin);
+  await app.register(cors, {
+    origin: settings.corsOrigins.length > 0 ? settings.corsOrigins : false,
+    methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+    allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
+    exposedHeaders: ['x-request-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+    maxAge: 600,
+  });
+  await app.register(authenticationPlugin, { users: options.users, workers: options.workers });
+  await app.register(rateLimitPlugin, { max: settings.rateLimitMax, windowMs: settings.rateLimitWindowMs });
+  // Unknown routes count against the caller's limit too (probing is not free).
+  app.setNotFoundHandler({ preHandler: app.rateLimit() }, app.notFoundHandler);
+  await app.register(openapiPlugin);
+
+  // Stage 2: routes.
+  await app.register(healthRoutes, { nc: options.nc, instance: options.instance });
+  if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
+  for (const routes of options.routes ?? []) await app.register(routes);
+
+  await app.ready();
+  return app;
+}

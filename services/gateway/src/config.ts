@@ -1,0 +1,24 @@
+import { booleanSetting, commonSettings, integerSetting, listSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
+
+/** The gateway's settings (docs/configuration.md). */
+export const gatewaySettings = {
+  ...commonSettings,
+  host: stringSetting('SVC_GATEWAY_HOST', { default: '127.0.0.1' }),
+  port: integerSetting('SVC_GATEWAY_PORT', { default: 8080, min: 0, max: 65535 }),
+  /** The URL clients use to reach the gateway (the local issuer's `iss`). Defaults to http://host:port. */
+  publicUrl: optionalStringSetting('SVC_GATEWAY_PUBLIC_URL'),
+  /** Proxies whose X-Forwarded-For is believed (addresses or CIDRs). */
+  trustedProxies: listSetting('SVC_TRUSTED_PROXIES', { default: [] }),
+  corsOrigins: listSetting('SVC_CORS_ORIGINS', { default: [] }),
+  rateLimitMax: integerSetting('SVC_RATE_LIMIT_MAX', { default: 1200, min: 1 }),
+  rateLimitWindowMs: integerSetting('SVC_RATE_LIMIT_WINDOW_MS', { default: 60_000, min: 100 }),
+  bodyLimitBytes: integerSetting('SVC_BODY_LIMIT_BYTES', { default: 4 * 1024 * 1024, min: 1024 }),
+  oidcIssuer: optionalStringSetting('SVC_OIDC_ISSUER'),
+  oidcAudience: stringSetting('SVC_OIDC_AUDIENCE', { default: 'svc' }),
+  adminClaim: stringSetting('SVC_ADMIN_CLAIM', { default: 'svc_admin' }),
+  /** Serve the built-in issuer (local stack): users get tokens from POST /v1/local/token on loopback. */
+  localIssuer: booleanSetting('SVC_LOCAL_ISSUER', { default: false }),
+  stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
+};
+
+export type GatewayConfig = ConfigOf<typeof gatewaySettings>;

@@ -1,0 +1,74 @@
+import fp from 'fastify-plugin';
+import type { FastifyRequest } from 'fastify';
+import { AuthenticationError, hashWorkerToken, looksLikeWorkerToken, verifyWorkerToken, type OidcVerifier, type Principal, type UserPrincipal } from '@svc/auth';
+import { CodedError, isEndedStatus } from '@svc/protocol';
+import type { WorkerDirectory } from '../auth/worker-directory.js';
+
+/**
+ * Who may call a route: `public` (no credential), `user` (an OIDC JWT; the default, so a route
+ * that forgets to say is closed), or `worker` (the worker token of the worker named by `:id`).
+ */
+export type RouteAuth = 'public' | 'user' | 'worker';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: RouteAuth;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+export interface AuthenticationOptions {
+  users: OidcVerifier;
+  workers: WorkerDirectory;
+}
+
+const unauthorized = (message: string) => new CodedError('unauthorized', message);
+
+function bearerToken(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (!header) throw unauthorized('missing Authorization header');
+  const match = /^Bearer ([^\s]+)$/i.exec(header);
+  if (!match) throw unauthorized('the Authorization header must be "Bearer <token>"');
+  return match[1]!;
+}
+
+/** Authenticates every request by its route's `auth` and sets `request.principal`. */
+export const authenticationPlugin = fp<AuthenticationOptions>(
+  async (app, options) => {
+    async function authenticateWorker(request: FastifyRequest, token: string): Promise<Principal> {
+      const workerId = (request.params as { id?: string }).id;
+      if (!looksLikeWorkerToken(token)) throw new CodedError('forbidden', 'this endpoint takes the worker\'s token, not a user token');
+      if (!workerId) throw new CodedError('internal', 'a worker route has no :id');
+      const record = await options.workers.get(workerId);
+      if (record?.token_hash && verifyWorkerToken(token, record.token_hash)) {
+        if (isEndedStatus(record.status)) throw unauthorized('the worker token is revoked: the worker has ended');
+        return { kind: 'worker', workerId };
+      }
+      const owner = options.workers.workerOfTokenHash(hashWorkerToken(token));
+      if (owner && owner !== workerId) throw new CodedError('forbidden', 'this worker token is not valid for this worker');
+      throw unauthorized('the worker token is not valid');
+    }
+
+    async function authenticateUser(token: string): Promise<UserPrincipal> {
+      if (looksLikeWorkerToken(token)) throw new CodedError('forbidden', 'a worker token is valid only on its worker\'s sidecar endpoints');
+      try {
+        return await options.users.verify(token);
+      } catch (err) {
+        if (err instanceof AuthenticationError) throw new CodedError('unauthorized', err.message, undefined, { cause: err });
+        throw err;
+      }
+    }
+
+    app.addHook('onRequest', async (request) => {
+      // CORS preflights carry no credentials; the CORS plugin answers them.
+      if (request.method === 'OPTIONS') return;
+      const auth = request.routeOptions.config.auth ?? 'user';
+      if (auth === 'public' || request.is404) return;
+      const token = bearerToken(request);
+      request.principal = auth === 'worker' ? await authenticateWorker(request, token) : await authenticateUser(token);
+    });
+  },
+  { name: 'svc-authentication', fastify: '5.x' },
+);

@@ -1,0 +1,86 @@
+import fp from 'fastify-plugin';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { CodedError, describeFieldErrors, toFieldErrors, type ErrorCode, type RawError } from '@svc/protocol';
+
+/** Fastify's own error codes, and the API error each becomes. */
+const FASTIFY_ERRORS: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
+  FST_ERR_CTP_INVALID_TYPE: 'invalid_request',
+};
+
+const STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  503: 'unavailable',
+  504: 'timeout',
+};
+
+const METHODS: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Answers 404 `not_found`, or 405 `method_not_allowed` when the path exists with other methods. */
+    notFoundHandler(request: FastifyRequest, reply: FastifyReply): void;
+  }
+}
+
+/** Turns every failure into an `APIError` (the one place that does), and answers 404 and 405. */
+export function toCodedError(error: FastifyError | CodedError | Error): CodedError {
+  if (error instanceof CodedError) return error;
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const errors = toFieldErrors(fastifyError.validation as unknown as RawError[], `/${fastifyError.validationContext ?? 'body'}`);
+    return new CodedError('invalid_request', describeFieldErrors(errors), errors);
+  }
+  const mapped = fastifyError.code ? FASTIFY_ERRORS[fastifyError.code] : undefined;
+  if (mapped) return new CodedError(mapped, fastifyError.message);
+  if (error instanceof SyntaxError) return new CodedError('invalid_request', 'the body is not valid JSON');
+  const status = fastifyError.statusCode;
+  if (status && status >= 400 && status < 500) return new CodedError(STATUS_CODES[status] ?? 'invalid_request', fastifyError.message);
+  return new CodedError('internal', 'internal error', undefined, { cause: error });
+}
+
+export const errorsPlugin = fp(
+  async (app) => {
+    // Which methods each path has, to tell "no such path" (404) from "wrong method" (405).
+    const routes = FindMyWay({ ignoreTrailingSlash: true });
+    app.addHook('onRoute', (route) => {
+      // The CORS plugin's catch-all `OPTIONS *` would make every path look like it exists.
+      if (route.url === '*') return;
+      const methods = (Array.isArray(route.method) ? route.method : [route.method]) as HTTPMethod[];
+      for (const method of methods) {
+        if (METHODS.includes(method) && !routes.find(method, route.url)) routes.on(method, route.url, () => {});
+      }
+    });
+
+    app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+      const coded = toCodedError(error);
+      if (coded.status >= 500) request.log.error({ err: error }, 'request failed');
+      else request.log.debug({ code: coded.code }, coded.message);
+      void reply.code(coded.status).type('application/json').send(coded.toBody());
+    });
+
+    app.decorate('notFoundHandler', (request: FastifyRequest, reply: FastifyReply) => {
+      const path = request.url.split('?')[0]!;
+      const allowed = METHODS.filter((method) => method !== request.method && routes.find(method, path));
+      const coded = allowed.length > 0
+        ? new CodedError('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`)
+        : new CodedError('not_found', `no route ${request.method} ${path}`);
+      if (allowed.length > 0) void reply.header('allow', allowed.join(', '));
+      void reply.code(coded.status).type('application/json').send(coded.toBody());
+    });
+  },
+  { name: 'svc-errors', fastify: '5.x' },
+);

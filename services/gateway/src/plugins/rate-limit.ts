@@ -1,0 +1,30 @@
+import fp from 'fastify-plugin';
+import rateLimit from '@fastify/rate-limit';
+import { principalLabel } from '@svc/auth';
+import { CodedError } from '@svc/protocol';
+
+export interface RateLimitOptions {
+  max: number;
+  windowMs: number;
+}
+
+/**
+ * Per-principal rate limits: a user by `sub`, a sidecar by worker id, anyone else by client IP.
+ * Runs after authentication (so the principal is known) and before the body is parsed.
+ */
+export const rateLimitPlugin = fp<RateLimitOptions>(
+  async (app, options) => {
+    await app.register(rateLimit, {
+      global: true,
+      hook: 'preParsing',
+      max: options.max,
+      timeWindow: options.windowMs,
+      keyGenerator: (request) => (request.principal ? principalLabel(request.principal) : `ip:${request.ip}`),
+      errorResponseBuilder: (_request, context) =>
+        Object.assign(new CodedError('rate_limited', `rate limit of ${context.max} requests per ${context.after} reached; retry in ${Math.ceil(context.ttl / 1000)} s`), {
+          statusCode: 429,
+        }),
+    });
+  },
+  { name: 'svc-rate-limit', fastify: '5.x', dependencies: ['svc-authentication'] },
+);

@@ -1,0 +1,55 @@
+import type { FastifyPluginAsync } from 'fastify';
+import Type from 'typebox';
+import { requestJson, trackConnection, type NatsConnection } from '@svc/bus';
+import { APIErrorSchema, CodedError, SERVICE_NAMES, StatusResponse, subjects, type ServiceHealth, type ServiceName } from '@svc/protocol';
+import { SVC_VERSION } from '@svc/service-kit';
+
+export interface HealthRoutesOptions {
+  nc: NatsConnection;
+  instance: string;
+}
+
+/** A service that does not answer within this long shows as down; status itself still answers. */
+const SERVICE_HEALTH_TIMEOUT_MS = 1000;
+
+const Ok = Type.Object({ status: Type.Literal('ok') });
+const errors = { 401: APIErrorSchema, 403: APIErrorSchema, 429: APIErrorSchema, 503: APIErrorSchema };
+
+/** `/healthz` (alive), `/readyz` (NATS connected) for Kubernetes probes, and `GET /v1/status`. */
+export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { nc, instance }) => {
+  const startedAt = Date.now();
+  const connection = trackConnection(nc);
+  const natsUp = () => connection.connected();
+
+  app.get('/healthz', { config: { auth: 'public', rateLimit: false }, schema: { tags: ['health'], summary: 'The process is alive', response: { 200: Ok } } }, async () => ({ status: 'ok' as const }));
+
+  app.get(
+    '/readyz',
+    { config: { auth: 'public', rateLimit: false }, schema: { tags: ['health'], summary: 'Ready to serve: connected to NATS', response: { 200: Ok, 503: APIErrorSchema } } },
+    async () => {
+      if (!natsUp()) throw new CodedError('unavailable', 'not connected to NATS');
+      return { status: 'ok' as const };
+    },
+  );
+
+  app.get(
+    '/v1/status',
+    { schema: { tags: ['health'], summary: 'Health of every service, NATS and the store', response: { 200: StatusResponse, ...errors } } },
+    async (request) => {
+      const nats = natsUp() ? 'up' : 'down';
+      const gateway: ServiceHealth = { service: 'gateway', status: 'up', version: SVC_VERSION, instance, uptime_s: (Date.now() - startedAt) / 1000 };
+      const others = await Promise.all(
+        SERVICE_NAMES.filter((name) => name !== 'gateway').map((service: ServiceName) =>
+          requestJson<ServiceHealth>(nc, subjects.health(service), {}, { timeoutMs: SERVICE_HEALTH_TIMEOUT_MS, requestId: request.id }).catch(
+            (): ServiceHealth => ({ service, status: 'down', version: 'unknown', instance: 'none', uptime_s: 0 }),
+          ),
+        ),
+      );
+      const services = [gateway, ...others];
+      const storeAnswers = others.filter((s) => s.store !== undefined);
+      const store = storeAnswers.some((s) => s.store === 'up') ? 'up' : 'down';
+      const healthy = nats === 'up' && store === 'up' && services.every((s) => s.status === 'up');
+      return { status: healthy ? ('ok' as const) : ('degraded' as const), version: SVC_VERSION, nats, store, services } as const;
+    },
+  );
+};

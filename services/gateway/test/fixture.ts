@@ -1,0 +1,100 @@
+import { Writable } from 'node:stream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { FastifyPluginAsync } from 'fastify';
+import Type from 'typebox';
+import { createOidcVerifier, generateWorkerToken, hashWorkerToken } from '@svc/auth';
+import { ensureStreams } from '@svc/bus';
+import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
+import { createLogger } from '@svc/service-kit';
+import { startBusFixture, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
+import { buildGatewayApp, type GatewayApp, type GatewaySettings } from '../src/app.js';
+import { createWorkerDirectory, type WorkerDirectory } from '../src/auth/worker-directory.js';
+
+export const AUDIENCE = 'svc';
+
+export const DEFAULT_SETTINGS: GatewaySettings = {
+  trustedProxies: ['10.0.0.1'],
+  corsOrigins: ['https://console.example'],
+  rateLimitMax: 10_000,
+  rateLimitWindowMs: 60_000,
+  bodyLimitBytes: 64 * 1024,
+  oidcAudience: AUDIENCE,
+};
+
+/** Routes that exist only in tests: one per kind of caller, one that throws, one with a schema. */
+export const testRoutes: FastifyPluginAsync = async (app) => {
+  app.get('/v1/test/whoami', async (request) => ({ principal: request.principal, ip: request.ip, request_id: request.id }));
+  app.get('/v1/test/panic', async () => {
+    throw new Error('handler bug with secret details');
+  });
+  app.post(
+    '/v1/test/items',
+    {
+      schema: {
+        body: Type.Object({ name: Type.String({ minLength: 1 }), count: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+        querystring: Type.Object({ dry_run: Type.Optional(Type.Boolean()) }),
+      },
+    },
+    async (_request, reply) => reply.code(201).send({ ok: true }),
+  );
+  app.get('/v1/workers/:id/test-sidecar', { config: { auth: 'worker' } }, async (request) => ({ principal: request.principal }));
+};
+
+export interface GatewayFixture {
+  app: GatewayApp;
+  bus: BusFixture;
+  issuer: TestIssuer;
+  workers: WorkerDirectory;
+  kv: KV;
+  /** Every log line the gateway wrote, as text. */
+  logs: string[];
+  userToken(sub?: string, claims?: Record<string, unknown>): Promise<string>;
+  /** Registers a worker in the KV bucket (as the session service does) and returns its token. */
+  createWorker(workerId: string, owner: string, status?: WorkerStatus): Promise<string>;
+  setWorker(record: WorkerRecord): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startGatewayFixture(settings: Partial<GatewaySettings> = {}, extraRoutes: FastifyPluginAsync[] = [testRoutes]): Promise<GatewayFixture> {
+  const bus = await startBusFixture();
+  await ensureStreams(bus.nc);
+  const issuer = await startTestIssuer(AUDIENCE);
+  const logs: string[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, callback) {
+      logs.push(...chunk.toString().split('\n').filter(Boolean));
+      callback();
+    },
+  });
+  const logger = createLogger({ name: 'gateway-test', level: 'debug', destination });
+  const users = createOidcVerifier({ issuer: issuer.issuer, audience: AUDIENCE, jwksCooldownMs: 0, adminClaim: 'svc_admin' });
+  const workers = await createWorkerDirectory(bus.nc, logger);
+  const app = await buildGatewayApp({ nc: bus.nc, logger, instance: 'gw-test', settings: { ...DEFAULT_SETTINGS, ...settings }, users, workers, routes: extraRoutes });
+  const kv = await new Kvm(bus.nc).open(kvBuckets.workers);
+
+  const setWorker = async (record: WorkerRecord) => {
+    await kv.put(record.worker_id, JSON.stringify(record));
+  };
+
+  return {
+    app,
+    bus,
+    issuer,
+    workers,
+    kv,
+    logs,
+    userToken: (sub = 'alice', claims = {}) => issuer.sign({ sub, ...claims }),
+    async createWorker(workerId, owner, status = 'running') {
+      const token = generateWorkerToken();
+      await setWorker({ worker_id: workerId, owner, status, token_hash: hashWorkerToken(token), updated_at: new Date().toISOString() });
+      return token;
+    },
+    setWorker,
+    async stop() {
+      await app.close();
+      await workers.stop();
+      await issuer.stop();
+      await bus.stop();
+    },
+  };
+}
