@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type RawServerDefault } from 'fastify';
+import Fastify, { type FastifyReply, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -8,7 +8,7 @@ import type { Logger } from '@svc/service-kit';
 import type { WorkerDirectory } from './auth/worker-directory.js';
 import type { GatewayConfig } from './config.js';
 import { authenticationPlugin } from './plugins/authentication.js';
-import { errorsPlugin } from './plugins/errors.js';
+import { errorsPlugin, sendApiError, toCodedError } from './plugins/errors.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { requestContextPlugin, requestIdOf } from './plugins/request-context.js';
@@ -51,6 +51,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     bodyLimit: settings.bodyLimitBytes,
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true } },
+    // Errors Fastify meets before routing (a malformed URL, say) become APIErrors too.
+    frameworkErrors: (error, _request, reply) => sendApiError(reply as FastifyReply, toCodedError(error)),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Stage 1: what wraps every request.
@@ -62,6 +64,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
     exposedHeaders: ['x-request-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
     maxAge: 600,
+    // A bare OPTIONS (no preflight headers) gets an empty 204, not a text/plain 400.
+    strictPreflight: false,
   });
   await app.register(authenticationPlugin, { users: options.users, workers: options.workers });
   await app.register(rateLimitPlugin, { max: settings.rateLimitMax, windowMs: settings.rateLimitWindowMs });

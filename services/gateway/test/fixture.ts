@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
-import { createOidcVerifier, generateWorkerToken, hashWorkerToken } from '@svc/auth';
+import { createOidcVerifier, generateWorkerToken, hashWorkerToken, type LocalIssuer } from '@svc/auth';
 import { ensureStreams } from '@svc/bus';
 import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
@@ -55,7 +55,11 @@ export interface GatewayFixture {
   stop(): Promise<void>;
 }
 
-export async function startGatewayFixture(settings: Partial<GatewaySettings> = {}, extraRoutes: FastifyPluginAsync[] = [testRoutes]): Promise<GatewayFixture> {
+export async function startGatewayFixture(
+  settings: Partial<GatewaySettings> = {},
+  extraRoutes: FastifyPluginAsync[] = [testRoutes],
+  localIssuer?: LocalIssuer,
+): Promise<GatewayFixture> {
   const bus = await startBusFixture();
   await ensureStreams(bus.nc);
   const issuer = await startTestIssuer(AUDIENCE);
@@ -69,7 +73,7 @@ export async function startGatewayFixture(settings: Partial<GatewaySettings> = {
   const logger = createLogger({ name: 'gateway-test', level: 'debug', destination });
   const users = createOidcVerifier({ issuer: issuer.issuer, audience: AUDIENCE, jwksCooldownMs: 0, adminClaim: 'svc_admin' });
   const workers = await createWorkerDirectory(bus.nc, logger);
-  const app = await buildGatewayApp({ nc: bus.nc, logger, instance: 'gw-test', settings: { ...DEFAULT_SETTINGS, ...settings }, users, workers, routes: extraRoutes });
+  const app = await buildGatewayApp({ nc: bus.nc, logger, instance: 'gw-test', settings: { ...DEFAULT_SETTINGS, ...settings }, users, workers, localIssuer, routes: extraRoutes });
   const kv = await new Kvm(bus.nc).open(kvBuckets.workers);
 
   const setWorker = async (record: WorkerRecord) => {

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { AuthenticationError, hashWorkerToken, looksLikeWorkerToken, verifyWorkerToken, type OidcVerifier, type Principal, type UserPrincipal } from '@svc/auth';
-import { CodedError, isEndedStatus } from '@svc/protocol';
+import { CodedError, createChecker, isEndedStatus, WorkerId } from '@svc/protocol';
 import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 /**
@@ -25,6 +25,7 @@ export interface AuthenticationOptions {
 }
 
 const unauthorized = (message: string) => new CodedError('unauthorized', message);
+const workerIdChecker = createChecker<string>(WorkerId);
 
 function bearerToken(request: FastifyRequest): string {
   const header = request.headers.authorization;
@@ -40,7 +41,10 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
     async function authenticateWorker(request: FastifyRequest, token: string): Promise<Principal> {
       const workerId = (request.params as { id?: string }).id;
       if (!looksLikeWorkerToken(token)) throw new CodedError('forbidden', 'this endpoint takes the worker\'s token, not a user token');
-      if (!workerId) throw new CodedError('internal', 'a worker route has no :id');
+      // Checked before any lookup: the id is a KV key and must have the protocol's shape.
+      if (workerId === undefined || !workerIdChecker.check(workerId).ok) {
+        throw new CodedError('invalid_request', '/params/id must be a worker id (1-64 of A-Z, a-z, 0-9, "_" and "-")');
+      }
       const record = await options.workers.get(workerId);
       if (record?.token_hash && verifyWorkerToken(token, record.token_hash)) {
         if (isEndedStatus(record.status)) throw unauthorized('the worker token is revoked: the worker has ended');

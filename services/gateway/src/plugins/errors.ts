@@ -33,6 +33,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Answers 404 `not_found`, or 405 `method_not_allowed` when the path exists with other methods. */
     notFoundHandler(request: FastifyRequest, reply: FastifyReply): void;
+    /** Every route registered so far (method, URL pattern, whether it is hidden from the OpenAPI document). */
+    registeredRoutes: Array<{ method: string; url: string; hidden: boolean }>;
   }
 }
 
@@ -52,16 +54,24 @@ export function toCodedError(error: FastifyError | CodedError | Error): CodedErr
   return new CodedError('internal', 'internal error', undefined, { cause: error });
 }
 
+/** Answers with a coded error as an `APIError`. */
+export function sendApiError(reply: FastifyReply, coded: CodedError): void {
+  void reply.code(coded.status).type('application/json').send(coded.toBody());
+}
+
 export const errorsPlugin = fp(
   async (app) => {
     // Which methods each path has, to tell "no such path" (404) from "wrong method" (405).
     const routes = FindMyWay({ ignoreTrailingSlash: true });
+    const registered: Array<{ method: string; url: string; hidden: boolean }> = [];
+    app.decorate('registeredRoutes', registered);
     app.addHook('onRoute', (route) => {
       // The CORS plugin's catch-all `OPTIONS *` would make every path look like it exists.
       if (route.url === '*') return;
       const methods = (Array.isArray(route.method) ? route.method : [route.method]) as HTTPMethod[];
       for (const method of methods) {
         if (METHODS.includes(method) && !routes.find(method, route.url)) routes.on(method, route.url, () => {});
+        registered.push({ method, url: route.url, hidden: Boolean((route.schema as { hide?: boolean } | undefined)?.hide) });
       }
     });
 
@@ -69,7 +79,7 @@ export const errorsPlugin = fp(
       const coded = toCodedError(error);
       if (coded.status >= 500) request.log.error({ err: error }, 'request failed');
       else request.log.debug({ code: coded.code }, coded.message);
-      void reply.code(coded.status).type('application/json').send(coded.toBody());
+      sendApiError(reply, coded);
     });
 
     app.decorate('notFoundHandler', (request: FastifyRequest, reply: FastifyReply) => {
@@ -79,7 +89,7 @@ export const errorsPlugin = fp(
         ? new CodedError('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`)
         : new CodedError('not_found', `no route ${request.method} ${path}`);
       if (allowed.length > 0) void reply.header('allow', allowed.join(', '));
-      void reply.code(coded.status).type('application/json').send(coded.toBody());
+      sendApiError(reply, coded);
     });
   },
   { name: 'svc-errors', fastify: '5.x' },

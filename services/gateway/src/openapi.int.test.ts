@@ -1,0 +1,59 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalIssuer } from '@svc/auth';
+import { startGatewayFixture, testRoutes, type GatewayFixture } from '../test/fixture.js';
+
+describe('gateway OpenAPI — generated from the routes', () => {
+  let gw: GatewayFixture;
+  let stateDir: string;
+  beforeAll(async () => {
+    stateDir = await mkdtemp(path.join(tmpdir(), 'svc-openapi-'));
+    const localIssuer = await createLocalIssuer({ stateDir, issuer: 'http://127.0.0.1:8080' });
+    gw = await startGatewayFixture({}, [testRoutes], localIssuer);
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  it('/openapi.json is a valid OpenAPI 3.1 document, served without credentials', async () => {
+    const response = await gw.app.inject({ url: '/openapi.json' });
+    expect(response.statusCode).toBe(200);
+    const document = response.json();
+    expect(document.openapi).toBe('3.1.0');
+    await expect(SwaggerParser.validate(structuredClone(document))).resolves.toBeTruthy();
+  });
+
+  it('every registered route is in the document, with the credential it takes', async () => {
+    const document = gw.app.swagger() as { paths: Record<string, Record<string, { security?: unknown[] }>> };
+    const documented = gw.app.registeredRoutes.filter(
+      (route) => !route.hidden && route.method !== 'HEAD' && route.method !== 'OPTIONS' && route.url !== '/docs' && !route.url.startsWith('/docs/'),
+    );
+    expect(documented.length).toBeGreaterThan(5);
+    for (const route of documented) {
+      const openapiPath = route.url.replace(/:([A-Za-z_]+)/g, '{$1}');
+      const operation = document.paths[openapiPath]?.[route.method.toLowerCase()];
+      expect(operation, `${route.method} ${route.url}`).toBeDefined();
+    }
+    expect(document.paths['/v1/status']!['get']!.security).toEqual([{ userJwt: [] }]);
+    expect(document.paths['/v1/workers/{id}/test-sidecar']!['get']!.security).toEqual([{ workerToken: [] }]);
+    expect(document.paths['/healthz']!['get']!.security).toEqual([]);
+  });
+
+  it('the UI is served at /docs without credentials', async () => {
+    const response = await gw.app.inject({ url: '/docs/' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/text\/html/);
+  });
+
+  it('local tokens are refused to callers that are not on loopback', async () => {
+    const remote = await gw.app.inject({ method: 'POST', url: '/v1/local/token', remoteAddress: '192.0.2.10' });
+    expect(remote.statusCode).toBe(403);
+    expect(remote.json()).toMatchObject({ code: 'forbidden' });
+    const local = await gw.app.inject({ method: 'POST', url: '/v1/local/token', remoteAddress: '127.0.0.1' });
+    expect(local.statusCode).toBe(200);
+  });
+});
