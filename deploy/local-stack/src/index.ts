@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
-import { start as startGateway } from '@svc/gateway';
+import { start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { start as startSession } from '@svc/session';
 import { connectBus, ensureStreams, launchNatsServer, type NatsServerProcess } from '@svc/bus';
 import type { Logger } from '@svc/service-kit';
@@ -15,11 +15,14 @@ export interface LocalStackOptions {
   databaseUrl?: string | undefined;
   /** Use this NATS instead of starting a nats-server. */
   natsUrl?: string | undefined;
+  /** The gateway's settings (the local stack turns the built-in issuer on). */
+  gateway: GatewayConfig;
   logger: Logger;
 }
 
 export interface LocalStack {
   natsUrl: string;
+  gatewayUrl: string;
   store: StoreKind;
   stop(): Promise<void>;
 }
@@ -54,10 +57,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       await startEventIngest({ nc, db: database.db, logger, instance, replicaIndex: 0, replicaCount: 1 }),
       await startControl({ nc, db: database.db, logger, instance }),
       await startSession({ nc, logger, instance }),
-      await startGateway({ nc, logger, instance }),
     ];
     for (const service of services) stops.push(() => service.stop());
-    return { natsUrl, store: database.kind, stop };
+    const gateway = await startGateway({ nc, logger, instance, config: { ...options.gateway, stateDir } });
+    stops.push(() => gateway.stop());
+    return { natsUrl, gatewayUrl: gateway.url, store: database.kind, stop };
   } catch (err) {
     await stop();
     throw err;

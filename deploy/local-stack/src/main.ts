@@ -1,8 +1,10 @@
 import { NatsServerNotFoundError } from '@svc/bus';
 import { ConfigError, createGracefulShutdown, createLogger, optionalStringSetting, readConfig, stringSetting, choiceSetting, redactUrl } from '@svc/service-kit';
+import { gatewaySettings } from '@svc/gateway';
 import { startLocalStack } from './index.js';
 
 let config;
+let gateway;
 try {
   config = readConfig({
     stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
@@ -10,6 +12,8 @@ try {
     natsUrl: optionalStringSetting('SVC_NATS_URL'),
     logLevel: choiceSetting('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'silent'], { default: 'warn' }),
   });
+  // The local stack runs its own OIDC issuer unless one is configured.
+  gateway = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: process.env['SVC_OIDC_ISSUER'] ? 'false' : 'true', ...process.env });
 } catch (err) {
   process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
   process.exit(1);
@@ -20,15 +24,23 @@ const shutdown = createGracefulShutdown({ logger });
 shutdown.installSignalHandlers();
 
 try {
-  const stack = await startLocalStack({ ...config, logger });
+  const stack = await startLocalStack({ ...config, gateway, logger });
   shutdown.add({ name: 'local stack', close: () => stack.stop() });
   process.stdout.write(
     [
       'svc local stack is up.',
+      `  gateway:  ${stack.gatewayUrl}   (API docs: ${stack.gatewayUrl}/docs)`,
       `  NATS:     ${stack.natsUrl}${config.natsUrl ? '' : ' (started here)'}`,
       `  store:    ${stack.store === 'pglite' ? `embedded PGlite in ${config.stateDir}/pglite` : redactUrl(config.databaseUrl ?? '')}`,
-      '  services: event-ingest, control, session, gateway (answering health on svc.health.*)',
-      '  Not implemented yet: the gateway HTTP API, the demo worker and `svc login` arrive with the next issues.',
+      '  services: event-ingest, control, session, gateway',
+      ...(gateway.localIssuer
+        ? [
+            'A user token (built-in issuer, loopback only):',
+            `  TOKEN=$(curl -s -X POST ${stack.gatewayUrl}/v1/local/token | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')`,
+            `  curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/status`,
+          ]
+        : []),
+      '  Not implemented yet: the event and session routes, the demo worker and `svc login` arrive with the next issues.',
       'Press Ctrl+C to stop.',
       '',
     ].join('\n'),

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyReply, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type RawServerDefault } from 'fastify';
+import Fastify, { LogController, type FastifyReply, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -44,9 +44,9 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   const { settings } = options;
   const app = Fastify({
     loggerInstance: options.logger.child({ service: 'gateway' }) as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Our own line per request (request-context plugin) replaces Fastify's two.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     genReqId: requestIdOf,
-    requestIdLogLabel: 'request_id',
     trustProxy: settings.trustedProxies.length > 0 ? settings.trustedProxies : false,
     bodyLimit: settings.bodyLimitBytes,
     return503OnClosing: true,

@@ -55,3 +55,4 @@ export async function start(deps: GatewayDeps): Promise<RunningGateway> {
     },
   };
 }
+export { authorizeWorker } from './auth/authorization.js';

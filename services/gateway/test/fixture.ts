@@ -8,6 +8,7 @@ import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { startBusFixture, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
 import { buildGatewayApp, type GatewayApp, type GatewaySettings } from '../src/app.js';
+import { authorizeWorker } from '../src/auth/authorization.js';
 import { createWorkerDirectory, type WorkerDirectory } from '../src/auth/worker-directory.js';
 
 export const AUDIENCE = 'svc';
@@ -22,6 +23,16 @@ export const DEFAULT_SETTINGS: GatewaySettings = {
 };
 
 /** Routes that exist only in tests: one per kind of caller, one that throws, one with a schema. */
+export function testRoutesWith(workers: () => WorkerDirectory): FastifyPluginAsync {
+  return async (app) => {
+    await app.register(testRoutes);
+    app.get('/v1/workers/:id/test-view', async (request) => {
+      const record = await authorizeWorker(request, workers(), (request.params as { id: string }).id);
+      return { worker_id: record.worker_id, owner: record.owner };
+    });
+  };
+}
+
 export const testRoutes: FastifyPluginAsync = async (app) => {
   app.get('/v1/test/whoami', async (request) => ({ principal: request.principal, ip: request.ip, request_id: request.id }));
   app.get('/v1/test/panic', async () => {
