@@ -71,6 +71,23 @@ describe('auth — OIDC user tokens against a real HTTP issuer', () => {
     await expect(attempt).rejects.not.toMatchObject({ message: expect.stringContaining(token) });
   });
 
+  it('a verified token is remembered, but never past its expiry', async () => {
+    const shortLived = createOidcVerifier({ issuer: issuer.issuer, audience: issuer.audience, clockToleranceSeconds: 0 });
+    const token = await issuer.sign({ sub: 'dave', exp: now() + 2 });
+    expect((await shortLived.verify(token)).sub).toBe('dave');
+    expect((await shortLived.verify(token)).sub).toBe('dave');
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await expect(shortLived.verify(token)).rejects.toThrow(/expired/);
+  });
+
+  it('a remembered token does not make a tampered copy pass', async () => {
+    const token = await issuer.sign({ sub: 'erin' });
+    await verifier.verify(token);
+    const [header, payload, signature] = token.split('.');
+    const forged = `${header}.${base64url({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), sub: 'root' })}.${signature}`;
+    await expect(verifier.verify(forged)).rejects.toThrow(/signature is invalid/);
+  });
+
   it('an unreachable issuer is refused with a clear message, and retried later', async () => {
     const offline = createOidcVerifier({ issuer: 'http://127.0.0.1:1', audience: 'x' });
     await expect(offline.verify(await issuer.sign())).rejects.toThrow(/identity provider could not be reached/);

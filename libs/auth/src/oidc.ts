@@ -20,6 +20,13 @@ export interface OidcVerifierOptions {
   jwksCooldownMs?: number;
   /** The issuer's keys, when they are known here (the built-in issuer): no discovery then. */
   keys?: JSONWebKeySet;
+  /**
+   * How many verified tokens to remember, and for how long at most (never past their `exp`).
+   * A signature check costs far more than the rest of a request; a remembered token skips it.
+   * The price: a token whose signing key the issuer withdraws stays accepted up to `cacheTtlMs`.
+   */
+  cacheSize?: number;
+  cacheTtlMs?: number;
 }
 
 export interface OidcVerifier {
@@ -53,8 +60,23 @@ export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
     return keySet;
   }
 
+  const cacheSize = options.cacheSize ?? 10_000;
+  const cacheTtlMs = options.cacheTtlMs ?? 60_000;
+  const verified = new Map<string, { principal: UserPrincipal; until: number }>();
+
+  function remember(token: string, principal: UserPrincipal, expiresAtSeconds: number): void {
+    if (cacheSize <= 0) return;
+    if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!); // the oldest
+    verified.set(token, { principal, until: Math.min(expiresAtSeconds * 1000, Date.now() + cacheTtlMs) });
+  }
+
   return {
     async verify(token) {
+      const cached = verified.get(token);
+      if (cached) {
+        if (Date.now() < cached.until) return cached.principal;
+        verified.delete(token);
+      }
       const getKey = await keys().catch((err: unknown) => {
         throw new AuthenticationError('the identity provider could not be reached', { cause: err });
       });
@@ -72,13 +94,15 @@ export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
       }
       const adminClaim = options.adminClaim ?? 'svc_admin';
       const admin = payload[adminClaim] === true || (Array.isArray(payload[adminClaim]) && (payload[adminClaim] as unknown[]).includes('admin'));
-      return {
+      const principal: UserPrincipal = {
         kind: 'user',
         sub: payload.sub!,
         admin,
         ...(typeof payload['name'] === 'string' ? { name: payload['name'] } : {}),
         ...(typeof payload['email'] === 'string' ? { email: payload['email'] } : {}),
       };
+      remember(token, principal, payload.exp!);
+      return principal;
     },
   };
 }

@@ -22,9 +22,16 @@ describe('service-kit logger', () => {
     logger.info({ worker: { auth_token: secret } }, 'nested');
     logger.info({ req: { headers: { authorization: `Bearer ${secret}` } } }, 'request');
     logger.child({ component: 'x' }).info({ config: { password: secret } }, 'child');
-    expect(lines).toHaveLength(4);
+    logger.child({ token: secret }).info({ a: { b: { c: { token: secret } } } }, 'deep, and in bindings');
+    expect(lines).toHaveLength(5);
     for (const line of lines) expect(line).not.toContain(secret);
     expect(lines.join('\n')).toContain('[redacted]');
+  });
+
+  it('an object without secrets is logged as it is', () => {
+    const { lines, destination } = capture();
+    createLogger({ name: 'test', destination }).info({ method: 'GET', nested: { status: 200, list: [1, 2] } }, 'plain');
+    expect(JSON.parse(lines[0]!)).toMatchObject({ method: 'GET', nested: { status: 200, list: [1, 2] } });
   });
 
   it('child loggers carry their fields and the service name', () => {

@@ -3,31 +3,45 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'p
 export type { Logger } from 'pino';
 
 /**
- * Paths whose values are secrets. pino replaces them with "[redacted]" wherever a log call
- * passes them, so a token reaches no log line even by mistake.
+ * Member names whose values are secrets. Wherever one appears in a log call's object (up to
+ * four levels deep), its value is replaced with "[redacted]", so a token reaches no log line even
+ * by mistake. (A name check on each member is several times faster than pino's wildcard
+ * redaction paths, and catches the names at any depth.)
  */
-export const REDACTED_PATHS = [
+export const SECRET_KEYS: ReadonlySet<string> = new Set([
   'token',
   'auth_token',
   'authToken',
+  'access_token',
+  'accessToken',
+  'refresh_token',
+  'id_token',
   'password',
   'secret',
   'authorization',
+  'Authorization',
   'cookie',
-  '*.token',
-  '*.auth_token',
-  '*.authToken',
-  '*.password',
-  '*.secret',
-  '*.authorization',
-  '*.cookie',
-  'headers.authorization',
-  'headers.cookie',
-  'req.headers.authorization',
-  'req.headers.cookie',
-  '*.headers.authorization',
-  '*.headers["x-api-key"]',
-];
+  'x-api-key',
+  'api_key',
+  'apiKey',
+]);
+
+const REDACTED = '[redacted]';
+
+/** A copy of `value` with every secret member replaced; the value itself when it holds none. */
+export function redactSecrets<T>(value: T, depth = 0): T {
+  if (depth > 4 || value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof Error) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const key of Object.keys(value)) {
+    const member = (value as Record<string, unknown>)[key];
+    const replaced = SECRET_KEYS.has(key) ? REDACTED : redactSecrets(member, depth + 1);
+    if (replaced !== member) {
+      copy ??= { ...(value as Record<string, unknown>) };
+      copy[key] = replaced;
+    }
+  }
+  return (copy ?? value) as T;
+}
 
 export interface LoggerSettings {
   /** The process or service name, on every line. */
@@ -35,6 +49,8 @@ export interface LoggerSettings {
   level?: string;
   /** Where lines go (default stdout); tests pass a stream to read them back. */
   destination?: DestinationStream;
+  /** A file to write lines to instead (through pino's fast asynchronous writer). */
+  file?: string;
   /** Extra fields on every line (e.g. the replica). */
   base?: Record<string, unknown>;
 }
@@ -45,11 +61,14 @@ export function createLogger(settings: LoggerSettings): Logger {
     name: settings.name,
     level: settings.level ?? 'info',
     base: { pid: process.pid, ...settings.base },
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    serializers: { err: pino.stdSerializers.err },
+    // Log objects are scrubbed at any depth; a child logger's bindings pass only through
+    // serializers, which see top-level members: one per secret name covers those.
+    formatters: { log: (object) => redactSecrets(object) },
+    serializers: { err: pino.stdSerializers.err, ...Object.fromEntries([...SECRET_KEYS].map((key) => [key, () => REDACTED])) },
   };
-  return settings.destination ? pino(options, settings.destination) : pino(options);
+  if (settings.destination) return pino(options, settings.destination);
+  if (settings.file) return pino(options, pino.destination({ dest: settings.file, sync: false }));
+  return pino(options);
 }
 
 /** A URL safe to log: any password in it replaced. */

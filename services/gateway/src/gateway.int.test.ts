@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestJson, serveHealth } from '@svc/bus';
+import { requestJson, serveHealth, serveRpc } from '@svc/bus';
 import { subjects, type ServiceHealth } from '@svc/protocol';
 import { ConfigError, readConfig } from '@svc/service-kit';
 import { freePort, startBusFixture, type BusFixture } from '@svc/test-support';
@@ -45,6 +45,16 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
       const ok = (await (await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as { status: string };
       expect(ok.status).toBe('ok');
       for (const fake of fakes) fake.unsubscribe();
+
+      // The request id travels to the services in the NATS headers of the status requests.
+      const seenRequestIds: Array<string | undefined> = [];
+      const recorder = serveRpc(bus.nc, subjects.health('session'), (_request, context) => {
+        seenRequestIds.push(context.requestId);
+        return { service: 'session', status: 'up', version: 'test', instance: 'recorder', uptime_s: 0 };
+      }, { logger: bus.logger });
+      await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'trace-to-session' } });
+      recorder.unsubscribe();
+      expect(seenRequestIds).toEqual(['trace-to-session']);
 
       expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
       expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200);

@@ -19,6 +19,8 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
       hook: 'preParsing',
       max: options.max,
       timeWindow: options.windowMs,
+      // Limit headers only when they matter (near or over the limit): smaller answers otherwise.
+      addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
       keyGenerator: (request) => (request.principal ? principalLabel(request.principal) : `ip:${request.ip}`),
       errorResponseBuilder: (_request, context) =>
         Object.assign(new CodedError('rate_limited', `rate limit of ${context.max} requests per ${context.after} reached; retry in ${Math.ceil(context.ttl / 1000)} s`), {

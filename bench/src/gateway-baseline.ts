@@ -1,0 +1,97 @@
+/**
+ * bench/gateway-baseline: requests per second of a bare Fastify no-op route and of an
+ * authenticated no-op route through the gateway's full middleware chain (request id, client IP,
+ * logging, error mapping, CORS, JWT authentication, rate limiting), in the same run, both
+ * driven by the same autocannon client in a separate process.
+ *
+ *   npm run build && node bench/dist/gateway-baseline.js [--seconds 10] [--connections 50]
+ */
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import Fastify from 'fastify';
+import { createLocalIssuer, createOidcVerifier } from '@svc/auth';
+import { connectBus, launchNatsServer } from '@svc/bus';
+import { buildGatewayApp, createWorkerDirectory } from '@svc/gateway';
+import { createLogger } from '@svc/service-kit';
+
+const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } } });
+const autocannonBin = path.join(path.dirname(createRequire(import.meta.url).resolve('autocannon/package.json')), 'autocannon.js');
+
+interface Result {
+  requests: { average: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+}
+
+/** Runs autocannon in its own process, so the client does not share the server's event loop. */
+function autocannon(url: string, headers: Record<string, string> = {}): Promise<Result> {
+  const headerArgs = Object.entries(headers).flatMap(([key, value]) => ['-H', `${key}=${value}`]);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [autocannonBin, '--json', '-d', args.seconds, '-c', args.connections, ...headerArgs, url], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(output) as Result) : reject(new Error(`autocannon exited ${code}`))));
+  });
+}
+
+async function main() {
+  // Request logging stays on (one info line per request, as in production), written to /dev/null.
+  const logger = createLogger({ name: 'bench', level: 'info', file: '/dev/null' });
+
+  const bare = Fastify();
+  bare.get('/noop', async () => ({ ok: true }));
+  const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
+
+  const nats = await launchNatsServer();
+  const nc = await connectBus({ servers: nats.url, name: 'bench', logger });
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
+  const issuer = await createLocalIssuer({ stateDir, issuer: 'http://127.0.0.1:1' });
+  const users = createOidcVerifier({ issuer: issuer.issuer, audience: 'svc', keys: issuer.jwks() });
+  const workers = await createWorkerDirectory(nc, logger);
+  const gateway = await buildGatewayApp({
+    nc,
+    logger,
+    instance: 'bench',
+    settings: { trustedProxies: [], corsOrigins: [], rateLimitMax: 1_000_000_000, rateLimitWindowMs: 60_000, bodyLimitBytes: 1024 * 1024, oidcAudience: 'svc' },
+    users,
+    workers,
+    routes: [async (app) => { app.get('/v1/bench/noop', async () => ({ ok: true })); app.get('/v1/bench/public', { config: { auth: 'public' } }, async () => ({ ok: true })); }],
+  });
+  const gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
+  const token = await issuer.mintUserToken({ sub: 'bench-user', audience: 'svc' });
+
+  // Warm both up, then measure alternately.
+  await autocannon(`${bareUrl}/noop`);
+  await autocannon(`${gatewayUrl}/v1/bench/noop`, { authorization: `Bearer ${token}` });
+  const rounds: Array<{ bare: Result; chain: Result; public: Result }> = [];
+  for (let round = 0; round < Number(args.rounds); round++) {
+    rounds.push({
+      bare: await autocannon(`${bareUrl}/noop`),
+      chain: await autocannon(`${gatewayUrl}/v1/bench/noop`, { authorization: `Bearer ${token}` }),
+      public: await autocannon(`${gatewayUrl}/v1/bench/public`),
+    });
+  }
+  // The round with the median full-chain/bare ratio counts.
+  const byRatio = [...rounds].sort((a, b) => a.chain.requests.average / a.bare.requests.average - b.chain.requests.average / b.bare.requests.average);
+  const { bare: bareResult, chain: chainResult, public: publicResult } = byRatio[Math.floor(byRatio.length / 2)]!;
+
+  const row = (name: string, r: Result) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx, errors: r.errors });
+  process.stdout.write(`gateway-baseline: ${args.seconds}s per run, ${args.connections} connections, median of ${args.rounds} alternating rounds, autocannon in its own process\n`);
+  process.stdout.write(`ratios per round: ${rounds.map((r) => (r.chain.requests.average / r.bare.requests.average).toFixed(2)).join(', ')}\n`);
+  console.table([row('bare Fastify GET /noop', bareResult), row('gateway full chain, JWT', chainResult), row('gateway full chain, public route', publicResult)]);
+  process.stdout.write(`ratio (full chain / bare): ${(chainResult.requests.average / bareResult.requests.average).toFixed(2)}\n`);
+
+  await gateway.close();
+  await workers.stop();
+  await bare.close();
+  await nc.close();
+  await nats.stop();
+  await rm(stateDir, { recursive: true, force: true });
+}
+
+await main();
