@@ -17,10 +17,12 @@ export function requestIdOf(request: IncomingMessage): string {
  */
 export const requestContextPlugin = fp(
   async (app) => {
-    app.addHook('onSend', async (request, reply) => {
+    // Callback-style hooks: on every request, they cost less than async ones.
+    app.addHook('onRequest', (request, reply, done) => {
       void reply.header('x-request-id', request.id);
+      done();
     });
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
       request.log.info(
         {
           method: request.method,
@@ -32,6 +34,7 @@ export const requestContextPlugin = fp(
         },
         'request',
       );
+      done();
     });
   },
   { name: 'svc-request-context', fastify: '5.x' },
