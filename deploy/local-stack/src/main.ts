@@ -3,21 +3,27 @@ import { ConfigError, createGracefulShutdown, createLogger, optionalStringSettin
 import { gatewaySettings } from '@svc/gateway';
 import { startLocalStack } from './index.js';
 
-let config;
-let gateway;
-try {
-  config = readConfig({
-    stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
-    databaseUrl: optionalStringSetting('SVC_DATABASE_URL'),
-    natsUrl: optionalStringSetting('SVC_NATS_URL'),
-    logLevel: choiceSetting('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'silent'], { default: 'warn' }),
-  });
-  // The local stack runs its own OIDC issuer unless one is configured.
-  gateway = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: process.env['SVC_OIDC_ISSUER'] ? 'false' : 'true', ...process.env });
-} catch (err) {
-  process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
-  process.exit(1);
+const localSettings = {
+  stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
+  databaseUrl: optionalStringSetting('SVC_DATABASE_URL'),
+  natsUrl: optionalStringSetting('SVC_NATS_URL'),
+  logLevel: choiceSetting('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'silent'], { default: 'warn' }),
+};
+
+function readSettings() {
+  try {
+    return {
+      config: readConfig(localSettings),
+      // The local stack runs its own OIDC issuer unless one is configured.
+      gateway: readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: process.env['SVC_OIDC_ISSUER'] ? 'false' : 'true', ...process.env }),
+    };
+  } catch (err) {
+    process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
 }
+
+const { config, gateway } = readSettings();
 
 const logger = createLogger({ name: 'svc-local', level: config.logLevel });
 const shutdown = createGracefulShutdown({ logger });
