@@ -1,4 +1,5 @@
 import { serveHealth, type NatsConnection } from '@svc/bus';
+import { serveWorkerRegistry } from './worker-registry.js';
 import type { Logger, RunningService } from '@svc/service-kit';
 
 export interface SessionDeps {
@@ -7,14 +8,19 @@ export interface SessionDeps {
   instance: string;
 }
 
-/** Starts the session service. Sessions, workers and spawning are not implemented yet (it says so); it answers health. */
+/**
+ * Starts the session service: the worker registry (create a worker with its token, get it,
+ * set its status) and health. Sessions, templates and spawning are not implemented yet; it says so.
+ */
 export async function start(deps: SessionDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'session' });
+  const registry = await serveWorkerRegistry(deps.nc, log);
   const health = serveHealth(deps.nc, 'session', { instance: deps.instance, logger: log });
-  log.warn('session: sessions, workers and the spawn pipeline are not implemented yet; only health is served');
+  log.warn('session: sessions, templates and the spawn pipeline are not implemented yet; the worker registry and health are served');
   return {
     async stop() {
       health.unsubscribe();
+      registry.stop();
     },
   };
 }

@@ -33,6 +33,8 @@ export const subjects = {
     listSessions: 'svc.rpc.session.list',
     deleteSession: 'svc.rpc.session.delete',
     getWorker: 'svc.rpc.session.worker.get',
+    createWorker: 'svc.rpc.session.worker.create',
+    setWorkerStatus: 'svc.rpc.session.worker.status',
   },
 } as const;
 

@@ -10,3 +10,4 @@ export * from './sessions-api.js';
 export * from './status-api.js';
 export * from './bus.js';
 export * from './examples.js';
+export * from './rpc.js';
