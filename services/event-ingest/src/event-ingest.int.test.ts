@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestJson } from '@svc/bus';
+import { ensureStreams, requestJson } from '@svc/bus';
 import { subjects, type ServiceHealth } from '@svc/protocol';
 import { createEventStore, openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, startPostgres, type BusFixture, type PostgresProcess } from '@svc/test-support';
@@ -11,6 +11,7 @@ describe('event-ingest — start and stop', () => {
   let database: StoreDatabase;
   beforeAll(async () => {
     [bus, postgres] = await Promise.all([startBusFixture(), startPostgres()]);
+    await ensureStreams(bus.nc);
     database = await openDatabase({ url: postgres.url });
   });
   afterAll(async () => {

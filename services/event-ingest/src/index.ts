@@ -1,7 +1,9 @@
 import { serveHealth, type NatsConnection } from '@svc/bus';
 import { partitionsOfReplica } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createEventStore, migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { consumePartition } from './ingest.js';
+import { serveEventQueries } from './queries.js';
 
 export interface EventIngestDeps {
   nc: NatsConnection;
@@ -14,19 +16,24 @@ export interface EventIngestDeps {
 }
 
 /**
- * Starts event-ingest: it owns the event store's tables, so it migrates them first. The
- * JetStream consumer and the event queries are not implemented yet and it says so at start.
+ * Starts event-ingest: migrates the event tables (it owns them), consumes the partitions of
+ * incoming events this replica owns, and answers event queries.
  */
 export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'event-ingest', replica: deps.replicaIndex });
   const partitions = partitionsOfReplica(deps.replicaIndex, deps.replicaCount);
   const applied = await migrateToLatest(deps.db);
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
+  const store = createEventStore(deps.db);
+  const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, store, partition, log)));
+  const queries = serveEventQueries(deps.nc, store, log);
   const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
-  log.warn({ partitions }, 'event-ingest: consuming incoming events is not implemented yet; only migrations and health run');
+  log.info({ partitions }, 'event-ingest consuming');
   return {
     async stop() {
       health.unsubscribe();
+      queries.unsubscribe();
+      await Promise.all(consumers.map((consumer) => consumer.stop()));
     },
   };
 }

@@ -1,0 +1,99 @@
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureStreams, publishDurable, requestJson } from '@svc/bus';
+import {
+  incomingMessageId,
+  partitionOfWorker,
+  streams,
+  subjects,
+  type IncomingEvent,
+  type IncomingEventMessageType,
+  type ListResponseOf,
+  type StoredEvent,
+} from '@svc/protocol';
+import type { RunningService } from '@svc/service-kit';
+import { openDatabase, type StoreDatabase } from '@svc/store';
+import { startBusFixture, startPostgres, waitFor, type BusFixture, type PostgresProcess } from '@svc/test-support';
+import { start } from './index.js';
+
+function systemEvent(uid: string): IncomingEvent {
+  return { type: 'system', uid, ts: new Date().toISOString(), data: { level: 'info', message: uid } };
+}
+
+describe('event-ingest — from JetStream to the store and the stored-event stream', () => {
+  let bus: BusFixture;
+  let postgres: PostgresProcess;
+  let database: StoreDatabase;
+  let replicas: RunningService[];
+
+  beforeAll(async () => {
+    [bus, postgres] = await Promise.all([startBusFixture(), startPostgres()]);
+    await ensureStreams(bus.nc);
+    database = await openDatabase({ url: postgres.url });
+    // Two replicas share the partitions, as in a deployment.
+    replicas = [];
+    for (const replicaIndex of [0, 1]) {
+      replicas.push(await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: `ingest-${replicaIndex}`, replicaIndex, replicaCount: 2 }));
+    }
+  });
+  afterAll(async () => {
+    for (const replica of replicas ?? []) await replica.stop();
+    await database?.close();
+    await Promise.all([bus?.stop(), postgres?.stop()]);
+  });
+
+  const js = () => jetstream(bus.nc);
+  async function post(workerId: string, events: IncomingEvent[]) {
+    for (const event of events) {
+      const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: new Date().toISOString() };
+      await publishDurable(js(), subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, event.uid) });
+    }
+  }
+  const list = (workerId: string, afterId = '0') => requestJson<ListResponseOf<StoredEvent>>(bus.nc, subjects.rpc.listEvents, { worker_id: workerId, after_id: afterId, limit: 1000 });
+
+  it('events of many workers (both replicas\' partitions) are stored once each, in order, and acknowledged', async () => {
+    const workers = Array.from({ length: 12 }, (_, i) => `wrk_ingest_${i}`);
+    expect(new Set(workers.map((w) => partitionOfWorker(w) % 2)).size).toBe(2);
+    await Promise.all(workers.map((workerId) => post(workerId, Array.from({ length: 30 }, (_, n) => systemEvent(`${workerId}:${n}`)))));
+    for (const workerId of workers) {
+      const page = await waitFor(`${workerId} stored`, async () => {
+        const result = await list(workerId);
+        return result.total === 30 ? result : undefined;
+      });
+      expect(page.items.map((e) => e.id)).toEqual(Array.from({ length: 30 }, (_, i) => String(i + 1)));
+      expect(page.items.map((e) => e.uid)).toEqual(Array.from({ length: 30 }, (_, n) => `${workerId}:${n}`));
+    }
+    const jsm = await jetstreamManager(bus.nc);
+    await waitFor('the work queue to empty', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0);
+  });
+
+  it('stored events are announced on svc.events.stored.<worker> with their ids', async () => {
+    const workerId = 'wrk_announced';
+    const announced: StoredEvent[] = [];
+    const sub = bus.nc.subscribe(subjects.storedEvent(workerId), { callback: (_err, msg) => announced.push(msg.json<StoredEvent>()) });
+    await post(workerId, [systemEvent('a1'), systemEvent('a2')]);
+    await waitFor('two announcements', () => announced.length === 2);
+    expect(announced.map((e) => [e.id, e.uid])).toEqual([
+      ['1', 'a1'],
+      ['2', 'a2'],
+    ]);
+    sub.unsubscribe();
+  });
+
+  it('a uid posted again after the duplicate window is still stored once', async () => {
+    const workerId = 'wrk_repost';
+    await post(workerId, [systemEvent('r1')]);
+    await waitFor('r1 stored', async () => (await list(workerId)).total === 1);
+    // A different JetStream message id gets past JetStream's de-duplication; the store catches it.
+    const message: IncomingEventMessageType = { worker_id: workerId, event: systemEvent('r1'), received_at: new Date().toISOString() };
+    await publishDurable(js(), subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: 'another-id' });
+    await post(workerId, [systemEvent('r2')]);
+    await waitFor('r2 stored', async () => (await list(workerId)).total === 2);
+    expect((await list(workerId)).items.map((e) => e.uid)).toEqual(['r1', 'r2']);
+  });
+
+  it('a list query names a bad field; an unknown worker has no events', async () => {
+    await expect(requestJson(bus.nc, subjects.rpc.listEvents, { worker_id: 'wrk_x', after_id: '-1', limit: 10 })).rejects.toMatchObject({ code: 'invalid_request' });
+    expect(await list('wrk_nobody')).toEqual({ items: [], total: 0 });
+  });
+});
