@@ -24,7 +24,8 @@ const scopeConstraints = (testCode) => {
 const typeConstraints = (testCode) => [
   { sourceTag: 'type:lib', onlyDependOnLibsWithTags: testCode ? ['type:lib', 'type:test'] : ['type:lib'] },
   { sourceTag: 'type:test', onlyDependOnLibsWithTags: ['type:lib', 'type:test'] },
-  { sourceTag: 'type:service', onlyDependOnLibsWithTags: testCode ? ['type:lib', 'type:test'] : ['type:lib'] },
+  // A service's integration tests may start the real services it talks to.
+  { sourceTag: 'type:service', onlyDependOnLibsWithTags: testCode ? ['type:lib', 'type:test', 'type:service'] : ['type:lib'] },
   { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', 'type:service', ...(testCode ? ['type:test'] : [])] },
   { sourceTag: 'type:bench', onlyDependOnLibsWithTags: ['type:lib', 'type:service', 'type:test'] },
 ];

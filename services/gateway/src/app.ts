@@ -14,6 +14,7 @@ import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { requestContextPlugin, requestIdOf } from './plugins/request-context.js';
 import { healthRoutes } from './routes/health.js';
 import { localIssuerRoutes } from './routes/local-issuer.js';
+import { sdkEventRoutes } from './routes/sdk-events.js';
 
 export type GatewaySettings = Pick<
   GatewayConfig,
@@ -75,6 +76,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
 
   // Stage 2: routes.
   await app.register(healthRoutes, { nc: options.nc, instance: options.instance });
+  await app.register(sdkEventRoutes, { nc: options.nc, workers: options.workers });
   if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
   for (const routes of options.routes ?? []) await app.register(routes);
 

@@ -90,14 +90,16 @@ describe('gateway authentication — worker tokens', () => {
     expect(userRoute.json().message).toMatch(/worker token is valid only on its worker's sidecar endpoints/);
   });
 
-  it('an unknown token, an unknown worker and a malformed token are 401', async () => {
+  it('an unknown token is 401, an unknown worker 404 worker_not_found, a user-shaped token 403', async () => {
     await gw.createWorker('wrk_c', 'alice');
     expect((await sidecarCall('wrk_c', generateWorkerToken())).statusCode).toBe(401);
-    expect((await sidecarCall('wrk_nobody', generateWorkerToken())).statusCode).toBe(401);
+    const unknown = await sidecarCall('wrk_nobody', generateWorkerToken());
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().code).toBe('worker_not_found');
     expect((await sidecarCall('wrk_c', 'svcw_short')).statusCode).toBe(403);
   });
 
-  it('a revoked token is refused within 1 s: worker ended, token removed, record deleted', async () => {
+  it('a revoked token is refused within 1 s: worker ended (409 worker_ended), token removed (401), record deleted (404)', async () => {
     for (const revoke of ['ended', 'token removed', 'deleted'] as const) {
       const workerId = `wrk_revoke_${revoke.replace(' ', '_')}`;
       const token = await gw.createWorker(workerId, 'alice');
@@ -106,7 +108,8 @@ describe('gateway authentication — worker tokens', () => {
       if (revoke === 'ended') await gw.setWorker({ worker_id: workerId, owner: 'alice', status: 'stopped', token_hash: (await gw.workers.get(workerId))!.token_hash!, updated_at: new Date().toISOString() });
       if (revoke === 'token removed') await gw.setWorker({ worker_id: workerId, owner: 'alice', status: 'running', updated_at: new Date().toISOString() });
       if (revoke === 'deleted') await gw.kv.delete(workerId);
-      await waitFor(`${revoke} to be refused`, async () => (await sidecarCall(workerId, token)).statusCode === 401, 1000, 5);
+      const refusal = { ended: 409, 'token removed': 401, deleted: 404 }[revoke];
+      await waitFor(`${revoke} to be refused`, async () => (await sidecarCall(workerId, token)).statusCode === refusal, 1000, 5);
       expect(Date.now() - revokedAt).toBeLessThan(1000);
     }
   });

@@ -12,7 +12,7 @@ describe('gateway OpenAPI — generated from the routes', () => {
   beforeAll(async () => {
     stateDir = await mkdtemp(path.join(tmpdir(), 'svc-openapi-'));
     const localIssuer = await createLocalIssuer({ stateDir, issuer: 'http://127.0.0.1:8080' });
-    gw = await startGatewayFixture({}, [testRoutes], localIssuer);
+    gw = await startGatewayFixture({}, [testRoutes], { localIssuer });
   });
   afterAll(async () => {
     await gw?.stop();

@@ -8,7 +8,7 @@ describe('gateway — random input never breaks it', () => {
   let userToken: string;
   let workerToken: string;
   beforeAll(async () => {
-    gw = await startGatewayFixture({ rateLimitMax: 100_000 });
+    gw = await startGatewayFixture({ rateLimitMax: 100_000 }, undefined, { services: true });
     userToken = await gw.userToken('fuzzer');
     workerToken = await gw.createWorker('wrk_fuzz', 'fuzzer');
   });

@@ -5,7 +5,10 @@ import Type from 'typebox';
 import { createOidcVerifier, generateWorkerToken, hashWorkerToken, type LocalIssuer } from '@svc/auth';
 import { ensureStreams } from '@svc/bus';
 import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
+import { start as startEventIngest } from '@svc/event-ingest';
+import { start as startSession } from '@svc/session';
 import { createLogger } from '@svc/service-kit';
+import { openDatabase } from '@svc/store';
 import { startBusFixture, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
 import { buildGatewayApp, type GatewayApp, type GatewaySettings } from '../src/app.js';
 import { authorizeWorker } from '../src/auth/authorization.js';
@@ -66,13 +69,28 @@ export interface GatewayFixture {
   stop(): Promise<void>;
 }
 
+export interface FixtureOptions {
+  localIssuer?: LocalIssuer;
+  /** Also run the real event-ingest (over in-memory PGlite) and session services behind it. */
+  services?: boolean;
+}
+
 export async function startGatewayFixture(
   settings: Partial<GatewaySettings> = {},
   extraRoutes: FastifyPluginAsync[] = [testRoutes],
-  localIssuer?: LocalIssuer,
+  fixtureOptions: FixtureOptions = {},
 ): Promise<GatewayFixture> {
+  const { localIssuer } = fixtureOptions;
   const bus = await startBusFixture();
   await ensureStreams(bus.nc);
+  const stopServices: Array<() => Promise<void>> = [];
+  if (fixtureOptions.services) {
+    const database = await openDatabase({});
+    stopServices.push(() => database.close());
+    const ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
+    const session = await startSession({ nc: bus.nc, logger: bus.logger, instance: 'session-0' });
+    stopServices.push(() => ingest.stop(), () => session.stop());
+  }
   const issuer = await startTestIssuer(AUDIENCE);
   const logs: string[] = [];
   const destination = new Writable({
@@ -108,6 +126,7 @@ export async function startGatewayFixture(
     async stop() {
       await app.close();
       await workers.stop();
+      for (const stopService of stopServices.reverse()) await stopService();
       await issuer.stop();
       await bus.stop();
     },

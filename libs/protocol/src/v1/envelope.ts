@@ -1,4 +1,4 @@
-import Type, { type Static, type TSchema } from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import { EVENT_DATA_SCHEMAS, EVENT_TYPES, EventTypeSchema, type EventDataMap, type EventType } from './events.js';
 import { EventId, EventUid, Timestamp, WorkerId } from './primitives.js';
 
@@ -29,14 +29,14 @@ function storedOf<K extends EventType>(type: K) {
 }
 
 /** An event as a producer sends it: `{type, uid, ts, data}` (one schema per type, for docs). */
-export const IncomingEventSchema = Type.Union(EVENT_TYPES.map(incomingOf), {
-  description: 'An SDK event as the producer sends it.',
-});
+export const IncomingEventSchema = Type.Unsafe<IncomingEvent>(
+  Type.Union(EVENT_TYPES.map(incomingOf), { description: 'An SDK event as the producer sends it.' }),
+);
 
 /** A stored event: `{id, worker_id, type, uid, ts, data}`, with `id` the per-worker cursor. */
-export const StoredEventSchema = Type.Union(EVENT_TYPES.map(storedOf), {
-  description: 'An SDK event as stored, with its per-worker cursor `id`.',
-});
+export const StoredEventSchema = Type.Unsafe<StoredEvent>(
+  Type.Union(EVENT_TYPES.map(storedOf), { description: 'An SDK event as stored, with its per-worker cursor `id`.' }),
+);
 
 /** The loose outer shape of an incoming event, checked before its `data` (gives precise errors). */
 export const IncomingEnvelopeSchema = Type.Object(
@@ -52,7 +52,6 @@ export type StoredEvent<K extends EventType = EventType> = {
   [T in K]: { id: string; worker_id: string; type: T; uid: string; ts: string; data: EventDataMap[T] };
 }[K];
 
-export type IncomingEventStatic = Static<typeof IncomingEventSchema>;
 
 /** A schema of one stored event type, for routes that return a single type (e.g. a decision). */
 export function storedEventSchemaOf<K extends EventType>(type: K): TSchema {

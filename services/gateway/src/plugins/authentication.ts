@@ -46,8 +46,10 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
         throw new CodedError('invalid_request', '/params/id must be a worker id (1-64 of A-Z, a-z, 0-9, "_" and "-")');
       }
       const record = await options.workers.get(workerId);
-      if (record?.token_hash && verifyWorkerToken(token, record.token_hash)) {
-        if (isEndedStatus(record.status)) throw unauthorized('the worker token is revoked: the worker has ended');
+      // Worker ids are random (96 bits): saying that one does not exist reveals nothing useful.
+      if (!record) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);
+      if (record.token_hash && verifyWorkerToken(token, record.token_hash)) {
+        if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} has ended (${record.status}); its token is revoked`);
         return { kind: 'worker', workerId };
       }
       const owner = options.workers.workerOfTokenHash(hashWorkerToken(token));

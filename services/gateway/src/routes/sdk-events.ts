@@ -1,0 +1,119 @@
+import { jetstream } from '@nats-io/jetstream';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { publishDurable, requestJson, type NatsConnection } from '@svc/bus';
+import {
+  APIErrorSchema,
+  CodedError,
+  describeFieldErrors,
+  EVENT_LIST_LIMIT,
+  incomingMessageId,
+  ListSdkEventsQuery,
+  ListSdkEventsResponse,
+  MAX_EVENTS_PER_POST,
+  partitionOfWorker,
+  PostSdkEventsBody,
+  PostSdkEventsResponse,
+  subjects,
+  validateIncomingEvent,
+  WorkerParams,
+  type EventType,
+  type FieldError,
+  type IncomingEvent,
+  type IncomingEventMessageType,
+  type ListResponseOf,
+  type StoredEvent,
+} from '@svc/protocol';
+import { authorizeWorker } from '../auth/authorization.js';
+import type { WorkerDirectory } from '../auth/worker-directory.js';
+
+export interface SdkEventRoutesOptions {
+  nc: NatsConnection;
+  workers: WorkerDirectory;
+}
+
+/**
+ * The body of `POST …/sdk-events` is checked by the protocol's own validator rather than Ajv:
+ * it checks each event's `data` against its type's schema and names the exact field
+ * (`/events/3/data/tool_name is required`), where a union schema could only say "no match".
+ */
+const validateEventsBody: FastifySchemaCompiler<unknown> = () => (body: unknown) => {
+  const events = typeof body === 'object' && body !== null && 'events' in body ? (body as { events: unknown }).events : undefined;
+  const batch = events !== undefined;
+  if (batch && (!Array.isArray(events) || events.length === 0 || events.length > MAX_EVENTS_PER_POST)) {
+    return { error: new CodedError('invalid_request', `/body/events must be an array of 1 to ${MAX_EVENTS_PER_POST} events`) };
+  }
+  if (batch && Object.keys(body as object).length > 1) return { error: new CodedError('invalid_request', 'a batch body has only "events"') };
+  const list: unknown[] = batch ? (events as unknown[]) : [body];
+  const errors: FieldError[] = [];
+  const valid: IncomingEvent[] = [];
+  list.forEach((event, index) => {
+    const result = validateIncomingEvent(event, batch ? `/body/events/${index}` : '/body');
+    if (result.ok) valid.push(result.value);
+    else errors.push(...result.errors);
+  });
+  if (errors.length > 0) return { error: new CodedError('invalid_request', describeFieldErrors(errors), errors) };
+  return { value: valid };
+};
+
+const errorResponses = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 413: APIErrorSchema, 415: APIErrorSchema, 429: APIErrorSchema };
+
+/** `POST` (sidecar) and `GET` (viewers) `/v1/workers/{id}/sdk-events`. */
+export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = async (app, { nc, workers }) => {
+  const js = jetstream(nc);
+
+  app.post(
+    '/v1/workers/:id/sdk-events',
+    {
+      config: { auth: 'worker' },
+      validatorCompiler: ({ httpPart }) => (httpPart === 'body' ? validateEventsBody({} as never) : (value: unknown) => ({ value })),
+      schema: {
+        tags: ['events'],
+        summary: 'Report SDK events (one, or a batch of up to 500)',
+        description: 'Answered 202 once every event is durable. A uid already received is accepted again and stored once.',
+        params: WorkerParams,
+        body: PostSdkEventsBody,
+        response: { 202: PostSdkEventsResponse, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const workerId = request.params.id;
+      const events = request.body as unknown as IncomingEvent[];
+      const subject = subjects.incomingEvent(partitionOfWorker(workerId), workerId);
+      const receivedAt = new Date().toISOString();
+      // Published in order on one connection, so the stream keeps the producer's order.
+      await Promise.all(
+        events.map((event) => {
+          const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: receivedAt };
+          return publishDurable(js, subject, message, { messageId: incomingMessageId(workerId, event.uid), requestId: request.id });
+        }),
+      );
+      return reply.code(202).send({ accepted: events.length });
+    },
+  );
+
+  app.get(
+    '/v1/workers/:id/sdk-events',
+    {
+      schema: {
+        tags: ['events'],
+        summary: 'List stored events after a cursor, in id order',
+        description: `\`total\` is the number of the worker's stored events that match \`types\` (not only those after \`after_id\`); there is no \`offset\`: page with \`after_id\` = the last id you got. Default \`limit\` ${EVENT_LIST_LIMIT.default}, maximum ${EVENT_LIST_LIMIT.max}.`,
+        params: WorkerParams,
+        querystring: ListSdkEventsQuery,
+        response: { 200: ListSdkEventsResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const workerId = request.params.id;
+      await authorizeWorker(request, workers, workerId);
+      const types = request.query.types ? ([...new Set(request.query.types.split(','))] as EventType[]) : undefined;
+      return requestJson<ListResponseOf<StoredEvent>>(
+        nc,
+        subjects.rpc.listEvents,
+        { worker_id: workerId, after_id: request.query.after_id ?? '0', limit: request.query.limit, ...(types ? { types } : {}) },
+        { requestId: request.id },
+      );
+    },
+  );
+};
