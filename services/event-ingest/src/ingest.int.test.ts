@@ -70,7 +70,7 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
   it('stored events are announced on svc.events.stored.<worker> with their ids', async () => {
     const workerId = 'wrk_announced';
     const announced: StoredEvent[] = [];
-    const sub = bus.nc.subscribe(subjects.storedEvent(workerId), { callback: (_err, msg) => announced.push(msg.json<StoredEvent>()) });
+    const sub = bus.nc.subscribe(subjects.storedEvent(workerId), { callback: (_err, msg) => void announced.push(msg.json<StoredEvent>()) });
     await post(workerId, [systemEvent('a1'), systemEvent('a2')]);
     await waitFor('two announcements', () => announced.length === 2);
     expect(announced.map((e) => [e.id, e.uid])).toEqual([
