@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyReply, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from '@fastify/cors';
+import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { LocalIssuer, OidcVerifier } from '@svc/auth';
 import type { NatsConnection } from '@svc/bus';
@@ -14,6 +15,7 @@ import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { requestContextPlugin, requestIdOf } from './plugins/request-context.js';
 import { healthRoutes } from './routes/health.js';
 import { localIssuerRoutes } from './routes/local-issuer.js';
+import { createOpenStreams, eventStreamRoutes } from './routes/event-stream.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 
 export type GatewaySettings = Pick<
@@ -76,7 +78,18 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
 
   // Stage 2: routes.
   await app.register(healthRoutes, { nc: options.nc, instance: options.instance });
+  const streams = createOpenStreams();
+  await app.register(websocket, {
+    options: { maxPayload: 64 * 1024 },
+    // At shutdown every viewer learns where to resume (instead of a bare close).
+    preClose(done) {
+      streams.closeAll();
+      this.websocketServer.close();
+      done();
+    },
+  });
   await app.register(sdkEventRoutes, { nc: options.nc, workers: options.workers });
+  await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, streams });
   if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
   for (const routes of options.routes ?? []) await app.register(routes);
 

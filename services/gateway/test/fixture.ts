@@ -8,7 +8,7 @@ import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { start as startSession } from '@svc/session';
 import { createLogger } from '@svc/service-kit';
-import { openDatabase } from '@svc/store';
+import { openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
 import { buildGatewayApp, type GatewayApp, type GatewaySettings } from '../src/app.js';
 import { authorizeWorker } from '../src/auth/authorization.js';
@@ -60,6 +60,8 @@ export interface GatewayFixture {
   issuer: TestIssuer;
   workers: WorkerDirectory;
   kv: KV;
+  /** The store behind event-ingest, when the fixture runs the services. */
+  database: StoreDatabase | undefined;
   /** Every log line the gateway wrote, as text. */
   logs: string[];
   userToken(sub?: string, claims?: Record<string, unknown>): Promise<string>;
@@ -84,10 +86,12 @@ export async function startGatewayFixture(
   const bus = await startBusFixture();
   await ensureStreams(bus.nc);
   const stopServices: Array<() => Promise<void>> = [];
+  let database: StoreDatabase | undefined;
   if (fixtureOptions.services) {
-    const database = await openDatabase({});
-    stopServices.push(() => database.close());
-    const ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
+    database = await openDatabase({});
+    const opened = database;
+    stopServices.push(() => opened.close());
+    const ingest = await startEventIngest({ nc: bus.nc, db: database!.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
     const session = await startSession({ nc: bus.nc, logger: bus.logger, instance: 'session-0' });
     stopServices.push(() => ingest.stop(), () => session.stop());
   }
@@ -115,6 +119,7 @@ export async function startGatewayFixture(
     issuer,
     workers,
     kv,
+    database,
     logs,
     userToken: (sub = 'alice', claims = {}) => issuer.sign({ sub, ...claims }),
     async createWorker(workerId, owner, status = 'running') {

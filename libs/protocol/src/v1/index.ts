@@ -11,3 +11,4 @@ export * from './status-api.js';
 export * from './bus.js';
 export * from './examples.js';
 export * from './rpc.js';
+export * from './stream.js';

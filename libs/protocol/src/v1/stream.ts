@@ -1,0 +1,21 @@
+import Type, { type Static } from 'typebox';
+import { StoredEventSchema } from './envelope.js';
+import { EventId } from './primitives.js';
+
+/**
+ * Frames the server sends on `WS /v1/workers/{id}/sdk-events/stream` (JSON text frames; the
+ * client sends nothing). See docs/event-stream.md.
+ */
+export const StreamEventFrame = Type.Object({ kind: Type.Literal('event'), event: StoredEventSchema }, { additionalProperties: false });
+/** Sent once, when the replay has reached the newest stored event: what follows is live. */
+export const StreamLiveFrame = Type.Object({ kind: Type.Literal('live'), last_id: EventId }, { additionalProperties: false });
+
+export type StreamFrame = Static<typeof StreamEventFrame> | Static<typeof StreamLiveFrame>;
+
+/** Close codes of the event stream. */
+export const STREAM_CLOSE = {
+  /** The server is shutting down; reconnect with `after_id` = the last id received. */
+  serverRestart: 1012,
+  /** The stream could not continue (for example the store did not answer); reconnect later. */
+  unavailable: 1011,
+} as const;

@@ -1,0 +1,98 @@
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestJson } from '@svc/bus';
+import { subjects, type CreateWorkerResultType, type IncomingEvent, type StoredEvent, type StreamFrame } from '@svc/protocol';
+import { createEventStore } from '@svc/store';
+import { waitFor } from '@svc/test-support';
+import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
+
+function systemEvent(uid: string): IncomingEvent {
+  return { type: 'system', uid, ts: new Date().toISOString(), data: { level: 'info', message: uid } };
+}
+
+interface Viewer {
+  frames: StreamFrame[];
+  events(): StoredEvent[];
+  closed: Promise<{ code: number; reason: string }>;
+  socket: WebSocket;
+}
+
+describe('sdk-events stream — replay, then live, each event once and in order', () => {
+  let gw: GatewayFixture;
+  let url: string;
+  let worker: CreateWorkerResultType;
+  let token: string;
+
+  beforeAll(async () => {
+    gw = await startGatewayFixture({}, [], { services: true });
+    url = (await gw.app.listen({ host: '127.0.0.1', port: 0 })).replace('http', 'ws');
+    worker = await requestJson<CreateWorkerResultType>(gw.bus.nc, subjects.rpc.createWorker, { owner: 'alice' });
+    token = await gw.userToken('alice');
+  });
+  afterAll(() => gw?.stop());
+
+  const post = (events: IncomingEvent[]) =>
+    gw.app.inject({ method: 'POST', url: `/v1/workers/${worker.worker_id}/sdk-events`, headers: { authorization: `Bearer ${worker.token}` }, payload: { events } });
+
+  function connect(afterId = '0', authorization = `Bearer ${token}`, workerId = worker.worker_id): Promise<Viewer> {
+    const socket = new WebSocket(`${url}/v1/workers/${workerId}/sdk-events/stream?after_id=${afterId}`, { headers: { authorization } });
+    const frames: StreamFrame[] = [];
+    socket.on('message', (data) => frames.push(JSON.parse(String(data)) as StreamFrame));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    return new Promise((resolve, reject) => {
+      socket.on('open', () => resolve({ socket, frames, closed, events: () => frames.flatMap((f) => (f.kind === 'event' ? [f.event] : [])) }));
+      socket.on('unexpected-response', (request, response) => {
+        request.destroy();
+        reject(new Error(`HTTP ${response.statusCode}`));
+      });
+    });
+  }
+
+  it('replays the stored events, says "live", then delivers new ones; ids contiguous, no duplicate', async () => {
+    await post(Array.from({ length: 5 }, (_, i) => systemEvent(`r${i}`)));
+    await waitFor('5 stored', async () => (await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events`, headers: { authorization: `Bearer ${token}` } })).json().total === 5);
+    const viewer = await connect();
+    await waitFor('the live frame', () => viewer.frames.some((f) => f.kind === 'live'));
+    expect(viewer.frames.find((f) => f.kind === 'live')).toEqual({ kind: 'live', last_id: '5' });
+    // Live events posted while and after the viewer joined.
+    for (let i = 0; i < 5; i++) await post([systemEvent(`l${i}a`), systemEvent(`l${i}b`)]);
+    await waitFor('15 events', () => viewer.events().length === 15);
+    expect(viewer.events().map((e) => e.id)).toEqual(Array.from({ length: 15 }, (_, i) => String(i + 1)));
+    viewer.socket.close();
+  });
+
+  it('resuming with after_id sends only what came after it', async () => {
+    const viewer = await connect('12');
+    await waitFor('the live frame', () => viewer.frames.some((f) => f.kind === 'live'));
+    expect(viewer.events().map((e) => e.id)).toEqual(['13', '14', '15']);
+    viewer.socket.close();
+  });
+
+  it('a hole in the live feed (an announcement that never came) is refilled from the store', async () => {
+    const viewer = await connect('15');
+    await waitFor('the live frame', () => viewer.frames.some((f) => f.kind === 'live'));
+    // Stored without an announcement, as after a crash between commit and publish.
+    await createEventStore(gw.database!.db).append(worker.worker_id, [systemEvent('silent')]);
+    await post([systemEvent('announced')]);
+    await waitFor('two more events', () => viewer.events().length === 2);
+    expect(viewer.events().map((e) => [e.id, e.uid])).toEqual([
+      ['16', 'silent'],
+      ['17', 'announced'],
+    ]);
+    viewer.socket.close();
+  });
+
+  it('a viewer that may not see the worker is refused before the upgrade', async () => {
+    await expect(connect('0', `Bearer ${await gw.userToken('bob')}`)).rejects.toThrow('HTTP 404');
+    await expect(connect('0', 'Bearer nope')).rejects.toThrow('HTTP 401');
+  });
+
+  it('a server shutdown closes the stream with 1012 and the id to resume after', async () => {
+    const viewer = await connect('10');
+    await waitFor('the live frame', () => viewer.frames.some((f) => f.kind === 'live'));
+    await gw.app.close();
+    const { code, reason } = await viewer.closed;
+    expect(code).toBe(1012);
+    expect(JSON.parse(reason)).toEqual({ resume_after_id: '17' });
+  });
+});

@@ -1,0 +1,129 @@
+import type { WebSocket } from 'ws';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { requestJson, type NatsConnection } from '@svc/bus';
+import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, subjects, WorkerParams, type ListResponseOf, type StoredEvent, type StreamFrame } from '@svc/protocol';
+import { authorizeWorker } from '../auth/authorization.js';
+import type { WorkerDirectory } from '../auth/worker-directory.js';
+
+/** The open streams, so a shutdown can tell each client where to resume. */
+export interface OpenStreams {
+  add(socket: WebSocket, lastId: () => string): void;
+  delete(socket: WebSocket): void;
+  /** Closes every stream with 1012 and `{resume_after_id}`. */
+  closeAll(): void;
+}
+
+export function createOpenStreams(): OpenStreams {
+  const open = new Map<WebSocket, () => string>();
+  return {
+    add: (socket, lastId) => void open.set(socket, lastId),
+    delete: (socket) => void open.delete(socket),
+    closeAll() {
+      for (const [socket, lastId] of open) socket.close(STREAM_CLOSE.serverRestart, JSON.stringify({ resume_after_id: lastId() }));
+    },
+  };
+}
+
+export interface EventStreamOptions {
+  nc: NatsConnection;
+  workers: WorkerDirectory;
+  streams: OpenStreams;
+  /** How often the server pings an idle client, in ms. */
+  pingIntervalMs?: number;
+}
+
+/**
+ * `WS /v1/workers/{id}/sdk-events/stream?after_id=N`: the stored events after N, then live ones,
+ * each exactly once and in id order (docs/event-stream.md). The live subscription starts before
+ * the replay, and every frame goes through one queue, so nothing falls between replay and live;
+ * a live event whose id skips ahead (a lost announcement) is refilled from the store first.
+ */
+export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (app, { nc, workers, streams, pingIntervalMs = 15_000 }) => {
+  // A refused upgrade is answered over the raw socket, which nobody closes afterwards; left
+  // open, it would also hold up the server's shutdown.
+  app.addHook('onResponse', (request, reply, done) => {
+    if (reply.statusCode >= 400 && request.headers.upgrade) request.raw.socket?.destroy();
+    done();
+  });
+
+  app.route({
+    method: 'GET',
+    url: '/v1/workers/:id/sdk-events/stream',
+    schema: {
+      tags: ['events'],
+      summary: 'Stream stored events after a cursor, then live ones (WebSocket)',
+      description: 'Upgrade to a WebSocket. Frames: `{kind:"event",event}` for each stored event in id order, one `{kind:"live",last_id}` when the replay is done. On shutdown the server closes with 1012 and `{"resume_after_id":"<id>"}`. See docs/event-stream.md.',
+      params: WorkerParams,
+      querystring: StreamSdkEventsQuery,
+      response: { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 429: APIErrorSchema },
+    },
+    // Checked before the upgrade, so a refusal is an ordinary HTTP APIError.
+    preHandler: async (request) => {
+      await authorizeWorker(request, workers, request.params.id);
+    },
+    handler: async () => {
+      throw new CodedError('invalid_request', 'this endpoint is a WebSocket: connect with "Upgrade: websocket"');
+    },
+    wsHandler: (socket, request) => {
+      const workerId = request.params.id;
+      const log = request.log.child({ stream: workerId });
+      let lastId = BigInt(request.query.after_id ?? '0');
+      let queue: Promise<void> = Promise.resolve();
+      let closed = false;
+
+      const send = (frame: StreamFrame) => {
+        if (!closed) socket.send(JSON.stringify(frame));
+      };
+      const deliver = (event: StoredEvent) => {
+        send({ kind: 'event', event });
+        lastId = BigInt(event.id);
+      };
+      const enqueue = (task: () => Promise<void> | void) => {
+        queue = queue.then(task).catch((err: unknown) => {
+          log.error({ err }, 'event stream failed');
+          socket.close(STREAM_CLOSE.unavailable, JSON.stringify({ resume_after_id: lastId.toString() }));
+        });
+      };
+
+      /** Sends every stored event after `lastId`, page by page. */
+      const catchUp = async () => {
+        for (;;) {
+          const page = await requestJson<ListResponseOf<StoredEvent>>(
+            nc,
+            subjects.rpc.listEvents,
+            { worker_id: workerId, after_id: lastId.toString(), limit: EVENT_LIST_LIMIT.max },
+            { requestId: request.id },
+          );
+          for (const event of page.items) deliver(event);
+          if (page.items.length < EVENT_LIST_LIMIT.max || closed) return;
+        }
+      };
+
+      const subscription = nc.subscribe(subjects.storedEvent(workerId), {
+        callback: (err, msg) => {
+          if (err) return;
+          const event = msg.json<StoredEvent>();
+          enqueue(async () => {
+            const id = BigInt(event.id);
+            if (id <= lastId) return; // already sent (replayed or refilled)
+            if (id > lastId + 1n) await catchUp(); // a hole: the store has what we missed
+            if (BigInt(event.id) > lastId) deliver(event);
+          });
+        },
+      });
+      enqueue(async () => {
+        await catchUp();
+        send({ kind: 'live', last_id: lastId.toString() });
+      });
+
+      streams.add(socket, () => lastId.toString());
+      const ping = setInterval(() => socket.ping(), pingIntervalMs);
+      socket.on('close', () => {
+        closed = true;
+        clearInterval(ping);
+        subscription.unsubscribe();
+        streams.delete(socket);
+      });
+    },
+  });
+};
