@@ -3,3 +3,4 @@ export * from './streams.js';
 export * from './messaging.js';
 export * from './nats-server-process.js';
 export * from './health.js';
+export * from './stored-events.js';

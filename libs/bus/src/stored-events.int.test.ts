@@ -1,0 +1,73 @@
+import { jetstream } from '@nats-io/jetstream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { subjects, type StoredEvent } from '@svc/protocol';
+import { createLogger } from '@svc/service-kit';
+import { connectBus, type NatsConnection } from './connection.js';
+import { publishDurable } from './messaging.js';
+import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
+import { ensureStreams } from './streams.js';
+import { subscribeStoredEvents } from './stored-events.js';
+
+const logger = createLogger({ name: 'stored-events-test', level: 'silent' });
+
+function stored(workerId: string, id: number): StoredEvent {
+  return { id: String(id), worker_id: workerId, type: 'system', uid: `u${id}`, ts: new Date().toISOString(), data: { level: 'info', message: `m${id}` } };
+}
+
+async function until(condition: () => boolean, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('bus — durable subscribers to stored events', () => {
+  let server: NatsServerProcess;
+  let nc: NatsConnection;
+  beforeAll(async () => {
+    server = await launchNatsServer();
+    nc = await connectBus({ servers: server.url, name: 'test', logger });
+    await ensureStreams(nc);
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  const publish = (event: StoredEvent) => publishDurable(jetstream(nc), subjects.storedEvent(event.worker_id), event, { messageId: `${event.worker_id}:${event.id}` });
+
+  it('receives every worker\'s events in order; a restart with the same name resumes without repeats', async () => {
+    const seen: string[] = [];
+    const first = await subscribeStoredEvents(nc, { durableName: 'audit', logger, handler: (e) => void seen.push(`${e.worker_id}/${e.id}`) });
+    for (let id = 1; id <= 3; id++) await publish(stored('wrk_a', id));
+    await publish(stored('wrk_b', 1));
+    await until(() => seen.length === 4);
+    await first.stop();
+    await publish(stored('wrk_a', 4));
+    const second = await subscribeStoredEvents(nc, { durableName: 'audit', logger, handler: (e) => void seen.push(`${e.worker_id}/${e.id}`) });
+    await until(() => seen.length === 5);
+    expect(seen).toEqual(['wrk_a/1', 'wrk_a/2', 'wrk_a/3', 'wrk_b/1', 'wrk_a/4']);
+    await second.stop();
+  });
+
+  it('a failing handler gets the event again, and order is kept', async () => {
+    const seen: string[] = [];
+    let attemptsOfFirst = 0;
+    const subscription = await subscribeStoredEvents(nc, {
+      durableName: 'flaky',
+      workerId: 'wrk_c',
+      logger,
+      handler: (e) => {
+        if (e.id === '1' && ++attemptsOfFirst === 1) throw new Error('first try fails');
+        seen.push(e.id);
+      },
+    });
+    await publish(stored('wrk_c', 1));
+    await publish(stored('wrk_c', 2));
+    await until(() => seen.length === 2);
+    expect(seen).toEqual(['1', '2']);
+    expect(attemptsOfFirst).toBe(2);
+    await subscription.stop();
+  });
+});
