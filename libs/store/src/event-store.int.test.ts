@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_EVENTS, type IncomingEvent, type StoredEvent } from '@svc/protocol';
-import { startPostgres, type PostgresProcess } from '@svc/test-support';
+import { systemEvent, startPostgres, type PostgresProcess } from '@svc/test-support';
 import { migrateToLatest, openDatabase, type StoreDatabase } from './database.js';
 import { createEventStore, type EventStore } from './event-store.js';
 
-function systemEvent(uid: string, message = uid): IncomingEvent {
-  return { type: 'system', uid, ts: new Date().toISOString(), data: { level: 'info', message } };
-}
 
 /**
  * The visibility invariant under load: `appenders` concurrent writers per worker append

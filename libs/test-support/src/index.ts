@@ -4,3 +4,4 @@ export * from './wait.js';
 export * from './bus-fixture.js';
 export * from './lint.js';
 export * from './oidc-issuer.js';
+export * from './events.js';

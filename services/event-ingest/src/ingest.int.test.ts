@@ -13,12 +13,9 @@ import {
 } from '@svc/protocol';
 import type { RunningService } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
-import { startBusFixture, startPostgres, waitFor, type BusFixture, type PostgresProcess } from '@svc/test-support';
+import { systemEvent, startBusFixture, startPostgres, waitFor, type BusFixture, type PostgresProcess } from '@svc/test-support';
 import { start } from './index.js';
 
-function systemEvent(uid: string): IncomingEvent {
-  return { type: 'system', uid, ts: new Date().toISOString(), data: { level: 'info', message: uid } };
-}
 
 describe('event-ingest — from JetStream to the store and the stored-event stream', () => {
   let bus: BusFixture;

@@ -3,12 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson } from '@svc/bus';
 import { subjects, type CreateWorkerResultType, type IncomingEvent, type StoredEvent, type StreamFrame } from '@svc/protocol';
 import { createEventStore } from '@svc/store';
-import { waitFor } from '@svc/test-support';
+import { systemEvent, waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
-function systemEvent(uid: string): IncomingEvent {
-  return { type: 'system', uid, ts: new Date().toISOString(), data: { level: 'info', message: uid } };
-}
 
 interface Viewer {
   frames: StreamFrame[];

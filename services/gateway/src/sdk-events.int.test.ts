@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson } from '@svc/bus';
-import { EXAMPLE_EVENTS, subjects, type CreateWorkerResultType, type IncomingEvent, type StoredEvent } from '@svc/protocol';
-import { waitFor } from '@svc/test-support';
+import { EXAMPLE_EVENTS, subjects, type CreateWorkerResultType, type StoredEvent } from '@svc/protocol';
+import { systemEvent, waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
-function systemEvent(uid: string): IncomingEvent {
-  return { type: 'system', uid, ts: new Date().toISOString(), data: { level: 'info', message: uid } };
-}
 
 describe('sdk-events — POST by the sidecar, GET by viewers, through the real event-ingest', () => {
   let gw: GatewayFixture;
