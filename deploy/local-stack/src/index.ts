@@ -2,11 +2,12 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
-import { start as startGateway, type GatewayConfig } from '@svc/gateway';
+import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { start as startSession } from '@svc/session';
 import { connectBus, ensureStreams, launchNatsServer, type NatsServerProcess } from '@svc/bus';
 import type { Logger } from '@svc/service-kit';
 import { openDatabase, type StoreKind } from '@svc/store';
+import { startDemoWorker } from './demo-worker.js';
 
 export interface LocalStackOptions {
   /** Everything the stack keeps (NATS JetStream store, PGlite data) lives under here. */
@@ -17,12 +18,17 @@ export interface LocalStackOptions {
   natsUrl?: string | undefined;
   /** The gateway's settings (the local stack turns the built-in issuer on). */
   gateway: GatewayConfig;
+  /** Run a demo worker that posts a scripted agent turn every `demoIntervalMs`. */
+  demo?: boolean;
+  demoIntervalMs?: number;
   logger: Logger;
 }
 
 export interface LocalStack {
   natsUrl: string;
   gatewayUrl: string;
+  /** The demo worker posting events, when started with `demo: true`. */
+  demoWorkerId?: string | undefined;
   store: StoreKind;
   stop(): Promise<void>;
 }
@@ -61,7 +67,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     for (const service of services) stops.push(() => service.stop());
     const gateway = await startGateway({ nc, logger, instance, config: { ...options.gateway, stateDir } });
     stops.push(() => gateway.stop());
-    return { natsUrl, gatewayUrl: gateway.url, store: database.kind, stop };
+    const demo = options.demo
+      ? await startDemoWorker({ nc, gatewayUrl: gateway.url, owner: LOCAL_USER, logger, ...(options.demoIntervalMs ? { intervalMs: options.demoIntervalMs } : {}) })
+      : undefined;
+    if (demo) stops.push(() => demo.stop());
+    return { natsUrl, gatewayUrl: gateway.url, demoWorkerId: demo?.workerId, store: database.kind, stop };
   } catch (err) {
     await stop();
     throw err;

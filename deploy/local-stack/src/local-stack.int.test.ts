@@ -7,12 +7,42 @@ import { connectBus, requestJson } from '@svc/bus';
 import { SERVICE_NAMES, subjects, type ServiceHealth } from '@svc/protocol';
 import { gatewaySettings } from '@svc/gateway';
 import { createLogger, readConfig } from '@svc/service-kit';
-import { freePort } from '@svc/test-support';
+import { freePort, waitFor } from '@svc/test-support';
+import WebSocket from 'ws';
+import type { StreamFrame } from '@svc/protocol';
 import { startLocalStack } from './index.js';
 
 const logger = createLogger({ name: 'local-stack-test', level: 'silent' });
 
 describe('local stack — one process', () => {
+  it('the demo worker\'s events arrive over the WebSocket, and are still there after a restart', async () => {
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-local-demo-'));
+    try {
+      const gateway = () => readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: '0', SVC_GATEWAY_PUBLIC_URL: 'http://127.0.0.1' });
+      const first = await startLocalStack({ stateDir, gateway: gateway(), logger, demo: true, demoIntervalMs: 20 });
+      const demoWorker = first.demoWorkerId!;
+      const { token } = (await (await fetch(`${first.gatewayUrl}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+      const socket = new WebSocket(`${first.gatewayUrl.replace('http', 'ws')}/v1/workers/${demoWorker}/sdk-events/stream?after_id=0`, { headers: { authorization: `Bearer ${token}` } });
+      const ids: string[] = [];
+      socket.on('message', (data) => {
+        const frame = JSON.parse(String(data)) as StreamFrame;
+        if (frame.kind === 'event') ids.push(frame.event.id);
+      });
+      await waitFor('8 demo events over the WebSocket', () => ids.length >= 8, 20_000);
+      expect(ids.slice(0, 8)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8']);
+      socket.close();
+      await first.stop();
+
+      const second = await startLocalStack({ stateDir, gateway: gateway(), logger, demo: true, demoIntervalMs: 1000 });
+      const { token: again } = (await (await fetch(`${second.gatewayUrl}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+      const listed = (await (await fetch(`${second.gatewayUrl}/v1/workers/${demoWorker}/sdk-events?limit=1000`, { headers: { authorization: `Bearer ${again}` } })).json()) as { total: number };
+      expect(listed.total).toBeGreaterThanOrEqual(8);
+      await second.stop();
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+
   it('starts nats-server, the embedded store and every service, and stops cleanly; a restart reuses the state', async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-local-'));
     try {

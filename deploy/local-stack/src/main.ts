@@ -30,7 +30,7 @@ const shutdown = createGracefulShutdown({ logger });
 shutdown.installSignalHandlers();
 
 try {
-  const stack = await startLocalStack({ ...config, gateway, logger });
+  const stack = await startLocalStack({ ...config, gateway, logger, demo: true });
   shutdown.add({ name: 'local stack', close: () => stack.stop() });
   process.stdout.write(
     [
@@ -46,7 +46,10 @@ try {
             `  curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/status`,
           ]
         : []),
-      '  Not implemented yet: the event and session routes, the demo worker and `svc login` arrive with the next issues.',
+      `A demo worker posts a scripted agent turn, one event a second: ${stack.demoWorkerId}`,
+      `  curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/workers/${stack.demoWorkerId}/sdk-events`,
+      `  live: WebSocket ${stack.gatewayUrl.replace('http', 'ws')}/v1/workers/${stack.demoWorkerId}/sdk-events/stream?after_id=0 (same header)`,
+      '  Not implemented yet: sessions, the control channel, the sidecar and `svc attach` arrive with the next issues.',
       'Press Ctrl+C to stop.',
       '',
     ].join('\n'),

@@ -9,6 +9,7 @@ import type { GatewayConfig } from './config.js';
 export { buildGatewayApp, type GatewayAppOptions, type GatewaySettings } from './app.js';
 export { createWorkerDirectory, type WorkerDirectory } from './auth/worker-directory.js';
 export { gatewaySettings, type GatewayConfig } from './config.js';
+export { LOCAL_USER } from './routes/local-issuer.js';
 
 export interface GatewayDeps {
   nc: NatsConnection;

@@ -9,7 +9,8 @@ export interface LocalIssuerRoutesOptions {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
-const LOCAL_USER = 'local-user';
+/** The user every token of the built-in issuer is for (the local stack's one user, an admin). */
+export const LOCAL_USER = 'local-user';
 const TOKEN_TTL_SECONDS = 12 * 3600;
 
 const TokenResponse = Type.Object({
