@@ -79,6 +79,26 @@ describe('sdk-events stream — replay, then live, each event once and in order'
     viewer.socket.close();
   });
 
+  it('a viewer that drops mid-stream and resumes with after_id misses nothing and gets nothing twice', async () => {
+    const first = await connect('0');
+    const posting = (async () => {
+      for (let i = 0; i < 20; i++) await post([systemEvent(`m${i}`)]);
+    })();
+    await waitFor('a few events', () => first.events().length >= 20);
+    first.socket.terminate();
+    const received = first.events();
+    const lastSeen = received[received.length - 1]!.id;
+    await posting;
+    const resumed = await connect(lastSeen);
+    const total = Number(lastSeen) + (await waitFor('the rest', async () => {
+      const stored = (await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events?after_id=${lastSeen}&limit=1000`, headers: { authorization: `Bearer ${token}` } })).json();
+      return resumed.events().length === stored.items.length && stored.items.length > 0 ? stored.items.length : undefined;
+    }));
+    const ids = [...received, ...resumed.events()].map((e) => Number(e.id));
+    expect(ids).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    resumed.socket.close();
+  });
+
   it('a viewer that may not see the worker is refused before the upgrade', async () => {
     await expect(connect('0', `Bearer ${await gw.userToken('bob')}`)).rejects.toThrow('HTTP 404');
     await expect(connect('0', 'Bearer nope')).rejects.toThrow('HTTP 401');
@@ -87,9 +107,10 @@ describe('sdk-events stream — replay, then live, each event once and in order'
   it('a server shutdown closes the stream with 1012 and the id to resume after', async () => {
     const viewer = await connect('10');
     await waitFor('the live frame', () => viewer.frames.some((f) => f.kind === 'live'));
+    const lastSent = viewer.events().at(-1)!.id;
     await gw.app.close();
     const { code, reason } = await viewer.closed;
     expect(code).toBe(1012);
-    expect(JSON.parse(reason)).toEqual({ resume_after_id: '17' });
+    expect(JSON.parse(reason)).toEqual({ resume_after_id: lastSent });
   });
 });
