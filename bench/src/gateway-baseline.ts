@@ -6,9 +6,6 @@
  *
  *   npm run build && node bench/dist/gateway-baseline.js [--seconds 10] [--connections 50] [--rounds 3] [--log-level info]
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { availableParallelism } from 'node:os';
-import { createRequire } from 'node:module';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,37 +15,13 @@ import { createLocalIssuer, createOidcVerifier } from '@svc/auth';
 import { connectBus, launchNatsServer } from '@svc/bus';
 import { buildGatewayApp, createWorkerDirectory } from '@svc/gateway';
 import { createLogger } from '@svc/service-kit';
+import { PINNED, pinServersToCpu0, runLoad, type LoadResult } from './load-client.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' }, 'log-level': { type: 'string', default: 'info' } } });
-const autocannonBin = path.join(path.dirname(createRequire(import.meta.url).resolve('autocannon/package.json')), 'autocannon.js');
-
-interface Result {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-}
-
-/**
- * Runs autocannon in its own process, so the client does not share the server's event loop;
- * with `taskset` present the client gets CPU 1 and the servers CPU 0, so they do not take turns.
- */
-function autocannon(url: string, headers: Record<string, string> = {}): Promise<Result> {
-  const headerArgs = Object.entries(headers).flatMap(([key, value]) => ['-H', `${key}=${value}`]);
-  const command = [process.execPath, autocannonBin, '--json', '-d', args.seconds, '-c', args.connections, ...headerArgs, url];
-  const pinned = PINNED ? ['taskset', '-c', '1', ...command] : command;
-  return new Promise((resolve, reject) => {
-    const child = spawn(pinned[0]!, pinned.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(output) as Result) : reject(new Error(`autocannon exited ${code}`))));
-  });
-}
-
-const PINNED = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && availableParallelism() >= 2;
+const autocannon = (url: string, headers: Record<string, string> = {}) => runLoad(url, { seconds: args.seconds, connections: args.connections, headers });
 
 async function main() {
-  if (PINNED) spawnSync('taskset', ['-pc', '0', String(process.pid)]);
+  pinServersToCpu0();
   // Request logging stays on by default (one info line per request, as in production), to /dev/null.
   const logger = createLogger({ name: 'bench', level: args['log-level'], file: '/dev/null' });
 
@@ -80,7 +53,7 @@ async function main() {
   const authorization = { authorization: `Bearer ${token}` };
   await autocannon(`${bareUrl}/noop`, authorization);
   await autocannon(`${gatewayUrl}/v1/bench/noop`, { authorization: `Bearer ${token}` });
-  const rounds: Array<{ bare: Result; chain: Result; public: Result }> = [];
+  const rounds: Array<{ bare: LoadResult; chain: LoadResult; public: LoadResult }> = [];
   for (let round = 0; round < Number(args.rounds); round++) {
     rounds.push({
       bare: await autocannon(`${bareUrl}/noop`, authorization),
@@ -92,7 +65,7 @@ async function main() {
   const byRatio = [...rounds].sort((a, b) => a.chain.requests.average / a.bare.requests.average - b.chain.requests.average / b.bare.requests.average);
   const { bare: bareResult, chain: chainResult, public: publicResult } = byRatio[Math.floor(byRatio.length / 2)]!;
 
-  const row = (name: string, r: Result) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx, errors: r.errors });
+  const row = (name: string, r: LoadResult) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx, errors: r.errors });
   process.stdout.write(`gateway-baseline: ${args.seconds}s per run, ${args.connections} connections, median of ${args.rounds} alternating rounds, log level ${args['log-level']}, autocannon in its own process${PINNED ? ', server on CPU 0 and client on CPU 1' : ''}\n`);
   process.stdout.write(`ratios per round: ${rounds.map((r) => (r.chain.requests.average / r.bare.requests.average).toFixed(2)).join(', ')}\n`);
   console.table([row('bare Fastify GET /noop', bareResult), row('gateway full chain, JWT', chainResult), row('gateway full chain, public route', publicResult)]);

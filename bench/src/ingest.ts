@@ -9,10 +9,8 @@
  * Still to come (issue 4): batched stored events/s vs a raw pg insert, POST → WebSocket latency
  * at 2,000 events/s over 100 workers, and 500 viewers of one worker.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
@@ -25,31 +23,15 @@ import { start as startSession } from '@svc/session';
 import { createLogger } from '@svc/service-kit';
 import { openDatabase } from '@svc/store';
 import { startPostgres } from '@svc/test-support';
+import { PINNED, pinServersToCpu0, runLoad, type LoadResult } from './load-client.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } } });
-const autocannonBin = path.join(path.dirname(createRequire(import.meta.url).resolve('autocannon/package.json')), 'autocannon.js');
-const PINNED = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && availableParallelism() >= 2;
-
-interface Result {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-}
-
-function autocannon(url: string, token: string): Promise<Result> {
-  const body = JSON.stringify({ type: 'system', uid: 'bench:[<id>]', ts: '2026-11-22T07:00:00.000Z', data: { level: 'info', message: 'benchmark event' } });
-  const command = [process.execPath, autocannonBin, '--json', '-d', args.seconds, '-c', args.connections, '-m', 'POST', '-I', '-H', `authorization=Bearer ${token}`, '-H', 'content-type=application/json', '-b', body, url];
-  const pinned = PINNED ? ['taskset', '-c', '1', ...command] : command;
-  return new Promise((resolve, reject) => {
-    const child = spawn(pinned[0]!, pinned.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(output) as Result) : reject(new Error(`autocannon exited ${code}`))));
-  });
-}
+const BODY = JSON.stringify({ type: 'system', uid: 'bench:[<id>]', ts: '2026-11-22T07:00:00.000Z', data: { level: 'info', message: 'benchmark event' } });
+const autocannon = (url: string, token: string) =>
+  runLoad(url, { seconds: args.seconds, connections: args.connections, method: 'POST', body: BODY, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
 
 async function main() {
-  if (PINNED) spawnSync('taskset', ['-pc', '0', String(process.pid)]);
+  pinServersToCpu0();
   const logger = createLogger({ name: 'bench', level: 'info', file: '/dev/null' });
   const bare = Fastify();
   bare.post('/noop', async (_request, reply) => reply.code(202).send({ accepted: 1 }));
@@ -79,12 +61,12 @@ async function main() {
   const target = `${gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`;
   await autocannon(`${bareUrl}/noop`, worker.token);
   await autocannon(target, worker.token);
-  const rounds: Array<{ bare: Result; post: Result }> = [];
+  const rounds: Array<{ bare: LoadResult; post: LoadResult }> = [];
   for (let round = 0; round < Number(args.rounds); round++) rounds.push({ bare: await autocannon(`${bareUrl}/noop`, worker.token), post: await autocannon(target, worker.token) });
-  const ratio = (r: { bare: Result; post: Result }) => r.post.requests.average / r.bare.requests.average;
+  const ratio = (r: { bare: LoadResult; post: LoadResult }) => r.post.requests.average / r.bare.requests.average;
   const median = [...rounds].sort((a, b) => ratio(a) - ratio(b))[Math.floor(rounds.length / 2)]!;
 
-  const row = (name: string, r: Result) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx });
+  const row = (name: string, r: LoadResult) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx });
   process.stdout.write(`ingest (single-event POST): ${args.seconds}s per run, ${args.connections} connections, median of ${args.rounds} rounds${PINNED ? ', server CPU 0, client CPU 1' : ''}\n`);
   process.stdout.write(`ratios per round: ${rounds.map((r) => ratio(r).toFixed(2)).join(', ')}\n`);
   console.table([row('bare Fastify POST /noop', median.bare), row('POST sdk-events (durable, stored)', median.post)]);
