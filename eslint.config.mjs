@@ -27,6 +27,8 @@ const typeConstraints = (testCode) => [
   // A service's integration tests may start the real services it talks to.
   { sourceTag: 'type:service', onlyDependOnLibsWithTags: testCode ? ['type:lib', 'type:test', 'type:service'] : ['type:lib'] },
   { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', 'type:service', ...(testCode ? ['type:test'] : [])] },
+  // End-to-end tests start the services as processes; they import only libraries.
+  { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:test'] },
   { sourceTag: 'type:bench', onlyDependOnLibsWithTags: ['type:lib', 'type:service', 'type:test'] },
 ];
 

@@ -99,6 +99,18 @@ describe('bus — against a real nats-server', () => {
     sub.unsubscribe();
   });
 
+  it('request/reply — a query with retries is sent again after a replica that never answers, and the next one answers', async () => {
+    let asked = 0;
+    // The first request vanishes, as into a replica killed while holding it.
+    const sub = nc.subscribe('svc.rpc.test.flaky', { callback: (_err, msg) => (++asked === 1 ? undefined : void msg.respond(JSON.stringify({ ok: true, result: asked }))) });
+    expect(await requestJson(nc, 'svc.rpc.test.flaky', {}, { timeoutMs: 200, retries: 1 })).toBe(2);
+    asked = 0;
+    await expect(requestJson(nc, 'svc.rpc.test.flaky', {}, { timeoutMs: 200 })).rejects.toMatchObject({ code: 'timeout' });
+    sub.unsubscribe();
+    // Retries used up: still a clear error.
+    await expect(requestJson(nc, 'svc.rpc.test.nobody', {}, { retries: 2 })).rejects.toMatchObject({ code: 'unavailable' });
+  });
+
   it('publish/subscribe — payload and request id arrive; a failing handler does not end the subscription', async () => {
     const received: Array<[unknown, string | undefined]> = [];
     const sub = subscribeJson<{ n: number }>(

@@ -50,25 +50,43 @@ export function publishDurable(js: JetStreamClient, subject: string, payload: un
   return js.publish(subject, encode(payload), { msgID: options.messageId, ...(h ? { headers: h } : {}) });
 }
 
+export interface RequestOptions extends SendOptions {
+  /** How long to wait for the answer, per attempt (default 5 s). */
+  timeoutMs?: number;
+  /**
+   * For requests that change nothing (queries): how many times to send again after no answer
+   * in time or no service listening. A replica that died with the request in hand never
+   * answers; another one will. Never use it for a request that changes state.
+   */
+  retries?: number;
+}
+
+/** Pause before a retry: a restarting replica needs a moment to subscribe again. */
+const RETRY_PAUSE_MS = 100;
+
 /**
  * Sends a request and returns the result of the `RpcReply`. A coded error from the service is
  * re-thrown as `CodedError`; no service listening is `unavailable`, no answer in time is `timeout`.
  */
-export async function requestJson<Result>(
-  nc: NatsConnection,
-  subject: string,
-  payload: unknown,
-  options: SendOptions & { timeoutMs?: number } = {},
-): Promise<Result> {
+export async function requestJson<Result>(nc: NatsConnection, subject: string, payload: unknown, options: RequestOptions = {}): Promise<Result> {
   const h = headersWith(options.requestId);
   let msg: Msg;
-  try {
-    msg = await nc.request(subject, encode(payload), { timeout: options.timeoutMs ?? 5000, ...(h ? { headers: h } : {}) });
-  } catch (err) {
-    const names = [err, (err as { cause?: unknown }).cause].map((e) => (e instanceof Error ? e.name : ''));
-    if (names.includes('NoResponders')) throw new CodedError('unavailable', `no service answers ${subject}`, undefined, { cause: err });
-    if (names.includes('TimeoutError')) throw new CodedError('timeout', `no answer on ${subject} in time`, undefined, { cause: err });
-    throw err;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      msg = await nc.request(subject, encode(payload), { timeout: options.timeoutMs ?? 5000, ...(h ? { headers: h } : {}) });
+      break;
+    } catch (err) {
+      const names = [err, (err as { cause?: unknown }).cause].map((e) => (e instanceof Error ? e.name : ''));
+      const noResponders = names.includes('NoResponders');
+      const timedOut = names.includes('TimeoutError');
+      if ((noResponders || timedOut) && attempt < (options.retries ?? 0)) {
+        await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
+        continue;
+      }
+      if (noResponders) throw new CodedError('unavailable', `no service answers ${subject}`, undefined, { cause: err });
+      if (timedOut) throw new CodedError('timeout', `no answer on ${subject} in time`, undefined, { cause: err });
+      throw err;
+    }
   }
   const reply = decode(msg.data) as RpcReply<Result>;
   if (reply.ok) return reply.result;

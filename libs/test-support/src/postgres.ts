@@ -12,6 +12,10 @@ export interface PostgresProcess {
   /** A connection string for the superuser `postgres` on database `postgres`. */
   url: string;
   port: number;
+  /** Stops the server, keeping its data: a store outage. */
+  suspend(): Promise<void>;
+  /** Starts a suspended server again on the same port with the same data. */
+  resume(): Promise<void>;
   /** Stops the server (fast shutdown) and deletes its data directory. */
   stop(): Promise<void>;
 }
@@ -80,15 +84,25 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
   if (ids) await chown(root, ids.uid, ids.gid);
   await run(path.join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], ids);
 
-  for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
+  const launch = async (port: number): Promise<ChildProcess> => {
     const settings = ['-c', `port=${port}`, '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${root}`, '-c', 'max_connections=200'];
     if (!options.durable) settings.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
     const child = spawn(path.join(binDir, 'postgres'), ['-D', dataDir, ...settings], { stdio: ['ignore', 'ignore', 'pipe'], ...ids });
     try {
       await waitUntilReady(child);
+      return child;
     } catch (err) {
       await stopChild(child);
+      throw err;
+    }
+  };
+
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    let child: ChildProcess;
+    try {
+      child = await launch(port);
+    } catch (err) {
       // Another process took the port between our check and postgres' bind: try another.
       if (attempt < 3 && /could not (bind|create listen socket)/i.test(String(err))) continue;
       await rm(root, { recursive: true, force: true });
@@ -97,6 +111,12 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     return {
       url: `postgres://postgres@127.0.0.1:${port}/postgres`,
       port,
+      async suspend() {
+        await stopPostgres(child);
+      },
+      async resume() {
+        child = await launch(port);
+      },
       async stop() {
         await stopPostgres(child);
         await rm(root, { recursive: true, force: true });

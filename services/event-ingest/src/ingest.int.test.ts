@@ -89,6 +89,25 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     expect((await list(workerId)).items.map((e) => e.uid)).toEqual(['r1', 'r2']);
   });
 
+  it('rides out a store outage: appends retry until Postgres is back, then every event is stored once, in order', async () => {
+    const workerId = 'wrk_outage';
+    await post(workerId, [systemEvent('before')]);
+    await waitFor('the first event stored', async () => (await list(workerId)).total === 1);
+    await postgres.suspend();
+    await post(workerId, Array.from({ length: 20 }, (_, n) => systemEvent(`during-${n}`)));
+    // Longer than the first retries' back-off, so the appends really fail and are retried.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await postgres.resume();
+    const page = await waitFor('all 21 stored', async () => {
+      const result = await list(workerId).catch(() => undefined);
+      return result?.total === 21 ? result : undefined;
+    }, 20_000);
+    expect(page.items.map((e) => e.uid)).toEqual(['before', ...Array.from({ length: 20 }, (_, n) => `during-${n}`)]);
+    expect(page.items.map((e) => e.id)).toEqual(Array.from({ length: 21 }, (_, i) => String(i + 1)));
+    const jsm = await jetstreamManager(bus.nc);
+    await waitFor('the work queue to empty', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0);
+  });
+
   it('a list query names a bad field; an unknown worker has no events', async () => {
     await expect(requestJson(bus.nc, subjects.rpc.listEvents, { worker_id: 'wrk_x', after_id: '-1', limit: 10 })).rejects.toMatchObject({ code: 'invalid_request' });
     expect(await list('wrk_nobody')).toEqual({ items: [], total: 0 });

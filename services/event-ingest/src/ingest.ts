@@ -1,4 +1,4 @@
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { decodeJson, publishDurable, type NatsConnection } from '@svc/bus';
 import { streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent } from '@svc/protocol';
@@ -7,11 +7,21 @@ import type { EventStore } from '@svc/store';
 
 /** Most messages appended in one go (per partition). */
 const MAX_BATCH = 500;
-/** How long a message may stay unacknowledged before JetStream delivers it again. */
-const ACK_WAIT_MS = 60_000;
+/**
+ * How long a message may stay unacknowledged before JetStream delivers it again: after a replica
+ * dies, its unacknowledged messages wait this long. Messages being stored are kept alive with
+ * `working()` however long the store takes, so this is about crashes, not slow commits.
+ */
+const ACK_WAIT_MS = 10_000;
+/** Messages taken from JetStream but not yet stored; past this the consumer stops pulling. */
+const MAX_BUFFERED = 2 * MAX_BATCH;
 
 export interface PartitionConsumer {
   stop(): Promise<void>;
+}
+
+function isConsumerNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 }
 
 /** The durable consumer of one partition: its name is stable so a restarted replica resumes it. */
@@ -21,14 +31,22 @@ export function consumerName(partition: number): string {
 
 /**
  * Consumes one partition of incoming events in order: appends them in batches (per worker, in
- * the order received), acknowledges after commit, then announces the newly stored events on
- * `svc.events.stored.<worker>`. A failed append is retried (the messages stay unacknowledged
+ * the order received), announces the stored events on `svc.events.stored.<worker>`, then
+ * acknowledges them. A failed append is retried (the messages stay unacknowledged
  * and in order) until it succeeds; nothing is acknowledged before it is stored.
  */
 export async function consumePartition(nc: NatsConnection, store: EventStore, partition: number, logger: Logger): Promise<PartitionConsumer> {
   const log = logger.child({ partition });
   const jsm = await jetstreamManager(nc);
   const name = consumerName(partition);
+  // A restarted replica must get its partition's unacknowledged messages first and in order. The
+  // consumer a dead process left behind would hold those back until their ack deadline and hand
+  // out newer ones meanwhile, which breaks per-worker order. On a work-queue stream the messages
+  // still there are exactly those not yet stored, so a fresh consumer delivers them in stream
+  // order. (Only one replica owns a partition at a time: docs/event-ingest.md.)
+  await jsm.consumers.delete(streams.incomingEvents.name, name).catch((err: unknown) => {
+    if (!isConsumerNotFound(err)) throw err;
+  });
   await jsm.consumers.add(streams.incomingEvents.name, {
     durable_name: name,
     filter_subject: subjects.incomingPartition(partition),
@@ -45,15 +63,16 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, pa
   let draining: Promise<void> | undefined;
   let stopping = false;
 
-  async function appendWithRetry(workerId: string, events: IncomingEvent[], held: JsMsg[]): Promise<StoredEvent[]> {
+  async function appendWithRetry(workerId: string, events: IncomingEvent[]): Promise<StoredEvent[]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const results = await store.append(workerId, events);
-        return results.filter((r) => !r.duplicate).map((r) => r.event);
+        // Events already stored are announced again: a replica that crashed between commit and
+        // announcement left them unannounced, and the redelivery is the only chance to make up
+        // for it. The stored stream drops repeats by message id, and viewers skip ids they have.
+        return (await store.append(workerId, events)).map((r) => r.event);
       } catch (err) {
         if (stopping) throw err;
         log.error({ err, workerId, attempt }, 'append failed; retrying');
-        for (const msg of held) msg.working();
         await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** attempt)));
       }
     }
@@ -81,20 +100,33 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, pa
       group.msgs.push(msg);
       byWorker.set(payload.worker_id, group);
     }
-    // Workers are independent: their appends run side by side; each keeps its own order.
-    await Promise.all(
-      [...byWorker].map(async ([workerId, group]) => {
-        const stored = await appendWithRetry(workerId, group.events, group.msgs);
-        for (const msg of group.msgs) msg.ack();
-        await Promise.all(stored.map((event) => publishDurable(js, subjects.storedEvent(workerId), event, { messageId: `${workerId}:${event.id}` })));
-      }),
-    );
+    // Workers are independent: their appends run side by side; each keeps its own order. While
+    // they run (a store outage can make that minutes), JetStream is told the batch is in hand.
+    const inHand = setInterval(() => batch.forEach((msg) => msg.working()), ACK_WAIT_MS / 3);
+    try {
+      await Promise.all(
+        [...byWorker].map(async ([workerId, group]) => {
+          const stored = await appendWithRetry(workerId, group.events);
+          // Announced before acknowledged: a crash in between redelivers the messages, and the
+          // announcements are made again (acknowledging first could lose them for good).
+          await Promise.all(stored.map((event) => publishDurable(js, subjects.storedEvent(workerId), event, { messageId: `${workerId}:${event.id}` })));
+          for (const msg of group.msgs) msg.ack();
+        }),
+      );
+    } finally {
+      clearInterval(inHand);
+    }
   }
 
+  let bufferHasRoom: (() => void) | undefined;
   function kick(): void {
     if (draining) return;
     draining = (async () => {
-      while (buffer.length > 0 && !stopping) await processBatch(buffer.splice(0, MAX_BATCH));
+      while (buffer.length > 0 && !stopping) {
+        const batch = buffer.splice(0, MAX_BATCH);
+        bufferHasRoom?.();
+        await processBatch(batch);
+      }
     })()
       .catch((err: unknown) => log.error({ err }, 'partition processing stopped'))
       .finally(() => {
@@ -107,6 +139,9 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, pa
     for await (const msg of messages) {
       buffer.push(msg);
       kick();
+      // Back-pressure: while the store is slow (or down), stop pulling rather than pile up
+      // messages whose ack deadline would pass before they are stored.
+      if (buffer.length >= MAX_BUFFERED) await new Promise<void>((resolve) => (bufferHasRoom = resolve));
     }
   })();
 
@@ -115,6 +150,7 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, pa
       // The batch being stored finishes (or, failing, is left unacknowledged for redelivery);
       // nothing new is taken.
       stopping = true;
+      bufferHasRoom?.();
       await messages.close();
       await loop.catch(() => {});
       await draining;

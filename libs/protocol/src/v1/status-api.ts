@@ -28,3 +28,4 @@ export const StatusResponse = Type.Object(
   },
   { additionalProperties: false },
 );
+export type StatusResponseType = Static<typeof StatusResponse>;

@@ -1,8 +1,9 @@
 import type { WebSocket } from 'ws';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requestJson, type NatsConnection } from '@svc/bus';
-import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, subjects, WorkerParams, type ListResponseOf, type StoredEvent, type StreamFrame } from '@svc/protocol';
+import type { NatsConnection } from '@svc/bus';
+import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, subjects, WorkerParams, type StoredEvent, type StreamFrame } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
+import { listStoredEvents } from '../event-queries.js';
 import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 /** The open streams, so a shutdown can tell each client where to resume. */
@@ -88,12 +89,7 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
       /** Sends every stored event after `lastId`, page by page. */
       const catchUp = async () => {
         for (;;) {
-          const page = await requestJson<ListResponseOf<StoredEvent>>(
-            nc,
-            subjects.rpc.listEvents,
-            { worker_id: workerId, after_id: lastId.toString(), limit: EVENT_LIST_LIMIT.max },
-            { requestId: request.id },
-          );
+          const page = await listStoredEvents(nc, { worker_id: workerId, after_id: lastId.toString(), limit: EVENT_LIST_LIMIT.max }, request.id);
           for (const event of page.items) deliver(event);
           if (page.items.length < EVENT_LIST_LIMIT.max || closed) return;
         }

@@ -1,7 +1,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { publishDurable, requestJson, type NatsConnection } from '@svc/bus';
+import { publishDurable, type NatsConnection } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -21,10 +21,9 @@ import {
   type FieldError,
   type IncomingEvent,
   type IncomingEventMessageType,
-  type ListResponseOf,
-  type StoredEvent,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
+import { listStoredEvents } from '../event-queries.js';
 import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 export interface SdkEventRoutesOptions {
@@ -108,12 +107,7 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       const workerId = request.params.id;
       await authorizeWorker(request, workers, workerId);
       const types = request.query.types ? ([...new Set(request.query.types.split(','))] as EventType[]) : undefined;
-      return requestJson<ListResponseOf<StoredEvent>>(
-        nc,
-        subjects.rpc.listEvents,
-        { worker_id: workerId, after_id: request.query.after_id ?? '0', limit: request.query.limit, ...(types ? { types } : {}) },
-        { requestId: request.id },
-      );
+      return listStoredEvents(nc, { worker_id: workerId, after_id: request.query.after_id ?? '0', limit: request.query.limit, ...(types ? { types } : {}) }, request.id);
     },
   );
 };

@@ -1,0 +1,208 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectBus, requestJson, type NatsConnection } from '@svc/bus';
+import { EXAMPLE_EVENTS, streams, subjects, type CreateWorkerResultType, type IncomingEvent, type StatusResponseType } from '@svc/protocol';
+import { createLogger } from '@svc/service-kit';
+import {
+  freePort,
+  startNatsServer,
+  startPostgres,
+  startServiceProcess,
+  startTestIssuer,
+  waitFor,
+  type NatsServerProcess,
+  type PostgresProcess,
+  type ServiceProcess,
+  type TestIssuer,
+} from '@svc/test-support';
+import { Poller, StreamViewer, type ReceivedEvents } from './readers.js';
+
+const WORKERS = 20;
+const EVENTS_PER_WORKER = 500;
+const VIEWERS = 5;
+const POLLERS = 5;
+const OWNER = 'e2e-user';
+/** How a fake sidecar splits its events into POSTs: single events and batches of several sizes. */
+const POST_SIZES = [1, 1, 1, 7, 1, 1, 40, 1, 1, 100, 1, 3];
+
+/** The events a fake sidecar of `workerId` posts: every event type in turn, each with its own uid. */
+function eventsOf(workerId: string): IncomingEvent[] {
+  const examples = Object.values(EXAMPLE_EVENTS);
+  return Array.from({ length: EVENTS_PER_WORKER }, (_, n) => ({ ...examples[n % examples.length]!, uid: `${workerId}:${n}` }) as IncomingEvent);
+}
+
+function inPosts(events: IncomingEvent[]): IncomingEvent[][] {
+  const posts: IncomingEvent[][] = [];
+  for (let at = 0, n = 0; at < events.length; n++) {
+    const size = POST_SIZES[n % POST_SIZES.length]!;
+    posts.push(events.slice(at, at + size));
+    at += size;
+  }
+  return posts;
+}
+
+describe('the event pipeline end to end — every service its own process, real nats-server and Postgres', () => {
+  let nats: NatsServerProcess;
+  let postgres: PostgresProcess;
+  let issuer: TestIssuer;
+  let stateDir: string;
+  let nc: NatsConnection;
+  let gatewayUrl: string;
+  let userToken: string;
+  const env: Record<string, string> = {};
+  const ingest: ServiceProcess[] = [];
+  const others: ServiceProcess[] = [];
+  const everyProcess = () => [...ingest, ...others];
+
+  const startIngestReplica = (replicaIndex: number) =>
+    startServiceProcess('event-ingest', { ...env, SVC_INSTANCE: `ingest-${replicaIndex}`, SVC_INGEST_REPLICA_INDEX: String(replicaIndex), SVC_INGEST_REPLICA_COUNT: '2' });
+
+  beforeAll(async () => {
+    [nats, postgres, issuer] = await Promise.all([startNatsServer(), startPostgres(), startTestIssuer('svc')]);
+    stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
+    const port = await freePort();
+    gatewayUrl = `http://127.0.0.1:${port}`;
+    Object.assign(env, { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'warn' });
+    ingest.push(startIngestReplica(0), startIngestReplica(1));
+    others.push(
+      startServiceProcess('session', env),
+      startServiceProcess('control', env),
+      startServiceProcess('gateway', {
+        ...env,
+        SVC_GATEWAY_PORT: String(port),
+        SVC_OIDC_ISSUER: issuer.issuer,
+        SVC_OIDC_AUDIENCE: 'svc',
+        // The readers poll hard on purpose; rate limits have their own tests.
+        SVC_RATE_LIMIT_MAX: '100000000',
+      }),
+    );
+    userToken = await issuer.sign({ sub: OWNER });
+    await waitFor(
+      'every service up (GET /v1/status)',
+      async () => {
+        const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
+        return response?.status === 200 && ((await response.json()) as StatusResponseType).status === 'ok';
+      },
+      60_000,
+      200,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${everyProcess().map((p) => `--- ${p.service}\n${p.output()}`).join('\n')}`);
+    });
+    nc = await connectBus({ servers: nats.url, name: 'e2e', logger: createLogger({ name: 'e2e', level: 'silent' }) });
+  }, 120_000);
+
+  afterAll(async () => {
+    await nc?.close();
+    await Promise.all(everyProcess().map((p) => p.kill()));
+    await Promise.all([nats?.stop(), postgres?.stop(), issuer?.stop()]);
+    if (stateDir) await rm(stateDir, { recursive: true, force: true });
+  });
+
+  async function post(workerId: string, token: string, events: IncomingEvent[]): Promise<void> {
+    const body = events.length === 1 ? events[0] : { events };
+    const response = await fetch(`${gatewayUrl}/v1/workers/${workerId}/sdk-events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (response.status !== 202) throw new Error(`POST sdk-events of ${workerId} answered ${response.status}: ${await response.text()}`);
+    expect(await response.json()).toEqual({ accepted: events.length });
+  }
+
+  function expectEveryEventOnceInOrder(reader: ReceivedEvents, workers: CreateWorkerResultType[]): void {
+    expect(reader.violations, reader.name).toEqual([]);
+    for (const worker of workers) {
+      const received = reader.byWorker.get(worker.worker_id) ?? [];
+      expect(received.map((e) => e.uid), `${reader.name} ${worker.worker_id}`).toEqual(eventsOf(worker.worker_id).map((e) => e.uid));
+    }
+  }
+
+  it(
+    `${WORKERS} fake sidecars post ${WORKERS * EVENTS_PER_WORKER} events while ${VIEWERS} viewers and ${POLLERS} pollers read; event-ingest is SIGKILLed and restarted mid-run; every reader gets every event once, in order`,
+    async () => {
+      const workers = await Promise.all(Array.from({ length: WORKERS }, () => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: OWNER })));
+      const workerIds = workers.map((w) => w.worker_id);
+      const viewers = Array.from({ length: VIEWERS }, (_, i) => new StreamViewer(`viewer-${i}`, gatewayUrl, userToken));
+      const pollers = Array.from({ length: POLLERS }, (_, i) => new Poller(`poller-${i}`, gatewayUrl, userToken));
+      await Promise.all(viewers.map((viewer) => viewer.watch(workerIds)));
+      for (const poller of pollers) poller.poll(workerIds, (workerId) => poller.received.count(workerId) >= EVENTS_PER_WORKER);
+
+      // The disruptions, each at a point of the run: both replicas crash in turn and come back;
+      // one viewer drops off and resumes from the last id it saw.
+      let posted = 0;
+      const disruptions: Array<{ at: number; run: () => Promise<void> }> = [
+        { at: 2_500, run: () => crashAndRestart(0) },
+        { at: 5_000, run: () => dropAndResume(viewers[0]!) },
+        { at: 6_500, run: () => crashAndRestart(1) },
+      ];
+      const running: Promise<void>[] = [];
+      async function crashAndRestart(replicaIndex: number) {
+        await ingest[replicaIndex]!.kill();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        ingest[replicaIndex] = startIngestReplica(replicaIndex);
+      }
+      async function dropAndResume(viewer: StreamViewer) {
+        await viewer.disconnect();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await viewer.watch(workerIds);
+      }
+
+      await Promise.all(
+        workers.map(async (worker) => {
+          for (const events of inPosts(eventsOf(worker.worker_id))) {
+            await post(worker.worker_id, worker.token, events);
+            posted += events.length;
+            while (disruptions[0] && posted >= disruptions[0].at) running.push(disruptions.shift()!.run());
+          }
+        }),
+      );
+      await Promise.all(running);
+      expect(ingest.every((replica) => !replica.output().includes('"level":50')), ingest.map((r) => r.output()).join('\n')).toBe(true);
+
+      const everyReader = [...viewers, ...pollers].map((r) => r.received);
+      await waitFor(
+        'every reader to have every event',
+        () => everyReader.every((reader) => workerIds.every((workerId) => reader.count(workerId) >= EVENTS_PER_WORKER)),
+        90_000,
+        100,
+      ).catch((err: unknown) => {
+        const short = everyReader.map((r) => `${r.name}: ${workerIds.reduce((sum, id) => sum + r.count(id), 0)}`).join(', ');
+        throw new Error(`${String(err)} (${short})\n${ingest.map((p) => `--- ${p.service}\n${p.output()}`).join('\n')}`);
+      });
+      await Promise.all(pollers.map((poller) => poller.finished()));
+      for (const reader of everyReader) expectEveryEventOnceInOrder(reader, workers);
+
+      // Every uid posted again: nothing new is stored, nobody receives anything more.
+      await Promise.all(
+        workers.map(async (worker) => {
+          const events = eventsOf(worker.worker_id);
+          for (let at = 0; at < events.length; at += 100) await post(worker.worker_id, worker.token, events.slice(at, at + 100));
+        }),
+      );
+      const jsm = await jetstreamManager(nc);
+      await waitFor('the incoming work queue to empty', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0, 30_000);
+      const client = new pg.Client({ connectionString: postgres.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ count: string }>('select count(*) from events');
+        expect(Number(rows[0]!.count)).toBe(WORKERS * EVENTS_PER_WORKER);
+      } finally {
+        await client.end();
+      }
+      for (const viewer of viewers) {
+        for (const workerId of workerIds) expect(viewer.received.count(workerId)).toBe(EVENTS_PER_WORKER);
+        await viewer.disconnect();
+      }
+    },
+    240_000,
+  );
+
+  it('every service process stops cleanly on SIGTERM (exit 0)', async () => {
+    const codes = await Promise.all(everyProcess().map(async (p) => [p.service, await p.stop()] as const));
+    expect(codes).toEqual(everyProcess().map((p) => [p.service, 0]));
+  });
+});

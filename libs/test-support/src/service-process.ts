@@ -1,0 +1,48 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type ServiceName = 'gateway' | 'event-ingest' | 'session' | 'control';
+
+// libs/test-support/{src,dist}/ → the workspace root.
+const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/** The built entry point a container runs for a service (`services/<name>/dist/main.js`). */
+export function mainOf(service: ServiceName): string {
+  return path.join(WORKSPACE, 'services', service, 'dist', 'main.js');
+}
+
+export interface ServiceProcess {
+  readonly service: ServiceName;
+  readonly pid: number;
+  /** Everything the process wrote, for a failing test's message. */
+  output(): string;
+  /** SIGTERM, as Kubernetes stops a pod; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: a crash, no clean-up of any kind. */
+  kill(): Promise<void>;
+}
+
+/** Starts one service from its built `main.js` as its own process, configured only by `SVC_*` variables. */
+export function startServiceProcess(service: ServiceName, env: Record<string, string>): ServiceProcess {
+  const child: ChildProcess = spawn(process.execPath, [mainOf(service)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-64 * 1024));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const running = () => child.exitCode === null && child.signalCode === null;
+  return {
+    service,
+    pid: child.pid!,
+    output: () => output,
+    async stop() {
+      if (running()) child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (running()) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
