@@ -1,86 +1,302 @@
 /**
- * bench/ingest (first figure of four): single-event `POST /v1/workers/{id}/sdk-events`, durable
- * (answered after the JetStream ack, stored by the real event-ingest into Postgres), against a
- * bare Fastify no-op POST with the same body, same client, same run. Every request carries a
- * fresh uid (autocannon's `[<id>]`), so nothing is a duplicate.
+ * bench/ingest: the event pipeline as deployed — nats-server, Postgres (fsync on), and
+ * event-ingest, session, control and gateway each as its own process from its built `main.js` — with
+ * four figures, each beside its baseline or target:
  *
- *   npm run build && node bench/dist/ingest.js [--seconds 10] [--connections 50] [--rounds 3]
+ *  1. single-event POST, durable (answered after the JetStream ack), req/s against a bare
+ *     Fastify no-op POST with the same body, same client (autocannon), same run;
+ *  2. batched POSTs (100 events each): stored events/s (POST until committed in Postgres)
+ *     against raw multi-row INSERTs of 100 rows with the same concurrency, same Postgres;
+ *  3. POST → WebSocket viewer latency at a steady 2,000 events/s over 100 workers;
+ *  4. 500 viewers of one worker on one gateway: delivery latency and the gateway's RSS.
  *
- * Still to come (issue 4): batched stored events/s vs a raw pg insert, POST → WebSocket latency
- * at 2,000 events/s over 100 workers, and 500 viewers of one worker.
+ *   npm run build && node bench/dist/ingest.js [--seconds 10] [--rounds 3] [--log-level info] [--only 1,2,3,4] [--profile DIR]
+ *
+ * Nothing is pinned to a CPU: the services share the machine's cores as they would a node's.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
-import { createLocalIssuer, createOidcVerifier } from '@svc/auth';
-import { connectBus, ensureStreams, launchNatsServer, requestJson } from '@svc/bus';
-import { start as startEventIngest } from '@svc/event-ingest';
-import { buildGatewayApp, createWorkerDirectory } from '@svc/gateway';
-import { subjects, type CreateWorkerResultType } from '@svc/protocol';
-import { start as startSession } from '@svc/session';
+import pg from 'pg';
+import WebSocket from 'ws';
+import { connectBus, launchNatsServer, requestJson, type NatsConnection } from '@svc/bus';
+import { subjects, type CreateWorkerResultType, type IncomingEvent, type StreamFrame } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
-import { openDatabase } from '@svc/store';
-import { startPostgres } from '@svc/test-support';
-import { PINNED, pinServersToCpu0, runLoad, type LoadResult } from './load-client.js';
+import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
+import { runLoad, type LoadResult } from './load-client.js';
+import { median, rawInsertSql, rawParameters } from './raw-insert.js';
 
-const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } } });
-const BODY = JSON.stringify({ type: 'system', uid: 'bench:[<id>]', ts: '2026-11-22T07:00:00.000Z', data: { level: 'info', message: 'benchmark event' } });
-const autocannon = (url: string, token: string) =>
-  runLoad(url, { seconds: args.seconds, connections: args.connections, method: 'POST', body: BODY, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' },
+    'log-level': { type: 'string', default: 'info' },
+    /** Run only these figures, e.g. `--only 2,3`. */
+    only: { type: 'string', default: '1,2,3,4' },
+    /** Write a CPU profile of each service into this directory. */
+    profile: { type: 'string' },
+  },
+});
+const SECONDS = Number(args.seconds);
+const ROUNDS = Number(args.rounds);
+const BATCH = 100;
+const BATCH_WRITERS = 10;
+const LATENCY_WORKERS = 100;
+const LATENCY_RATE = 2_000;
+const FAN_OUT_VIEWERS = 500;
+const FAN_OUT_RATE = 50;
 
-async function main() {
-  pinServersToCpu0();
-  const logger = createLogger({ name: 'bench', level: 'info', file: '/dev/null' });
+const TEXT = 'The tests pass now. I changed the parser to keep the raw line when a field is missing. ';
+const event = (uid: string): IncomingEvent => ({ type: 'assistant', uid, ts: new Date().toISOString(), data: { text: TEXT, message_id: 'msg_bench' } });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+interface Pipeline {
+  gatewayUrl: string;
+  postgresUrl: string;
+  gateway: ServiceProcess;
+  userToken: string;
+  createWorker(): Promise<CreateWorkerResultType>;
+  stop(): Promise<void>;
+}
+
+async function startPipeline(): Promise<Pipeline> {
+  const [nats, postgres, issuer] = await Promise.all([launchNatsServer(), startPostgres({ durable: true }), startTestIssuer('svc')]);
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
+  const port = await freePort();
+  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: args['log-level'] };
+  const quiet = { discardStdout: true, nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args.profile)}`] : [] };
+  const processes = [
+    startServiceProcess('event-ingest', env, quiet),
+    startServiceProcess('session', env, quiet),
+    startServiceProcess('control', env, quiet),
+    startServiceProcess('gateway', { ...env, SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000' }, quiet),
+  ];
+  const gatewayUrl = `http://127.0.0.1:${port}`;
+  const userToken = await issuer.sign({ sub: 'bench' });
+  await waitFor('every service up', async () => {
+    const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
+    return response?.status === 200 && ((await response.json()) as { status: string }).status === 'ok';
+  }, 60_000, 200);
+  const nc: NatsConnection = await connectBus({ servers: nats.url, name: 'bench', logger: createLogger({ name: 'bench', level: 'silent' }) });
+  return {
+    gatewayUrl,
+    postgresUrl: postgres.url,
+    gateway: processes[3]!,
+    userToken,
+    createWorker: () => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench' }),
+    async stop() {
+      await nc.close();
+      await Promise.all(processes.map((p) => p.stop()));
+      await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function post(pipeline: Pipeline, worker: CreateWorkerResultType, body: unknown): Promise<void> {
+  const response = await fetch(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (response.status !== 202) throw new Error(`POST answered ${response.status}: ${await response.text()}`);
+  await response.arrayBuffer();
+}
+
+/** 1. Single-event durable POST vs a bare Fastify no-op POST. */
+async function singlePost(pipeline: Pipeline) {
   const bare = Fastify();
   bare.post('/noop', async (_request, reply) => reply.code(202).send({ accepted: 1 }));
   const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
-
-  const nats = await launchNatsServer();
-  const postgres = await startPostgres({ durable: true });
-  const nc = await connectBus({ servers: nats.url, name: 'bench', logger });
-  await ensureStreams(nc);
-  const database = await openDatabase({ url: postgres.url });
-  const ingest = await startEventIngest({ nc, db: database.db, logger, instance: 'bench', replicaIndex: 0, replicaCount: 1 });
-  const session = await startSession({ nc, logger, instance: 'bench' });
-  const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
-  const issuer = await createLocalIssuer({ stateDir, issuer: 'http://127.0.0.1:1' });
-  const workers = await createWorkerDirectory(nc, logger);
-  const gateway = await buildGatewayApp({
-    nc,
-    logger,
-    instance: 'bench',
-    settings: { trustedProxies: [], corsOrigins: [], rateLimitMax: 1_000_000_000, rateLimitWindowMs: 60_000, bodyLimitBytes: 4 * 1024 * 1024, oidcAudience: 'svc' },
-    users: createOidcVerifier({ issuer: issuer.issuer, audience: 'svc', keys: issuer.jwks() }),
-    workers,
-  });
-  const gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
-  const worker = await requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench' });
-
-  const target = `${gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`;
-  await autocannon(`${bareUrl}/noop`, worker.token);
-  await autocannon(target, worker.token);
+  const worker = await pipeline.createWorker();
+  const body = JSON.stringify(event('bench:[<id>]'));
+  const load = (url: string) =>
+    runLoad(url, { seconds: String(SECONDS), connections: args.connections, method: 'POST', body, pin: false, headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' } });
+  const target = `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`;
+  await load(`${bareUrl}/noop`);
+  await load(target);
   const rounds: Array<{ bare: LoadResult; post: LoadResult }> = [];
-  for (let round = 0; round < Number(args.rounds); round++) rounds.push({ bare: await autocannon(`${bareUrl}/noop`, worker.token), post: await autocannon(target, worker.token) });
-  const ratio = (r: { bare: LoadResult; post: LoadResult }) => r.post.requests.average / r.bare.requests.average;
-  const median = [...rounds].sort((a, b) => ratio(a) - ratio(b))[Math.floor(rounds.length / 2)]!;
-
-  const row = (name: string, r: LoadResult) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx });
-  process.stdout.write(`ingest (single-event POST): ${args.seconds}s per run, ${args.connections} connections, median of ${args.rounds} rounds${PINNED ? ', server CPU 0, client CPU 1' : ''}\n`);
-  process.stdout.write(`ratios per round: ${rounds.map((r) => ratio(r).toFixed(2)).join(', ')}\n`);
-  console.table([row('bare Fastify POST /noop', median.bare), row('POST sdk-events (durable, stored)', median.post)]);
-  process.stdout.write(`ratio (durable POST / bare POST): ${ratio(median).toFixed(2)}\n`);
-
-  await gateway.close();
-  await workers.stop();
-  await session.stop();
-  await ingest.stop();
-  await database.close();
+  for (let round = 0; round < ROUNDS; round++) rounds.push({ bare: await load(`${bareUrl}/noop`), post: await load(target) });
   await bare.close();
-  await nc.close();
-  await Promise.all([nats.stop(), postgres.stop()]);
-  await rm(stateDir, { recursive: true, force: true });
+  const ratio = (r: { bare: LoadResult; post: LoadResult }) => r.post.requests.average / r.bare.requests.average;
+  const middle = [...rounds].sort((a, b) => ratio(a) - ratio(b))[Math.floor(rounds.length / 2)]!;
+  const row = (name: string, r: LoadResult) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx });
+  print(`1. single-event POST: ${SECONDS}s per run, ${args.connections} connections, median of ${ROUNDS} rounds (ratios ${rounds.map((r) => ratio(r).toFixed(2)).join(', ')})`);
+  console.table([row('bare Fastify POST /noop', middle.bare), row('POST sdk-events (durable)', middle.post)]);
+  verdict('durable POST / bare POST', ratio(middle), '≥', 0.35);
+}
+
+/** 2. Batches of 100 events: POSTed until stored, against raw multi-row INSERTs with the same concurrency. */
+async function batched(pipeline: Pipeline) {
+  const client = new pg.Pool({ connectionString: pipeline.postgresUrl, max: BATCH_WRITERS });
+  const storedCount = async (workerIds: string[]) =>
+    Number((await client.query<{ n: string }>('select count(*) as n from events where worker_id = any($1)', [workerIds])).rows[0]!.n);
+
+  const pipelineRates: number[] = [];
+  const acceptedRates: number[] = [];
+  const rawRates: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const workers = await Promise.all(Array.from({ length: BATCH_WRITERS }, () => pipeline.createWorker()));
+    const started = performance.now();
+    const deadline = started + SECONDS * 1000;
+    let posted = 0;
+    await Promise.all(
+      workers.map(async (worker) => {
+        for (let n = 0; performance.now() < deadline; n += BATCH) {
+          await post(pipeline, worker, { events: Array.from({ length: BATCH }, (_, i) => event(`${worker.worker_id}:${n + i}`)) });
+          posted += BATCH;
+        }
+      }),
+    );
+    const ids = workers.map((w) => w.worker_id);
+    acceptedRates.push(posted / ((performance.now() - started) / 1000));
+    await waitFor('every posted event stored', async () => (await storedCount(ids)) === posted, 120_000, 10);
+    pipelineRates.push(posted / ((performance.now() - started) / 1000));
+
+    const rawStarted = performance.now();
+    const rawDeadline = rawStarted + SECONDS * 1000;
+    let inserted = 0;
+    await Promise.all(
+      Array.from({ length: BATCH_WRITERS }, async (_, writer) => {
+        const workerId = `bench-raw-${round}-${writer}`;
+        for (let n = 0; performance.now() < rawDeadline; n += BATCH) {
+          const events = Array.from({ length: BATCH }, (_, i) => event(`${workerId}:${n + i}`));
+          await client.query(rawInsertSql(BATCH), rawParameters(workerId, n + 1, events));
+          inserted += BATCH;
+        }
+      }),
+    );
+    rawRates.push(inserted / ((performance.now() - rawStarted) / 1000));
+  }
+  await client.end();
+  const stored = median(pipelineRates);
+  const raw = median(rawRates);
+  print(`2. batched POSTs (${BATCH} events each), ${BATCH_WRITERS} writers, ${SECONDS}s, median of ${ROUNDS} rounds`);
+  console.table([
+    { path: 'POST batches → accepted (202, durable in JetStream)', 'events/s': Math.round(median(acceptedRates)) },
+    { path: 'POST batches → stored (until committed)', 'events/s': Math.round(stored) },
+    { path: `raw pg INSERT of ${BATCH} rows`, 'events/s': Math.round(raw) },
+  ]);
+  verdict('stored events/s / raw INSERT events/s', stored / raw, '≥', 0.5);
+}
+
+/** Opens a viewer's stream and resolves once it is live; `onEvent` gets each event's uid. */
+function openViewer(pipeline: Pipeline, workerId: string, onEvent: (uid: string) => void): Promise<WebSocket> {
+  const socket = new WebSocket(`${pipeline.gatewayUrl.replace('http', 'ws')}/v1/workers/${workerId}/sdk-events/stream?after_id=0`, {
+    headers: { authorization: `Bearer ${pipeline.userToken}` },
+  });
+  return new Promise((resolve, reject) => {
+    socket.on('message', (data) => {
+      const frame = JSON.parse(String(data)) as StreamFrame;
+      if (frame.kind === 'live') resolve(socket);
+      else onEvent(frame.event.uid);
+    });
+    socket.once('error', reject);
+  });
+}
+
+/**
+ * Posts single events at `rate` per second spread over `workers` for SECONDS and measures, for
+ * every viewer, the time from the start of the POST to the event's arrival.
+ */
+async function measureDelivery(pipeline: Pipeline, workers: CreateWorkerResultType[], viewersPerWorker: number, rate: number, onTick?: () => Promise<void>) {
+  const sentAt = new Map<string, number>();
+  const latencies: number[] = [];
+  const expected = { deliveries: 0 };
+  const viewers = await Promise.all(
+    workers.flatMap((worker) =>
+      Array.from({ length: viewersPerWorker }, () =>
+        openViewer(pipeline, worker.worker_id, (uid) => {
+          const sent = sentAt.get(uid);
+          if (sent !== undefined) latencies.push(performance.now() - sent);
+        }),
+      ),
+    ),
+  );
+  const started = performance.now();
+  let sent = 0;
+  const inFlight = new Set<Promise<void>>();
+  while (performance.now() - started < SECONDS * 1000) {
+    const due = Math.floor(((performance.now() - started) / 1000) * rate);
+    for (; sent < due; sent++) {
+      const worker = workers[sent % workers.length]!;
+      const uid = `${worker.worker_id}:live:${sent}`;
+      sentAt.set(uid, performance.now());
+      expected.deliveries += viewersPerWorker;
+      const request = post(pipeline, worker, event(uid)).finally(() => inFlight.delete(request));
+      inFlight.add(request);
+    }
+    await onTick?.();
+    await sleep(2);
+  }
+  await Promise.all(inFlight);
+  await waitFor('every delivery', () => latencies.length >= expected.deliveries, 30_000).catch(() => undefined);
+  for (const viewer of viewers) viewer.close();
+  const sorted = latencies.sort((a, b) => a - b);
+  return { sent, deliveries: latencies.length, missing: expected.deliveries - latencies.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN };
+}
+
+/** 3. POST → viewer latency at 2,000 events/s over 100 workers (one viewer each). */
+async function latency(pipeline: Pipeline) {
+  const workers = await Promise.all(Array.from({ length: LATENCY_WORKERS }, () => pipeline.createWorker()));
+  const result = await measureDelivery(pipeline, workers, 1, LATENCY_RATE);
+  print(`3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers for ${SECONDS}s`);
+  console.table([{ events: result.sent, deliveries: result.deliveries, missing: result.missing, 'p50 ms': result.p50.toFixed(2), 'p99 ms': result.p99.toFixed(2), 'max ms': result.max.toFixed(1) }]);
+  verdict('p50 ms', result.p50, '≤', 3);
+  verdict('p99 ms', result.p99, '≤', 20);
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+/** 4. 500 viewers of one worker on one gateway: latency of every delivery and the gateway's peak RSS. */
+async function fanOut(pipeline: Pipeline) {
+  const worker = await pipeline.createWorker();
+  const before = await rssMiB(pipeline.gateway.pid);
+  let peak = before;
+  const result = await measureDelivery(pipeline, [worker], FAN_OUT_VIEWERS, FAN_OUT_RATE, async () => {
+    peak = Math.max(peak, await rssMiB(pipeline.gateway.pid));
+  });
+  print(`4. ${FAN_OUT_VIEWERS} viewers of one worker: ${FAN_OUT_RATE} events/s for ${SECONDS}s`);
+  console.table([
+    {
+      events: result.sent,
+      deliveries: result.deliveries,
+      missing: result.missing,
+      'p50 ms': result.p50.toFixed(2),
+      'p99 ms': result.p99.toFixed(2),
+      'gateway RSS before MiB': before.toFixed(0),
+      'gateway RSS peak MiB': peak.toFixed(0),
+    },
+  ]);
+  verdict('p99 ms', result.p99, '≤', 50);
+  verdict('gateway RSS MiB', peak, '≤', 300);
+}
+
+function print(line: string): void {
+  process.stdout.write(`\n${line}\n`);
+}
+
+function verdict(name: string, value: number, relation: '≥' | '≤', target: number): void {
+  const met = relation === '≥' ? value >= target : value <= target;
+  process.stdout.write(`${name}: ${value.toFixed(2)} (target ${relation} ${target}: ${met ? 'met' : 'NOT met'})\n`);
+}
+
+async function main() {
+  const pipeline = await startPipeline();
+  try {
+    print(`bench/ingest — gateway log level ${args['log-level']}`);
+    const figures = [singlePost, batched, latency, fanOut];
+    for (const figure of args.only.split(',').map((n) => figures[Number(n) - 1])) await figure?.(pipeline);
+  } finally {
+    await pipeline.stop();
+  }
 }
 
 await main();

@@ -27,6 +27,8 @@ export interface LoadOptions {
   method?: 'GET' | 'POST';
   /** A body; `[<id>]` in it becomes a fresh id per request. */
   body?: string;
+  /** Run the client on CPU 1 (default: when pinning is possible). */
+  pin?: boolean;
 }
 
 /** Runs autocannon in its own process (on CPU 1 when pinned), so the client does not share the server's event loop. */
@@ -34,7 +36,7 @@ export function runLoad(url: string, options: LoadOptions): Promise<LoadResult> 
   const headerArgs = Object.entries(options.headers ?? {}).flatMap(([key, value]) => ['-H', `${key}=${value}`]);
   const bodyArgs = options.body === undefined ? [] : ['-I', '-b', options.body];
   const command = [process.execPath, autocannonBin, '--json', '-d', options.seconds, '-c', options.connections, '-m', options.method ?? 'GET', ...headerArgs, ...bodyArgs, url];
-  const pinned = PINNED ? ['taskset', '-c', '1', ...command] : command;
+  const pinned = (options.pin ?? PINNED) ? ['taskset', '-c', '1', ...command] : command;
   return new Promise((resolve, reject) => {
     const child = spawn(pinned[0]!, pinned.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
     let output = '';

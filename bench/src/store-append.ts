@@ -12,6 +12,7 @@ import pg from 'pg';
 import type { IncomingEvent } from '@svc/protocol';
 import { createEventStore, createPGlite, migrateToLatest, openDatabase, type Database, type Kysely } from '@svc/store';
 import { startPostgres } from '@svc/test-support';
+import { median, rawInsertSql, rawParameters } from './raw-insert.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' } } });
 const SECONDS = Number(args.seconds);
@@ -38,17 +39,6 @@ async function measure(batch: number, step: (n: number) => Promise<void>): Promi
 }
 
 type RawInsert = (workerId: string, firstId: number, events: IncomingEvent[]) => Promise<void>;
-
-function rawInsertSql(rows: number): string {
-  const values = Array.from({ length: rows }, (_, r) => `($${r * 6 + 1}, $${r * 6 + 2}, $${r * 6 + 3}, $${r * 6 + 4}, $${r * 6 + 5}, $${r * 6 + 6})`);
-  return `INSERT INTO events (worker_id, id, uid, type, ts, data) VALUES ${values.join(', ')}`;
-}
-
-function rawParameters(workerId: string, firstId: number, events: IncomingEvent[]): unknown[] {
-  return events.flatMap((e, i) => [workerId, String(firstId + i), e.uid, e.type, e.ts, JSON.stringify(e.data)]);
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function runBackend(name: string, db: Kysely<Database>, rawInsert: RawInsert) {
   const store = createEventStore(db);

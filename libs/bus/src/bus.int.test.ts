@@ -8,6 +8,7 @@ import { launchNatsServer as startNatsServer, type NatsServerProcess } from './n
 import { connectBus, type NatsConnection } from './connection.js';
 import { publishDurable, publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
 import { ensureStreams } from './streams.js';
+import { createDurablePublisher } from './durable-publisher.js';
 
 const logger = createLogger({ name: 'bus-test', level: 'silent' });
 
@@ -49,6 +50,34 @@ describe('bus — against a real nats-server', () => {
     expect(first.duplicate).toBe(false);
     expect(again.duplicate).toBe(true);
     expect(again.seq).toBe(first.seq);
+  });
+
+  it('durable publisher — acks in order with stream sequence, repeats marked, headers carried', async () => {
+    await ensureStreams(nc);
+    const publisher = createDurablePublisher(nc);
+    const subject = subjects.incomingEvent(2, 'wrk_pub');
+    const acks = await Promise.all(Array.from({ length: 200 }, (_, n) => publisher.publish(subject, { n }, { messageId: `wrk_pub:${n}`, requestId: 'req-p' })));
+    expect(acks.map((a) => a.seq - acks[0]!.seq)).toEqual(Array.from({ length: 200 }, (_, n) => n));
+    expect(acks.every((a) => a.stream === streams.incomingEvents.name && !a.duplicate)).toBe(true);
+    const again = await publisher.publish(subject, { n: 0 }, { messageId: 'wrk_pub:0' });
+    expect(again).toEqual({ stream: streams.incomingEvents.name, seq: acks[0]!.seq, duplicate: true });
+    const stored = await (await jetstreamManager(nc)).streams.getMessage(streams.incomingEvents.name, { seq: acks[7]!.seq });
+    expect(stored?.json()).toEqual({ n: 7 });
+    expect(stored?.header.get('X-Request-Id')).toBe('req-p');
+    expect(stored?.header.get('Nats-Msg-Id')).toBe('wrk_pub:7');
+    publisher.close();
+  });
+
+  it('durable publisher — no stream is unavailable, no ack in time is timeout, closing fails what waits', async () => {
+    const publisher = createDurablePublisher(nc, { timeoutMs: 300 });
+    await expect(publisher.publish('svc.test.nostream', {}, { messageId: 'x' })).rejects.toMatchObject({ code: 'unavailable' });
+    // A plain subscriber is interest but never acks.
+    const silent = nc.subscribe('svc.test.silent-stream', { callback: () => {} });
+    await expect(publisher.publish('svc.test.silent-stream', {}, { messageId: 'y' })).rejects.toMatchObject({ code: 'timeout' });
+    const waiting = publisher.publish('svc.test.silent-stream', {}, { messageId: 'z' });
+    publisher.close();
+    await expect(waiting).rejects.toMatchObject({ code: 'unavailable' });
+    silent.unsubscribe();
   });
 
   it('request/reply — the result comes back typed and the request id travels in a header', async () => {

@@ -4,3 +4,4 @@ export * from './messaging.js';
 export * from './nats-server-process.js';
 export * from './health.js';
 export * from './stored-events.js';
+export * from './durable-publisher.js';

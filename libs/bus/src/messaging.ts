@@ -1,7 +1,8 @@
 import type { JetStreamClient, PubAck } from '@nats-io/jetstream';
-import { headers as createHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { CodedError, headers, isErrorCode, type RpcReply, type SchemaChecker, describeFieldErrors } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
+import { decode, encode, headersWith } from './codec.js';
 
 /** What a handler learns about the message besides its payload. */
 export interface MessageContext {
@@ -12,23 +13,6 @@ export interface MessageContext {
 
 export interface SendOptions {
   requestId?: string | undefined;
-}
-
-function encode(payload: unknown): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify(payload));
-}
-
-function decode(data: Uint8Array): unknown {
-  return JSON.parse(new TextDecoder().decode(data));
-}
-
-function headersWith(requestId: string | undefined, extra: Record<string, string> = {}): MsgHdrs | undefined {
-  const entries = Object.entries(extra);
-  if (requestId === undefined && entries.length === 0) return undefined;
-  const h = createHeaders();
-  if (requestId !== undefined) h.set(headers.requestId, requestId);
-  for (const [key, value] of entries) h.set(key, value);
-  return h;
 }
 
 function contextOf(msg: Msg): MessageContext {

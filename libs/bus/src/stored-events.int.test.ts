@@ -1,6 +1,6 @@
 import { jetstream } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { subjects, type StoredEvent } from '@svc/protocol';
+import { storedBatchMessageId, subjects, type StoredEvent } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
 import { publishDurable } from './messaging.js';
@@ -35,7 +35,10 @@ describe('bus — durable subscribers to stored events', () => {
     await server?.stop();
   });
 
-  const publish = (event: StoredEvent) => publishDurable(jetstream(nc), subjects.storedEvent(event.worker_id), event, { messageId: `${event.worker_id}:${event.id}` });
+  const publish = (...events: StoredEvent[]) => {
+    const batch = { worker_id: events[0]!.worker_id, events };
+    return publishDurable(jetstream(nc), subjects.storedEvent(batch.worker_id), batch, { messageId: storedBatchMessageId(batch) });
+  };
 
   it('receives every worker\'s events in order; a restart with the same name resumes without repeats', async () => {
     const seen: string[] = [];
@@ -68,6 +71,30 @@ describe('bus — durable subscribers to stored events', () => {
     await until(() => seen.length === 2);
     expect(seen).toEqual(['1', '2']);
     expect(attemptsOfFirst).toBe(2);
+    await subscription.stop();
+  });
+
+  it('an announcement of several events hands each over once; a repeat (after an ingest crash) or a retry part-way hands over only what is new', async () => {
+    const seen: string[] = [];
+    let failed = false;
+    const subscription = await subscribeStoredEvents(nc, {
+      durableName: 'batches',
+      workerId: 'wrk_d',
+      logger,
+      handler: (e) => {
+        if (e.id === '3' && !failed) {
+          failed = true;
+          throw new Error('fails once, in the middle of a batch');
+        }
+        seen.push(e.id);
+      },
+    });
+    await publish(stored('wrk_d', 1), stored('wrk_d', 2), stored('wrk_d', 3));
+    // Re-announced with other batch boundaries, as after a crash between commit and acknowledgement.
+    await publish(stored('wrk_d', 2), stored('wrk_d', 3), stored('wrk_d', 4));
+    await until(() => seen.length === 4);
+    expect(seen).toEqual(['1', '2', '3', '4']);
+    expect(failed).toBe(true);
     await subscription.stop();
   });
 });

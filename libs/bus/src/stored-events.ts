@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { streams, subjects, type StoredEvent } from '@svc/protocol';
+import { streams, subjects, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { NatsConnection } from './connection.js';
 
@@ -15,7 +15,10 @@ export interface StoredEventSubscriberOptions {
   workerId?: string;
   /** Where a new durable starts: every event the stream still keeps, or only new ones. */
   from?: 'all' | 'new';
-  /** Called once per stored event, in order per worker; the event is acknowledged when it resolves. */
+  /**
+   * Called once per stored event, in id order per worker. An announcement (one commit's events)
+   * is acknowledged when the handler has resolved for each of its events.
+   */
   handler: (event: StoredEvent) => Promise<void> | void;
   logger: Logger;
 }
@@ -23,7 +26,9 @@ export interface StoredEventSubscriberOptions {
 /**
  * How an internal service follows stored events durably (docs/bus.md): a JetStream durable
  * consumer on `SVC_EVENTS_STORED`. An event whose handler fails is delivered again after a
- * pause; the stream keeps events for 24 hours (or 1 GiB), so a subscriber down for less misses nothing.
+ * pause; the stream keeps events for 24 hours (or 1 GiB), so a subscriber down for less misses
+ * nothing. Within one run each event is handed over once; after a restart, the events of an
+ * announcement that was handled only in part are handed over again (at least once).
  */
 export async function subscribeStoredEvents(nc: NatsConnection, options: StoredEventSubscriberOptions): Promise<StoredEventSubscription> {
   const log = options.logger.child({ component: 'stored-events', durable: options.durableName });
@@ -39,10 +44,19 @@ export async function subscribeStoredEvents(nc: NatsConnection, options: StoredE
   });
   const consumer = await jetstream(nc).consumers.get(streams.storedEvents.name, options.durableName);
   const messages = await consumer.consume({ max_messages: 100 });
+  // The highest id handed over per worker: a repeated announcement (after an event-ingest crash,
+  // or this message again after a failure part-way) hands over only what is new.
+  const handled = new Map<string, bigint>();
   const loop = (async () => {
     for await (const msg of messages) {
       try {
-        await options.handler(msg.json<StoredEvent>());
+        const batch = msg.json<StoredEventBatchType>();
+        for (const event of batch.events) {
+          const id = BigInt(event.id);
+          if (id <= (handled.get(event.worker_id) ?? 0n)) continue;
+          await options.handler(event);
+          handled.set(event.worker_id, id);
+        }
         msg.ack();
       } catch (err) {
         log.error({ err, seq: msg.seq }, 'stored-event handler failed; it will be delivered again');

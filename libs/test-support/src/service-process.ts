@@ -23,12 +23,22 @@ export interface ServiceProcess {
   kill(): Promise<void>;
 }
 
+export interface ServiceProcessOptions {
+  /** Send standard output (the logs) to /dev/null, as a benchmark wants; a crash (stderr) is still kept. */
+  discardStdout?: boolean;
+  /** Extra arguments for node, e.g. `--cpu-prof` to profile a service under load. */
+  nodeArgs?: string[];
+}
+
 /** Starts one service from its built `main.js` as its own process, configured only by `SVC_*` variables. */
-export function startServiceProcess(service: ServiceName, env: Record<string, string>): ServiceProcess {
-  const child: ChildProcess = spawn(process.execPath, [mainOf(service)], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startServiceProcess(service: ServiceName, env: Record<string, string>, options: ServiceProcessOptions = {}): ServiceProcess {
+  const child: ChildProcess = spawn(process.execPath, [...(options.nodeArgs ?? []), mainOf(service)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', options.discardStdout ? 'ignore' : 'pipe', 'pipe'],
+  });
   let output = '';
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-64 * 1024));
-  child.stdout!.on('data', keep);
+  child.stdout?.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const running = () => child.exitCode === null && child.signalCode === null;

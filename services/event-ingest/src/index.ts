@@ -1,4 +1,4 @@
-import { serveHealth, type NatsConnection } from '@svc/bus';
+import { createDurablePublisher, serveHealth, type NatsConnection } from '@svc/bus';
 import { partitionsOfReplica } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
 import { createEventStore, migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
@@ -25,7 +25,8 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const applied = await migrateToLatest(deps.db);
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
   const store = createEventStore(deps.db);
-  const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, store, partition, log)));
+  const announcer = createDurablePublisher(deps.nc);
+  const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, store, announcer, partition, log)));
   const queries = serveEventQueries(deps.nc, store, log);
   const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   log.info({ partitions }, 'event-ingest consuming');
@@ -34,6 +35,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
       health.unsubscribe();
       queries.unsubscribe();
       await Promise.all(consumers.map((consumer) => consumer.stop()));
+      announcer.close();
     },
   };
 }

@@ -10,6 +10,7 @@ import {
   type IncomingEventMessageType,
   type ListResponseOf,
   type StoredEvent,
+  type StoredEventBatchType,
 } from '@svc/protocol';
 import type { RunningService } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
@@ -64,13 +65,14 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     await waitFor('the work queue to empty', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0);
   });
 
-  it('stored events are announced on svc.events.stored.<worker> with their ids', async () => {
+  it('stored events are announced on svc.events.stored.<worker>, one batch per commit, with their ids', async () => {
     const workerId = 'wrk_announced';
-    const announced: StoredEvent[] = [];
-    const sub = bus.nc.subscribe(subjects.storedEvent(workerId), { callback: (_err, msg) => void announced.push(msg.json<StoredEvent>()) });
+    const announced: StoredEventBatchType[] = [];
+    const sub = bus.nc.subscribe(subjects.storedEvent(workerId), { callback: (_err, msg) => void announced.push(msg.json<StoredEventBatchType>()) });
     await post(workerId, [systemEvent('a1'), systemEvent('a2')]);
-    await waitFor('two announcements', () => announced.length === 2);
-    expect(announced.map((e) => [e.id, e.uid])).toEqual([
+    await waitFor('both announced', () => announced.flatMap((b) => b.events).length === 2);
+    expect(announced.every((b) => b.worker_id === workerId)).toBe(true);
+    expect(announced.flatMap((b) => b.events).map((e) => [e.id, e.uid])).toEqual([
       ['1', 'a1'],
       ['2', 'a2'],
     ]);

@@ -1,7 +1,7 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { decodeJson, publishDurable, type NatsConnection } from '@svc/bus';
-import { streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent } from '@svc/protocol';
+import { decodeJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
+import { storedBatchMessageId, streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { EventStore } from '@svc/store';
 
@@ -31,11 +31,11 @@ export function consumerName(partition: number): string {
 
 /**
  * Consumes one partition of incoming events in order: appends them in batches (per worker, in
- * the order received), announces the stored events on `svc.events.stored.<worker>`, then
- * acknowledges them. A failed append is retried (the messages stay unacknowledged
+ * the order received), announces each worker's stored events on `svc.events.stored.<worker>`
+ * (one `StoredEventBatch` per commit), then acknowledges them. A failed append is retried (the messages stay unacknowledged
  * and in order) until it succeeds; nothing is acknowledged before it is stored.
  */
-export async function consumePartition(nc: NatsConnection, store: EventStore, partition: number, logger: Logger): Promise<PartitionConsumer> {
+export async function consumePartition(nc: NatsConnection, store: EventStore, announcer: DurablePublisher, partition: number, logger: Logger): Promise<PartitionConsumer> {
   const log = logger.child({ partition });
   const jsm = await jetstreamManager(nc);
   const name = consumerName(partition);
@@ -109,7 +109,8 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, pa
           const stored = await appendWithRetry(workerId, group.events);
           // Announced before acknowledged: a crash in between redelivers the messages, and the
           // announcements are made again (acknowledging first could lose them for good).
-          await Promise.all(stored.map((event) => publishDurable(js, subjects.storedEvent(workerId), event, { messageId: `${workerId}:${event.id}` })));
+          const batch: StoredEventBatchType = { worker_id: workerId, events: stored };
+          await announcer.publish(subjects.storedEvent(workerId), batch, { messageId: storedBatchMessageId(batch) });
           for (const msg of group.msgs) msg.ack();
         }),
       );
@@ -122,6 +123,8 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, pa
   function kick(): void {
     if (draining) return;
     draining = (async () => {
+      // Let the rest of this turn's messages (one socket read brings many) join the first batch.
+      await new Promise((resolve) => setImmediate(resolve));
       while (buffer.length > 0 && !stopping) {
         const batch = buffer.splice(0, MAX_BATCH);
         bufferHasRoom?.();

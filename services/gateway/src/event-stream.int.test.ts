@@ -99,6 +99,23 @@ describe('sdk-events stream — replay, then live, each event once and in order'
     resumed.socket.close();
   });
 
+  it('many viewers of one worker share one live feed: each gets every event once, in order, and one leaving stops no other', async () => {
+    const start = (await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events?limit=1000&after_id=0`, headers: { authorization: `Bearer ${token}` } })).json().total as number;
+    const viewers = await Promise.all(Array.from({ length: 40 }, () => connect(String(start))));
+    await waitFor('every viewer live', () => viewers.every((v) => v.frames.some((f) => f.kind === 'live')));
+    await post([systemEvent('shared-1'), systemEvent('shared-2')]);
+    await waitFor('two events each', () => viewers.every((v) => v.events().length === 2));
+    viewers[0]!.socket.close();
+    await viewers[0]!.closed;
+    await post([systemEvent('shared-3')]);
+    await waitFor('the third event for those still watching', () => viewers.slice(1).every((v) => v.events().length === 3));
+    for (const viewer of viewers.slice(1)) {
+      expect(viewer.events().map((e) => e.uid)).toEqual(['shared-1', 'shared-2', 'shared-3']);
+      expect(viewer.events().map((e) => Number(e.id))).toEqual([start + 1, start + 2, start + 3]);
+      viewer.socket.close();
+    }
+  });
+
   it('a viewer that may not see the worker is refused before the upgrade', async () => {
     await expect(connect('0', `Bearer ${await gw.userToken('bob')}`)).rejects.toThrow('HTTP 404');
     await expect(connect('0', 'Bearer nope')).rejects.toThrow('HTTP 401');

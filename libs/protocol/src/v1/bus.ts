@@ -17,7 +17,7 @@ export const subjects = {
   /** All incoming events of one partition (an event-ingest consumer's filter). */
   incomingPartition: (partition: number) => `svc.events.incoming.${partition}.*`,
   incomingAll: 'svc.events.incoming.>',
-  /** Where a stored event is announced after commit (JetStream `SVC_EVENTS_STORED`). */
+  /** Where stored events are announced after commit, a `StoredEventBatch` per commit (JetStream `SVC_EVENTS_STORED`). */
   storedEvent: (workerId: string) => `svc.events.stored.${workerId}`,
   storedAll: 'svc.events.stored.>',
   /** Request/reply: the health of one service (every replica answers; the first answer wins). */

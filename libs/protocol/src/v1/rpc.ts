@@ -12,6 +12,21 @@ export const IncomingEventMessage = Type.Object(
 );
 export type IncomingEventMessageType = Static<typeof IncomingEventMessage>;
 
+/**
+ * What `svc.events.stored.<worker>` carries: the events of one worker that one commit stored,
+ * in id order (one message per commit, not per event: a busy worker's events cost one bus
+ * message per batch). Its JetStream message id is `storedBatchMessageId`. A batch may repeat
+ * events already announced (after a crash between commit and acknowledgement): subscribers go
+ * by `id` and skip what they have.
+ */
+export const StoredEventBatch = Type.Object({ worker_id: WorkerId, events: Type.Array(StoredEventSchema, { minItems: 1 }) }, { additionalProperties: false });
+export type StoredEventBatchType = Static<typeof StoredEventBatch>;
+
+/** The JetStream message id of a stored-event batch: `<worker>:<first id>-<last id>`. */
+export function storedBatchMessageId(batch: StoredEventBatchType): string {
+  return `${batch.worker_id}:${batch.events[0]!.id}-${batch.events.at(-1)!.id}`;
+}
+
 /** `svc.rpc.events.list`: a page of a worker's stored events. */
 export const ListEventsRequest = Type.Object(
   {

@@ -1,9 +1,10 @@
 import type { WebSocket } from 'ws';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { NatsConnection } from '@svc/bus';
-import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, subjects, WorkerParams, type StoredEvent, type StreamFrame } from '@svc/protocol';
+import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type StoredEvent, type StreamFrame } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { listStoredEvents } from '../event-queries.js';
+import { createLiveFeeds } from '../live-feeds.js';
 import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 /** The open streams, so a shutdown can tell each client where to resume. */
@@ -35,11 +36,12 @@ export interface EventStreamOptions {
 
 /**
  * `WS /v1/workers/{id}/sdk-events/stream?after_id=N`: the stored events after N, then live ones,
- * each exactly once and in id order (docs/event-stream.md). The live subscription starts before
- * the replay, and every frame goes through one queue, so nothing falls between replay and live;
- * a live event whose id skips ahead (a lost announcement) is refilled from the store first.
+ * each exactly once and in id order (docs/event-stream.md). Watching starts before the replay and
+ * live events wait while the store is read, so nothing falls between replay and live; a live
+ * event whose id skips ahead (a lost announcement) is refilled from the store first.
  */
 export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (app, { nc, workers, streams, pingIntervalMs = 15_000 }) => {
+  const live = createLiveFeeds(nc, app.log);
   // A refused upgrade is answered over the raw socket, which nobody closes afterwards; left
   // open, it would also hold up the server's shutdown.
   app.addHook('onResponse', (request, reply, done) => {
@@ -69,25 +71,21 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
       const workerId = request.params.id;
       const log = request.log.child({ stream: workerId });
       let lastId = BigInt(request.query.after_id ?? '0');
-      let queue: Promise<void> = Promise.resolve();
       let closed = false;
+      // While the store is being read (the replay, or refilling a hole), live events wait here.
+      let catchingUp = true;
+      let held: Array<[StoredEvent, string]> = [];
 
-      const send = (frame: StreamFrame) => {
-        if (!closed) socket.send(JSON.stringify(frame));
+      const send = (text: string) => {
+        if (!closed) socket.send(text);
       };
-      const deliver = (event: StoredEvent) => {
-        send({ kind: 'event', event });
+      const deliver = (event: StoredEvent, frame?: string) => {
+        send(frame ?? JSON.stringify({ kind: 'event', event } satisfies StreamFrame));
         lastId = BigInt(event.id);
-      };
-      const enqueue = (task: () => Promise<void> | void) => {
-        queue = queue.then(task).catch((err: unknown) => {
-          log.error({ err }, 'event stream failed');
-          socket.close(STREAM_CLOSE.unavailable, JSON.stringify({ resume_after_id: lastId.toString() }));
-        });
       };
 
       /** Sends every stored event after `lastId`, page by page. */
-      const catchUp = async () => {
+      const readStore = async () => {
         for (;;) {
           const page = await listStoredEvents(nc, { worker_id: workerId, after_id: lastId.toString(), limit: EVENT_LIST_LIMIT.max }, request.id);
           for (const event of page.items) deliver(event);
@@ -95,21 +93,43 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
         }
       };
 
-      const subscription = nc.subscribe(subjects.storedEvent(workerId), {
-        callback: (err, msg) => {
-          if (err) return;
-          const event = msg.json<StoredEvent>();
-          enqueue(async () => {
-            const id = BigInt(event.id);
-            if (id <= lastId) return; // already sent (replayed or refilled)
-            if (id > lastId + 1n) await catchUp(); // a hole: the store has what we missed
-            if (BigInt(event.id) > lastId) deliver(event);
-          });
-        },
+      /** Reads the store, then what arrived meanwhile; again while a held event reveals a hole. */
+      const catchUp = async () => {
+        catchingUp = true;
+        try {
+          await readStore();
+          while (held.length > 0 && !closed) {
+            const waiting = held;
+            held = [];
+            for (const [index, [event, frame]] of waiting.entries()) {
+              const id = BigInt(event.id);
+              if (id <= lastId) continue; // already sent (replayed or refilled)
+              if (id > lastId + 1n) {
+                held = [...waiting.slice(index), ...held];
+                await readStore();
+                break;
+              }
+              deliver(event, frame);
+            }
+          }
+          catchingUp = false;
+        } catch (err) {
+          log.error({ err }, 'event stream failed');
+          socket.close(STREAM_CLOSE.unavailable, JSON.stringify({ resume_after_id: lastId.toString() }));
+        }
+      };
+
+      // Watching starts before the replay, so nothing falls between the two.
+      const stopWatching = live.watch(workerId, (event, frame) => {
+        if (catchingUp) return void held.push([event, frame]);
+        const id = BigInt(event.id);
+        if (id <= lastId) return; // already sent (replayed or refilled)
+        if (id === lastId + 1n) return deliver(event, frame);
+        held.push([event, frame]); // a hole: the store has what we missed
+        void catchUp();
       });
-      enqueue(async () => {
-        await catchUp();
-        send({ kind: 'live', last_id: lastId.toString() });
+      void catchUp().then(() => {
+        if (!closed) send(JSON.stringify({ kind: 'live', last_id: lastId.toString() } satisfies StreamFrame));
       });
 
       streams.add(socket, () => lastId.toString());
@@ -117,7 +137,7 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
       socket.on('close', () => {
         closed = true;
         clearInterval(ping);
-        subscription.unsubscribe();
+        stopWatching();
         streams.delete(socket);
       });
     },

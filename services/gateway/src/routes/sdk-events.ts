@@ -1,7 +1,6 @@
-import { jetstream } from '@nats-io/jetstream';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { publishDurable, type NatsConnection } from '@svc/bus';
+import { createDurablePublisher, type NatsConnection } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -59,7 +58,8 @@ const errorResponses = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIError
 
 /** `POST` (sidecar) and `GET` (viewers) `/v1/workers/{id}/sdk-events`. */
 export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = async (app, { nc, workers }) => {
-  const js = jetstream(nc);
+  const publisher = createDurablePublisher(nc);
+  app.addHook('onClose', async () => publisher.close());
 
   app.post(
     '/v1/workers/:id/sdk-events',
@@ -84,7 +84,7 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       await Promise.all(
         events.map((event) => {
           const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: receivedAt };
-          return publishDurable(js, subject, message, { messageId: incomingMessageId(workerId, event.uid), requestId: request.id });
+          return publisher.publish(subject, message, { messageId: incomingMessageId(workerId, event.uid), requestId: request.id });
         }),
       );
       return reply.code(202).send({ accepted: events.length });
