@@ -15,14 +15,16 @@
  * Nothing is pinned to a CPU: the services share the machine's cores as they would a node's.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { jetstreamManager } from '@nats-io/jetstream';
 import Fastify from 'fastify';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { connectBus, launchNatsServer, requestJson, type NatsConnection } from '@svc/bus';
-import { subjects, type CreateWorkerResultType, type IncomingEvent, type StreamFrame } from '@svc/protocol';
+import { streams, subjects, type CreateWorkerResultType, type IncomingEvent, type StreamFrame } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
 import { runLoad, type LoadResult } from './load-client.js';
@@ -36,6 +38,8 @@ const { values: args } = parseArgs({
     'log-level': { type: 'string', default: 'info' },
     /** Run only these figures, e.g. `--only 2,3`. */
     only: { type: 'string', default: '1,2,3,4' },
+    /** Events per second of figure 3 (the target is stated for 2,000). */
+    rate: { type: 'string', default: '2000' },
     /** Write a CPU profile of each service into this directory. */
     profile: { type: 'string' },
   },
@@ -45,7 +49,7 @@ const ROUNDS = Number(args.rounds);
 const BATCH = 100;
 const BATCH_WRITERS = 10;
 const LATENCY_WORKERS = 100;
-const LATENCY_RATE = 2_000;
+const LATENCY_RATE = Number(args.rate);
 const FAN_OUT_VIEWERS = 500;
 const FAN_OUT_RATE = 50;
 
@@ -60,6 +64,8 @@ interface Pipeline {
   gateway: ServiceProcess;
   userToken: string;
   createWorker(): Promise<CreateWorkerResultType>;
+  /** Waits until event-ingest has stored everything posted so far, so one figure's backlog does not weigh on the next. */
+  drained(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -77,10 +83,18 @@ async function startPipeline(): Promise<Pipeline> {
   ];
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const userToken = await issuer.sign({ sub: 'bench' });
+  const stopInfrastructure = async () => {
+    await Promise.all(processes.map((p) => p.stop()));
+    await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
+    await rm(stateDir, { recursive: true, force: true });
+  };
   await waitFor('every service up', async () => {
     const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
     return response?.status === 200 && ((await response.json()) as { status: string }).status === 'ok';
-  }, 60_000, 200);
+  }, 60_000, 200).catch(async (err: unknown) => {
+    await stopInfrastructure();
+    throw err;
+  });
   const nc: NatsConnection = await connectBus({ servers: nats.url, name: 'bench', logger: createLogger({ name: 'bench', level: 'silent' }) });
   return {
     gatewayUrl,
@@ -88,23 +102,35 @@ async function startPipeline(): Promise<Pipeline> {
     gateway: processes[3]!,
     userToken,
     createWorker: () => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench' }),
+    async drained() {
+      const jsm = await jetstreamManager(nc);
+      await waitFor('the incoming queue to drain', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0, 600_000, 200);
+    },
     async stop() {
       await nc.close();
-      await Promise.all(processes.map((p) => p.stop()));
-      await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
-      await rm(stateDir, { recursive: true, force: true });
+      await stopInfrastructure();
     },
   };
 }
 
-async function post(pipeline: Pipeline, worker: CreateWorkerResultType, body: unknown): Promise<void> {
-  const response = await fetch(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+/** Keep-alive connections for the posting clients, at most 64 at a time (a queue forms beyond). */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+function post(pipeline: Pipeline, worker: CreateWorkerResultType, body: unknown): Promise<void> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`,
+      { method: 'POST', agent, headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+      (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => (response.statusCode === 202 ? resolve() : reject(new Error(`POST answered ${response.statusCode}: ${text}`))));
+      },
+    );
+    request.on('error', reject);
+    request.end(payload);
   });
-  if (response.status !== 202) throw new Error(`POST answered ${response.status}: ${await response.text()}`);
-  await response.arrayBuffer();
 }
 
 /** 1. Single-event durable POST vs a bare Fastify no-op POST. */
@@ -114,8 +140,11 @@ async function singlePost(pipeline: Pipeline) {
   const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
   const worker = await pipeline.createWorker();
   const body = JSON.stringify(event('bench:[<id>]'));
-  const load = (url: string) =>
-    runLoad(url, { seconds: String(SECONDS), connections: args.connections, method: 'POST', body, pin: false, headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' } });
+  // Every run starts with the store caught up, so no run pays for the previous one's backlog.
+  const load = async (url: string) => {
+    await pipeline.drained();
+    return runLoad(url, { seconds: String(SECONDS), connections: args.connections, method: 'POST', body, pin: false, headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' } });
+  };
   const target = `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`;
   await load(`${bareUrl}/noop`);
   await load(target);
@@ -293,8 +322,12 @@ async function main() {
   try {
     print(`bench/ingest — gateway log level ${args['log-level']}`);
     const figures = [singlePost, batched, latency, fanOut];
-    for (const figure of args.only.split(',').map((n) => figures[Number(n) - 1])) await figure?.(pipeline);
+    for (const figure of args.only.split(',').map((n) => figures[Number(n) - 1])) {
+      await figure?.(pipeline);
+      await pipeline.drained();
+    }
   } finally {
+    agent.destroy();
     await pipeline.stop();
   }
 }

@@ -90,7 +90,7 @@ describe.each(backends)('event store on %s', (backend) => {
     } else {
       database = await openDatabase({});
     }
-    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store']);
+    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store', '2026-11-22T0900-append-many', '2026-11-22T1000-control']);
     store = createEventStore(database.db);
   });
 
@@ -151,6 +151,39 @@ describe.each(backends)('event store on %s', (backend) => {
     expect(await store.count('w-atomic')).toBe(1);
     const [next] = await store.append('w-atomic', [systemEvent('ok-2')]);
     expect(next!.event.id).toBe('2');
+  });
+
+  it('appendMany — several workers in one call: each its own ids and duplicates, results in the order asked', async () => {
+    await store.append('w-many-b', [systemEvent('b0')]);
+    const results = await store.appendMany([
+      { workerId: 'w-many-b', events: [systemEvent('b1'), systemEvent('b0')] },
+      { workerId: 'w-many-a', events: [systemEvent('a1'), systemEvent('a2')] },
+      { workerId: 'w-many-c', events: [] },
+    ]);
+    expect(results.map((list) => list.map((r) => [r.event.worker_id, r.event.id, r.event.uid, r.duplicate]))).toEqual([
+      [
+        ['w-many-b', '2', 'b1', false],
+        ['w-many-b', '1', 'b0', true],
+      ],
+      [
+        ['w-many-a', '1', 'a1', false],
+        ['w-many-a', '2', 'a2', false],
+      ],
+      [],
+    ]);
+    expect(await store.appendMany([])).toEqual([]);
+  });
+
+  it('appendMany — one bad event stores nothing for any worker', async () => {
+    const broken = { ...systemEvent('bad'), ts: 'not a time' } as IncomingEvent;
+    await expect(
+      store.appendMany([
+        { workerId: 'w-many-ok', events: [systemEvent('fine')] },
+        { workerId: 'w-many-bad', events: [broken] },
+      ]),
+    ).rejects.toThrow();
+    expect(await store.count('w-many-ok')).toBe(0);
+    expect(await store.count('w-many-bad')).toBe(0);
   });
 
   it('list — after_id, limit and types filter, in id order', async () => {

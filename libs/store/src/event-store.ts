@@ -16,6 +16,12 @@ export interface ListOptions {
   types?: readonly EventType[] | undefined;
 }
 
+/** Events of one worker, to append in this order. */
+export interface WorkerEvents {
+  workerId: string;
+  events: readonly IncomingEvent[];
+}
+
 export interface EventStore {
   /**
    * Stores events of one worker in the given order, giving each the worker's next id
@@ -23,6 +29,11 @@ export interface EventStore {
    * its result is the stored event, marked `duplicate`. Everything commits together or not at all.
    */
   append(workerId: string, events: readonly IncomingEvent[]): Promise<AppendResult[]>;
+  /**
+   * `append` for several workers in one round trip and one transaction (one commit for all):
+   * the results in the order of `batches`. Each worker must appear once.
+   */
+  appendMany(batches: readonly WorkerEvents[]): Promise<AppendResult[][]>;
   /** Events after `afterId` in id order. Never skips an event that a later call could return. */
   list(workerId: string, options: ListOptions): Promise<StoredEvent[]>;
   /** How many events (of the given types) the worker has. */
@@ -44,34 +55,51 @@ function toStoredEvent(row: EventRow): StoredEvent {
   } as StoredEvent;
 }
 
+/** Matches what the database answered for one worker to the events it was given. */
+function resultsOf(workerId: string, events: readonly IncomingEvent[], rows: ReadonlyArray<EventRow & { known: boolean }>): AppendResult[] {
+  const known = new Map<string, StoredEvent>();
+  const newIds = new Map<string, string>();
+  for (const row of rows) {
+    if (row.known) known.set(row.uid, toStoredEvent(row));
+    else newIds.set(row.uid, row.id);
+  }
+  const answered = new Set<string>();
+  return events.map((incoming) => {
+    // Only the first occurrence of a uid that was not stored before is a new event.
+    const duplicate = known.has(incoming.uid) || answered.has(incoming.uid);
+    answered.add(incoming.uid);
+    const stored = known.get(incoming.uid);
+    if (stored) return { event: stored, duplicate };
+    const id = newIds.get(incoming.uid);
+    if (id === undefined) throw new Error(`svc_append_many returned no row for uid ${incoming.uid} of ${workerId}`);
+    const event = { id, worker_id: workerId, type: incoming.type, uid: incoming.uid, ts: new Date(incoming.ts).toISOString(), data: incoming.data } as StoredEvent;
+    return { event, duplicate };
+  });
+}
+
 /** The event store over a Kysely database (Postgres or PGlite). */
 export function createEventStore(db: Kysely<Database>): EventStore {
+  async function appendMany(batches: readonly WorkerEvents[]): Promise<AppendResult[][]> {
+    const nonEmpty = batches.filter((batch) => batch.events.length > 0);
+    if (nonEmpty.length === 0) return batches.map(() => []);
+    // One round trip: svc_append_many runs svc_append_events per worker, which locks the
+    // worker's head row, skips known uids and hands out the next ids (the migrations say why).
+    const payload = nonEmpty.map(({ workerId, events }) => ({ worker_id: workerId, events: events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })) }));
+    const { rows } = await sql<EventRow & { known: boolean }>`
+      SELECT worker_id, id, uid, type, ts, data, known FROM svc_append_many(${JSON.stringify(payload)}::jsonb)`.execute(db);
+    const rowsByWorker = new Map<string, Array<EventRow & { known: boolean }>>();
+    for (const row of rows) {
+      const list = rowsByWorker.get(row.worker_id) ?? [];
+      list.push(row);
+      rowsByWorker.set(row.worker_id, list);
+    }
+    return batches.map(({ workerId, events }) => resultsOf(workerId, events, rowsByWorker.get(workerId) ?? []));
+  }
+
   return {
+    appendMany,
     async append(workerId, events) {
-      if (events.length === 0) return [];
-      // One round trip: the migration's svc_append_events locks the worker's head row, skips
-      // known uids and hands out the next ids (its comment says why this is safe).
-      const { rows } = await sql<EventRow & { known: boolean }>`
-        SELECT id, uid, type, ts, data, known
-        FROM svc_append_events(${workerId}, ${JSON.stringify(events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })))}::jsonb)`.execute(db);
-      const known = new Map<string, StoredEvent>();
-      const newIds = new Map<string, string>();
-      for (const row of rows) {
-        if (row.known) known.set(row.uid, toStoredEvent({ ...row, worker_id: workerId }));
-        else newIds.set(row.uid, row.id);
-      }
-      const answered = new Set<string>();
-      return events.map((incoming) => {
-        // Only the first occurrence of a uid that was not stored before is a new event.
-        const duplicate = known.has(incoming.uid) || answered.has(incoming.uid);
-        answered.add(incoming.uid);
-        const stored = known.get(incoming.uid);
-        if (stored) return { event: stored, duplicate };
-        const id = newIds.get(incoming.uid);
-        if (id === undefined) throw new Error(`svc_append_events returned no row for uid ${incoming.uid}`);
-        const event = { id, worker_id: workerId, type: incoming.type, uid: incoming.uid, ts: new Date(incoming.ts).toISOString(), data: incoming.data } as StoredEvent;
-        return { event, duplicate };
-      });
+      return (await appendMany([{ workerId, events }]))[0]!;
     },
 
     async list(workerId, options) {

@@ -1,6 +1,30 @@
-import { serveHealth, type NatsConnection } from '@svc/bus';
+import { Kvm } from '@nats-io/kv';
+import { createDurablePublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
+import {
+  ControlRequestsRpc,
+  createChecker,
+  DecideRequest,
+  DEFAULT_DECISION_POLICY,
+  GetWorkerRequest,
+  kvBuckets,
+  subjects,
+  withdrawnRequestId,
+  type ControlRequestsRpcType,
+  type DecideRequestType,
+  type DecisionPolicy,
+  type ListResponseOf,
+  type PermissionRule,
+  type StoredEvent,
+  type StoredEventBatchType,
+  type WorkerRecord,
+} from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { pingDatabase, type Database, type Kysely } from '@svc/store';
+import { migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createControlQueries } from './control-queries.js';
+import { createDeadlines } from './deadlines.js';
+import { createDecisions } from './decisions.js';
+
+export { TIMEOUT_DECIDER } from './decisions.js';
 
 export interface ControlDeps {
   nc: NatsConnection;
@@ -9,14 +33,85 @@ export interface ControlDeps {
   instance: string;
 }
 
-/** Starts the control service. Decisions are not implemented yet (it says so); it answers health. */
+/**
+ * Starts the control service: stores decisions (first wins, across replicas), keeps every open
+ * request's deadline, answers the open-requests and permission-rules queries.
+ */
 export async function start(deps: ControlDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'control' });
+  const applied = await migrateToLatest(deps.db);
+  if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
+  const queries = createControlQueries(deps.db);
+  const announcer = createDurablePublisher(deps.nc);
+  const workers = await new Kvm(deps.nc).create(kvBuckets.workers, { history: 1 });
+
+  async function policyOf(workerId: string): Promise<DecisionPolicy> {
+    const entry = await workers.get(workerId);
+    const record = entry?.operation === 'PUT' ? entry.json<WorkerRecord>() : undefined;
+    return record?.decision_policy ?? DEFAULT_DECISION_POLICY;
+  }
+
+  const decisions = createDecisions({ db: deps.db, queries, announcer, policyOf, logger: log });
+  const deadlines = createDeadlines({ policyOf, expire: decisions.expire, logger: log });
+
+  // Requests and withdrawals as event-ingest stores them. Subscribed before the store is read,
+  // so a request stored in between is seen at least once (watching twice is harmless).
+  const controlEvents = deps.nc.subscribe(subjects.controlEventsAll, {
+    callback: (err, msg) => {
+      if (err) return;
+      const batch = msg.json<StoredEventBatchType>();
+      for (const event of batch.events) {
+        const withdrawn = withdrawnRequestId(event);
+        if (withdrawn !== undefined) deadlines.cancel(event.worker_id, withdrawn);
+        else if (event.type === 'control_request') {
+          deadlines.watch({ event: event as StoredEvent<'control_request'>, storedAt: new Date() }).catch((error: unknown) => log.error({ err: error }, 'could not start a deadline'));
+        }
+      }
+    },
+  });
+  const open = await queries.allOpenRequests();
+  await Promise.all(open.map((request) => deadlines.watch(request)));
+  if (open.length > 0) log.info({ open: open.length }, 'keeping the deadlines of open requests');
+
+  const queue = 'control';
+  const rpcs = [
+    serveRpc<DecideRequestType, StoredEvent<'control_response'>>(
+      deps.nc,
+      subjects.rpc.decide,
+      async (request) => {
+        const decided = await decisions.decide(request);
+        deadlines.cancel(request.worker_id, request.decision.request_id);
+        return decided;
+      },
+      { logger: log, queue, checker: createChecker(DecideRequest) },
+    ),
+    serveRpc<ControlRequestsRpcType, ListResponseOf<StoredEvent<'control_request'>>>(
+      deps.nc,
+      subjects.rpc.controlRequests,
+      async (request) => {
+        const items = (await queries.listRequests(request.worker_id, request.state)).map((r) => r.event);
+        return { items, total: items.length };
+      },
+      { logger: log, queue, checker: createChecker(ControlRequestsRpc) },
+    ),
+    serveRpc<{ worker_id: string }, ListResponseOf<PermissionRule>>(
+      deps.nc,
+      subjects.rpc.permissionRules,
+      async (request) => {
+        const items = await queries.listRules(request.worker_id);
+        return { items, total: items.length };
+      },
+      { logger: log, queue, checker: createChecker(GetWorkerRequest) },
+    ),
+  ];
   const health = serveHealth(deps.nc, 'control', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
-  log.warn('control: decisions and pending polls are not implemented yet; only health is served');
   return {
     async stop() {
       health.unsubscribe();
+      for (const rpc of rpcs) rpc.unsubscribe();
+      controlEvents.unsubscribe();
+      deadlines.stop();
+      announcer.close();
     },
   };
 }

@@ -1,9 +1,9 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { decodeJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
-import { storedBatchMessageId, streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
+import { decodeJson, publishJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
+import { isControlEvent, storedBatchMessageId, streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import type { EventStore } from '@svc/store';
+import type { EventStore, WorkerEvents } from '@svc/store';
 
 /** Most messages appended in one go (per partition). */
 const MAX_BATCH = 500;
@@ -63,16 +63,16 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, an
   let draining: Promise<void> | undefined;
   let stopping = false;
 
-  async function appendWithRetry(workerId: string, events: IncomingEvent[]): Promise<StoredEvent[]> {
+  async function appendWithRetry(batches: WorkerEvents[]): Promise<StoredEvent[][]> {
     for (let attempt = 0; ; attempt++) {
       try {
         // Events already stored are announced again: a replica that crashed between commit and
         // announcement left them unannounced, and the redelivery is the only chance to make up
-        // for it. The stored stream drops repeats by message id, and viewers skip ids they have.
-        return (await store.append(workerId, events)).map((r) => r.event);
+        // for it. Subscribers skip ids they have.
+        return (await store.appendMany(batches)).map((results) => results.map((r) => r.event));
       } catch (err) {
         if (stopping) throw err;
-        log.error({ err, workerId, attempt }, 'append failed; retrying');
+        log.error({ err, workers: batches.length, attempt }, 'append failed; retrying');
         await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** attempt)));
       }
     }
@@ -100,17 +100,20 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, an
       group.msgs.push(msg);
       byWorker.set(payload.worker_id, group);
     }
-    // Workers are independent: their appends run side by side; each keeps its own order. While
-    // they run (a store outage can make that minutes), JetStream is told the batch is in hand.
+    // Every worker of the batch in one transaction: one commit, however many workers. While it
+    // runs (a store outage can make that minutes), JetStream is told the batch is in hand.
+    const groups = [...byWorker];
     const inHand = setInterval(() => batch.forEach((msg) => msg.working()), ACK_WAIT_MS / 3);
     try {
+      const stored = await appendWithRetry(groups.map(([workerId, group]) => ({ workerId, events: group.events })));
       await Promise.all(
-        [...byWorker].map(async ([workerId, group]) => {
-          const stored = await appendWithRetry(workerId, group.events);
+        groups.map(async ([workerId, group], index) => {
           // Announced before acknowledged: a crash in between redelivers the messages, and the
           // announcements are made again (acknowledging first could lose them for good).
-          const batch: StoredEventBatchType = { worker_id: workerId, events: stored };
-          await announcer.publish(subjects.storedEvent(workerId), batch, { messageId: storedBatchMessageId(batch) });
+          const announcement: StoredEventBatchType = { worker_id: workerId, events: stored[index]! };
+          await announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement) });
+          const control = announcement.events.filter(isControlEvent);
+          if (control.length > 0) publishJson(nc, subjects.controlEvents(workerId), { worker_id: workerId, events: control } satisfies StoredEventBatchType);
           for (const msg of group.msgs) msg.ack();
         }),
       );

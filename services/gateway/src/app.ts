@@ -16,6 +16,8 @@ import { requestContextPlugin, requestIdOf } from './plugins/request-context.js'
 import { healthRoutes } from './routes/health.js';
 import { localIssuerRoutes } from './routes/local-issuer.js';
 import { createOpenStreams, eventStreamRoutes } from './routes/event-stream.js';
+import { controlRoutes } from './routes/control.js';
+import { createLiveFeeds } from './live-feeds.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 
 export type GatewaySettings = Pick<
@@ -88,8 +90,10 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
       done();
     },
   });
+  const live = createLiveFeeds(options.nc, app.log);
   await app.register(sdkEventRoutes, { nc: options.nc, workers: options.workers });
-  await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, streams });
+  await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams });
+  await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live });
   if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
   for (const routes of options.routes ?? []) await app.register(routes);
 

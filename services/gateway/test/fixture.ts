@@ -7,9 +7,10 @@ import { ensureStreams } from '@svc/bus';
 import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { start as startSession } from '@svc/session';
+import { start as startControl } from '@svc/control';
 import { createLogger } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
-import { startBusFixture, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
+import { startBusFixture, startPostgres, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
 import { buildGatewayApp, type GatewayApp, type GatewaySettings } from '../src/app.js';
 import { authorizeWorker } from '../src/auth/authorization.js';
 import { createWorkerDirectory, type WorkerDirectory } from '../src/auth/worker-directory.js';
@@ -66,15 +67,19 @@ export interface GatewayFixture {
   logs: string[];
   userToken(sub?: string, claims?: Record<string, unknown>): Promise<string>;
   /** Registers a worker in the KV bucket (as the session service does) and returns its token. */
-  createWorker(workerId: string, owner: string, status?: WorkerStatus): Promise<string>;
+  createWorker(workerId: string, owner: string, status?: WorkerStatus, extra?: Partial<WorkerRecord>): Promise<string>;
   setWorker(record: WorkerRecord): Promise<void>;
   stop(): Promise<void>;
 }
 
 export interface FixtureOptions {
   localIssuer?: LocalIssuer;
-  /** Also run the real event-ingest (over in-memory PGlite) and session services behind it. */
+  /** Also run the real event-ingest, session and control services behind it (over in-memory PGlite). */
   services?: boolean;
+  /** With `services`: a throwaway Postgres instead of PGlite. */
+  postgres?: boolean;
+  /** With `services`: how many control replicas (default 1). */
+  controlReplicas?: number;
 }
 
 export async function startGatewayFixture(
@@ -88,12 +93,21 @@ export async function startGatewayFixture(
   const stopServices: Array<() => Promise<void>> = [];
   let database: StoreDatabase | undefined;
   if (fixtureOptions.services) {
-    database = await openDatabase({});
+    const postgres = fixtureOptions.postgres ? await startPostgres() : undefined;
+    if (postgres) stopServices.push(() => postgres.stop());
+    database = await openDatabase(postgres ? { url: postgres.url } : {});
     const opened = database;
     stopServices.push(() => opened.close());
-    const ingest = await startEventIngest({ nc: bus.nc, db: database!.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
+    const ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
     const session = await startSession({ nc: bus.nc, logger: bus.logger, instance: 'session-0' });
     stopServices.push(() => ingest.stop(), () => session.stop());
+    for (let replica = 0; replica < (fixtureOptions.controlReplicas ?? 1); replica++) {
+      // On Postgres each replica has its own pool, as separate processes would; PGlite is one in-process database.
+      const controlDb = postgres ? await openDatabase({ url: postgres.url }) : opened;
+      if (controlDb !== opened) stopServices.push(() => controlDb.close());
+      const control = await startControl({ nc: bus.nc, db: controlDb.db, logger: bus.logger, instance: `control-${replica}` });
+      stopServices.push(() => control.stop());
+    }
   }
   const issuer = await startTestIssuer(AUDIENCE);
   const logs: string[] = [];
@@ -122,9 +136,9 @@ export async function startGatewayFixture(
     database,
     logs,
     userToken: (sub = 'alice', claims = {}) => issuer.sign({ sub, ...claims }),
-    async createWorker(workerId, owner, status = 'running') {
+    async createWorker(workerId, owner, status = 'running', extra = {}) {
       const token = generateWorkerToken();
-      await setWorker({ worker_id: workerId, owner, status, token_hash: hashWorkerToken(token), updated_at: new Date().toISOString() });
+      await setWorker({ worker_id: workerId, owner, status, token_hash: hashWorkerToken(token), updated_at: new Date().toISOString(), ...extra });
       return token;
     },
     setWorker,

@@ -20,13 +20,24 @@ export const subjects = {
   /** Where stored events are announced after commit, a `StoredEventBatch` per commit (JetStream `SVC_EVENTS_STORED`). */
   storedEvent: (workerId: string) => `svc.events.stored.${workerId}`,
   storedAll: 'svc.events.stored.>',
+  /**
+   * Core NATS, not kept: event-ingest repeats here the stored events the control service acts
+   * on (`control_request`, and the `system` event of a withdrawal), as a `StoredEventBatch`, so
+   * control replicas need not read every event of every worker. A replica that missed some
+   * (it was down) finds them in the store when it starts.
+   */
+  controlEvents: (workerId: string) => `svc.control.events.${workerId}`,
+  controlEventsAll: 'svc.control.events.*',
+  /** Core NATS: a worker's sidecar polled for decisions (it is alive); the session service records it. */
+  workerAlive: (workerId: string) => `svc.workers.alive.${workerId}`,
+  workerAliveAll: 'svc.workers.alive.*',
   /** Request/reply: the health of one service (every replica answers; the first answer wins). */
   health: (service: ServiceName) => `svc.health.${service}`,
   /** Request/reply subjects of the services, named `svc.rpc.<service>.<operation>`. */
   rpc: {
     listEvents: 'svc.rpc.events.list',
     decide: 'svc.rpc.control.decide',
-    pendingDecisions: 'svc.rpc.control.pending',
+    permissionRules: 'svc.rpc.control.rules',
     controlRequests: 'svc.rpc.control.requests',
     createSession: 'svc.rpc.session.create',
     getSession: 'svc.rpc.session.get',

@@ -1,11 +1,17 @@
 import Type, { type Static } from 'typebox';
-import { DecisionSchema, DecisionScopeSchema } from './events.js';
-import { storedEventSchemaOf } from './envelope.js';
+import { DecisionSchema, DecisionScopeSchema, type EventData } from './events.js';
+import { storedEventSchemaOf, type StoredEvent } from './envelope.js';
 import { EventCursorQuery, ListResponse } from './lists.js';
-import { JsonObject } from './primitives.js';
+import { EventId, JsonObject, WorkerId } from './primitives.js';
 
 /** Longest a pending-decision long poll may wait, in milliseconds. */
 export const MAX_PENDING_WAIT_MS = 30_000;
+
+const InputPattern = Type.String({
+  minLength: 1,
+  maxLength: 1024,
+  description: 'With scope "always": the new rule covers only inputs matching this pattern (e.g. "npm test*" for Bash commands); without it, every input of the tool.',
+});
 
 /** `POST /v1/workers/{id}/control`: a person's decision on one `control_request`. */
 export const PostControlBody = Type.Object(
@@ -15,6 +21,7 @@ export const PostControlBody = Type.Object(
     message: Type.Optional(Type.String({ maxLength: 65_536, description: 'The reason the agent receives; a deny without one gets a default.' })),
     updated_input: Type.Optional(JsonObject),
     scope: Type.Optional(DecisionScopeSchema),
+    input_pattern: Type.Optional(InputPattern),
   },
   { additionalProperties: false },
 );
@@ -39,3 +46,76 @@ export const ControlRequestsQuery = Type.Object({
 });
 
 export const ControlRequestsResponse = ListResponse(storedEventSchemaOf('control_request'));
+
+/**
+ * The uid of the decision on `request_id`. Every decision on one request (a person's, the
+ * deadline's) is stored under this uid, and the store keeps one event per (worker, uid): the
+ * first decision wins, whichever control replica stores it.
+ */
+export function controlResponseUid(requestId: string): string {
+  return `control_response:${requestId}`;
+}
+
+/** What the agent reads when a person denies without saying why (it needs a non-empty reason). */
+export const DEFAULT_DENY_MESSAGE = 'The user denied this tool call.';
+
+/**
+ * A request the agent withdrew (Claude Code's `control_cancel_request`): the sidecar reports it as
+ * a `system` event with this `subtype` and `details: {request_id}`. The request closes for every
+ * viewer, and a later decision is refused with `409 request_closed`.
+ */
+export const CONTROL_WITHDRAWN_SUBTYPE = 'control_withdrawn';
+
+/** The `data` of the `system` event that reports a withdrawn request. */
+export function controlWithdrawnData(requestId: string): EventData<'system'> {
+  return { level: 'info', message: `The agent withdrew its request ${requestId}.`, subtype: CONTROL_WITHDRAWN_SUBTYPE, details: { request_id: requestId } };
+}
+
+/** The principal that decided, as the gateway forwards it from the JWT. */
+export const DecidedBySchema = Type.Object(
+  { sub: Type.String({ minLength: 1, maxLength: 256 }), name: Type.Optional(Type.String({ maxLength: 256 })), email: Type.Optional(Type.String({ maxLength: 256 })) },
+  { additionalProperties: false },
+);
+
+/** `svc.rpc.control.decide`: the gateway forwards a checked `POST /control` with who decided. */
+export const DecideRequest = Type.Object(
+  { worker_id: WorkerId, decision: PostControlBody, decided_by: DecidedBySchema },
+  { additionalProperties: false },
+);
+export type DecideRequestType = Static<typeof DecideRequest>;
+
+/** `svc.rpc.control.requests`: a worker's control requests in one state, oldest first. */
+export const ControlRequestsRpc = Type.Object({ worker_id: WorkerId, state: Type.Enum(CONTROL_REQUEST_STATES) }, { additionalProperties: false });
+export type ControlRequestsRpcType = Static<typeof ControlRequestsRpc>;
+
+/** Whether the control service acts on this stored event: a request, or a withdrawal. */
+export function isControlEvent(event: StoredEvent): boolean {
+  if (event.type === 'control_request') return true;
+  return event.type === 'system' && (event.data as EventData<'system'>).subtype === CONTROL_WITHDRAWN_SUBTYPE;
+}
+
+/** The `request_id` a withdrawal event closes. */
+export function withdrawnRequestId(event: StoredEvent): string | undefined {
+  if (event.type !== 'system') return undefined;
+  const data = event.data as EventData<'system'>;
+  const requestId = data.subtype === CONTROL_WITHDRAWN_SUBTYPE ? data.details?.['request_id'] : undefined;
+  return typeof requestId === 'string' ? requestId : undefined;
+}
+
+/** A rule added with `scope: "always"`, as the sidecar's permission engine reads it. */
+export const PermissionRuleSchema = Type.Object(
+  {
+    rule_id: EventId,
+    tool_name: Type.String(),
+    input_pattern: Type.Optional(Type.String()),
+    decision: DecisionSchema,
+    added_by: Type.String(),
+    request_id: Type.String(),
+    added_at: Type.String({ format: 'date-time' }),
+  },
+  { additionalProperties: false },
+);
+export type PermissionRule = Static<typeof PermissionRuleSchema>;
+
+/** `GET /v1/workers/{id}/permission-rules`: the worker's added rules, oldest first. */
+export const PermissionRulesResponse = ListResponse(PermissionRuleSchema);

@@ -3,7 +3,7 @@ import { EVENT_TYPES } from './events.js';
 import { StoredEventSchema } from './envelope.js';
 import { EVENT_LIST_LIMIT } from './lists.js';
 import { EventId, Timestamp, WorkerId } from './primitives.js';
-import { WorkerStatusSchema } from './sessions-api.js';
+import { DecisionPolicySchema, WorkerStatusSchema } from './sessions-api.js';
 
 /** What the gateway publishes to `svc.events.incoming.<partition>.<worker>` for each event. */
 export const IncomingEventMessage = Type.Object(
@@ -43,7 +43,7 @@ export const ListEventsResult = Type.Object({ items: Type.Array(StoredEventSchem
 
 /** `svc.rpc.session.worker.create`: register a worker and make its token (the token is returned once). */
 export const CreateWorkerRequest = Type.Object(
-  { owner: Type.String({ minLength: 1, maxLength: 256 }), worker_id: Type.Optional(WorkerId) },
+  { owner: Type.String({ minLength: 1, maxLength: 256 }), worker_id: Type.Optional(WorkerId), decision_policy: Type.Optional(DecisionPolicySchema) },
   { additionalProperties: false },
 );
 export type CreateWorkerRequestType = Static<typeof CreateWorkerRequest>;

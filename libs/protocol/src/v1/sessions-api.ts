@@ -71,6 +71,23 @@ export const SessionLogsQuery = Type.Object({
  * enough to check a worker token and an owner without a database. `token_hash` is removed
  * (or the status ended) when the token is revoked.
  */
+/** How long a tool request may wait for a person, before the policy decides it. */
+export const DEFAULT_DECISION_TIMEOUT_S = 600;
+
+/**
+ * A worker's decision deadline (from its template): after `decision_timeout_s` without a
+ * decision, the control service decides `on_timeout` itself, as `decided_by: "policy:timeout"`.
+ */
+export const DecisionPolicySchema = Type.Object(
+  {
+    decision_timeout_s: Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600, default: DEFAULT_DECISION_TIMEOUT_S }),
+    on_timeout: Type.Enum(['deny', 'allow'], { default: 'deny' }),
+  },
+  { additionalProperties: false },
+);
+export type DecisionPolicy = Static<typeof DecisionPolicySchema>;
+export const DEFAULT_DECISION_POLICY: DecisionPolicy = { decision_timeout_s: DEFAULT_DECISION_TIMEOUT_S, on_timeout: 'deny' };
+
 export const WorkerRecordSchema = Type.Object(
   {
     worker_id: WorkerId,
@@ -78,6 +95,9 @@ export const WorkerRecordSchema = Type.Object(
     owner: Type.String({ description: 'JWT `sub` of the user who spawned it.' }),
     status: WorkerStatusSchema,
     token_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the worker token, hex.' })),
+    decision_policy: Type.Optional(DecisionPolicySchema),
+    /** When the worker's sidecar last polled for decisions (it is alive). */
+    last_seen_at: Type.Optional(Timestamp),
     updated_at: Timestamp,
   },
   { additionalProperties: false, title: 'WorkerRecord' },

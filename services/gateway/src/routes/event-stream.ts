@@ -4,7 +4,7 @@ import type { NatsConnection } from '@svc/bus';
 import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type StoredEvent, type StreamFrame } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { listStoredEvents } from '../event-queries.js';
-import { createLiveFeeds } from '../live-feeds.js';
+import type { LiveFeeds } from '../live-feeds.js';
 import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 /** The open streams, so a shutdown can tell each client where to resume. */
@@ -29,6 +29,7 @@ export function createOpenStreams(): OpenStreams {
 export interface EventStreamOptions {
   nc: NatsConnection;
   workers: WorkerDirectory;
+  live: LiveFeeds;
   streams: OpenStreams;
   /** How often the server pings an idle client, in ms. */
   pingIntervalMs?: number;
@@ -40,8 +41,7 @@ export interface EventStreamOptions {
  * live events wait while the store is read, so nothing falls between replay and live; a live
  * event whose id skips ahead (a lost announcement) is refilled from the store first.
  */
-export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (app, { nc, workers, streams, pingIntervalMs = 15_000 }) => {
-  const live = createLiveFeeds(nc, app.log);
+export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (app, { nc, workers, live, streams, pingIntervalMs = 15_000 }) => {
   // A refused upgrade is answered over the raw socket, which nobody closes afterwards; left
   // open, it would also hold up the server's shutdown.
   app.addHook('onResponse', (request, reply, done) => {
@@ -74,12 +74,13 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
       let closed = false;
       // While the store is being read (the replay, or refilling a hole), live events wait here.
       let catchingUp = true;
-      let held: Array<[StoredEvent, string]> = [];
+      let held: Array<[StoredEvent, Buffer]> = [];
 
-      const send = (text: string) => {
-        if (!closed) socket.send(text);
+      // Text frames, whether given a string or the UTF-8 a live feed encoded once for everyone.
+      const send = (frame: string | Buffer) => {
+        if (!closed) socket.send(frame, { binary: false });
       };
-      const deliver = (event: StoredEvent, frame?: string) => {
+      const deliver = (event: StoredEvent, frame?: Buffer) => {
         send(frame ?? JSON.stringify({ kind: 'event', event } satisfies StreamFrame));
         lastId = BigInt(event.id);
       };

@@ -1,0 +1,95 @@
+import { sql, type Kysely } from 'kysely';
+import { CONTROL_WITHDRAWN_SUBTYPE, controlResponseUid, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import type { Database } from '@svc/store';
+
+/** A control request as stored, with when it was stored (its deadline counts from then). */
+export interface StoredRequest {
+  event: StoredEvent<'control_request'>;
+  storedAt: Date;
+}
+
+export type RequestState = 'open' | 'closed' | 'all';
+
+interface EventRow {
+  worker_id: string;
+  id: string;
+  uid: string;
+  type: string;
+  ts: Date;
+  stored_at: Date;
+  data: unknown;
+}
+
+function toStored(row: EventRow): StoredRequest {
+  return {
+    event: { id: row.id, worker_id: row.worker_id, type: 'control_request', uid: row.uid, ts: row.ts.toISOString(), data: row.data } as StoredEvent<'control_request'>,
+    storedAt: row.stored_at,
+  };
+}
+
+// A request is open while it has no decision (one uid per request) and no withdrawal.
+const decided = sql`EXISTS (SELECT 1 FROM events d WHERE d.worker_id = r.worker_id AND d.uid = 'control_response:' || (r.data->>'request_id'))`;
+const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worker_id AND w.type = 'system' AND w.data->>'subtype' = ${CONTROL_WITHDRAWN_SUBTYPE} AND (w.data->'details')->>'request_id' = r.data->>'request_id')`;
+
+/** The control channel's reads and its one table of its own; every read is an index lookup (migration 2026-11-22T1000-control). */
+export function createControlQueries(db: Kysely<Database>) {
+  return {
+    /** The worker's `control_request` with this `request_id` (the first, if the agent repeated it). */
+    async findRequest(workerId: string, requestId: string): Promise<StoredRequest | undefined> {
+      const { rows } = await sql<EventRow>`
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data FROM events r
+        WHERE r.worker_id = ${workerId} AND r.type = 'control_request' AND r.data->>'request_id' = ${requestId}
+        ORDER BY r.id LIMIT 1`.execute(db);
+      return rows[0] && toStored(rows[0]);
+    },
+
+    /** The decision stored for this request, if any (a person's or the deadline's). */
+    async findDecision(workerId: string, requestId: string): Promise<StoredEvent<'control_response'> | undefined> {
+      const row = await db.selectFrom('events').selectAll().where('worker_id', '=', workerId).where('uid', '=', controlResponseUid(requestId)).executeTakeFirst();
+      if (!row) return undefined;
+      return { id: row.id, worker_id: row.worker_id, type: 'control_response', uid: row.uid, ts: row.ts.toISOString(), data: row.data } as StoredEvent<'control_response'>;
+    },
+
+    async isWithdrawn(workerId: string, requestId: string): Promise<boolean> {
+      const { rows } = await sql`
+        SELECT 1 FROM events w
+        WHERE w.worker_id = ${workerId} AND w.type = 'system' AND w.data->>'subtype' = ${CONTROL_WITHDRAWN_SUBTYPE} AND (w.data->'details')->>'request_id' = ${requestId}
+        LIMIT 1`.execute(db);
+      return rows.length > 0;
+    },
+
+    /** A worker's requests in one state, oldest first. */
+    async listRequests(workerId: string, state: RequestState): Promise<StoredRequest[]> {
+      const filter = state === 'open' ? sql`AND NOT ${decided} AND NOT ${withdrawn}` : state === 'closed' ? sql`AND (${decided} OR ${withdrawn})` : sql``;
+      const { rows } = await sql<EventRow>`
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data FROM events r
+        WHERE r.worker_id = ${workerId} AND r.type = 'control_request' ${filter}
+        ORDER BY r.id`.execute(db);
+      return rows.map(toStored);
+    },
+
+    /** Every open request of every worker: what a starting control replica must keep deadlines for. */
+    async allOpenRequests(): Promise<StoredRequest[]> {
+      const { rows } = await sql<EventRow>`
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data FROM events r
+        WHERE r.type = 'control_request' AND NOT ${decided} AND NOT ${withdrawn}
+        ORDER BY r.stored_at`.execute(db);
+      return rows.map(toStored);
+    },
+
+    async listRules(workerId: string): Promise<PermissionRule[]> {
+      const rows = await db.selectFrom('permission_rules').selectAll().where('worker_id', '=', workerId).orderBy('rule_id').execute();
+      return rows.map((row) => ({
+        rule_id: row.rule_id,
+        tool_name: row.tool_name,
+        ...(row.input_pattern === null ? {} : { input_pattern: row.input_pattern }),
+        decision: row.decision,
+        added_by: row.added_by,
+        request_id: row.request_id,
+        added_at: row.added_at.toISOString(),
+      }));
+    },
+  };
+}
+
+export type ControlQueries = ReturnType<typeof createControlQueries>;

@@ -1,0 +1,137 @@
+import type { DurablePublisher } from '@svc/bus';
+import {
+  CodedError,
+  controlResponseUid,
+  DEFAULT_DENY_MESSAGE,
+  storedBatchMessageId,
+  subjects,
+  type DecideRequestType,
+  type DecisionPolicy,
+  type EventData,
+  type IncomingEvent,
+  type StoredEvent,
+  type StoredEventBatchType,
+} from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+import { createEventStore, type Database, type Kysely } from '@svc/store';
+import type { ControlQueries, StoredRequest } from './control-queries.js';
+
+/** Who decides when nobody did in time. */
+export const TIMEOUT_DECIDER = 'policy:timeout';
+
+export interface DecisionsDeps {
+  db: Kysely<Database>;
+  queries: ControlQueries;
+  announcer: DurablePublisher;
+  /** The worker's decision deadline (from its template). */
+  policyOf(workerId: string): Promise<DecisionPolicy>;
+  logger: Logger;
+}
+
+export function deadlineOf(request: StoredRequest, policy: DecisionPolicy): number {
+  return request.storedAt.getTime() + policy.decision_timeout_s * 1000;
+}
+
+/** The 409 for a request that already has a decision: the deadline's is "closed", a person's "already decided". */
+function refusal(existing: StoredEvent<'control_response'>): CodedError {
+  const data = existing.data;
+  if (data.decided_by === TIMEOUT_DECIDER) {
+    return new CodedError('request_closed', `request ${data.request_id} expired at ${existing.ts}; the policy decided ${data.decision}`, { reason: 'expired', decision: data.decision, decided_at: existing.ts });
+  }
+  const who = data.decided_by_name ? `${data.decided_by_name} (${data.decided_by})` : data.decided_by;
+  return new CodedError('already_decided', `request ${data.request_id} was already decided (${data.decision}) by ${who} at ${existing.ts}`, {
+    decided_by: data.decided_by,
+    decided_at: existing.ts,
+    decision: data.decision,
+  });
+}
+
+/**
+ * Stores decisions. The first decision on a request wins across every control replica because
+ * every decision on it is appended under one uid (`controlResponseUid`) and the store keeps one
+ * event per (worker, uid), under the worker's row lock: a second append finds the first and is
+ * answered 409. Nothing here relies on memory.
+ */
+export function createDecisions(deps: DecisionsDeps) {
+  const log = deps.logger.child({ component: 'decisions' });
+
+  /** Appends one decision (and its "always" rule, in the same transaction); `undefined` when the request already had one. */
+  async function store(workerId: string, data: EventData<'control_response'>): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
+    const event: IncomingEvent = { type: 'control_response', uid: controlResponseUid(data.request_id), ts: new Date().toISOString(), data };
+    const result = await deps.db.transaction().execute(async (trx) => {
+      const [appended] = (await createEventStore(trx).appendMany([{ workerId, events: [event] }]))[0]!;
+      if (!appended!.duplicate && data.scope === 'always') {
+        const request = await deps.queries.findRequest(workerId, data.request_id);
+        await trx
+          .insertInto('permission_rules')
+          .values({
+            worker_id: workerId,
+            tool_name: request!.event.data.tool_name,
+            input_pattern: data.input_pattern ?? null,
+            decision: data.decision,
+            added_by: data.decided_by,
+            request_id: data.request_id,
+          })
+          .execute();
+      }
+      return appended!;
+    });
+    const stored = result.event as StoredEvent<'control_response'>;
+    if (!result.duplicate) {
+      // Viewers and long polls hear of it like any stored event.
+      const announcement: StoredEventBatchType = { worker_id: workerId, events: [stored] };
+      await deps.announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement) });
+    }
+    return { event: stored, duplicate: result.duplicate };
+  }
+
+  /** At (or after) the deadline: the policy decides, unless someone did first. */
+  async function expire(request: StoredRequest, policy: DecisionPolicy): Promise<StoredEvent<'control_response'>> {
+    const { request_id: requestId, tool_name: toolName } = request.event.data;
+    const data: EventData<'control_response'> = {
+      request_id: requestId,
+      decision: policy.on_timeout,
+      message:
+        policy.on_timeout === 'deny'
+          ? `Nobody decided on ${toolName} within ${policy.decision_timeout_s} s, so it was denied.`
+          : `Nobody decided on ${toolName} within ${policy.decision_timeout_s} s; the worker's policy allows it.`,
+      decided_by: TIMEOUT_DECIDER,
+    };
+    const { event, duplicate } = await store(request.event.worker_id, data);
+    if (!duplicate) log.info({ workerId: request.event.worker_id, requestId, decision: policy.on_timeout }, 'deadline passed; the policy decided');
+    return event;
+  }
+
+  return {
+    expire,
+
+    /** A person's decision: checks, in order, that the request exists, is not withdrawn, has not expired and is undecided. */
+    async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType): Promise<StoredEvent<'control_response'>> {
+      const request = await deps.queries.findRequest(workerId, body.request_id);
+      if (!request) throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);
+      if (await deps.queries.isWithdrawn(workerId, body.request_id)) {
+        throw new CodedError('request_closed', `request ${body.request_id} was withdrawn by the agent`, { reason: 'withdrawn' });
+      }
+      const policy = await deps.policyOf(workerId);
+      if (Date.now() >= deadlineOf(request, policy)) throw refusal(await expire(request, policy));
+
+      const data: EventData<'control_response'> = {
+        request_id: body.request_id,
+        decision: body.decision,
+        ...(body.decision === 'deny' ? { message: body.message?.trim() ? body.message : DEFAULT_DENY_MESSAGE } : body.message === undefined ? {} : { message: body.message }),
+        ...(body.updated_input === undefined ? {} : { updated_input: body.updated_input }),
+        ...(body.scope === undefined ? {} : { scope: body.scope }),
+        ...(body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }),
+        decided_by: decidedBy.sub,
+        ...(decidedBy.name === undefined ? {} : { decided_by_name: decidedBy.name }),
+        ...(decidedBy.email === undefined ? {} : { decided_by_email: decidedBy.email }),
+      };
+      const { event, duplicate } = await store(workerId, data);
+      if (duplicate) throw refusal(event);
+      log.info({ workerId, requestId: body.request_id, decision: body.decision, decidedBy: decidedBy.sub }, 'decided');
+      return event;
+    },
+  };
+}
+
+export type Decisions = ReturnType<typeof createDecisions>;

@@ -1,0 +1,246 @@
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestJson } from '@svc/bus';
+import {
+  controlWithdrawnData,
+  DEFAULT_DENY_MESSAGE,
+  subjects,
+  type IncomingEvent,
+  type ListResponseOf,
+  type PermissionRule,
+  type StoredEvent,
+  type StreamFrame,
+  type WorkerRecord,
+} from '@svc/protocol';
+import { waitFor } from '@svc/test-support';
+import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
+
+type Decision = StoredEvent<'control_response'>;
+
+describe('control channel — decisions, pending polls, deadlines, withdrawals (real NATS and Postgres, 2 control replicas)', () => {
+  let gw: GatewayFixture;
+  let alice: string;
+  let workerToken: string;
+  const workerId = 'wrk_control';
+  let requests = 0;
+
+  beforeAll(async () => {
+    gw = await startGatewayFixture({}, [], { services: true, postgres: true, controlReplicas: 2 });
+    alice = await gw.userToken('alice', { name: 'Alice Doe', email: 'alice@example.com' });
+    workerToken = await gw.createWorker(workerId, 'alice');
+  }, 60_000);
+  afterAll(() => gw?.stop());
+
+  const asUser = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  async function postEvents(id: string, token: string, events: IncomingEvent[]) {
+    const response = await gw.app.inject({ method: 'POST', url: `/v1/workers/${id}/sdk-events`, headers: asUser(token), payload: { events } });
+    expect(response.statusCode).toBe(202);
+  }
+
+  const openRequests = async (id = workerId, token = alice, state = 'open') =>
+    (await gw.app.inject({ url: `/v1/workers/${id}/control/requests?state=${state}`, headers: asUser(token) })).json() as ListResponseOf<StoredEvent<'control_request'>>;
+
+  /** The sidecar reports a tool request; resolves once the control plane lists it as open. */
+  async function askPermission(id = workerId, token = workerToken, tool = 'Bash'): Promise<string> {
+    const requestId = `req-${++requests}`;
+    await postEvents(id, token, [{ type: 'control_request', uid: `cr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: tool, input: { command: 'npm test' } } }]);
+    await waitFor(`${requestId} open`, async () => (await openRequests(id)).items.some((r) => r.data.request_id === requestId));
+    return requestId;
+  }
+
+  const decide = (body: Record<string, unknown>, token = alice, id = workerId) =>
+    gw.app.inject({ method: 'POST', url: `/v1/workers/${id}/control`, headers: asUser(token), payload: body });
+
+  const pending = (afterId: string, waitMs = 0, id = workerId, token = workerToken) =>
+    gw.app.inject({ url: `/v1/workers/${id}/control/pending?after_id=${afterId}&wait_ms=${waitMs}`, headers: asUser(token) });
+
+  it('10 concurrent decisions on one request across 2 control replicas: exactly one 201, nine 409 already_decided naming who and when', async () => {
+    const requestId = await askPermission();
+    const deciders = await Promise.all(Array.from({ length: 10 }, (_, i) => gw.userToken(`admin-${i}`, { svc_admin: true, name: `Admin ${i}` })));
+    const answers = await Promise.all(deciders.map((token, i) => decide({ request_id: requestId, decision: i % 2 === 0 ? 'allow' : 'deny', message: `from ${i}` }, token)));
+    const created = answers.filter((a) => a.statusCode === 201);
+    const refused = answers.filter((a) => a.statusCode === 409);
+    expect(created).toHaveLength(1);
+    expect(refused).toHaveLength(9);
+    const winner = created[0]!.json() as Decision;
+    for (const answer of refused) {
+      const body = answer.json();
+      expect(body.code).toBe('already_decided');
+      expect(body.message).toContain(winner.data.decided_by);
+      expect(body.message).toContain(winner.ts);
+      expect(body.details).toMatchObject({ decided_by: winner.data.decided_by, decided_at: winner.ts, decision: winner.data.decision });
+    }
+    const stored = (await pending('0')).json() as ListResponseOf<Decision>;
+    expect(stored.items.filter((d) => d.data.request_id === requestId)).toHaveLength(1);
+  });
+
+  it('a decision records who decided from the JWT (sub, name, email); a deny without a message gets a default one', async () => {
+    const requestId = await askPermission();
+    const answer = await decide({ request_id: requestId, decision: 'deny' });
+    expect(answer.statusCode).toBe(201);
+    expect((answer.json() as Decision).data).toEqual({
+      request_id: requestId,
+      decision: 'deny',
+      message: DEFAULT_DENY_MESSAGE,
+      decided_by: 'alice',
+      decided_by_name: 'Alice Doe',
+      decided_by_email: 'alice@example.com',
+    });
+    const blank = await askPermission();
+    expect(((await decide({ request_id: blank, decision: 'deny', message: '  ' })).json() as Decision).data.message).toBe(DEFAULT_DENY_MESSAGE);
+  });
+
+  it('the pending poll returns each decision exactly once across successive after_id cursors', async () => {
+    const first = (await pending('0')).json() as ListResponseOf<Decision>;
+    const cursor = first.items.at(-1)!.id;
+    expect((await pending(cursor)).json()).toMatchObject({ items: [] });
+    const requestId = await askPermission();
+    await decide({ request_id: requestId, decision: 'allow', updated_input: { command: 'npm test -- --run' } });
+    const next = (await pending(cursor)).json() as ListResponseOf<Decision>;
+    expect(next.items.map((d) => d.data.request_id)).toEqual([requestId]);
+    expect(next.items[0]!.data.updated_input).toEqual({ command: 'npm test -- --run' });
+    expect((await pending(next.items[0]!.id)).json()).toMatchObject({ items: [] });
+    const ids = [...first.items, ...next.items].map((d) => Number(d.id));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('a long poll answers as soon as the decision is stored, and empty at its deadline when none comes', async () => {
+    const cursor = ((await pending('0')).json() as ListResponseOf<Decision>).items.at(-1)!.id;
+    const requestId = await askPermission();
+    const started = Date.now();
+    const poll = pending(cursor, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const decidedAt = Date.now();
+    expect((await decide({ request_id: requestId, decision: 'allow' })).statusCode).toBe(201);
+    const answer = await poll;
+    const answeredAfterDecision = Date.now() - decidedAt;
+    expect(answer.statusCode).toBe(200);
+    expect((answer.json() as ListResponseOf<Decision>).items.map((d) => d.data.request_id)).toEqual([requestId]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(answeredAfterDecision).toBeLessThan(2_000);
+
+    const last = (answer.json() as ListResponseOf<Decision>).items[0]!.id;
+    const quietStart = Date.now();
+    const quiet = await pending(last, 400);
+    expect(quiet.json()).toMatchObject({ items: [] });
+    expect(Date.now() - quietStart).toBeGreaterThanOrEqual(390);
+  });
+
+  it('a deadline fires: the policy stores a deny with a reason as "policy:timeout", and a later decision is refused as closed', async () => {
+    const id = 'wrk_deadline';
+    const token = await gw.createWorker(id, 'alice', 'running', { decision_policy: { decision_timeout_s: 1, on_timeout: 'deny' } });
+    const requestId = await askPermission(id, token);
+    const decision = await waitFor(
+      'the timeout decision',
+      async () => ((await pending('0', 0, id, token)).json() as ListResponseOf<Decision>).items.find((d) => d.data.request_id === requestId),
+      10_000,
+      100,
+    );
+    expect(decision.data).toMatchObject({ decision: 'deny', decided_by: 'policy:timeout' });
+    expect(decision.data.message).toMatch(/Bash.*1 s/);
+    const late = await decide({ request_id: requestId, decision: 'allow' }, alice, id);
+    expect(late.statusCode).toBe(409);
+    expect(late.json()).toMatchObject({ code: 'request_closed', details: { reason: 'expired' } });
+    expect((await openRequests(id)).items).toEqual([]);
+  });
+
+  it('a request withdrawn by the agent closes for every viewer and refuses a late decision with request_closed', async () => {
+    const requestId = await askPermission();
+    await postEvents(workerId, workerToken, [{ type: 'system', uid: `withdraw-${requestId}`, ts: new Date().toISOString(), data: controlWithdrawnData(requestId) }]);
+    await waitFor('the request no longer open', async () => !(await openRequests()).items.some((r) => r.data.request_id === requestId));
+    expect((await openRequests(workerId, alice, 'closed')).items.some((r) => r.data.request_id === requestId)).toBe(true);
+    const late = await decide({ request_id: requestId, decision: 'allow' });
+    expect(late.statusCode).toBe(409);
+    expect(late.json()).toMatchObject({ code: 'request_closed', details: { reason: 'withdrawn' } });
+  });
+
+  it('late joiners: the open requests are listed until decided, then listed as closed', async () => {
+    const requestId = await askPermission(workerId, workerToken, 'Write');
+    const open = await openRequests();
+    expect(open.items.find((r) => r.data.request_id === requestId)?.data).toMatchObject({ tool_name: 'Write', input: { command: 'npm test' } });
+    await decide({ request_id: requestId, decision: 'allow' });
+    expect((await openRequests()).items.some((r) => r.data.request_id === requestId)).toBe(false);
+    expect((await openRequests(workerId, alice, 'all')).items.some((r) => r.data.request_id === requestId)).toBe(true);
+  });
+
+  it('every viewer\'s stream carries the request and then the decision, so the prompt closes everywhere', async () => {
+    const url = (await gw.app.listen({ host: '127.0.0.1', port: 0 })).replace('http', 'ws');
+    const frames: StreamFrame[] = [];
+    const after = ((await gw.app.inject({ url: `/v1/workers/${workerId}/sdk-events?after_id=0&limit=1`, headers: asUser(alice) })).json() as { total: number }).total;
+    const socket = new WebSocket(`${url}/v1/workers/${workerId}/sdk-events/stream?after_id=${after}`, { headers: asUser(alice) });
+    socket.on('message', (data) => frames.push(JSON.parse(String(data)) as StreamFrame));
+    await waitFor('live', () => frames.some((f) => f.kind === 'live'));
+    const requestId = await askPermission();
+    await decide({ request_id: requestId, decision: 'allow' });
+    const events = () => frames.flatMap((f) => (f.kind === 'event' ? [f.event] : []));
+    await waitFor('request and decision on the stream', () => events().some((e) => e.type === 'control_response' && e.data.request_id === requestId));
+    expect(events().map((e) => e.type)).toEqual(['control_request', 'control_response']);
+    socket.close();
+  });
+
+  it('"always" adds a rule for the tool (and input pattern) that the sidecar reads, and the decision shows who added it', async () => {
+    const requestId = await askPermission(workerId, workerToken, 'Bash');
+    const answer = await decide({ request_id: requestId, decision: 'allow', scope: 'always', input_pattern: 'npm test*' });
+    expect((answer.json() as Decision).data).toMatchObject({ scope: 'always', input_pattern: 'npm test*', decided_by: 'alice' });
+    const rules = (await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(workerToken) })).json() as ListResponseOf<PermissionRule>;
+    expect(rules.items).toEqual([expect.objectContaining({ tool_name: 'Bash', input_pattern: 'npm test*', decision: 'allow', added_by: 'alice', request_id: requestId })]);
+  });
+
+  it('every poll records the sidecar as alive', async () => {
+    const id = 'wrk_alive';
+    const token = await gw.createWorker(id, 'alice');
+    await pending('0', 0, id, token);
+    const record = await waitFor('last_seen_at', async () => {
+      const worker = await requestJson<Omit<WorkerRecord, 'token_hash'>>(gw.bus.nc, subjects.rpc.getWorker, { worker_id: id });
+      return worker.last_seen_at;
+    });
+    expect(Date.now() - Date.parse(record)).toBeLessThan(10_000);
+  });
+
+  describe('each refusal has its own APIError', () => {
+    it('unknown worker: 404 worker_not_found', async () => {
+      const answer = await decide({ request_id: 'x', decision: 'allow' }, alice, 'wrk_nobody');
+      expect(answer.statusCode).toBe(404);
+      expect(answer.json()).toMatchObject({ code: 'worker_not_found' });
+    });
+
+    it('a worker the caller may not steer: the same 404 worker_not_found', async () => {
+      const requestId = await askPermission();
+      const answer = await decide({ request_id: requestId, decision: 'allow' }, await gw.userToken('mallory'));
+      expect(answer.statusCode).toBe(404);
+      expect(answer.json()).toMatchObject({ code: 'worker_not_found' });
+    });
+
+    it('an ended worker: 409 worker_ended', async () => {
+      await gw.createWorker('wrk_ended', 'alice', 'completed');
+      const answer = await decide({ request_id: 'x', decision: 'allow' }, alice, 'wrk_ended');
+      expect(answer.statusCode).toBe(409);
+      expect(answer.json()).toMatchObject({ code: 'worker_ended' });
+    });
+
+    it('no such request: 404 request_not_found', async () => {
+      const answer = await decide({ request_id: 'never-asked', decision: 'allow' });
+      expect(answer.statusCode).toBe(404);
+      expect(answer.json()).toMatchObject({ code: 'request_not_found' });
+    });
+
+    it('a bad body: 400 invalid_request naming the field', async () => {
+      const answer = await decide({ request_id: 'x', decision: 'maybe' });
+      expect(answer.statusCode).toBe(400);
+      expect(answer.json().code).toBe('invalid_request');
+      expect(answer.json().message).toContain('decision');
+    });
+
+    it('a worker token cannot decide (403), and a user token cannot poll for decisions (403)', async () => {
+      expect((await decide({ request_id: 'x', decision: 'allow' }, workerToken)).statusCode).toBe(403);
+      expect((await pending('0', 0, workerId, alice)).statusCode).toBe(403);
+    });
+
+    it('a long poll longer than 30 s is refused: 400 naming wait_ms', async () => {
+      const answer = await pending('0', 30_001);
+      expect(answer.statusCode).toBe(400);
+      expect(answer.json().message).toContain('wait_ms');
+    });
+  });
+});

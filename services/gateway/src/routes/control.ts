@@ -1,0 +1,149 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { publishJson, requestJson, type NatsConnection } from '@svc/bus';
+import {
+  APIErrorSchema,
+  CodedError,
+  ControlRequestsQuery,
+  ControlRequestsResponse,
+  EVENT_LIST_LIMIT,
+  isEndedStatus,
+  PendingControlQuery,
+  PendingControlResponse,
+  PermissionRulesResponse,
+  PostControlBody,
+  PostControlResponse,
+  subjects,
+  WorkerParams,
+  type DecideRequestType,
+  type ListResponseOf,
+  type PermissionRule,
+  type StoredEvent,
+} from '@svc/protocol';
+import { authorizeWorker } from '../auth/authorization.js';
+import type { WorkerDirectory } from '../auth/worker-directory.js';
+import { listStoredEvents } from '../event-queries.js';
+import type { LiveFeeds } from '../live-feeds.js';
+
+export interface ControlRoutesOptions {
+  nc: NatsConnection;
+  workers: WorkerDirectory;
+  live: LiveFeeds;
+}
+
+const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema };
+
+/**
+ * The control channel: a person's decision (`POST …/control`), the sidecar's poll for decisions
+ * (`GET …/control/pending`, a long poll with `wait_ms`), the open requests for late joiners, and
+ * the rules added with "always". Decisions are stored by the control service.
+ */
+export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = async (app, { nc, workers, live }) => {
+  app.post(
+    '/v1/workers/:id/control',
+    {
+      schema: {
+        tags: ['control'],
+        summary: 'Decide on a control request (first decision wins)',
+        description:
+          'Answered 201 with the stored `control_response`. 404 `worker_not_found` (also when you may not steer it), 409 `worker_ended`, 404 `request_not_found`, 409 `already_decided` (naming who and when), 409 `request_closed` (withdrawn or expired). A deny without a message gets a default one.',
+        params: WorkerParams,
+        body: PostControlBody,
+        response: { 201: PostControlResponse, ...userErrors, 503: APIErrorSchema, 504: APIErrorSchema },
+      },
+    },
+    async (request, reply) => {
+      const workerId = request.params.id;
+      const record = await authorizeWorker(request, workers, workerId);
+      if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more decisions`);
+      const principal = request.principal!;
+      if (principal.kind !== 'user') throw new CodedError('forbidden', 'decisions are made by people');
+      const decide: DecideRequestType = {
+        worker_id: workerId,
+        decision: request.body,
+        decided_by: { sub: principal.sub, ...(principal.name ? { name: principal.name } : {}), ...(principal.email ? { email: principal.email } : {}) },
+      };
+      const stored = await requestJson<StoredEvent<'control_response'>>(nc, subjects.rpc.decide, decide, { requestId: request.id });
+      return reply.code(201).send(stored);
+    },
+  );
+
+  app.get(
+    '/v1/workers/:id/control/pending',
+    {
+      config: { auth: 'worker' },
+      schema: {
+        tags: ['control'],
+        summary: 'Decisions after a cursor (the sidecar polls; wait_ms makes it a long poll)',
+        description: `The \`control_response\` events after \`after_id\`, in id order. With \`wait_ms\` the answer comes as soon as one is stored, or empty at the deadline. Every poll records the sidecar as alive. \`total\` is the number of the worker's decisions. Default \`limit\` ${EVENT_LIST_LIMIT.default}.`,
+        params: WorkerParams,
+        querystring: PendingControlQuery,
+        response: { 200: PendingControlResponse, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema },
+      },
+    },
+    async (request) => {
+      const workerId = request.params.id;
+      const afterId = request.query.after_id ?? '0';
+      publishJson(nc, subjects.workerAlive(workerId), { worker_id: workerId, at: new Date().toISOString() });
+      const list = () => listStoredEvents(nc, { worker_id: workerId, after_id: afterId, limit: request.query.limit, types: ['control_response'] }, request.id);
+
+      const deadline = Date.now() + (request.query.wait_ms ?? 0);
+      let wake: (() => void) | undefined;
+      // Watching starts before the first read: a decision stored in between wakes the poll.
+      const stopWatching = live.watch(workerId, (event) => {
+        if (event.type === 'control_response' && BigInt(event.id) > BigInt(afterId)) wake?.();
+      });
+      const hungUp = () => wake?.();
+      request.raw.once('close', hungUp);
+      try {
+        for (;;) {
+          const page = await list();
+          const remaining = deadline - Date.now();
+          if (page.items.length > 0 || remaining <= 0 || request.raw.destroyed) return page;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, remaining);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = undefined;
+        }
+      } finally {
+        stopWatching();
+        request.raw.off('close', hungUp);
+      }
+    },
+  );
+
+  app.get(
+    '/v1/workers/:id/control/requests',
+    {
+      schema: {
+        tags: ['control'],
+        summary: 'Control requests by state (open: what a viewer joining now must answer)',
+        params: WorkerParams,
+        querystring: ControlRequestsQuery,
+        response: { 200: ControlRequestsResponse, ...userErrors },
+      },
+    },
+    async (request) => {
+      const workerId = request.params.id;
+      await authorizeWorker(request, workers, workerId);
+      return requestJson<ListResponseOf<StoredEvent<'control_request'>>>(nc, subjects.rpc.controlRequests, { worker_id: workerId, state: request.query.state ?? 'open' }, { requestId: request.id, retries: 1 });
+    },
+  );
+
+  app.get(
+    '/v1/workers/:id/permission-rules',
+    {
+      config: { auth: 'worker' },
+      schema: {
+        tags: ['control'],
+        summary: 'The rules people added with scope "always" (the sidecar applies them)',
+        params: WorkerParams,
+        response: { 200: PermissionRulesResponse, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema },
+      },
+    },
+    async (request) => requestJson<ListResponseOf<PermissionRule>>(nc, subjects.rpc.permissionRules, { worker_id: request.params.id }, { requestId: request.id, retries: 1 }),
+  );
+};
