@@ -14,20 +14,15 @@
  *
  * Nothing is pinned to a CPU: the services share the machine's cores as they would a node's.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import http from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { jetstreamManager } from '@nats-io/jetstream';
 import Fastify from 'fastify';
 import pg from 'pg';
 import WebSocket from 'ws';
-import { connectBus, launchNatsServer, requestJson, type NatsConnection } from '@svc/bus';
-import { streams, subjects, type CreateWorkerResultType, type IncomingEvent, type StreamFrame } from '@svc/protocol';
-import { createLogger } from '@svc/service-kit';
-import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
+import type { CreateWorkerResultType, IncomingEvent, StreamFrame } from '@svc/protocol';
+import { waitFor } from '@svc/test-support';
 import { runLoad, type LoadResult } from './load-client.js';
+import { agent, percentile, post, print, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
 import { median, rawInsertSql, rawParameters } from './raw-insert.js';
 
 const { values: args } = parseArgs({
@@ -55,83 +50,6 @@ const FAN_OUT_RATE = 50;
 
 const TEXT = 'The tests pass now. I changed the parser to keep the raw line when a field is missing. ';
 const event = (uid: string): IncomingEvent => ({ type: 'assistant', uid, ts: new Date().toISOString(), data: { text: TEXT, message_id: 'msg_bench' } });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-
-interface Pipeline {
-  gatewayUrl: string;
-  postgresUrl: string;
-  gateway: ServiceProcess;
-  userToken: string;
-  createWorker(): Promise<CreateWorkerResultType>;
-  /** Waits until event-ingest has stored everything posted so far, so one figure's backlog does not weigh on the next. */
-  drained(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-async function startPipeline(): Promise<Pipeline> {
-  const [nats, postgres, issuer] = await Promise.all([launchNatsServer(), startPostgres({ durable: true }), startTestIssuer('svc')]);
-  const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
-  const port = await freePort();
-  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: args['log-level'] };
-  const quiet = { discardStdout: true, nodeArgs: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args.profile)}`] : [] };
-  const processes = [
-    startServiceProcess('event-ingest', env, quiet),
-    startServiceProcess('session', env, quiet),
-    startServiceProcess('control', env, quiet),
-    startServiceProcess('gateway', { ...env, SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000' }, quiet),
-  ];
-  const gatewayUrl = `http://127.0.0.1:${port}`;
-  const userToken = await issuer.sign({ sub: 'bench' });
-  const stopInfrastructure = async () => {
-    await Promise.all(processes.map((p) => p.stop()));
-    await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
-    await rm(stateDir, { recursive: true, force: true });
-  };
-  await waitFor('every service up', async () => {
-    const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
-    return response?.status === 200 && ((await response.json()) as { status: string }).status === 'ok';
-  }, 60_000, 200).catch(async (err: unknown) => {
-    await stopInfrastructure();
-    throw err;
-  });
-  const nc: NatsConnection = await connectBus({ servers: nats.url, name: 'bench', logger: createLogger({ name: 'bench', level: 'silent' }) });
-  return {
-    gatewayUrl,
-    postgresUrl: postgres.url,
-    gateway: processes[3]!,
-    userToken,
-    createWorker: () => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench' }),
-    async drained() {
-      const jsm = await jetstreamManager(nc);
-      await waitFor('the incoming queue to drain', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0, 600_000, 200);
-    },
-    async stop() {
-      await nc.close();
-      await stopInfrastructure();
-    },
-  };
-}
-
-/** Keep-alive connections for the posting clients, at most 64 at a time (a queue forms beyond). */
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-
-function post(pipeline: Pipeline, worker: CreateWorkerResultType, body: unknown): Promise<void> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`,
-      { method: 'POST', agent, headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
-      (response) => {
-        let text = '';
-        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        response.on('end', () => (response.statusCode === 202 ? resolve() : reject(new Error(`POST answered ${response.statusCode}: ${text}`))));
-      },
-    );
-    request.on('error', reject);
-    request.end(payload);
-  });
-}
 
 /** 1. Single-event durable POST vs a bare Fastify no-op POST. */
 async function singlePost(pipeline: Pipeline) {
@@ -308,17 +226,8 @@ async function fanOut(pipeline: Pipeline) {
   verdict('gateway RSS MiB', peak, '≤', 300);
 }
 
-function print(line: string): void {
-  process.stdout.write(`\n${line}\n`);
-}
-
-function verdict(name: string, value: number, relation: '≥' | '≤', target: number): void {
-  const met = relation === '≥' ? value >= target : value <= target;
-  process.stdout.write(`${name}: ${value.toFixed(2)} (target ${relation} ${target}: ${met ? 'met' : 'NOT met'})\n`);
-}
-
 async function main() {
-  const pipeline = await startPipeline();
+  const pipeline = await startPipeline({ logLevel: args['log-level'], profileDir: args.profile });
   try {
     print(`bench/ingest — gateway log level ${args['log-level']}`);
     const figures = [singlePost, batched, latency, fanOut];

@@ -34,13 +34,16 @@ const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worke
 /** The control channel's reads and its one table of its own; every read is an index lookup (migration 2026-11-22T1000-control). */
 export function createControlQueries(db: Kysely<Database>) {
   return {
-    /** The worker's `control_request` with this `request_id` (the first, if the agent repeated it). */
-    async findRequest(workerId: string, requestId: string): Promise<StoredRequest | undefined> {
-      const { rows } = await sql<EventRow>`
-        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data FROM events r
+    /**
+     * The worker's `control_request` with this `request_id` (the first, if the agent repeated
+     * it), and whether the agent withdrew it: one query, since a decision needs both.
+     */
+    async findRequest(workerId: string, requestId: string): Promise<(StoredRequest & { withdrawn: boolean }) | undefined> {
+      const { rows } = await sql<EventRow & { withdrawn: boolean }>`
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, ${withdrawn} AS withdrawn FROM events r
         WHERE r.worker_id = ${workerId} AND r.type = 'control_request' AND r.data->>'request_id' = ${requestId}
         ORDER BY r.id LIMIT 1`.execute(db);
-      return rows[0] && toStored(rows[0]);
+      return rows[0] && { ...toStored(rows[0]), withdrawn: rows[0].withdrawn };
     },
 
     /** The decision stored for this request, if any (a person's or the deadline's). */
@@ -48,14 +51,6 @@ export function createControlQueries(db: Kysely<Database>) {
       const row = await db.selectFrom('events').selectAll().where('worker_id', '=', workerId).where('uid', '=', controlResponseUid(requestId)).executeTakeFirst();
       if (!row) return undefined;
       return { id: row.id, worker_id: row.worker_id, type: 'control_response', uid: row.uid, ts: row.ts.toISOString(), data: row.data } as StoredEvent<'control_response'>;
-    },
-
-    async isWithdrawn(workerId: string, requestId: string): Promise<boolean> {
-      const { rows } = await sql`
-        SELECT 1 FROM events w
-        WHERE w.worker_id = ${workerId} AND w.type = 'system' AND w.data->>'subtype' = ${CONTROL_WITHDRAWN_SUBTYPE} AND (w.data->'details')->>'request_id' = ${requestId}
-        LIMIT 1`.execute(db);
-      return rows.length > 0;
     },
 
     /** A worker's requests in one state, oldest first. */

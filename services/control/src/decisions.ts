@@ -55,27 +55,33 @@ function refusal(existing: StoredEvent<'control_response'>): CodedError {
 export function createDecisions(deps: DecisionsDeps) {
   const log = deps.logger.child({ component: 'decisions' });
 
-  /** Appends one decision (and its "always" rule, in the same transaction); `undefined` when the request already had one. */
+  /** Appends one decision (and its "always" rule, in the same transaction); `duplicate` when the request already had one. */
   async function store(workerId: string, data: EventData<'control_response'>): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
     const event: IncomingEvent = { type: 'control_response', uid: controlResponseUid(data.request_id), ts: new Date().toISOString(), data };
-    const result = await deps.db.transaction().execute(async (trx) => {
-      const [appended] = (await createEventStore(trx).appendMany([{ workerId, events: [event] }]))[0]!;
-      if (!appended!.duplicate && data.scope === 'always') {
-        const request = await deps.queries.findRequest(workerId, data.request_id);
-        await trx
-          .insertInto('permission_rules')
-          .values({
-            worker_id: workerId,
-            tool_name: request!.event.data.tool_name,
-            input_pattern: data.input_pattern ?? null,
-            decision: data.decision,
-            added_by: data.decided_by,
-            request_id: data.request_id,
-          })
-          .execute();
-      }
-      return appended!;
-    });
+    const append = async (db: Kysely<Database>) => (await createEventStore(db).appendMany([{ workerId, events: [event] }]))[0]![0]!;
+    // A plain decision is one statement (one round trip); one that adds a rule stores both in
+    // one transaction.
+    const result =
+      data.scope !== 'always'
+        ? await append(deps.db)
+        : await deps.db.transaction().execute(async (trx) => {
+            const appended = await append(trx);
+            if (!appended.duplicate) {
+              const request = await deps.queries.findRequest(workerId, data.request_id);
+              await trx
+                .insertInto('permission_rules')
+                .values({
+                  worker_id: workerId,
+                  tool_name: request!.event.data.tool_name,
+                  input_pattern: data.input_pattern ?? null,
+                  decision: data.decision,
+                  added_by: data.decided_by,
+                  request_id: data.request_id,
+                })
+                .execute();
+            }
+            return appended;
+          });
     const stored = result.event as StoredEvent<'control_response'>;
     if (!result.duplicate) {
       // Viewers and long polls hear of it like any stored event.
@@ -107,12 +113,9 @@ export function createDecisions(deps: DecisionsDeps) {
 
     /** A person's decision: checks, in order, that the request exists, is not withdrawn, has not expired and is undecided. */
     async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType): Promise<StoredEvent<'control_response'>> {
-      const request = await deps.queries.findRequest(workerId, body.request_id);
+      const [request, policy] = await Promise.all([deps.queries.findRequest(workerId, body.request_id), deps.policyOf(workerId)]);
       if (!request) throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);
-      if (await deps.queries.isWithdrawn(workerId, body.request_id)) {
-        throw new CodedError('request_closed', `request ${body.request_id} was withdrawn by the agent`, { reason: 'withdrawn' });
-      }
-      const policy = await deps.policyOf(workerId);
+      if (request.withdrawn) throw new CodedError('request_closed', `request ${body.request_id} was withdrawn by the agent`, { reason: 'withdrawn' });
       if (Date.now() >= deadlineOf(request, policy)) throw refusal(await expire(request, policy));
 
       const data: EventData<'control_response'> = {

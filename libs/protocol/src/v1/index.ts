@@ -12,3 +12,4 @@ export * from './bus.js';
 export * from './examples.js';
 export * from './rpc.js';
 export * from './stream.js';
+export * from './sidecar-config.js';

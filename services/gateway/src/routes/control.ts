@@ -80,25 +80,30 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
         response: { 200: PendingControlResponse, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const workerId = request.params.id;
       const afterId = request.query.after_id ?? '0';
       publishJson(nc, subjects.workerAlive(workerId), { worker_id: workerId, at: new Date().toISOString() });
       const list = () => listStoredEvents(nc, { worker_id: workerId, after_id: afterId, limit: request.query.limit, types: ['control_response'] }, request.id);
 
       const deadline = Date.now() + (request.query.wait_ms ?? 0);
+      // Set by a decision announced at any moment since watching began, also during a read.
+      let announced = false;
       let wake: (() => void) | undefined;
-      // Watching starts before the first read: a decision stored in between wakes the poll.
       const stopWatching = live.watch(workerId, (event) => {
-        if (event.type === 'control_response' && BigInt(event.id) > BigInt(afterId)) wake?.();
+        if (event.type !== 'control_response' || BigInt(event.id) <= BigInt(afterId)) return;
+        announced = true;
+        wake?.();
       });
+      // A client that hangs up ends the wait (the connection closes under the response).
       const hungUp = () => wake?.();
-      request.raw.once('close', hungUp);
+      reply.raw.once('close', hungUp);
       try {
-        for (;;) {
-          const page = await list();
-          const remaining = deadline - Date.now();
-          if (page.items.length > 0 || remaining <= 0 || request.raw.destroyed) return page;
+        // Watching started before this read, so a decision stored meanwhile is in it or announced.
+        const page = await list();
+        const remaining = deadline - Date.now();
+        if (page.items.length > 0 || remaining <= 0) return page;
+        if (!announced) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, remaining);
             wake = () => {
@@ -106,11 +111,13 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
               resolve();
             };
           });
-          wake = undefined;
         }
+        // Read again rather than answer with the announcement: the store has every decision
+        // after the cursor, also one whose announcement was lost (the cursor must skip none).
+        return request.raw.socket?.destroyed ? page : await list();
       } finally {
         stopWatching();
-        request.raw.off('close', hungUp);
+        reply.raw.off('close', hungUp);
       }
     },
   );

@@ -1,0 +1,114 @@
+/**
+ * What the pipeline benchmarks share: the stack as deployed (nats-server, Postgres with fsync
+ * on, and every service as its own process from its built `main.js`), a keep-alive HTTP
+ * client, and how figures are printed.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connectBus, launchNatsServer, requestJson, type NatsConnection } from '@svc/bus';
+import { streams, subjects, type CreateWorkerRequestType, type CreateWorkerResultType } from '@svc/protocol';
+import { createLogger } from '@svc/service-kit';
+import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
+
+export interface PipelineOptions {
+  /** The services' SVC_LOG_LEVEL. */
+  logLevel: string;
+  /** Write a CPU profile of each service into this directory. */
+  profileDir?: string | undefined;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
+export interface Pipeline {
+  gatewayUrl: string;
+  postgresUrl: string;
+  gateway: ServiceProcess;
+  userToken: string;
+  createWorker(options?: Omit<CreateWorkerRequestType, 'owner'>): Promise<CreateWorkerResultType>;
+  /** Waits until event-ingest has stored everything posted so far, so one figure's backlog does not weigh on the next. */
+  drained(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
+  const [nats, postgres, issuer] = await Promise.all([launchNatsServer(), startPostgres({ durable: true }), startTestIssuer('svc')]);
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
+  const port = await freePort();
+  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel };
+  const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
+  const processes = [
+    startServiceProcess('event-ingest', env, quiet),
+    startServiceProcess('session', env, quiet),
+    startServiceProcess('control', env, quiet),
+    startServiceProcess('gateway', { ...env, SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000' }, quiet),
+  ];
+  const gatewayUrl = `http://127.0.0.1:${port}`;
+  const userToken = await issuer.sign({ sub: 'bench' });
+  const stopInfrastructure = async () => {
+    await Promise.all(processes.map((p) => p.stop()));
+    await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
+    await rm(stateDir, { recursive: true, force: true });
+  };
+  await waitFor('every service up', async () => {
+    const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
+    return response?.status === 200 && ((await response.json()) as { status: string }).status === 'ok';
+  }, 60_000, 200).catch(async (err: unknown) => {
+    await stopInfrastructure();
+    throw err;
+  });
+  const nc: NatsConnection = await connectBus({ servers: nats.url, name: 'bench', logger: createLogger({ name: 'bench', level: 'silent' }) });
+  return {
+    gatewayUrl,
+    postgresUrl: postgres.url,
+    gateway: processes[3]!,
+    userToken,
+    createWorker: (options = {}) => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench', ...options }),
+    async drained() {
+      const jsm = await jetstreamManager(nc);
+      await waitFor('the incoming queue to drain', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0, 600_000, 200);
+    },
+    async stop() {
+      await nc.close();
+      await stopInfrastructure();
+    },
+  };
+}
+
+/** Keep-alive connections for the posting clients, at most 64 at a time (a queue forms beyond). */
+export const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** One HTTP exchange over the keep-alive agent: the status and the JSON answer (if any). */
+export function call(url: string, options: { method?: 'GET' | 'POST'; token: string; body?: unknown; agent?: http.Agent }): Promise<{ status: number; body: unknown }> {
+  const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${options.token}` };
+  if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+  return new Promise((resolve, reject) => {
+    const request = http.request(url, { method: options.method ?? 'GET', agent: options.agent ?? agent, headers }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text ? (JSON.parse(text) as unknown) : undefined }));
+    });
+    request.on('error', reject);
+    request.end(payload);
+  });
+}
+
+/** Posts events as the worker's sidecar; anything but 202 is an error. */
+export async function post(pipeline: Pipeline, worker: CreateWorkerResultType, body: unknown): Promise<void> {
+  const answer = await call(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`, { method: 'POST', token: worker.token, body });
+  if (answer.status !== 202) throw new Error(`POST sdk-events answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+}
+
+export function print(line: string): void {
+  process.stdout.write(`\n${line}\n`);
+}
+
+export function verdict(name: string, value: number, relation: '≥' | '≤', target: number): void {
+  const met = relation === '≥' ? value >= target : value <= target;
+  process.stdout.write(`${name}: ${value.toFixed(2)} (target ${relation} ${target}: ${met ? 'met' : 'NOT met'})\n`);
+}
+

@@ -1,0 +1,52 @@
+import Type, { type Static } from 'typebox';
+import { WorkerId } from './primitives.js';
+
+export const SIDECAR_ADAPTERS = ['claude-code', 'codex', 'generic'] as const;
+export type SidecarAdapterName = (typeof SIDECAR_ADAPTERS)[number];
+
+const ToolRules = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [], description });
+
+/**
+ * The sidecar's configuration file (JSON, named by `SVC_SIDECAR_CONFIG`): the spec's fields plus
+ * what a real run needs. The session service writes it into the sandbox at spawn.
+ */
+export const SidecarConfigSchema = Type.Object(
+  {
+    adapter: Type.Enum(SIDECAR_ADAPTERS),
+    worker_id: WorkerId,
+    control_plane_url: Type.String({ pattern: '^https?://[^\\s]+$', description: 'Base URL of the gateway, e.g. https://svc.example.com' }),
+    /** The worker token. Prefer `auth_token_file` (the spec's /var/run/svc/token) so it is not in the config. */
+    auth_token: Type.Optional(Type.String({ minLength: 1 })),
+    auth_token_file: Type.Optional(Type.String({ minLength: 1 })),
+    autonomous: Type.Boolean({ default: false, description: 'Nobody is asked: what is not denied is allowed.' }),
+    permissions: Type.Object(
+      {
+        auto_approve: ToolRules('Allowed silently.'),
+        deny: ToolRules('Refused silently.'),
+        ask: ToolRules('A person decides (allowed in autonomous mode).'),
+      },
+      { additionalProperties: false, default: { auto_approve: [], deny: [], ask: [] } },
+    ),
+    poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000, description: 'Pause between decision polls after an error or an empty answer.' }),
+    agent: Type.Object(
+      {
+        command: Type.String({ minLength: 1 }),
+        args: Type.Array(Type.String(), { default: [] }),
+        env: Type.Record(Type.String(), Type.String(), { default: {} }),
+        cwd: Type.Optional(Type.String({ minLength: 1 })),
+        prompt: Type.Optional(Type.String()),
+      },
+      { additionalProperties: false },
+    ),
+    /** Where the sidecar keeps its boot id, decision cursor and unsent events; never shared by two workers. */
+    state_dir: Type.String({ minLength: 1, default: '/var/lib/svc-sidecar' }),
+    /** How long each decision poll waits for a decision (the long poll's `wait_ms`). */
+    decision_wait_ms: Type.Integer({ minimum: 0, maximum: 30_000, default: 25_000 }),
+    /** The most events unsent events may take on disk while the control plane is unreachable. */
+    buffer_max_bytes: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024 }),
+    /** After SIGTERM, how long the agent gets before SIGKILL. */
+    kill_grace_ms: Type.Integer({ minimum: 0, maximum: 600_000, default: 10_000 }),
+  },
+  { additionalProperties: false },
+);
+export type SidecarConfig = Static<typeof SidecarConfigSchema>;

@@ -1,0 +1,43 @@
+import type { EventData, EventType } from '@svc/protocol';
+
+/** An event as an adapter makes it; the sidecar adds `uid` (`<boot-id>:<n>`) and `ts` when it sends it. */
+export type AgentEvent = { [K in EventType]: { type: K; data: EventData<K> } }[EventType];
+
+/** Which of the agent's streams a line came from. */
+export type AgentStream = 'stdout' | 'stderr';
+
+/** What the sidecar knows when it starts the agent. */
+export interface AgentLaunch {
+  /** The agent's executable, e.g. `claude`. */
+  command: string;
+  /** Extra arguments from the config, after the adapter's own. */
+  args: readonly string[];
+  /** The first user message. */
+  prompt?: string | undefined;
+  /** Autonomous: nobody is asked (the permission engine allows what is not denied). */
+  autonomous: boolean;
+}
+
+/** How to start the agent: its argv, and the lines to write to its stdin first. */
+export interface LaunchPlan {
+  command: string;
+  args: string[];
+  stdinLines: string[];
+}
+
+/**
+ * The spec's three operations for one kind of agent. `parseLine` never throws and never drops:
+ * a line it cannot make sense of becomes a `system` event with level `warn` and the raw line.
+ */
+export interface Adapter {
+  readonly name: string;
+  launch(launch: AgentLaunch): LaunchPlan;
+  parseLine(line: string, stream: AgentStream): AgentEvent[];
+  /** A decision on a request → the bytes to write to the agent's stdin (one line, newline included). */
+  formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string;
+}
+
+/** A raw line nobody could parse, kept whole for the viewers. */
+export function unparsedLine(line: string, stream: AgentStream, why: string): AgentEvent {
+  return { type: 'system', data: { level: 'warn', message: line, stream, subtype: 'unparsed_line', details: { reason: why } } };
+}

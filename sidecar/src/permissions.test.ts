@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import type { PermissionRule } from '@svc/protocol';
+import { createPermissionEngine, parseRule } from './permissions.js';
+
+const lists = { auto_approve: ['Read', 'Bash(git *)', 'mcp__github__*'], deny: ['Bash(rm -rf *)', 'WebFetch'], ask: ['Bash(git push*)'] };
+const bash = (command: string) => ({ command });
+
+describe('permission engine — lists, patterns and precedence', () => {
+  const engine = createPermissionEngine(lists, { autonomous: false });
+
+  it('exact names, name globs and argument patterns', () => {
+    expect(engine.decide('Read', { file_path: '/x' }).decision).toBe('allow');
+    expect(engine.decide('mcp__github__create_issue', {}).decision).toBe('allow');
+    expect(engine.decide('mcp__gitlab__create_issue', {}).decision).toBe('ask');
+    expect(engine.decide('Bash', bash('git status')).decision).toBe('allow');
+    expect(engine.decide('Bash', bash('npm test')).decision).toBe('ask');
+  });
+
+  it('deny beats ask beats auto_approve', () => {
+    expect(engine.decide('Bash', bash('rm -rf /'))).toEqual({ decision: 'deny', reason: 'denied by the rule Bash(rm -rf *)' });
+    // git push matches both auto_approve (git *) and ask (git push*): ask wins.
+    expect(engine.decide('Bash', bash('git push origin main')).decision).toBe('ask');
+    expect(engine.decide('WebFetch', { url: 'https://example.com' }).decision).toBe('deny');
+  });
+
+  it('an unlisted tool is ask; in autonomous mode ask and unlisted are allowed, deny still denies', () => {
+    expect(engine.decide('Write', { file_path: 'a' }).decision).toBe('ask');
+    const autonomous = createPermissionEngine(lists, { autonomous: true });
+    expect(autonomous.decide('Write', { file_path: 'a' }).decision).toBe('allow');
+    expect(autonomous.decide('Bash', bash('git push')).decision).toBe('allow');
+    expect(autonomous.decide('Bash', bash('rm -rf /tmp')).decision).toBe('deny');
+  });
+
+  it('rules people added with "always" apply after deny and before ask, the latest first', () => {
+    const withRules = createPermissionEngine(lists, { autonomous: false });
+    const rule = (id: string, decision: 'allow' | 'deny', pattern?: string): PermissionRule => ({
+      rule_id: id,
+      tool_name: 'Bash',
+      ...(pattern ? { input_pattern: pattern } : {}),
+      decision,
+      added_by: 'alice',
+      request_id: `r${id}`,
+      added_at: '2026-11-22T09:00:00.000Z',
+    });
+    withRules.setAddedRules([rule('1', 'allow', 'npm test*'), rule('2', 'deny', 'npm test --bad*')]);
+    expect(withRules.decide('Bash', bash('npm test -- --run'))).toEqual({ decision: 'allow', reason: "allowed by alice's rule Bash(npm test*)" });
+    expect(withRules.decide('Bash', bash('npm test --bad')).decision).toBe('deny');
+    expect(withRules.decide('Bash', bash('git push')).decision).toBe('ask');
+    expect(withRules.decide('Bash', bash('rm -rf /')).decision).toBe('deny');
+  });
+
+  it('patterns: * spans anything (spaces and slashes too), ? one character, the whole input must match; regex characters are literal', () => {
+    expect(parseRule('Write(src/*.ts)').matches('Write', { file_path: 'src/a/b.ts' })).toBe(true);
+    expect(parseRule('Write(src/*.ts)').matches('Write', { file_path: 'lib/src/b.ts' })).toBe(false);
+    expect(parseRule('Bash(ls ?)').matches('Bash', bash('ls a'))).toBe(true);
+    expect(parseRule('Bash(ls ?)').matches('Bash', bash('ls ab'))).toBe(false);
+    expect(parseRule('Bash(echo (x)+)').matches('Bash', bash('echo (x)+'))).toBe(true);
+    expect(parseRule('Bash(git *)').matches('Bash', {})).toBe(false);
+  });
+});

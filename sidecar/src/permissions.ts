@@ -1,0 +1,95 @@
+import type { PermissionRule } from '@svc/protocol';
+
+/** The config's three lists (the spec's `permissions` object). */
+export interface PermissionLists {
+  auto_approve: readonly string[];
+  deny: readonly string[];
+  ask: readonly string[];
+}
+
+export type Verdict =
+  | { decision: 'allow' | 'deny'; reason: string }
+  /** A person decides (the request goes to the control plane). */
+  | { decision: 'ask'; reason: string };
+
+/**
+ * The input a rule's argument pattern is matched against: `Bash(git *)` matches the command,
+ * `Write(src/*)` the file path. A tool without one of these fields matches only argument-less rules.
+ */
+const PRIMARY_INPUT_FIELDS = ['command', 'file_path', 'path', 'notebook_path', 'url', 'pattern', 'query'] as const;
+
+function primaryInput(input: Record<string, unknown>): string | undefined {
+  for (const field of PRIMARY_INPUT_FIELDS) if (typeof input[field] === 'string') return input[field];
+  return undefined;
+}
+
+/** `*` is any run of characters, `?` one character; the whole text must match. */
+function globToRegExp(glob: string): RegExp {
+  const escaped = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${escaped}$`, 's');
+}
+
+/** One rule: `Tool`, `mcp__github__*` (a glob over the name), or `Tool(pattern)` (a glob over its primary input). */
+export interface Rule {
+  source: string;
+  matches(toolName: string, input: Record<string, unknown>): boolean;
+}
+
+export function parseRule(source: string): Rule {
+  const withArgument = /^([^()]+)\((.*)\)$/s.exec(source.trim());
+  const name = globToRegExp((withArgument ? withArgument[1]! : source).trim());
+  const argument = withArgument ? globToRegExp(withArgument[2]!) : undefined;
+  return {
+    source,
+    matches(toolName, input) {
+      if (!name.test(toolName)) return false;
+      if (!argument) return true;
+      const value = primaryInput(input);
+      return value !== undefined && argument.test(value);
+    },
+  };
+}
+
+/** A rule a person added with "always" (from `GET …/permission-rules`): its pattern is over the primary input. */
+function addedRule(rule: PermissionRule): Rule {
+  return parseRule(rule.input_pattern === undefined ? rule.tool_name : `${rule.tool_name}(${rule.input_pattern})`);
+}
+
+/**
+ * The permission engine. Precedence, first match wins:
+ * 1. the config's `deny` list (the operator's hard limits: nobody overrides them);
+ * 2. rules people added with "always" (the latest first);
+ * 3. `ask`;
+ * 4. `auto_approve`;
+ * 5. anything else is `ask`.
+ * In autonomous mode nobody is there to ask: `ask` (listed or by default) becomes allow; `deny` still denies.
+ */
+export function createPermissionEngine(lists: PermissionLists, options: { autonomous: boolean }) {
+  const deny = lists.deny.map(parseRule);
+  const ask = lists.ask.map(parseRule);
+  const approve = lists.auto_approve.map(parseRule);
+  let added: Array<{ rule: Rule; decision: 'allow' | 'deny'; by: string }> = [];
+
+  const asked = (reason: string): Verdict => (options.autonomous ? { decision: 'allow', reason: `${reason}; autonomous, so allowed` } : { decision: 'ask', reason });
+
+  return {
+    /** Replaces the rules added with "always" (the sidecar refreshes them from the control plane). */
+    setAddedRules(rules: readonly PermissionRule[]): void {
+      added = [...rules].reverse().map((rule) => ({ rule: addedRule(rule), decision: rule.decision, by: rule.added_by }));
+    },
+
+    decide(toolName: string, input: Record<string, unknown>): Verdict {
+      const denied = deny.find((rule) => rule.matches(toolName, input));
+      if (denied) return { decision: 'deny', reason: `denied by the rule ${denied.source}` };
+      const person = added.find((entry) => entry.rule.matches(toolName, input));
+      if (person) return { decision: person.decision, reason: `${person.decision === 'allow' ? 'allowed' : 'denied'} by ${person.by}'s rule ${person.rule.source}` };
+      const listed = ask.find((rule) => rule.matches(toolName, input));
+      if (listed) return asked(`the rule ${listed.source} asks`);
+      const approved = approve.find((rule) => rule.matches(toolName, input));
+      if (approved) return { decision: 'allow', reason: `auto-approved by the rule ${approved.source}` };
+      return asked(`${toolName} is in no list`);
+    },
+  };
+}
+
+export type PermissionEngine = ReturnType<typeof createPermissionEngine>;
