@@ -1,2 +1,7 @@
-/** svc-sidecar: the agent's process manager inside the sandbox. Not implemented yet. */
-export const SIDECAR_NOT_IMPLEMENTED = 'svc-sidecar is not implemented yet: adapters, permission engine and delivery arrive with the sidecar issue';
+/** svc-sidecar: the agent's process manager inside the sandbox (docs/sidecar.md). */
+export * from './adapters/adapter.js';
+export { claudeCodeAdapter } from './adapters/claude-code.js';
+export { genericAdapter } from './adapters/generic.js';
+export * from './config.js';
+export * from './permissions.js';
+export { runSidecar, type SidecarRun } from './runner.js';

@@ -1,25 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectBus, requestJson, type NatsConnection } from '@svc/bus';
-import { EXAMPLE_EVENTS, streams, subjects, type CreateWorkerResultType, type IncomingEvent, type StatusResponseType } from '@svc/protocol';
-import { createLogger } from '@svc/service-kit';
-import {
-  freePort,
-  startNatsServer,
-  startPostgres,
-  startServiceProcess,
-  startTestIssuer,
-  waitFor,
-  type NatsServerProcess,
-  type PostgresProcess,
-  type ServiceProcess,
-  type TestIssuer,
-} from '@svc/test-support';
+import { EXAMPLE_EVENTS, streams, type CreateWorkerResultType, type IncomingEvent } from '@svc/protocol';
+import { waitFor } from '@svc/test-support';
 import { Poller, StreamViewer, type ReceivedEvents } from './readers.js';
+import { startStack, type E2eStack } from './stack.js';
 
 const WORKERS = 20;
 const EVENTS_PER_WORKER = 500;
@@ -46,61 +31,17 @@ function inPosts(events: IncomingEvent[]): IncomingEvent[][] {
 }
 
 describe('the event pipeline end to end — every service its own process, real nats-server and Postgres', () => {
-  let nats: NatsServerProcess;
-  let postgres: PostgresProcess;
-  let issuer: TestIssuer;
-  let stateDir: string;
-  let nc: NatsConnection;
+  let stack: E2eStack;
   let gatewayUrl: string;
   let userToken: string;
-  const env: Record<string, string> = {};
-  const ingest: ServiceProcess[] = [];
-  const others: ServiceProcess[] = [];
-  const everyProcess = () => [...ingest, ...others];
-
-  const startIngestReplica = (replicaIndex: number) =>
-    startServiceProcess('event-ingest', { ...env, SVC_INSTANCE: `ingest-${replicaIndex}`, SVC_INGEST_REPLICA_INDEX: String(replicaIndex), SVC_INGEST_REPLICA_COUNT: '2' });
 
   beforeAll(async () => {
-    [nats, postgres, issuer] = await Promise.all([startNatsServer(), startPostgres(), startTestIssuer('svc')]);
-    stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
-    const port = await freePort();
-    gatewayUrl = `http://127.0.0.1:${port}`;
-    Object.assign(env, { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'warn' });
-    ingest.push(startIngestReplica(0), startIngestReplica(1));
-    others.push(
-      startServiceProcess('session', env),
-      startServiceProcess('control', env),
-      startServiceProcess('gateway', {
-        ...env,
-        SVC_GATEWAY_PORT: String(port),
-        SVC_OIDC_ISSUER: issuer.issuer,
-        SVC_OIDC_AUDIENCE: 'svc',
-        // The readers poll hard on purpose; rate limits have their own tests.
-        SVC_RATE_LIMIT_MAX: '100000000',
-      }),
-    );
-    userToken = await issuer.sign({ sub: OWNER });
-    await waitFor(
-      'every service up (GET /v1/status)',
-      async () => {
-        const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
-        return response?.status === 200 && ((await response.json()) as StatusResponseType).status === 'ok';
-      },
-      60_000,
-      200,
-    ).catch((err: unknown) => {
-      throw new Error(`${String(err)}\n${everyProcess().map((p) => `--- ${p.service}\n${p.output()}`).join('\n')}`);
-    });
-    nc = await connectBus({ servers: nats.url, name: 'e2e', logger: createLogger({ name: 'e2e', level: 'silent' }) });
+    stack = await startStack({ ingestReplicas: 2 });
+    gatewayUrl = stack.gatewayUrl;
+    userToken = await stack.userToken(OWNER);
   }, 120_000);
 
-  afterAll(async () => {
-    await nc?.close();
-    await Promise.all(everyProcess().map((p) => p.kill()));
-    await Promise.all([nats?.stop(), postgres?.stop(), issuer?.stop()]);
-    if (stateDir) await rm(stateDir, { recursive: true, force: true });
-  });
+  afterAll(() => stack?.stop());
 
   async function post(workerId: string, token: string, events: IncomingEvent[]): Promise<void> {
     const body = events.length === 1 ? events[0] : { events };
@@ -124,7 +65,7 @@ describe('the event pipeline end to end — every service its own process, real 
   it(
     `${WORKERS} fake sidecars post ${WORKERS * EVENTS_PER_WORKER} events while ${VIEWERS} viewers and ${POLLERS} pollers read; event-ingest is SIGKILLed and restarted mid-run; every reader gets every event once, in order`,
     async () => {
-      const workers = await Promise.all(Array.from({ length: WORKERS }, () => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: OWNER })));
+      const workers = await Promise.all(Array.from({ length: WORKERS }, () => stack.createWorker(OWNER)));
       const workerIds = workers.map((w) => w.worker_id);
       const viewers = Array.from({ length: VIEWERS }, (_, i) => new StreamViewer(`viewer-${i}`, gatewayUrl, userToken));
       const pollers = Array.from({ length: POLLERS }, (_, i) => new Poller(`poller-${i}`, gatewayUrl, userToken));
@@ -141,9 +82,9 @@ describe('the event pipeline end to end — every service its own process, real 
       ];
       const running: Promise<void>[] = [];
       async function crashAndRestart(replicaIndex: number) {
-        await ingest[replicaIndex]!.kill();
+        await stack.ingest[replicaIndex]!.kill();
         await new Promise((resolve) => setTimeout(resolve, 300));
-        ingest[replicaIndex] = startIngestReplica(replicaIndex);
+        stack.ingest[replicaIndex] = stack.startIngestReplica(replicaIndex);
       }
       async function dropAndResume(viewer: StreamViewer) {
         await viewer.disconnect();
@@ -161,7 +102,7 @@ describe('the event pipeline end to end — every service its own process, real 
         }),
       );
       await Promise.all(running);
-      expect(ingest.every((replica) => !replica.output().includes('"level":50')), ingest.map((r) => r.output()).join('\n')).toBe(true);
+      expect(stack.ingest.every((replica) => !replica.output().includes('"level":50')), stack.outputs()).toBe(true);
 
       const everyReader = [...viewers, ...pollers].map((r) => r.received);
       await waitFor(
@@ -171,7 +112,7 @@ describe('the event pipeline end to end — every service its own process, real 
         100,
       ).catch((err: unknown) => {
         const short = everyReader.map((r) => `${r.name}: ${workerIds.reduce((sum, id) => sum + r.count(id), 0)}`).join(', ');
-        throw new Error(`${String(err)} (${short})\n${ingest.map((p) => `--- ${p.service}\n${p.output()}`).join('\n')}`);
+        throw new Error(`${String(err)} (${short})\n${stack.outputs()}`);
       });
       await Promise.all(pollers.map((poller) => poller.finished()));
       for (const reader of everyReader) expectEveryEventOnceInOrder(reader, workers);
@@ -183,9 +124,9 @@ describe('the event pipeline end to end — every service its own process, real 
           for (let at = 0; at < events.length; at += 100) await post(worker.worker_id, worker.token, events.slice(at, at + 100));
         }),
       );
-      const jsm = await jetstreamManager(nc);
+      const jsm = await jetstreamManager(stack.nc);
       await waitFor('the incoming work queue to empty', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0, 30_000);
-      const client = new pg.Client({ connectionString: postgres.url });
+      const client = new pg.Client({ connectionString: stack.postgres.url });
       await client.connect();
       try {
         const { rows } = await client.query<{ count: string }>('select count(*) from events');
@@ -202,7 +143,7 @@ describe('the event pipeline end to end — every service its own process, real 
   );
 
   it('every service process stops cleanly on SIGTERM (exit 0)', async () => {
-    const codes = await Promise.all(everyProcess().map(async (p) => [p.service, await p.stop()] as const));
-    expect(codes).toEqual(everyProcess().map((p) => [p.service, 0]));
+    const codes = await Promise.all(stack.processes().map(async (p) => [p.service, await p.stop()] as const));
+    expect(codes).toEqual(stack.processes().map((p) => [p.service, 0]));
   });
 });

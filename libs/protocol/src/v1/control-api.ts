@@ -89,13 +89,13 @@ export const ControlRequestsRpc = Type.Object({ worker_id: WorkerId, state: Type
 export type ControlRequestsRpcType = Static<typeof ControlRequestsRpc>;
 
 /** Whether the control service acts on this stored event: a request, or a withdrawal. */
-export function isControlEvent(event: StoredEvent): boolean {
+export function isControlEvent(event: Pick<StoredEvent, 'type' | 'data'>): boolean {
   if (event.type === 'control_request') return true;
   return event.type === 'system' && (event.data as EventData<'system'>).subtype === CONTROL_WITHDRAWN_SUBTYPE;
 }
 
 /** The `request_id` a withdrawal event closes. */
-export function withdrawnRequestId(event: StoredEvent): string | undefined {
+export function withdrawnRequestId(event: Pick<StoredEvent, 'type' | 'data'>): string | undefined {
   if (event.type !== 'system') return undefined;
   const data = event.data as EventData<'system'>;
   const requestId = data.subtype === CONTROL_WITHDRAWN_SUBTYPE ? data.details?.['request_id'] : undefined;

@@ -1,0 +1,108 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { connectBus, requestJson, type NatsConnection } from '@svc/bus';
+import { subjects, type CreateWorkerRequestType, type CreateWorkerResultType, type StatusResponseType } from '@svc/protocol';
+import { createLogger } from '@svc/service-kit';
+import {
+  freePort,
+  startNatsServer,
+  startPostgres,
+  startServiceProcess,
+  startTestIssuer,
+  waitFor,
+  type NatsServerProcess,
+  type PostgresProcess,
+  type ServiceProcess,
+  type TestIssuer,
+} from '@svc/test-support';
+
+export interface E2eStack {
+  gatewayUrl: string;
+  /** The `SVC_*` environment every service runs with. */
+  env: Record<string, string>;
+  postgres: PostgresProcess;
+  nc: NatsConnection;
+  /** event-ingest replicas by index; a test may kill one and put a new one in its place. */
+  ingest: ServiceProcess[];
+  startIngestReplica(replicaIndex: number): ServiceProcess;
+  userToken(sub: string): Promise<string>;
+  createWorker(owner: string, extra?: Omit<CreateWorkerRequestType, 'owner'>): Promise<CreateWorkerResultType>;
+  /** Stops the gateway (SIGTERM), and returns the function that starts it again on the same port. */
+  stopGateway(): Promise<() => Promise<void>>;
+  /** Every service process running now. */
+  processes(): ServiceProcess[];
+  /** Every service's output, for a failing test's message. */
+  outputs(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole control plane as deployed: a real nats-server, a real Postgres, an OIDC issuer, and
+ * every service started from its built `main.js` as its own process (two event-ingest replicas
+ * unless told otherwise). Resolves once `GET /v1/status` says every service is up.
+ */
+export async function startStack(options: { ingestReplicas?: number } = {}): Promise<E2eStack> {
+  const replicas = options.ingestReplicas ?? 2;
+  const [nats, postgres, issuer]: [NatsServerProcess, PostgresProcess, TestIssuer] = await Promise.all([startNatsServer(), startPostgres(), startTestIssuer('svc')]);
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
+  const port = await freePort();
+  const gatewayUrl = `http://127.0.0.1:${port}`;
+  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'warn' };
+  const gatewayEnv = {
+    ...env,
+    SVC_GATEWAY_PORT: String(port),
+    SVC_OIDC_ISSUER: issuer.issuer,
+    SVC_OIDC_AUDIENCE: 'svc',
+    // Tests poll hard on purpose; rate limits have their own tests.
+    SVC_RATE_LIMIT_MAX: '100000000',
+  };
+  const startIngestReplica = (replicaIndex: number) =>
+    startServiceProcess('event-ingest', { ...env, SVC_INSTANCE: `ingest-${replicaIndex}`, SVC_INGEST_REPLICA_INDEX: String(replicaIndex), SVC_INGEST_REPLICA_COUNT: String(replicas) });
+  const ingest = Array.from({ length: replicas }, (_, index) => startIngestReplica(index));
+  const others = [startServiceProcess('session', env), startServiceProcess('control', env)];
+  let gateway = startServiceProcess('gateway', gatewayEnv);
+  const everyProcess = () => [...ingest, ...others, gateway];
+  const outputs = () => everyProcess().map((p) => `--- ${p.service}\n${p.output()}`).join('\n');
+  const statusToken = await issuer.sign({ sub: 'e2e-status' });
+  const gatewayReady = () =>
+    waitFor(
+      'every service up (GET /v1/status)',
+      async () => {
+        const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${statusToken}` } }).catch(() => undefined);
+        return response?.status === 200 && ((await response.json()) as StatusResponseType).status === 'ok';
+      },
+      60_000,
+      200,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${outputs()}`);
+    });
+  await gatewayReady();
+  const nc = await connectBus({ servers: nats.url, name: 'e2e', logger: createLogger({ name: 'e2e', level: 'silent' }) });
+
+  return {
+    gatewayUrl,
+    env,
+    postgres,
+    nc,
+    ingest,
+    startIngestReplica,
+    userToken: (sub) => issuer.sign({ sub }),
+    createWorker: (owner, extra = {}) => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner, ...extra }),
+    async stopGateway() {
+      await gateway.stop();
+      return async () => {
+        gateway = startServiceProcess('gateway', gatewayEnv);
+        await gatewayReady();
+      };
+    },
+    processes: everyProcess,
+    outputs,
+    async stop() {
+      await nc.close();
+      await Promise.all(everyProcess().map((p) => p.kill()));
+      await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
+      await rm(stateDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { ListResponseOf, StoredEvent } from '@svc/protocol';
+import { backoffMs, type ControlPlaneClient } from './http-client.js';
+
+export interface DecisionPollerOptions {
+  client: ControlPlaneClient;
+  workerId: string;
+  stateDir: string;
+  /** The long poll's `wait_ms`. */
+  waitMs: number;
+  /** Pause after an empty answer when not long-polling. */
+  pollIntervalMs: number;
+  /** Called once per decision, in id order, after the cursor has moved past it. */
+  onDecision(decision: StoredEvent<'control_response'>): void;
+  warn(message: string): void;
+}
+
+/**
+ * Long-polls `GET …/control/pending` from the cursor kept in `decision-cursor` in the state
+ * directory. The cursor is saved (atomically: written aside, then renamed) before a decision is
+ * handed on, so a restarted sidecar never hands on a decision twice. A decision whose hand-over
+ * was cut short by a crash belonged to the agent that died with the sidecar; the new agent never
+ * asked for it.
+ */
+export function createDecisionPoller(options: DecisionPollerOptions) {
+  const cursorPath = path.join(options.stateDir, 'decision-cursor');
+  let cursor = '0';
+  try {
+    cursor = readFileSync(cursorPath, 'utf8').trim() || '0';
+  } catch {
+    // No cursor yet: from the start.
+  }
+  const abort = new AbortController();
+
+  function save(id: string): void {
+    writeFileSync(`${cursorPath}.tmp`, id);
+    renameSync(`${cursorPath}.tmp`, cursorPath);
+    cursor = id;
+  }
+
+  const loop = (async () => {
+    for (let failures = 0; !abort.signal.aborted; ) {
+      const outcome = await options.client.send('GET', `/v1/workers/${options.workerId}/control/pending?after_id=${cursor}&wait_ms=${options.waitMs}&limit=100`, undefined, abort.signal);
+      if (abort.signal.aborted) return;
+      if (!outcome.ok) {
+        if (failures === 0) options.warn(`decision poll failed (${outcome.reason}); trying again`);
+        await new Promise((resolve) => setTimeout(resolve, Math.max(options.pollIntervalMs, backoffMs(failures++, outcome.ok ? undefined : outcome.retryAfterMs))));
+        continue;
+      }
+      failures = 0;
+      const page = outcome.body as ListResponseOf<StoredEvent<'control_response'>>;
+      for (const decision of page.items) {
+        save(decision.id);
+        options.onDecision(decision);
+      }
+      if (page.items.length === 0 && options.waitMs === 0) await new Promise((resolve) => setTimeout(resolve, options.pollIntervalMs));
+    }
+  })();
+
+  return {
+    cursor: () => cursor,
+    async stop(): Promise<void> {
+      abort.abort();
+      await loop;
+    },
+  };
+}

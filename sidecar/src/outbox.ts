@@ -1,0 +1,156 @@
+import { closeSync, existsSync, openSync, readSync, statSync, truncateSync, appendFileSync } from 'node:fs';
+import path from 'node:path';
+import { MAX_EVENTS_PER_POST, type IncomingEvent } from '@svc/protocol';
+import type { AgentEvent } from './adapters/adapter.js';
+import { backoffMs, type ControlPlaneClient } from './http-client.js';
+
+export interface OutboxOptions {
+  client: ControlPlaneClient;
+  workerId: string;
+  /** Unique per sidecar start: uids are `<boot-id>:<n>`. */
+  bootId: string;
+  stateDir: string;
+  /** The most bytes waiting on disk; beyond it `hasRoom()` is false until some are sent. */
+  bufferMaxBytes: number;
+  /** Events per POST (at most the API's 500). */
+  maxBatch?: number;
+  /** How long the first event of a batch waits for company. */
+  flushMs?: number;
+  /** Events kept in memory before new ones go to disk. */
+  memoryLimit?: number;
+  /** The sidecar's own diagnostics (stderr). */
+  warn(message: string): void;
+}
+
+const READ_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * Every event the agent produces, delivered in order, each exactly once (the gateway and the
+ * store drop a repeated uid). Events wait in memory; when the control plane does not answer, or
+ * memory holds `memoryLimit` events, new ones go to `outbox.jsonl` in the state directory and
+ * everything is sent from there, in order, when it answers again. A sidecar that starts and
+ * finds that file sends its events first (they keep their uids, so a repeat stores nothing).
+ */
+export function createOutbox(options: OutboxOptions) {
+  const maxBatch = Math.min(options.maxBatch ?? 100, MAX_EVENTS_PER_POST);
+  const flushMs = options.flushMs ?? 5;
+  const memoryLimit = options.memoryLimit ?? 1000;
+  const spillPath = path.join(options.stateDir, 'outbox.jsonl');
+  const memory: IncomingEvent[] = [];
+  let next = 0;
+  /** Bytes of the spill file already loaded back into memory. */
+  let readOffset = 0;
+  let spilledBytes = existsSync(spillPath) ? statSync(spillPath).size : 0;
+  let wakeSender: (() => void) | undefined;
+  const roomWaiters: Array<() => void> = [];
+  let closing = false;
+  let failed: string | undefined;
+
+  const spilling = () => spilledBytes > readOffset;
+
+  function toDisk(event: IncomingEvent): void {
+    if (!spilling()) options.warn(`${memory.length} events wait in memory; the next ones wait on disk (${spillPath})`);
+    const line = `${JSON.stringify(event)}\n`;
+    appendFileSync(spillPath, line);
+    spilledBytes += Buffer.byteLength(line);
+  }
+
+  /** Loads the next events from disk into memory; resets the file when it is all loaded. */
+  function loadFromDisk(): void {
+    const fd = openSync(spillPath, 'r');
+    try {
+      const chunk = Buffer.alloc(Math.min(READ_CHUNK_BYTES, spilledBytes - readOffset));
+      const read = readSync(fd, chunk, 0, chunk.length, readOffset);
+      const lastNewline = chunk.lastIndexOf(10, read - 1);
+      if (lastNewline < 0) return;
+      for (const line of chunk.subarray(0, lastNewline).toString('utf8').split('\n')) {
+        if (line.trim() !== '') memory.push(JSON.parse(line) as IncomingEvent);
+      }
+      readOffset += lastNewline + 1;
+    } finally {
+      closeSync(fd);
+    }
+    if (readOffset >= spilledBytes) {
+      truncateSync(spillPath, 0);
+      readOffset = 0;
+      spilledBytes = 0;
+    }
+    for (const resolve of roomWaiters.splice(0)) resolve();
+  }
+
+  /** Posts one batch until it is taken; a 400 is narrowed down to the event it is about. */
+  async function deliver(batch: IncomingEvent[]): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await options.client.send('POST', `/v1/workers/${options.workerId}/sdk-events`, { events: batch });
+      if (outcome.ok) return;
+      if (outcome.retryable) {
+        if (attempt === 0) options.warn(`events not delivered (${outcome.reason}); keeping them and trying again`);
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, outcome.retryAfterMs)));
+        continue;
+      }
+      if (outcome.reason.includes(' 400 ') && batch.length > 1) {
+        for (const event of batch) await deliver([event]);
+        return;
+      }
+      if (outcome.reason.includes(' 400 ')) {
+        // The control plane refuses this event: keep a trace of it rather than lose it silently.
+        options.warn(`the control plane refused event ${batch[0]!.uid}: ${outcome.reason}`);
+        const note: IncomingEvent = { type: 'system', uid: `${batch[0]!.uid}:refused`, ts: new Date().toISOString(), data: { level: 'warn', message: `an event of type ${batch[0]!.type} was refused by the control plane`, subtype: 'event_refused' } };
+        await deliver([note]);
+        return;
+      }
+      failed = outcome.reason;
+      throw new Error(`events cannot be delivered: ${outcome.reason}`);
+    }
+  }
+
+  const sender = (async () => {
+    for (;;) {
+      if (memory.length === 0 && spilling()) loadFromDisk();
+      if (memory.length === 0) {
+        if (closing) return;
+        await new Promise<void>((resolve) => (wakeSender = resolve));
+        wakeSender = undefined;
+        continue;
+      }
+      if (memory.length < maxBatch && !closing) await new Promise((resolve) => setTimeout(resolve, flushMs));
+      const batch = memory.slice(0, maxBatch);
+      try {
+        await deliver(batch);
+      } catch (err) {
+        options.warn((err as Error).message);
+        return;
+      }
+      memory.splice(0, batch.length);
+      if (!spilling()) for (const resolve of roomWaiters.splice(0)) resolve();
+    }
+  })();
+
+  return {
+    /** Queues an event (uid and ts assigned now). */
+    push(event: AgentEvent): void {
+      const incoming = { ...event, uid: `${options.bootId}:${next++}`, ts: new Date().toISOString() } as IncomingEvent;
+      // Once anything is on disk, everything goes there, so order holds.
+      if (spilling() || memory.length >= memoryLimit) toDisk(incoming);
+      else memory.push(incoming);
+      wakeSender?.();
+    },
+
+    /** False while the disk buffer is full: stop reading the agent (it waits on its pipe) until `room()`. */
+    hasRoom: () => spilledBytes - readOffset < options.bufferMaxBytes,
+    room: () => new Promise<void>((resolve) => roomWaiters.push(resolve)),
+
+    /** Events not yet taken by the control plane. */
+    pending: () => memory.length + (spilling() ? 1 : 0),
+    failure: () => failed,
+
+    /** Sends everything queued, then stops. */
+    async close(): Promise<void> {
+      closing = true;
+      wakeSender?.();
+      await sender;
+    },
+  };
+}
+
+export type Outbox = ReturnType<typeof createOutbox>;

@@ -1,0 +1,183 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { constants } from 'node:os';
+import { withdrawnRequestId, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
+import type { Adapter, AgentEvent } from './adapters/adapter.js';
+import { claudeCodeAdapter } from './adapters/claude-code.js';
+import { genericAdapter } from './adapters/generic.js';
+import type { LoadedSidecarConfig } from './config.js';
+import { createDecisionPoller } from './decision-poller.js';
+import { createControlPlaneClient } from './http-client.js';
+import { createOutbox } from './outbox.js';
+import { createPermissionEngine } from './permissions.js';
+
+export function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
+  if (name === 'claude-code') return claudeCodeAdapter;
+  if (name === 'generic') return genericAdapter;
+  throw new Error(`the ${name} adapter is not implemented yet`);
+}
+
+/** The agent never outlives its sidecar unobserved: a group left by a previous run is killed first. */
+function killLeftoverAgent(pgidFile: string, warn: (message: string) => void): void {
+  let pgid: number;
+  try {
+    pgid = Number(readFileSync(pgidFile, 'utf8').trim());
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pgid) || pgid <= 1) return;
+  try {
+    process.kill(-pgid, 'SIGKILL');
+    warn(`killed the agent group ${pgid} left by a previous sidecar`);
+  } catch {
+    // Already gone.
+  }
+}
+
+export interface SidecarRun {
+  /** Resolves with the agent's exit code (128 + signal number when a signal ended it). */
+  exited: Promise<number>;
+  /** Forwards SIGTERM to the agent, then SIGKILL after the grace period. */
+  terminate(): void;
+}
+
+/**
+ * Runs the agent under the sidecar: its lines become events (through the adapter), its tool
+ * requests go through the permission engine (and to a person when it says ask), decisions come
+ * back from the long poll and go to its stdin exactly once. Resolves when the agent has exited
+ * and every event is delivered.
+ */
+export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): SidecarRun {
+  const adapter = adapterFor(config.adapter);
+  mkdirSync(config.state_dir, { recursive: true });
+  const pgidFile = path.join(config.state_dir, 'agent.pgid');
+  killLeftoverAgent(pgidFile, warn);
+
+  const client = createControlPlaneClient(config.control_plane_url, config.token);
+  const bootId = randomBytes(6).toString('base64url');
+  const outbox = createOutbox({ client, workerId: config.worker_id, bootId, stateDir: config.state_dir, bufferMaxBytes: config.buffer_max_bytes, warn });
+  const engine = createPermissionEngine(config.permissions, { autonomous: config.autonomous });
+  /** Requests a person must decide, by request id, until the decision is written. */
+  const open = new Map<string, EventData<'control_request'>>();
+
+  const refreshRules = async () => {
+    const outcome = await client.send('GET', `/v1/workers/${config.worker_id}/permission-rules`);
+    if (outcome.ok) engine.setAddedRules((outcome.body as ListResponseOf<PermissionRule>).items);
+  };
+  void refreshRules();
+
+  const plan = adapter.launch({ command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous });
+  const agent = spawn(plan.command, plan.args, {
+    cwd: config.agent.cwd,
+    env: { ...process.env, ...config.agent.env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    // Its own process group: a signal reaches everything it started.
+    detached: true,
+  });
+  if (agent.pid) writeFileSync(pgidFile, String(agent.pid));
+  const writeToAgent = (bytes: string) => {
+    if (bytes && agent.stdin?.writable) agent.stdin.write(bytes);
+  };
+  agent.stdin?.on('error', () => {}); // the agent closed its stdin: nothing more to tell it
+  for (const line of plan.stdinLines) writeToAgent(`${line}\n`);
+  outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: 'agent_start', details: { pid: agent.pid ?? null, adapter: adapter.name } } });
+
+  function handle(event: AgentEvent): void {
+    if (event.type === 'control_request') {
+      outbox.push(event);
+      const verdict = engine.decide(event.data.tool_name, event.data.input);
+      if (verdict.decision === 'ask') {
+        open.set(event.data.request_id, event.data);
+        return;
+      }
+      // The policy decided: recorded like a person's decision, so the history shows it.
+      const decision: EventData<'control_response'> = { request_id: event.data.request_id, decision: verdict.decision, message: verdict.reason, decided_by: 'policy' };
+      outbox.push({ type: 'control_response', data: decision });
+      writeToAgent(adapter.formatDecision(decision, event.data));
+      return;
+    }
+    if (event.type === 'system') {
+      const withdrawn = withdrawnRequestId(event);
+      if (withdrawn !== undefined) open.delete(withdrawn);
+    }
+    outbox.push(event);
+  }
+
+  for (const [stream, source] of [
+    ['stdout', agent.stdout!],
+    ['stderr', agent.stderr!],
+  ] as const) {
+    const lines = createInterface({ input: source, crlfDelay: Infinity });
+    lines.on('line', (line) => {
+      for (const event of adapter.parseLine(line, stream)) handle(event);
+      // A full disk buffer stops the reading: the agent waits on its pipe, nothing is lost.
+      if (!outbox.hasRoom()) {
+        lines.pause();
+        void outbox.room().then(() => lines.resume());
+      }
+    });
+  }
+
+  const poller = createDecisionPoller({
+    client,
+    workerId: config.worker_id,
+    stateDir: config.state_dir,
+    waitMs: config.decision_wait_ms,
+    pollIntervalMs: config.poll_interval_ms,
+    warn,
+    onDecision(decision) {
+      const request = open.get(decision.data.request_id);
+      if (decision.data.decided_by === 'policy' || !request) return; // ours, or not this agent's
+      open.delete(decision.data.request_id);
+      writeToAgent(adapter.formatDecision(decision.data, request));
+      if (decision.data.scope === 'always') void refreshRules();
+    },
+  });
+
+  let killTimer: NodeJS.Timeout | undefined;
+  const exited = new Promise<number>((resolve) => {
+    let finished = false;
+    const finish = (exitCode: number, data: EventData<'system'>) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(killTimer);
+      rmSync(pgidFile, { force: true });
+      outbox.push({ type: 'system', data });
+      void (async () => {
+        await poller.stop();
+        await outbox.close();
+        resolve(exitCode);
+      })();
+    };
+    agent.on('error', (err) => {
+      // It never ran (e.g. the command does not exist): there will be no exit status.
+      if (agent.pid === undefined) finish(127, { level: 'error', message: `the agent could not start: ${err.message}`, subtype: 'agent_exit', details: { code: 127 } });
+    });
+    agent.on('close', (code, signal) => {
+      const exitCode = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : 1);
+      finish(exitCode, { level: exitCode === 0 ? 'info' : 'warn', message: `agent exited with ${signal ? `signal ${signal}` : `code ${code}`}`, subtype: 'agent_exit', details: { code, signal } });
+    });
+  });
+
+  return {
+    exited,
+    terminate() {
+      if (!agent.pid) return;
+      try {
+        process.kill(-agent.pid, 'SIGTERM');
+      } catch {
+        return;
+      }
+      killTimer = setTimeout(() => {
+        try {
+          process.kill(-agent.pid!, 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
+        }
+      }, config.kill_grace_ms);
+    },
+  };
+}
