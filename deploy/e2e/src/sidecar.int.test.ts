@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,11 +37,12 @@ describe('svc-sidecar under the real control plane (every service its own proces
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function configFor(worker: CreateWorkerResultType, agent: { command: string; args: string[] }, name: string): Promise<string> {
+  async function configFor(worker: CreateWorkerResultType, agent: Record<string, unknown>, name: string, extra: Record<string, unknown> = {}): Promise<string> {
     const file = path.join(dir, `${name}.json`);
     await writeFile(path.join(dir, `${name}.token`), worker.token);
     const config = {
       adapter: 'generic',
+      ...extra,
       worker_id: worker.worker_id,
       control_plane_url: stack.gatewayUrl,
       auth_token_file: path.join(dir, `${name}.token`),
@@ -115,5 +116,66 @@ describe('svc-sidecar under the real control plane (every service its own proces
     expect(await sidecar.exited).toBe(2);
     expect(sidecar.stderr()).toContain('/control_plane_url');
     expect(sidecar.stderr()).not.toContain('svcw_secret_value');
+  });
+
+  describe('decisions (claude-code adapter; a stand-in CLI replays the real transcripts)', () => {
+    const REPLAY = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../agents/replay-claude.mjs');
+    const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/test/fixtures/claude-code');
+    const REQUEST_ID = '8644f6b6-e495-48fd-bf4f-f4e4fc33a306';
+    const INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
+    // The sidecar runs the stand-in as the CLI's command, with the CLI's own arguments.
+    beforeAll(() => chmod(REPLAY, 0o755));
+
+    async function runClaude(name: string, extra: Record<string, unknown>) {
+      const worker = await stack.createWorker('e2e-user');
+      const decisionFile = path.join(dir, `${name}.decisions`);
+      const agent = { command: REPLAY, env: { TRANSCRIPT: path.join(FIXTURES, 'c-stdio-allow.stdout.jsonl'), DECISION_FILE: decisionFile }, prompt: 'Create out.txt containing hello' };
+      const sidecar = startSidecar(await configFor(worker, agent, name, { adapter: 'claude-code', ...extra }));
+      const decisions = async () => (await readFile(decisionFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+      return { worker, sidecar, decisions };
+    }
+
+    it('a tool that needs approval shows as an open request; a person allows it; the agent gets that decision once, as the CLI expects it', async () => {
+      const { worker, sidecar, decisions } = await runClaude('approve', {});
+      const requests = async () =>
+        ((await (await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/control/requests?state=open`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as ListResponseOf<StoredEvent<'control_request'>>).items;
+      const [open] = await waitFor('the request open', async () => ((await requests()).length === 1 ? requests() : undefined), 20_000);
+      expect(open!.data).toMatchObject({ request_id: REQUEST_ID, tool_name: 'Bash', input: INPUT });
+      const updated = { ...INPUT, command: 'echo hello-from-host > out.txt' };
+      const answer = await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/control`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ request_id: REQUEST_ID, decision: 'allow', updated_input: updated }),
+      });
+      expect(answer.status).toBe(201);
+      expect(await sidecar.exited).toBe(0);
+      expect(await decisions()).toEqual([{ type: 'control_response', response: { subtype: 'success', request_id: REQUEST_ID, response: { behavior: 'allow', updatedInput: updated } } }]);
+      const events = await waitFor('the result stored', async () => {
+        const stored = await storedEvents(worker.worker_id);
+        return stored.some((e) => (e.type as string) === 'result') ? (stored as StoredEvent[]) : undefined;
+      });
+      const types = events.map((e) => e.type);
+      expect(types.indexOf('control_request')).toBeLessThan(types.indexOf('control_response'));
+      expect(events.find((e) => e.type === 'control_response')!.data).toMatchObject({ decided_by: 'e2e-user', decision: 'allow' });
+      expect(await requests()).toEqual([]);
+    });
+
+    it('a tool on the deny list is refused without a prompt; the history records the policy\'s decision', async () => {
+      const { worker, sidecar, decisions } = await runClaude('deny', { permissions: { deny: ['Bash(echo *)'], ask: [], auto_approve: [] } });
+      expect(await sidecar.exited).toBe(0);
+      const [written] = await decisions();
+      expect(written).toMatchObject({ response: { request_id: REQUEST_ID, response: { behavior: 'deny', message: 'denied by the rule Bash(echo *)' } } });
+      const events = (await waitFor('the decision stored', async () => {
+        const stored = (await storedEvents(worker.worker_id)) as StoredEvent[];
+        return stored.some((e) => e.type === 'control_response') ? stored : undefined;
+      })) as StoredEvent[];
+      expect(events.find((e) => e.type === 'control_response')!.data).toMatchObject({ decision: 'deny', decided_by: 'policy' });
+    });
+
+    it('autonomous with auto_approve: no prompt, the tool is allowed with its input unchanged', async () => {
+      const { sidecar, decisions } = await runClaude('autonomous', { autonomous: true, permissions: { auto_approve: ['Read'], deny: [], ask: [] } });
+      expect(await sidecar.exited).toBe(0);
+      expect(await decisions()).toEqual([{ type: 'control_response', response: { subtype: 'success', request_id: REQUEST_ID, response: { behavior: 'allow', updatedInput: INPUT } } }]);
+    });
   });
 });
