@@ -4,6 +4,8 @@
 #                    bubblewrap (local sandboxes), tmux (terminal e2e tests)
 #   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
 #   node_modules     via `npm ci`, re-run only when package-lock.json changed
+#   agent CLIs       the real Claude Code versions the sidecar is tested with, each in
+#                    .cache/agents/<name>-<version> (outside the workspace's lockfile)
 # Idempotent and quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,4 +48,15 @@ if [ "$(cat node_modules/.svc-lock-hash 2>/dev/null)" != "$lock_hash" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > node_modules/.svc-lock-hash
 fi
+# --- agent CLIs (real-agent tests) ------------------------------------------
+for version in $CLAUDE_CODE_VERSIONS; do
+  dir=".cache/agents/claude-code-$version"
+  if [ "$("$dir/node_modules/.bin/claude" --version 2>/dev/null | cut -d' ' -f1)" != "$version" ]; then
+    say "installing Claude Code $version into $dir"
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$version"
+    # npm 11 skips the package's postinstall, which puts the native binary in place.
+    node "$dir/node_modules/@anthropic-ai/claude-code/install.cjs"
+  fi
+done
+
 say "ready (nats-server: $("$gobin/nats-server" --version), node: $(node --version))"

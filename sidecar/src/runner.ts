@@ -104,6 +104,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
       if (withdrawn !== undefined) open.delete(withdrawn);
     }
     outbox.push(event);
+    if (event.type === 'result' && adapter.endsAfterResult) agent.stdin?.end();
   }
 
   for (const [stream, source] of [

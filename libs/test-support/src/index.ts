@@ -6,3 +6,4 @@ export * from './lint.js';
 export * from './oidc-issuer.js';
 export * from './events.js';
 export * from './service-process.js';
+export * from './mock-anthropic.js';

@@ -31,6 +31,11 @@ export interface LaunchPlan {
  */
 export interface Adapter {
   readonly name: string;
+  /**
+   * One prompt, one run: after the turn's `result` the sidecar closes the agent's stdin, which
+   * ends a CLI that would otherwise wait for more input.
+   */
+  readonly endsAfterResult: boolean;
   launch(launch: AgentLaunch): LaunchPlan;
   parseLine(line: string, stream: AgentStream): AgentEvent[];
   /** A decision on a request → the bytes to write to the agent's stdin (one line, newline included). */

@@ -109,6 +109,8 @@ function controlRequestEvent(line: Json): AgentEvent {
  */
 export const claudeCodeAdapter: Adapter = {
   name: 'claude-code',
+  // EOF on stdin ends the CLI once no turn runs (AGENTS.md).
+  endsAfterResult: true,
 
   launch(launch: AgentLaunch): LaunchPlan {
     const args = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio', ...launch.args];

@@ -1,0 +1,84 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
+/** One model turn the mock plays: some text, then optionally one tool call. */
+export interface ScriptedTurn {
+  text: string;
+  tool?: { name: string; input: Record<string, unknown> };
+}
+
+export interface MockAnthropic {
+  /** The base URL for `ANTHROPIC_BASE_URL`. */
+  url: string;
+  /** The bodies of every Messages request, in order. */
+  requests(): Array<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+function sse(response: ServerResponse, event: string, data: unknown): void {
+  response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => resolve(body));
+    request.on('error', reject);
+  });
+}
+
+/** Whether the conversation's last message hands back a tool result (the model's next turn follows a tool call). */
+function afterToolResult(body: Record<string, unknown>): boolean {
+  const messages = Array.isArray(body['messages']) ? (body['messages'] as Array<{ role?: string; content?: unknown }>) : [];
+  const last = messages.at(-1);
+  return Array.isArray(last?.content) && last.content.some((block) => typeof block === 'object' && block !== null && (block as { type?: string }).type === 'tool_result');
+}
+
+/**
+ * A stand-in for the Anthropic Messages API on loopback, for running the real Claude Code CLI
+ * offline (../shared/AGENTS.md): `POST /v1/messages` answers with a streamed (SSE) assistant
+ * message — `turns[0]` for a conversation that does not end in a tool result (its text and its
+ * tool call), `turns[1]` for one that does. `HEAD /` answers 200 (2.1.197 checks it).
+ */
+export async function startMockAnthropic(turns: [ScriptedTurn, ScriptedTurn]): Promise<MockAnthropic> {
+  const received: Array<Record<string, unknown>> = [];
+  let messages = 0;
+  const server: Server = createServer((request, response) => {
+    void (async () => {
+      if (request.method === 'HEAD' || request.method === 'GET') return void response.writeHead(200).end();
+      if (request.method !== 'POST' || !request.url?.startsWith('/v1/messages')) return void response.writeHead(404, { 'content-type': 'application/json' }).end('{"type":"error","error":{"type":"not_found_error","message":"not here"}}');
+      const body = JSON.parse(await readBody(request)) as Record<string, unknown>;
+      received.push(body);
+      const turn = afterToolResult(body) ? turns[1] : turns[0];
+      const id = `msg_mock_${String(++messages).padStart(4, '0')}`;
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      sse(response, 'message_start', {
+        type: 'message_start',
+        message: { id, type: 'message', role: 'assistant', model: String(body['model'] ?? 'claude-mock'), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 100, output_tokens: 1 } },
+      });
+      sse(response, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+      sse(response, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: turn.text } });
+      sse(response, 'content_block_stop', { type: 'content_block_stop', index: 0 });
+      if (turn.tool) {
+        sse(response, 'content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: `toolu_mock_${String(messages).padStart(2, '0')}`, name: turn.tool.name, input: {} } });
+        sse(response, 'content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: JSON.stringify(turn.tool.input) } });
+        sse(response, 'content_block_stop', { type: 'content_block_stop', index: 1 });
+      }
+      sse(response, 'message_delta', { type: 'message_delta', delta: { stop_reason: turn.tool ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: 24 } });
+      sse(response, 'message_stop', { type: 'message_stop' });
+      response.end();
+    })().catch(() => response.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('the mock Anthropic server has no port');
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    requests: () => received,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
