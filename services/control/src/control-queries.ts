@@ -27,8 +27,12 @@ function toStored(row: EventRow): StoredRequest {
   };
 }
 
-// A request is open while it has no decision (one uid per request) and no withdrawal.
-const decided = sql`EXISTS (SELECT 1 FROM events d WHERE d.worker_id = r.worker_id AND d.uid = 'control_response:' || (r.data->>'request_id'))`;
+// A request is open while it has no decision and no withdrawal. A decision is any
+// `control_response` on it: a person's or the deadline's (stored by the control service under
+// `control_response:<request_id>`), or the sidecar's own policy decision (posted as an event).
+const decided = sql`EXISTS (SELECT 1 FROM events d WHERE d.worker_id = r.worker_id AND d.type = 'control_response' AND d.data->>'request_id' = r.data->>'request_id')`;
+const firstDecision = sql`(SELECT json_build_object('id', d.id::text, 'uid', d.uid, 'ts', d.ts, 'data', d.data) FROM events d
+  WHERE d.worker_id = r.worker_id AND d.type = 'control_response' AND d.data->>'request_id' = r.data->>'request_id' ORDER BY d.id LIMIT 1)`;
 const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worker_id AND w.type = 'system' AND w.data->>'subtype' = ${CONTROL_WITHDRAWN_SUBTYPE} AND (w.data->'details')->>'request_id' = r.data->>'request_id')`;
 
 /** The control channel's reads and its one table of its own; every read is an index lookup (migration 2026-11-22T1000-control). */
@@ -36,14 +40,20 @@ export function createControlQueries(db: Kysely<Database>) {
   return {
     /**
      * The worker's `control_request` with this `request_id` (the first, if the agent repeated
-     * it), and whether the agent withdrew it: one query, since a decision needs both.
+     * it), whether the agent withdrew it, and its first decision if it has one: one query,
+     * since deciding needs all three.
      */
-    async findRequest(workerId: string, requestId: string): Promise<(StoredRequest & { withdrawn: boolean }) | undefined> {
-      const { rows } = await sql<EventRow & { withdrawn: boolean }>`
-        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, ${withdrawn} AS withdrawn FROM events r
+    async findRequest(workerId: string, requestId: string): Promise<(StoredRequest & { withdrawn: boolean; decision: StoredEvent<'control_response'> | undefined }) | undefined> {
+      const { rows } = await sql<EventRow & { withdrawn: boolean; decision: { id: string; uid: string; ts: string; data: unknown } | null }>`
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, ${withdrawn} AS withdrawn, ${firstDecision} AS decision FROM events r
         WHERE r.worker_id = ${workerId} AND r.type = 'control_request' AND r.data->>'request_id' = ${requestId}
         ORDER BY r.id LIMIT 1`.execute(db);
-      return rows[0] && { ...toStored(rows[0]), withdrawn: rows[0].withdrawn };
+      const row = rows[0];
+      if (!row) return undefined;
+      const decision = row.decision
+        ? ({ id: row.decision.id, worker_id: workerId, type: 'control_response', uid: row.decision.uid, ts: new Date(row.decision.ts).toISOString(), data: row.decision.data } as StoredEvent<'control_response'>)
+        : undefined;
+      return { ...toStored(row), withdrawn: row.withdrawn, decision };
     },
 
     /** The decision stored for this request, if any (a person's or the deadline's). */

@@ -94,6 +94,9 @@ export function createDecisions(deps: DecisionsDeps) {
   /** At (or after) the deadline: the policy decides, unless someone did first. */
   async function expire(request: StoredRequest, policy: DecisionPolicy): Promise<StoredEvent<'control_response'>> {
     const { request_id: requestId, tool_name: toolName } = request.event.data;
+    // The sidecar's policy may have decided it (a decision under another uid): nothing to expire.
+    const current = await deps.queries.findRequest(request.event.worker_id, requestId);
+    if (current?.decision) return current.decision;
     const data: EventData<'control_response'> = {
       request_id: requestId,
       decision: policy.on_timeout,
@@ -116,6 +119,9 @@ export function createDecisions(deps: DecisionsDeps) {
       const [request, policy] = await Promise.all([deps.queries.findRequest(workerId, body.request_id), deps.policyOf(workerId)]);
       if (!request) throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);
       if (request.withdrawn) throw new CodedError('request_closed', `request ${body.request_id} was withdrawn by the agent`, { reason: 'withdrawn' });
+      // Decided already: by the sidecar's permission engine (an event it posted), or by a person
+      // or the deadline (the uid rule below would refuse those too; this names them sooner).
+      if (request.decision) throw refusal(request.decision);
       if (Date.now() >= deadlineOf(request, policy)) throw refusal(await expire(request, policy));
 
       const data: EventData<'control_response'> = {

@@ -155,6 +155,19 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect(late.json()).toMatchObject({ code: 'request_closed', details: { reason: 'withdrawn' } });
   });
 
+  it('a request the sidecar\'s policy decided (an event it posted) is closed: not open, and a person\'s decision is refused naming the policy', async () => {
+    const requestId = `policy-${++requests}`;
+    await postEvents(workerId, workerToken, [
+      { type: 'control_request', uid: `pr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: 'Read', input: { file_path: 'a' } } },
+      { type: 'control_response', uid: `pd-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, decision: 'allow', message: 'auto-approved', decided_by: 'policy' } },
+    ]);
+    await waitFor('the request listed as closed', async () => (await openRequests(workerId, alice, 'closed')).items.some((r) => r.data.request_id === requestId));
+    expect((await openRequests()).items.some((r) => r.data.request_id === requestId)).toBe(false);
+    const late = await decide({ request_id: requestId, decision: 'deny' });
+    expect(late.statusCode).toBe(409);
+    expect(late.json()).toMatchObject({ code: 'already_decided', details: { decided_by: 'policy', decision: 'allow' } });
+  });
+
   it('late joiners: the open requests are listed until decided, then listed as closed', async () => {
     const requestId = await askPermission(workerId, workerToken, 'Write');
     const open = await openRequests();

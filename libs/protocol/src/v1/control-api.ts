@@ -88,9 +88,9 @@ export type DecideRequestType = Static<typeof DecideRequest>;
 export const ControlRequestsRpc = Type.Object({ worker_id: WorkerId, state: Type.Enum(CONTROL_REQUEST_STATES) }, { additionalProperties: false });
 export type ControlRequestsRpcType = Static<typeof ControlRequestsRpc>;
 
-/** Whether the control service acts on this stored event: a request, or a withdrawal. */
+/** Whether the control service acts on this stored event: a request, a decision (the sidecar's policy posts its own), or a withdrawal. */
 export function isControlEvent(event: Pick<StoredEvent, 'type' | 'data'>): boolean {
-  if (event.type === 'control_request') return true;
+  if (event.type === 'control_request' || event.type === 'control_response') return true;
   return event.type === 'system' && (event.data as EventData<'system'>).subtype === CONTROL_WITHDRAWN_SUBTYPE;
 }
 

@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ListResponseOf, StoredEvent } from '@svc/protocol';
+import { startMockAnthropic, waitFor, type MockAnthropic } from '@svc/test-support';
+import { startStack, type E2eStack } from './stack.js';
+
+const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const SIDECAR = path.join(WORKSPACE, 'sidecar/dist/main.js');
+/** The releases to test, from the one place that pins them. */
+const VERSIONS = /CLAUDE_CODE_VERSIONS="([^"]+)"/.exec(readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8'))![1]!.split(' ');
+
+function claudeBinary(version: string): string {
+  const binary = path.join(WORKSPACE, `.cache/agents/claude-code-${version}/node_modules/.bin/claude`);
+  if (!existsSync(binary)) throw new Error(`Claude Code ${version} is not installed at ${binary}; run: bash deploy/dev-setup.sh`);
+  return binary;
+}
+
+const TOOL_INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
+
+/**
+ * The real Claude Code CLI under the real sidecar against the real control plane; only the
+ * model is a stand-in (`startMockAnthropic`, on loopback): its first turn asks to run
+ * `echo hello > out.txt` with Bash, its second says it is done.
+ */
+describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) => {
+  let stack: E2eStack;
+  let mock: MockAnthropic;
+  let dir: string;
+  let userToken: string;
+
+  beforeAll(async () => {
+    [stack, mock] = await Promise.all([startStack({ ingestReplicas: 1 }), startMockAnthropic([{ text: 'I will create out.txt.', tool: { name: 'Bash', input: TOOL_INPUT } }, { text: 'Done.' }])]);
+    dir = await mkdtemp(path.join(tmpdir(), `svc-real-claude-${version}-`));
+    userToken = await stack.userToken('e2e-user');
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all([stack?.stop(), mock?.stop()]);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const get = async <T>(url: string) => (await (await fetch(`${stack.gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as T;
+
+  async function run(name: string, extra: Record<string, unknown>) {
+    const worker = await stack.createWorker('e2e-user');
+    const workspace = path.join(dir, name);
+    const home = path.join(dir, `${name}-home`);
+    await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
+    const config = {
+      adapter: 'claude-code',
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      agent: {
+        command: claudeBinary(version),
+        cwd: workspace,
+        prompt: 'Create out.txt containing hello',
+        env: {
+          HOME: home,
+          ANTHROPIC_BASE_URL: mock.url,
+          ANTHROPIC_API_KEY: 'sk-test',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          DISABLE_AUTOUPDATER: '1',
+          DISABLE_TELEMETRY: '1',
+          DISABLE_ERROR_REPORTING: '1',
+          CLAUDE_CODE_TMPDIR: home,
+          // As root the CLI refuses some modes unless it is told it runs in a sandbox.
+          IS_SANDBOX: '1',
+        },
+      },
+      state_dir: path.join(dir, `${name}-state`),
+      decision_wait_ms: 5000,
+      ...extra,
+    };
+    const file = path.join(dir, `${name}.json`);
+    await writeFile(file, JSON.stringify(config));
+    const child = spawn(process.execPath, [SIDECAR], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const events = () => get<ListResponseOf<StoredEvent>>(`/v1/workers/${worker.worker_id}/sdk-events?limit=1000`).then((page) => page.items);
+    const outFile = path.join(workspace, 'out.txt');
+    return { worker, exited, events, outFile, stderr: () => stderr };
+  }
+
+  const openRequests = (workerId: string) => get<ListResponseOf<StoredEvent<'control_request'>>>(`/v1/workers/${workerId}/control/requests?state=open`).then((page) => page.items);
+  const decide = (workerId: string, body: Record<string, unknown>) =>
+    fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/control`, { method: 'POST', headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  it('a tool that needs approval: the request shows through the API, a person allows it, the tool really runs', async () => {
+    const agent = await run('approve', {});
+    const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);
+    expect(request!.data).toMatchObject({ tool_name: 'Bash', input: TOOL_INPUT });
+    expect((await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
+    const types = (await agent.events()).map((e) => e.type);
+    expect(types).toEqual(expect.arrayContaining(['control_request', 'control_response', 'tool_use', 'tool_result', 'result', 'progress']));
+  }, 90_000);
+
+  it('deny: the tool does not run and the agent receives the message', async () => {
+    const agent = await run('deny', {});
+    const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);
+    expect((await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'deny', message: 'Not in this directory, please.' })).status).toBe(201);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(existsSync(agent.outFile)).toBe(false);
+    const result = (await agent.events()).find((e): e is StoredEvent<'tool_result'> => e.type === 'tool_result');
+    expect(result!.data).toMatchObject({ is_error: true });
+    expect(result!.data.content).toContain('Not in this directory, please.');
+  }, 90_000);
+
+  it('autonomous with auto_approve: no prompt, the tool runs, and the history shows the policy allowed it', async () => {
+    const agent = await run('autonomous', { autonomous: true, permissions: { auto_approve: ['Bash(echo *)'], deny: [], ask: [] } });
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
+    const decision = (await agent.events()).find((e): e is StoredEvent<'control_response'> => e.type === 'control_response');
+    expect(decision!.data).toMatchObject({ decision: 'allow', decided_by: 'policy' });
+  }, 90_000);
+
+  it('a tool on the deny list is refused without a prompt', async () => {
+    const agent = await run('deny-list', { permissions: { auto_approve: [], deny: ['Bash'], ask: [] } });
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(existsSync(agent.outFile)).toBe(false);
+    const decision = (await agent.events()).find((e): e is StoredEvent<'control_response'> => e.type === 'control_response');
+    expect(decision!.data).toMatchObject({ decision: 'deny', decided_by: 'policy' });
+    expect(await openRequests(agent.worker.worker_id)).toEqual([]);
+  }, 90_000);
+});
