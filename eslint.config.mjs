@@ -16,7 +16,7 @@ const scopeConstraints = (testCode) => {
     { sourceTag: 'scope:sandbox', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
     { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
     { sourceTag: 'scope:test', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:test'] },
-    { sourceTag: 'scope:bench', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:test'] },
+    { sourceTag: 'scope:bench', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:sandbox', 'scope:test'] },
   ];
 };
 
@@ -29,7 +29,7 @@ const typeConstraints = (testCode) => [
   { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib', 'type:service', ...(testCode ? ['type:test'] : [])] },
   // End-to-end tests start the services as processes; they import only libraries.
   { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib', 'type:test'] },
-  { sourceTag: 'type:bench', onlyDependOnLibsWithTags: ['type:lib', 'type:service', 'type:test'] },
+  { sourceTag: 'type:bench', onlyDependOnLibsWithTags: ['type:lib', 'type:service', 'type:app', 'type:test'] },
 ];
 
 const boundaries = (testCode) => ({

@@ -1,25 +1,35 @@
 import { spawn } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateWorkerResultType, ListResponseOf, StoredEvent } from '@svc/protocol';
-import { waitFor } from '@svc/test-support';
+import { standInAgent, waitFor } from '@svc/test-support';
 import { startStack, type E2eStack } from './stack.js';
 
 const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/dist/main.js');
 
 interface SidecarProcess {
+  pid: number;
   exited: Promise<number | null>;
   stderr(): string;
 }
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 function startSidecar(configFile: string): SidecarProcess {
   const child = spawn(process.execPath, [SIDECAR], { env: { ...process.env, SVC_SIDECAR_CONFIG: configFile }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return { exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))), stderr: () => stderr };
+  return { pid: child.pid!, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))), stderr: () => stderr };
 }
 
 describe('svc-sidecar under the real control plane (every service its own process)', () => {
@@ -119,12 +129,10 @@ describe('svc-sidecar under the real control plane (every service its own proces
   });
 
   describe('decisions (claude-code adapter; a stand-in CLI replays the real transcripts)', () => {
-    const REPLAY = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../agents/replay-claude.mjs');
+    const REPLAY = standInAgent('replay-claude');
     const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/test/fixtures/claude-code');
     const REQUEST_ID = '8644f6b6-e495-48fd-bf4f-f4e4fc33a306';
     const INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
-    // The sidecar runs the stand-in as the CLI's command, with the CLI's own arguments.
-    beforeAll(() => chmod(REPLAY, 0o755));
 
     async function runClaude(name: string, extra: Record<string, unknown>) {
       const worker = await stack.createWorker('e2e-user');
@@ -178,4 +186,39 @@ describe('svc-sidecar under the real control plane (every service its own proces
       expect(await decisions()).toEqual([{ type: 'control_response', response: { subtype: 'success', request_id: REQUEST_ID, response: { behavior: 'allow', updatedInput: INPUT } } }]);
     });
   });
+
+  it('the sidecar killed and restarted: the old agent is killed, no decision reaches an agent twice, and the new agent\'s decisions arrive', async () => {
+    const worker = await stack.createWorker('e2e-user');
+    const receipts = path.join(dir, 'restart.receipts');
+    await writeFile(receipts, '');
+    const file = await configFor(worker, { command: standInAgent('ask-repeatedly'), prompt: 'go', env: { ASKS: '2', RECEIPTS: receipts } }, 'restart', { adapter: 'claude-code' });
+    const base = `${stack.gatewayUrl}/v1/workers/${worker.worker_id}`;
+    const headers = { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' };
+    const openIds = async () =>
+      ((await (await fetch(`${base}/control/requests?state=open`, { headers })).json()) as ListResponseOf<StoredEvent<'control_request'>>).items.map((r) => r.data.request_id);
+    const allow = (requestId: string) => fetch(`${base}/control`, { method: 'POST', headers, body: JSON.stringify({ request_id: requestId, decision: 'allow' }) });
+    const delivered = async () => (await readFile(receipts, 'utf8')).split('\n').filter(Boolean).map((line) => line.split(' ')[0]!);
+    const nextOpen = (seen: string[]) => waitFor('a new open request', async () => (await openIds()).find((id) => !seen.includes(id)), 20_000);
+
+    const first = startSidecar(file);
+    const a1 = await nextOpen([]);
+    expect((await allow(a1)).status).toBe(201);
+    await waitFor('a1 delivered', async () => (await delivered()).includes(a1));
+    const a2 = await nextOpen([a1]);
+    // The sidecar dies (its agent, in its own process group, lives on); the decision comes meanwhile.
+    const agentPid = Number(await readFile(path.join(dir, 'restart-state', 'agent.pgid'), 'utf8'));
+    process.kill(first.pid, 'SIGKILL');
+    await first.exited;
+    expect((await allow(a2)).status).toBe(201);
+
+    const second = startSidecar(file);
+    await waitFor('the old agent killed', () => !alive(agentPid));
+    const b1 = await nextOpen([a1, a2]);
+    expect((await allow(b1)).status).toBe(201);
+    const b2 = await nextOpen([a1, a2, b1]);
+    expect((await allow(b2)).status).toBe(201);
+    expect(await second.exited).toBe(0);
+    // a2 was for the agent that died with the first sidecar: never written to the new one.
+    expect(await delivered()).toEqual([a1, b1, b2]);
+  }, 60_000);
 });

@@ -7,3 +7,4 @@ export * from './oidc-issuer.js';
 export * from './events.js';
 export * from './service-process.js';
 export * from './mock-anthropic.js';
+export * from './stand-in-agents.js';

@@ -1,0 +1,15 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Stand-ins for agent CLIs, for tests and benchmarks of the sidecar that need no model: each is
+ * an executable script in libs/test-support/agents that speaks the real CLI's protocol.
+ * - `replay-claude`: replays the real Claude Code transcript named by `TRANSCRIPT`, waits for each
+ *   permission answer on stdin and appends it to `DECISION_FILE`;
+ * - `ask-repeatedly`: asks for permission `ASKS` times with fresh request ids and appends
+ *   `<request_id> <ms>` to `RECEIPTS` as each answer arrives.
+ */
+export function standInAgent(name: 'replay-claude' | 'ask-repeatedly'): string {
+  // libs/test-support/{src,dist}/ → libs/test-support/agents/
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../agents', `${name}.mjs`);
+}
