@@ -7,6 +7,7 @@ import { constants } from 'node:os';
 import { withdrawnRequestId, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
 import type { Adapter, AgentEvent } from './adapters/adapter.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
+import { createCodexExecAdapter } from './adapters/codex.js';
 import { genericAdapter } from './adapters/generic.js';
 import type { LoadedSidecarConfig } from './config.js';
 import { createDecisionPoller } from './decision-poller.js';
@@ -14,10 +15,11 @@ import { createControlPlaneClient } from './http-client.js';
 import { createOutbox } from './outbox.js';
 import { createPermissionEngine } from './permissions.js';
 
+/** The adapter for one run (codex keeps per-run totals, so each run gets its own). */
 export function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
   if (name === 'claude-code') return claudeCodeAdapter;
-  if (name === 'generic') return genericAdapter;
-  throw new Error(`the ${name} adapter is not implemented yet`);
+  if (name === 'codex') return createCodexExecAdapter();
+  return genericAdapter;
 }
 
 /** The agent never outlives its sidecar unobserved: a group left by a previous run is killed first. */
@@ -52,6 +54,8 @@ export interface SidecarRun {
  */
 export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): SidecarRun {
   const adapter = adapterFor(config.adapter);
+  // First, so a run the adapter cannot do stops before anything starts.
+  const plan = adapter.launch({ command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous });
   mkdirSync(config.state_dir, { recursive: true });
   const pgidFile = path.join(config.state_dir, 'agent.pgid');
   killLeftoverAgent(pgidFile, warn);
@@ -69,7 +73,6 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
   };
   void refreshRules();
 
-  const plan = adapter.launch({ command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous });
   const agent = spawn(plan.command, plan.args, {
     cwd: config.agent.cwd,
     env: { ...process.env, ...config.agent.env },
@@ -83,6 +86,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
   };
   agent.stdin?.on('error', () => {}); // the agent closed its stdin: nothing more to tell it
   for (const line of plan.stdinLines) writeToAgent(`${line}\n`);
+  if (plan.closeStdin) agent.stdin?.end();
   outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: 'agent_start', details: { pid: agent.pid ?? null, adapter: adapter.name } } });
 
   function handle(event: AgentEvent): void {

@@ -119,6 +119,13 @@ describe('svc-sidecar under the real control plane (every service its own proces
     expect(sidecar.stderr()).toContain('the next ones wait on disk');
   }, 90_000);
 
+  it('codex for an interactive worker is refused at start, saying what is not implemented', async () => {
+    const worker = await stack.createWorker('e2e-user');
+    const sidecar = startSidecar(await configFor(worker, { command: 'codex' }, 'codex-interactive', { adapter: 'codex', autonomous: false }));
+    expect(await sidecar.exited).toBe(2);
+    expect(sidecar.stderr()).toContain('codex app-server are not implemented yet');
+  });
+
   it('a bad config stops it at once (exit 2) naming the field, never the token', async () => {
     const file = path.join(dir, 'bad.json');
     await writeFile(file, JSON.stringify({ adapter: 'generic', worker_id: 'wrk_x', control_plane_url: 'not a url', auth_token: 'svcw_secret_value', agent: { command: 'true' } }));

@@ -23,6 +23,8 @@ export interface LaunchPlan {
   command: string;
   args: string[];
   stdinLines: string[];
+  /** Close the agent's stdin once `stdinLines` are written (an agent that reads its prompt from there otherwise). */
+  closeStdin?: boolean;
 }
 
 /**
