@@ -1,5 +1,5 @@
 /**
- * bench/sidecar: three figures of the sidecar.
+ * bench/sidecar: three figures of the sidecar (the single executable, `sidecar/dist/svc-sidecar`).
  *
  *  1. claude-code lines parsed per second (the adapter over every line of the real transcripts,
  *     in a loop), beside `JSON.parse` of the same lines (the floor) in the same run;
@@ -9,7 +9,7 @@
  *     (`standInAgent('ask-repeatedly')`, speaking the CLI's stream-json) has the decision on its
  *     stdin, through the sidecar's long poll; p50/p99 over `--decisions`.
  *
- *   npm run build && node bench/dist/sidecar.js [--seconds 10] [--decisions 200]
+ *   npm run build && npx nx run @svc/sidecar:executable && node bench/dist/sidecar.js [--seconds 10] [--decisions 200]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -28,7 +28,8 @@ const SECONDS = Number(args.seconds);
 const DECISIONS = Number(args.decisions);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const WORKSPACE = path.resolve(HERE, '../..');
-const SIDECAR = path.join(WORKSPACE, 'sidecar/dist/main.js');
+/** The single executable, as shipped (`npx nx run @svc/sidecar:executable`). */
+const SIDECAR = path.join(WORKSPACE, 'sidecar/dist/svc-sidecar');
 const FIXTURES = path.join(WORKSPACE, 'sidecar/test/fixtures/claude-code');
 
 async function rssMiB(pid: number): Promise<number> {
@@ -66,7 +67,7 @@ function parsing() {
 async function startSidecar(dir: string, name: string, config: Record<string, unknown>): Promise<ChildProcess> {
   const file = path.join(dir, `${name}.json`);
   await writeFile(file, JSON.stringify({ state_dir: path.join(dir, `${name}-state`), ...config }));
-  return spawn(process.execPath, [SIDECAR], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'ignore'] });
+  return spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'ignore'] });
 }
 
 /** 2. RSS while the agent writes 1,000 lines/s. */

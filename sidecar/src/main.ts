@@ -3,13 +3,18 @@ import { runSidecar } from './runner.js';
 
 const warn = (message: string) => process.stderr.write(`svc-sidecar: ${message}\n`);
 
-try {
-  const config = await loadSidecarConfig();
-  warn(`starting: ${JSON.stringify(describeConfig(config))}`);
-  const run = runSidecar(config, warn);
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => run.terminate());
-  process.exitCode = await run.exited;
-} catch (err) {
-  warn(err instanceof SidecarConfigError ? `bad config: ${err.message}` : String((err as Error).stack ?? err));
-  process.exitCode = 2;
+// No top-level await: the single executable embeds this as a CommonJS script.
+async function main(): Promise<number> {
+  try {
+    const config = await loadSidecarConfig();
+    warn(`starting: ${JSON.stringify(describeConfig(config))}`);
+    const run = runSidecar(config, warn);
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => run.terminate());
+    return await run.exited;
+  } catch (err) {
+    warn(err instanceof SidecarConfigError ? `bad config: ${err.message}` : String((err as Error).stack ?? err));
+    return 2;
+  }
 }
+
+void main().then((code) => (process.exitCode = code));

@@ -10,7 +10,8 @@ import { startMockAnthropic, waitFor, type MockAnthropic } from '@svc/test-suppo
 import { startStack, type E2eStack } from './stack.js';
 
 const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const SIDECAR = path.join(WORKSPACE, 'sidecar/dist/main.js');
+/** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
+const SIDECAR = path.join(WORKSPACE, 'sidecar/dist/svc-sidecar');
 /** The releases to test, from the one place that pins them. */
 const VERSIONS = /CLAUDE_CODE_VERSIONS="([^"]+)"/.exec(readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8'))![1]!.split(' ');
 
@@ -78,7 +79,7 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
     };
     const file = path.join(dir, `${name}.json`);
     await writeFile(file, JSON.stringify(config));
-    const child = spawn(process.execPath, [SIDECAR], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

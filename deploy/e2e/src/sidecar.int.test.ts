@@ -8,7 +8,8 @@ import type { CreateWorkerResultType, ListResponseOf, StoredEvent } from '@svc/p
 import { standInAgent, waitFor } from '@svc/test-support';
 import { startStack, type E2eStack } from './stack.js';
 
-const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/dist/main.js');
+/** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
+const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/dist/svc-sidecar');
 
 interface SidecarProcess {
   pid: number;
@@ -26,7 +27,7 @@ const alive = (pid: number) => {
 };
 
 function startSidecar(configFile: string): SidecarProcess {
-  const child = spawn(process.execPath, [SIDECAR], { env: { ...process.env, SVC_SIDECAR_CONFIG: configFile }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: configFile }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return { pid: child.pid!, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))), stderr: () => stderr };
