@@ -1,5 +1,5 @@
 /**
- * bench/sidecar: three figures of the sidecar (the single executable, `sidecar/dist/svc-sidecar`).
+ * bench/sidecar: three figures of the sidecar (the single executable, `sidecar/executable/svc-sidecar`).
  *
  *  1. claude-code lines parsed per second (the adapter over every line of the real transcripts,
  *     in a loop), beside `JSON.parse` of the same lines (the floor) in the same run;
@@ -29,7 +29,7 @@ const DECISIONS = Number(args.decisions);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const WORKSPACE = path.resolve(HERE, '../..');
 /** The single executable, as shipped (`npx nx run @svc/sidecar:executable`). */
-const SIDECAR = path.join(WORKSPACE, 'sidecar/dist/svc-sidecar');
+const SIDECAR = path.join(WORKSPACE, 'sidecar/executable/svc-sidecar');
 const FIXTURES = path.join(WORKSPACE, 'sidecar/test/fixtures/claude-code');
 
 async function rssMiB(pid: number): Promise<number> {
@@ -67,7 +67,7 @@ function parsing() {
 async function startSidecar(dir: string, name: string, config: Record<string, unknown>): Promise<ChildProcess> {
   const file = path.join(dir, `${name}.json`);
   await writeFile(file, JSON.stringify({ state_dir: path.join(dir, `${name}-state`), ...config }));
-  return spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'ignore'] });
+  return spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** 2. RSS while the agent writes 1,000 lines/s. */

@@ -1,8 +1,9 @@
 // Builds svc-sidecar as one file and as a single executable for the sandbox (linux/amd64 here):
-//   dist/svc-sidecar.cjs  every module bundled (esbuild), workspace packages from their source
-//   dist/svc-sidecar      a copy of this node binary with the bundle injected (Node's single
-//                         executable application: node --experimental-sea-config + postject)
-// The session service copies dist/svc-sidecar into each sandbox; it needs nothing installed there.
+//   executable/svc-sidecar.cjs  every module bundled (esbuild), workspace packages from their source
+//   executable/svc-sidecar      a copy of this node binary with the bundle injected (Node's single
+//                               executable application: node --experimental-sea-config + postject)
+// Not in dist/: that is the build target's output, which nx restores from its cache.
+// The session service copies executable/svc-sidecar into each sandbox; it needs nothing installed there.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const dist = path.join(root, 'dist');
+const dist = path.join(root, 'executable');
 mkdirSync(dist, { recursive: true });
 const bundle = path.join(dist, 'svc-sidecar.cjs');
 

@@ -11,7 +11,7 @@ import { startStack, type E2eStack } from './stack.js';
 
 const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 /** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
-const SIDECAR = path.join(WORKSPACE, 'sidecar/dist/svc-sidecar');
+const SIDECAR = path.join(WORKSPACE, 'sidecar/executable/svc-sidecar');
 /** The releases to test, from the one place that pins them. */
 const VERSIONS = /CLAUDE_CODE_VERSIONS="([^"]+)"/.exec(readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8'))![1]!.split(' ');
 

@@ -9,7 +9,7 @@ import { standInAgent, waitFor } from '@svc/test-support';
 import { startStack, type E2eStack } from './stack.js';
 
 /** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
-const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/dist/svc-sidecar');
+const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/executable/svc-sidecar');
 
 interface SidecarProcess {
   pid: number;
