@@ -46,7 +46,7 @@ const boundaries = (testCode) => ({
 const testFiles = ['**/*.test.ts', '**/*.test.tsx', '**/test/**/*.ts', '**/vitest.config.ts'];
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '**/.nx/**', '**/coverage/**', '**/.svc/**'] },
+  { ignores: ['**/dist/**', '**/executable/**', '**/node_modules/**', '**/.nx/**', '**/coverage/**', '**/.svc/**', '.cache/**'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts', '**/*.tsx'],
