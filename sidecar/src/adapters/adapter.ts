@@ -48,3 +48,23 @@ export interface Adapter {
 export function unparsedLine(line: string, stream: AgentStream, why: string): AgentEvent {
   return { type: 'system', data: { level: 'warn', message: line, stream, subtype: 'unparsed_line', details: { reason: why } } };
 }
+
+export type Json = Record<string, unknown>;
+export const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/**
+ * The first step of a JSON-lines agent's `parseLine`: its object, or the events of a line that is
+ * none — stderr (kept, level `warn`), a blank line (nothing), a line that is not a JSON object.
+ */
+export function jsonLine(line: string, stream: AgentStream): { object: Json } | { events: AgentEvent[] } {
+  if (stream === 'stderr') return { events: [{ type: 'system', data: { level: 'warn', message: line, stream } }] };
+  if (line.trim() === '') return { events: [] };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return { events: [unparsedLine(line, stream, 'not JSON')] };
+  }
+  return isObject(parsed) ? { object: parsed } : { events: [unparsedLine(line, stream, 'not a JSON object')] };
+}

@@ -1,12 +1,9 @@
 import { controlWithdrawnData, DEFAULT_DENY_MESSAGE, type EventData } from '@svc/protocol';
-import { unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type LaunchPlan } from './adapter.js';
+import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
 
 /** The id of the handshake the sidecar sends first; the CLI's answer is reported, not forwarded. */
 export const INITIALIZE_REQUEST_ID = 'svc_init';
 
-type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 /** A tool result's content: a string, or blocks whose text parts are joined. */
 function contentText(content: unknown): string {
@@ -122,15 +119,9 @@ export const claudeCodeAdapter: Adapter = {
   },
 
   parseLine(line: string, stream: AgentStream): AgentEvent[] {
-    if (stream === 'stderr') return [{ type: 'system', data: { level: 'warn', message: line, stream } }];
-    if (line.trim() === '') return [];
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch {
-      return [unparsedLine(line, stream, 'not JSON')];
-    }
-    if (!isObject(parsed)) return [unparsedLine(line, stream, 'not a JSON object')];
+    const json = jsonLine(line, stream);
+    if ('events' in json) return json.events;
+    const parsed = json.object;
     switch (parsed['type']) {
       case 'assistant':
         return isObject(parsed['message']) ? assistantEvents(parsed['message']) : [unparsedLine(line, stream, 'assistant without message')];

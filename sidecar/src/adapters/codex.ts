@@ -1,9 +1,6 @@
 import type { EventData } from '@svc/protocol';
-import { unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type LaunchPlan } from './adapter.js';
+import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
 
-type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
 
 /** What a Codex item does, as a tool call: its name and input (commands, file changes, MCP calls). */
@@ -75,15 +72,9 @@ export function createCodexExecAdapter(): Adapter {
     },
 
     parseLine(line: string, stream: AgentStream): AgentEvent[] {
-      if (stream === 'stderr') return [{ type: 'system', data: { level: 'warn', message: line, stream } }];
-      if (line.trim() === '') return [];
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(line);
-      } catch {
-        return [unparsedLine(line, stream, 'not JSON')];
-      }
-      if (!isObject(parsed)) return [unparsedLine(line, stream, 'not a JSON object')];
+      const json = jsonLine(line, stream);
+      if ('events' in json) return json.events;
+      const parsed = json.object;
       switch (parsed['type']) {
         case 'thread.started':
           return [{ type: 'system', data: { level: 'info', message: 'Codex started', subtype: 'init', details: { thread_id: text(parsed['thread_id']) ?? null } } }];
