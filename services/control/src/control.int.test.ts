@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestJson } from '@svc/bus';
-import { subjects, type ServiceHealth } from '@svc/protocol';
-import { openDatabase, type StoreDatabase } from '@svc/store';
+import { ensureStreams, requestJson } from '@svc/bus';
+import { subjects, type ListResponseOf, type PermissionRule, type ServiceHealth, type StoredEvent } from '@svc/protocol';
+import { createEventStore, openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, type BusFixture } from '@svc/test-support';
 import { start } from './index.js';
 
@@ -23,5 +23,23 @@ describe('control — start and stop', () => {
     expect(health).toMatchObject({ service: 'control', status: 'up', instance: 'control-0' });
     await service.stop();
     await expect(requestJson(bus.nc, subjects.health('control'), {})).rejects.toMatchObject({ code: 'unavailable' });
+  });
+
+  it('on embedded PGlite (one connection) a decision that adds an "always" rule stores both', async () => {
+    await ensureStreams(bus.nc);
+    const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'control-pglite' });
+    const workerId = 'wrk_pglite';
+    await createEventStore(database.db).append(workerId, [
+      { type: 'control_request', uid: 'cr-1', ts: new Date().toISOString(), data: { request_id: 'r1', tool_name: 'Bash', input: { command: 'npm test' } } },
+    ]);
+    const decided = await requestJson<StoredEvent<'control_response'>>(bus.nc, subjects.rpc.decide, {
+      worker_id: workerId,
+      decision: { request_id: 'r1', decision: 'allow', scope: 'always', input_pattern: 'npm *' },
+      decided_by: { sub: 'alice' },
+    });
+    expect(decided.data).toMatchObject({ scope: 'always', decided_by: 'alice' });
+    const rules = await requestJson<ListResponseOf<PermissionRule>>(bus.nc, subjects.rpc.permissionRules, { worker_id: workerId });
+    expect(rules.items).toEqual([expect.objectContaining({ tool_name: 'Bash', input_pattern: 'npm *', added_by: 'alice' })]);
+    await service.stop();
   });
 });

@@ -14,7 +14,7 @@ import {
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import { createEventStore, type Database, type Kysely } from '@svc/store';
-import type { ControlQueries, StoredRequest } from './control-queries.js';
+import { createControlQueries, type ControlQueries, type StoredRequest } from './control-queries.js';
 
 /** Who decides when nobody did in time. */
 export const TIMEOUT_DECIDER = 'policy:timeout';
@@ -67,7 +67,8 @@ export function createDecisions(deps: DecisionsDeps) {
         : await deps.db.transaction().execute(async (trx) => {
             const appended = await append(trx);
             if (!appended.duplicate) {
-              const request = await deps.queries.findRequest(workerId, data.request_id);
+              // Read inside the transaction: embedded PGlite has one connection, which it holds.
+              const request = await createControlQueries(trx).findRequest(workerId, data.request_id);
               await trx
                 .insertInto('permission_rules')
                 .values({
