@@ -77,6 +77,8 @@ export class StreamViewer {
 /** A poller of several workers: `GET …/sdk-events?after_id=<last>` in a loop per worker until told to stop. */
 export class Poller {
   readonly received: ReceivedEvents;
+  /** Polls answered 503/504 (no event-ingest replica could answer) and asked again. */
+  retried = 0;
   private stopped = false;
   private loops: Promise<void>[] = [];
 
@@ -94,6 +96,12 @@ export class Poller {
         const response = await fetch(`${this.gatewayUrl}/v1/workers/${workerId}/sdk-events?after_id=${this.received.lastId(workerId)}&limit=1000`, {
           headers: { authorization: `Bearer ${this.token}` },
         });
+        // A real client waits and asks again when no replica can answer for a moment.
+        if (response.status === 503 || response.status === 504) {
+          this.retried++;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          continue;
+        }
         if (response.status !== 200) throw new Error(`${this.received.name}: GET sdk-events of ${workerId} answered ${response.status}: ${await response.text()}`);
         const page = (await response.json()) as ListResponseOf<StoredEvent>;
         for (const event of page.items) this.received.add(workerId, event);
