@@ -14,7 +14,6 @@
  *
  * Nothing is pinned to a CPU: the services share the machine's cores as they would a node's.
  */
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import pg from 'pg';
@@ -22,7 +21,7 @@ import WebSocket from 'ws';
 import type { CreateWorkerResultType, IncomingEvent, StreamFrame } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { runLoad, type LoadResult } from './load-client.js';
-import { agent, percentile, post, print, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
+import { agent, percentile, post, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
 import { median, rawInsertSql, rawParameters } from './raw-insert.js';
 
 const { values: args } = parseArgs({
@@ -195,11 +194,6 @@ async function latency(pipeline: Pipeline) {
   console.table([{ events: result.sent, deliveries: result.deliveries, missing: result.missing, 'p50 ms': result.p50.toFixed(2), 'p99 ms': result.p99.toFixed(2), 'max ms': result.max.toFixed(1) }]);
   verdict('p50 ms', result.p50, '≤', 3);
   verdict('p99 ms', result.p99, '≤', 20);
-}
-
-async function rssMiB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
 /** 4. 500 viewers of one worker on one gateway: latency of every delivery and the gateway's peak RSS. */

@@ -3,7 +3,7 @@
  * on, and every service as its own process from its built `main.js`), a keep-alive HTTP
  * client, and how figures are printed.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,12 @@ export interface PipelineOptions {
   logLevel: string;
   /** Write a CPU profile of each service into this directory. */
   profileDir?: string | undefined;
+}
+
+/** A process's resident memory, from /proc. */
+export async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import type { ListResponseOf, StoredEvent } from '@svc/protocol';
 import { claudeCodeAdapter } from '@svc/sidecar';
 import { standInAgent, waitFor } from '@svc/test-support';
-import { agent, call, percentile, print, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
+import { agent, call, percentile, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, decisions: { type: 'string', default: '200' } } });
 const SECONDS = Number(args.seconds);
@@ -31,11 +31,6 @@ const WORKSPACE = path.resolve(HERE, '../..');
 /** The single executable, as shipped (`npx nx run @svc/sidecar:executable`). */
 const SIDECAR = path.join(WORKSPACE, 'sidecar/executable/svc-sidecar');
 const FIXTURES = path.join(WORKSPACE, 'sidecar/test/fixtures/claude-code');
-
-async function rssMiB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
-}
 
 function linesPerSecond(lines: string[], work: (line: string) => unknown): number {
   const deadline = performance.now() + 3000;
