@@ -8,7 +8,7 @@ export class SidecarConfigError extends Error {
 }
 
 /** The config with the worker token resolved (from `auth_token` or `auth_token_file`). */
-export type LoadedSidecarConfig = SidecarConfig & { token: string };
+export type LoadedSidecarConfig = SidecarConfig & { token: string; /** Where the config was read from. */ source: string };
 
 const checker = createChecker<SidecarConfig>(SidecarConfigSchema);
 
@@ -18,7 +18,8 @@ export async function parseSidecarConfig(raw: unknown, source: string): Promise<
   const checked = checker.check(withDefaults);
   if (!checked.ok) throw new SidecarConfigError(`${source}: ${describeFieldErrors(checked.errors)}`);
   const config = checked.value;
-  if (config.auth_token !== undefined) return { ...config, token: config.auth_token };
+  // The file wins when both are given: it is where the credential proxy step keeps the token current.
+  if (config.auth_token_file === undefined && config.auth_token !== undefined) return { ...config, token: config.auth_token, source };
   if (config.auth_token_file === undefined) throw new SidecarConfigError(`${source}: /auth_token or /auth_token_file is required (the worker token)`);
   let token: string;
   try {
@@ -27,7 +28,7 @@ export async function parseSidecarConfig(raw: unknown, source: string): Promise<
     throw new SidecarConfigError(`${source}: /auth_token_file ${config.auth_token_file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
   if (token === '') throw new SidecarConfigError(`${source}: /auth_token_file ${config.auth_token_file} is empty`);
-  return { ...config, token };
+  return { ...config, token, source };
 }
 
 /** Reads the JSON file named by `SVC_SIDECAR_CONFIG`. */

@@ -1,10 +1,13 @@
 import { describeConfig, loadSidecarConfig, SidecarConfigError } from './config.js';
+import { runDemoAgent } from './demo-agent.js';
 import { runSidecar } from './runner.js';
 
 const warn = (message: string) => process.stderr.write(`svc-sidecar: ${message}\n`);
 
 // No top-level await: the single executable embeds this as a CommonJS script.
 async function main(): Promise<number> {
+  // The single executable's argv is [binary, binary, …]; `node main.js` gives [node, main.js, …].
+  if (process.argv[2] === 'demo-agent') return runDemoAgent();
   try {
     const config = await loadSidecarConfig();
     warn(`starting: ${JSON.stringify(describeConfig(config))}`);

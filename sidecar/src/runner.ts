@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { constants } from 'node:os';
-import { withdrawnRequestId, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
+import { LIFECYCLE_SUBTYPES, withdrawnRequestId, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
 import type { Adapter, AgentEvent } from './adapters/adapter.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
 import { createCodexExecAdapter } from './adapters/codex.js';
@@ -87,7 +87,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
   agent.stdin?.on('error', () => {}); // the agent closed its stdin: nothing more to tell it
   for (const line of plan.stdinLines) writeToAgent(`${line}\n`);
   if (plan.closeStdin) agent.stdin?.end();
-  outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: 'agent_start', details: { pid: agent.pid ?? null, adapter: adapter.name } } });
+  outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: LIFECYCLE_SUBTYPES.agentStart, details: { pid: agent.pid ?? null, adapter: adapter.name, config_file: config.source, ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}) } } });
 
   function handle(event: AgentEvent): void {
     if (event.type === 'control_request') {
@@ -159,11 +159,11 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
     };
     agent.on('error', (err) => {
       // It never ran (e.g. the command does not exist): there will be no exit status.
-      if (agent.pid === undefined) finish(127, { level: 'error', message: `the agent could not start: ${err.message}`, subtype: 'agent_exit', details: { code: 127 } });
+      if (agent.pid === undefined) finish(127, { level: 'error', message: `the agent could not start: ${err.message}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: 127 } });
     });
     agent.on('close', (code, signal) => {
       const exitCode = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : 1);
-      finish(exitCode, { level: exitCode === 0 ? 'info' : 'warn', message: `agent exited with ${signal ? `signal ${signal}` : `code ${code}`}`, subtype: 'agent_exit', details: { code, signal } });
+      finish(exitCode, { level: exitCode === 0 ? 'info' : 'warn', message: `agent exited with ${signal ? `signal ${signal}` : `code ${code}`}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code, signal } });
     });
   });
 

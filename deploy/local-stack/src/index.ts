@@ -3,9 +3,9 @@ import path from 'node:path';
 import { start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
-import { start as startSession } from '@svc/session';
+import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
 import { connectBus, ensureStreams, launchNatsServer, type NatsServerProcess } from '@svc/bus';
-import type { Logger } from '@svc/service-kit';
+import { readConfig, type Logger } from '@svc/service-kit';
 import { openDatabase, type StoreKind } from '@svc/store';
 import { startDemoWorker } from './demo-worker.js';
 
@@ -18,6 +18,8 @@ export interface LocalStackOptions {
   natsUrl?: string | undefined;
   /** The gateway's settings (the local stack turns the built-in issuer on). */
   gateway: GatewayConfig;
+  /** The session service's settings (default: from `SVC_*`, sandboxes under the state directory, the sidecar calling this gateway). */
+  session?: Partial<SessionConfig>;
   /** Run a demo worker that posts a scripted agent turn every `demoIntervalMs`. */
   demo?: boolean;
   demoIntervalMs?: number;
@@ -62,11 +64,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const services = [
       await startEventIngest({ nc, db: database.db, logger, instance, replicaIndex: 0, replicaCount: 1 }),
       await startControl({ nc, db: database.db, logger, instance }),
-      await startSession({ nc, logger, instance }),
     ];
     for (const service of services) stops.push(() => service.stop());
     const gateway = await startGateway({ nc, logger, instance, config: { ...options.gateway, stateDir } });
     stops.push(() => gateway.stop());
+    // After the gateway: sandboxes call it, so its address must be known.
+    const sessionConfig: SessionConfig = {
+      ...readConfig(sessionSettings, { SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'), ...process.env }),
+      sandboxControlPlaneUrl: gateway.url,
+      ...options.session,
+    };
+    const session = await startSession({ nc, db: database.db, logger, instance, config: sessionConfig });
+    stops.push(() => session.stop());
     const demo = options.demo
       ? await startDemoWorker({ nc, gatewayUrl: gateway.url, owner: LOCAL_USER, logger, ...(options.demoIntervalMs ? { intervalMs: options.demoIntervalMs } : {}) })
       : undefined;

@@ -51,5 +51,27 @@ export interface EventStoreSchema {
   events: EventsTable;
 }
 
-/** The whole database, one interface per owner intersected (sessions and workers join later). */
-export type Database = EventStoreSchema & ControlSchema;
+/** A session and its one worker (the session service's). Timestamps are read as `Date`. */
+export interface SessionsTable {
+  id: string;
+  worker_id: string;
+  owner: string;
+  template: string;
+  status: string;
+  /** Whether a sidecar runs (and polls): only then does its silence fail the session. */
+  has_sidecar: boolean;
+  /** `{step, reason}` of a failed session (jsonb; written as JSON text). */
+  failure: ColumnType<unknown, string | null | undefined, string | null>;
+  /** The sandbox provider's handle (jsonb; written as JSON text). */
+  sandbox: ColumnType<unknown, string | null | undefined, string | null>;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+  ended_at: ColumnType<Date | null, never, Date | null>;
+}
+
+export interface SessionSchema {
+  sessions: SessionsTable;
+}
+
+/** The whole database, one interface per owner intersected. */
+export type Database = EventStoreSchema & ControlSchema & SessionSchema;

@@ -17,6 +17,7 @@ import { healthRoutes } from './routes/health.js';
 import { localIssuerRoutes } from './routes/local-issuer.js';
 import { createOpenStreams, eventStreamRoutes } from './routes/event-stream.js';
 import { controlRoutes } from './routes/control.js';
+import { sessionRoutes } from './routes/sessions.js';
 import { createLiveFeeds } from './live-feeds.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 
@@ -90,10 +91,17 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
       done();
     },
   });
+  // A refused upgrade is answered over the raw socket, which nobody closes afterwards; left
+  // open, it would also hold up the server's shutdown.
+  app.addHook('onResponse', (request, reply, done) => {
+    if (reply.statusCode >= 400 && request.headers.upgrade) request.raw.socket?.destroy();
+    done();
+  });
   const live = createLiveFeeds(options.nc, app.log);
   await app.register(sdkEventRoutes, { nc: options.nc, workers: options.workers });
   await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams });
   await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live });
+  await app.register(sessionRoutes, { nc: options.nc, streams });
   if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
   for (const routes of options.routes ?? []) await app.register(routes);
 

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { FastifyPluginAsync } from 'fastify';
@@ -6,9 +9,9 @@ import { createOidcVerifier, generateWorkerToken, hashWorkerToken, type LocalIss
 import { ensureStreams } from '@svc/bus';
 import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
 import { start as startEventIngest } from '@svc/event-ingest';
-import { start as startSession } from '@svc/session';
+import { sessionSettings, start as startSession } from '@svc/session';
 import { start as startControl } from '@svc/control';
-import { createLogger } from '@svc/service-kit';
+import { createLogger, readConfig } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, startPostgres, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
 import { buildGatewayApp, type GatewayApp, type GatewaySettings } from '../src/app.js';
@@ -99,7 +102,9 @@ export async function startGatewayFixture(
     const opened = database;
     stopServices.push(() => opened.close());
     const ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
-    const session = await startSession({ nc: bus.nc, logger: bus.logger, instance: 'session-0' });
+    const sandboxes = await mkdtemp(path.join(tmpdir(), 'svc-gw-sandboxes-'));
+    stopServices.push(() => rm(sandboxes, { recursive: true, force: true }));
+    const session = await startSession({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'session-0', config: readConfig(sessionSettings, { SVC_SANDBOXES_DIR: sandboxes }) });
     stopServices.push(() => ingest.stop(), () => session.stop());
     for (let replica = 0; replica < (fixtureOptions.controlReplicas ?? 1); replica++) {
       // On Postgres each replica has its own pool, as separate processes would; PGlite is one in-process database.

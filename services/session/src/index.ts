@@ -1,26 +1,190 @@
-import { serveHealth, type NatsConnection } from '@svc/bus';
-import { serveWorkerRegistry } from './worker-registry.js';
+import { randomBytes } from 'node:crypto';
+import { createDurablePublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
+import {
+  CodedError,
+  createChecker,
+  CreateSessionRpc,
+  FollowLogsRpc,
+  incomingMessageId,
+  isEndedStatus,
+  ListSessionsRpc,
+  partitionOfWorker,
+  SessionRpc,
+  subjects,
+  type CreateSessionRpcType,
+  type FollowLogsRpcType,
+  type IncomingEventMessageType,
+  type ListResponseOf,
+  type ListSessionsRpcType,
+  type Session,
+  type SessionRpcType,
+} from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
+import { migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
+import type { SessionConfig } from './config.js';
+import { startLifecycle } from './lifecycle.js';
+import { followSandboxLogs } from './logs.js';
+import { createLocalProvider } from './sandbox/local.js';
+import type { SandboxProvider } from './sandbox/provider.js';
+import { createSessionStore } from './session-store.js';
+import { runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
+import { createTemplateCatalog } from './templates/catalog.js';
+import { createWorkerRegistry, LIVENESS_WRITE_INTERVAL_MS, serveWorkerRegistry } from './worker-registry.js';
+
+export { sessionSettings, CHECKOUT_SIDECAR_BINARY, type SessionConfig } from './config.js';
+export { parseTemplate, type Template } from './templates/template.js';
+export { bubblewrapAvailable } from './sandbox/local.js';
 
 export interface SessionDeps {
   nc: NatsConnection;
+  db: Kysely<Database>;
   logger: Logger;
   instance: string;
+  config: SessionConfig;
+  /** The sandbox provider (default: from `config.sandboxProvider`). */
+  provider?: SandboxProvider;
+  /** Where `pass_env` values come from (default: this process's environment). */
+  hostEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
- * Starts the session service: the worker registry (create a worker with its token, get it,
- * set its status) and health. Sessions, templates and spawning are not implemented yet; it says so.
+ * Starts the session service: the session API's operations, the spawn pipeline, worker
+ * lifecycle (agent exits, sidecar liveness), sandbox logs, and the worker registry.
  */
 export async function start(deps: SessionDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'session' });
-  const registry = await serveWorkerRegistry(deps.nc, log);
-  const health = serveHealth(deps.nc, 'session', { instance: deps.instance, logger: log });
-  log.warn('session: sessions, templates and the spawn pipeline are not implemented yet; the worker registry and health are served');
+  const { config } = deps;
+  const applied = await migrateToLatest(deps.db);
+  if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
+  const provider = deps.provider ?? createProvider(config, log);
+  const registry = await createWorkerRegistry(deps.nc, log);
+  const store = createSessionStore(deps.db);
+  const templates = createTemplateCatalog({ dir: config.templatesDir });
+  const publisher = createDurablePublisher(deps.nc);
+  const hostEnv = deps.hostEnv ?? process.env;
+
+  // A live sidecar polls at least every decision wait; its liveness is written at most every
+  // write interval. Both stay well under the deadline, so only a silent sidecar is lost.
+  const livenessWriteIntervalMs = Math.min(LIVENESS_WRITE_INTERVAL_MS, Math.floor(config.sidecarLostAfterMs / 4));
+  const spawnDeps: SpawnDeps = {
+    provider,
+    registry,
+    store,
+    sidecarBinaries: { [SANDBOX_TARGET]: config.sidecarBinary },
+    controlPlaneUrl: config.sandboxControlPlaneUrl.replace(/\/+$/, ''),
+    decisionWaitMs: Math.min(25_000, Math.floor(config.sidecarLostAfterMs / 4)),
+    hostEnv,
+    killGraceMs: config.killGraceMs,
+    logger: log,
+    async emit(workerId, uid, data) {
+      const message: IncomingEventMessageType = { worker_id: workerId, event: { type: 'system', uid, ts: new Date().toISOString(), data }, received_at: new Date().toISOString() };
+      await publisher.publish(subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, uid) });
+    },
+  };
+  const spawning = new Set<Promise<void>>();
+  const lifecycle = await startLifecycle({
+    nc: deps.nc,
+    registry,
+    store,
+    provider,
+    logger: log,
+    sidecarLostAfterMs: config.sidecarLostAfterMs,
+    spawnTimeoutMs: 10 * 60_000,
+    watchdogIntervalMs: Math.min(5000, Math.floor(config.sidecarLostAfterMs / 4)),
+    killGraceMs: config.killGraceMs,
+  });
+
+  const visibleSession = async (request: SessionRpcType) => {
+    const row = await store.get(request.session_id, request.viewer);
+    if (!row) throw new CodedError('session_not_found', `session ${request.session_id} does not exist`);
+    return row;
+  };
+
+  const queue = 'session';
+  const rpcs = [
+    serveRpc<CreateSessionRpcType, Session>(
+      deps.nc,
+      subjects.rpc.createSession,
+      async ({ viewer, body }) => {
+        // 1 validate: nothing is made for a request or template that cannot spawn.
+        const template = await templates.load(body.template);
+        validateSpawn(template, body, hostEnv);
+        // 2 allocate the worker id and token.
+        const sessionId = `ses_${randomBytes(12).toString('base64url')}`;
+        const decisionPolicy = template.sidecar ? { decision_timeout_s: template.sidecar.decision_timeout_s, on_timeout: template.sidecar.on_timeout } : undefined;
+        const worker = await registry.create({ owner: viewer.sub, session_id: sessionId, ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}) });
+        const row = await store.insert({ id: sessionId, worker_id: worker.worker_id, owner: viewer.sub, template: template.name, has_sidecar: template.sidecar !== undefined });
+        log.info({ sessionId, workerId: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
+        const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body });
+        spawning.add(spawn);
+        void spawn.finally(() => spawning.delete(spawn));
+        return row.session;
+      },
+      { logger: log, queue, checker: createChecker(CreateSessionRpc) },
+    ),
+    serveRpc<SessionRpcType, Session>(deps.nc, subjects.rpc.getSession, async (request) => (await visibleSession(request)).session, {
+      logger: log,
+      queue,
+      checker: createChecker(SessionRpc),
+    }),
+    serveRpc<ListSessionsRpcType, ListResponseOf<Session>>(deps.nc, subjects.rpc.listSessions, (request) => store.list(request.viewer, request), {
+      logger: log,
+      queue,
+      checker: createChecker(ListSessionsRpc),
+    }),
+    serveRpc<SessionRpcType, Session>(
+      deps.nc,
+      subjects.rpc.deleteSession,
+      async (request) => {
+        const row = await visibleSession(request);
+        const { session } = row;
+        // Ended first, so the agent's exit on SIGTERM cannot turn it into failed; then nothing
+        // the sandbox still sends is accepted, and the sandbox goes.
+        if (!isEndedStatus(session.status)) {
+          try {
+            await registry.setStatus(session.worker_id, 'stopped');
+            await store.setStatus(session.id, 'stopped');
+          } catch (err) {
+            if (!(err instanceof CodedError && err.code === 'worker_ended')) throw err;
+          }
+        }
+        await registry.revoke(session.worker_id).catch((err: unknown) => log.warn({ err, sessionId: session.id }, 'could not revoke the worker token'));
+        const latest = (await store.get(session.id))!;
+        if (latest.sandbox) await provider.open(latest.sandbox).destroy(config.killGraceMs);
+        log.info({ sessionId: session.id, workerId: session.worker_id }, 'session deleted: sandbox destroyed, token revoked');
+        return latest.session;
+      },
+      { logger: log, queue, checker: createChecker(SessionRpc) },
+    ),
+    serveRpc<FollowLogsRpcType, { follow_id: string }>(
+      deps.nc,
+      subjects.rpc.followLogs,
+      async (request) => {
+        const row = await visibleSession(request);
+        followSandboxLogs({ nc: deps.nc, sandbox: row.sandbox ? provider.open(row.sandbox) : undefined, request, logger: log });
+        return { follow_id: request.follow_id };
+      },
+      { logger: log, queue, checker: createChecker(FollowLogsRpc) },
+    ),
+  ];
+  const registryRpcs = serveWorkerRegistry(deps.nc, registry, log, { livenessWriteIntervalMs });
+  const health = serveHealth(deps.nc, 'session', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
+  log.info({ provider: provider.name, templatesDir: config.templatesDir ?? null }, 'session service started');
   return {
     async stop() {
       health.unsubscribe();
-      registry.stop();
+      for (const rpc of rpcs) rpc.unsubscribe();
+      registryRpcs.stop();
+      await Promise.allSettled([...spawning]);
+      await lifecycle.stop();
+      publisher.close();
     },
   };
+}
+
+function createProvider(config: SessionConfig, log: Logger): SandboxProvider {
+  if (config.sandboxProvider === 'kubernetes') {
+    throw new CodedError('unavailable', 'SVC_SANDBOX_PROVIDER=kubernetes: the kubernetes sandbox provider is not implemented yet; use local');
+  }
+  return createLocalProvider({ dir: config.sandboxesDir, isolation: config.sandboxIsolation, logger: log });
 }

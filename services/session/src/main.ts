@@ -1,13 +1,17 @@
 import { connectBus } from '@svc/bus';
 import { commonSettings, createGracefulShutdown, createLogger, readConfig } from '@svc/service-kit';
+import { databaseLocationOf, openDatabase, storeSettings } from '@svc/store';
+import { sessionSettings } from './config.js';
 import { start } from './index.js';
 
-const config = readConfig(commonSettings);
+const config = readConfig({ ...commonSettings, ...storeSettings, ...sessionSettings });
 const logger = createLogger({ name: 'session', level: config.logLevel, base: { instance: config.instance } });
 const shutdown = createGracefulShutdown({ logger });
 shutdown.installSignalHandlers();
 
 const nc = await connectBus({ servers: config.natsUrl, name: `session-${config.instance}`, logger });
 shutdown.add({ name: 'nats', close: () => nc.drain() });
-const service = await start({ nc, logger, instance: config.instance });
+const database = await openDatabase(databaseLocationOf(config));
+shutdown.add({ name: 'database', close: () => database.close() });
+const service = await start({ nc, db: database.db, logger, instance: config.instance, config });
 shutdown.add({ name: 'session', close: () => service.stop() });

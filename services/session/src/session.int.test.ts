@@ -1,21 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson } from '@svc/bus';
 import { subjects, type ServiceHealth } from '@svc/protocol';
-import { startBusFixture, type BusFixture } from '@svc/test-support';
-import { start } from './index.js';
+import { startSessionFixture, type SessionFixture } from '../test/fixture.js';
 
 describe('session — start and stop', () => {
-  let bus: BusFixture;
+  let fixture: SessionFixture;
   beforeAll(async () => {
-    bus = await startBusFixture();
+    fixture = await startSessionFixture();
   });
-  afterAll(() => bus?.stop());
+  afterAll(() => fixture?.stop());
 
-  it('answers health on the bus while running, and no longer after stop', async () => {
-    const service = await start({ nc: bus.nc, logger: bus.logger, instance: 'session-0' });
-    const health = await requestJson<ServiceHealth>(bus.nc, subjects.health('session'), {});
+  it('answers health on the bus (with its store) while running, and no longer after stop', async () => {
+    const health = await requestJson<ServiceHealth>(fixture.bus.nc, subjects.health('session'), {});
     expect(health).toMatchObject({ service: 'session', status: 'up', instance: 'session-0' });
-    await service.stop();
-    await expect(requestJson(bus.nc, subjects.health('session'), {})).rejects.toMatchObject({ code: 'unavailable' });
+    await fixture.service.stop();
+    await expect(requestJson(fixture.bus.nc, subjects.health('session'), {})).rejects.toMatchObject({ code: 'unavailable' });
   });
 });

@@ -3,21 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWorkerToken } from '@svc/auth';
 import { requestJson } from '@svc/bus';
 import { kvBuckets, subjects, type CreateWorkerResultType, type WorkerRecord } from '@svc/protocol';
-import type { RunningService } from '@svc/service-kit';
-import { startBusFixture, type BusFixture } from '@svc/test-support';
-import { start } from './index.js';
+import type { BusFixture } from '@svc/test-support';
+import { startSessionFixture, type SessionFixture } from '../test/fixture.js';
 
 describe('session — the worker registry', () => {
+  let fixture: SessionFixture;
   let bus: BusFixture;
-  let service: RunningService;
   beforeAll(async () => {
-    bus = await startBusFixture();
-    service = await start({ nc: bus.nc, logger: bus.logger, instance: 'session-0' });
+    fixture = await startSessionFixture();
+    bus = fixture.bus;
   });
-  afterAll(async () => {
-    await service?.stop();
-    await bus?.stop();
-  });
+  afterAll(() => fixture?.stop());
 
   it('creates a worker with a token whose hash (only) is published in the KV bucket', async () => {
     const created = await requestJson<CreateWorkerResultType>(bus.nc, subjects.rpc.createWorker, { owner: 'alice' });

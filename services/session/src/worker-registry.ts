@@ -16,17 +16,25 @@ import {
   type CreateWorkerResultType,
   type SetWorkerStatusRequestType,
   type WorkerRecord,
+  type WorkerStatus,
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 
+/** A worker record as others may see it: without its token hash. */
+export type VisibleWorker = Omit<WorkerRecord, 'token_hash'>;
+
+function visible(record: WorkerRecord): VisibleWorker {
+  const { token_hash: _hash, ...shown } = record;
+  return shown;
+}
+
 /**
- * The minimal worker registry: workers and their token hashes, kept in the `svc_workers` KV
- * bucket that every gateway watches. (The spawn pipeline builds on it later.)
+ * Workers and their token hashes, kept in the `svc_workers` KV bucket that every gateway
+ * watches. Every change is also published on `svc.workers.status.<worker>`.
  */
-export async function serveWorkerRegistry(nc: NatsConnection, logger: Logger): Promise<{ stop(): void }> {
+export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
   const log = logger.child({ component: 'worker-registry' });
   const kv: KV = await new Kvm(nc).create(kvBuckets.workers, { history: 1 });
-  const queue = 'session';
 
   async function read(workerId: string): Promise<{ record: WorkerRecord; revision: number }> {
     const entry = await kv.get(workerId);
@@ -34,79 +42,116 @@ export async function serveWorkerRegistry(nc: NatsConnection, logger: Logger): P
     return { record: entry.json<WorkerRecord>(), revision: entry.revision };
   }
 
+  /**
+   * Compare-and-set on the revision: two concurrent changes cannot both win. A write that only
+   * records liveness may slip in between; then read again and retry.
+   */
+  async function change(workerId: string, update: (record: WorkerRecord) => WorkerRecord): Promise<WorkerRecord> {
+    for (let attempt = 1; ; attempt++) {
+      const { record, revision } = await read(workerId);
+      const next = update(record);
+      try {
+        await kv.update(workerId, JSON.stringify(next), revision);
+      } catch (err) {
+        if (attempt < 3) continue;
+        throw new CodedError('conflict', `worker ${workerId} changed meanwhile; try again`, undefined, { cause: err });
+      }
+      nc.publish(subjects.workerStatus(workerId), JSON.stringify(visible(next)));
+      return next;
+    }
+  }
+
+  return {
+    kv,
+    async create(request: CreateWorkerRequestType & { session_id?: string }): Promise<CreateWorkerResultType> {
+      const workerId = request.worker_id ?? `wrk_${randomBytes(12).toString('base64url')}`;
+      const token = generateWorkerToken();
+      const record: WorkerRecord = {
+        worker_id: workerId,
+        ...(request.session_id ? { session_id: request.session_id } : {}),
+        owner: request.owner,
+        status: 'pending',
+        token_hash: hashWorkerToken(token),
+        ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),
+        updated_at: new Date().toISOString(),
+      };
+      try {
+        await kv.create(workerId, JSON.stringify(record));
+      } catch (err) {
+        throw new CodedError('conflict', `worker ${workerId} already exists`, undefined, { cause: err });
+      }
+      nc.publish(subjects.workerStatus(workerId), JSON.stringify(visible(record)));
+      log.info({ workerId, owner: request.owner }, 'worker created');
+      return { worker_id: workerId, token };
+    },
+
+    async get(workerId: string): Promise<WorkerRecord> {
+      return (await read(workerId)).record;
+    },
+
+    /**
+     * Moves a worker to `status`; an ended worker keeps its status (`worker_ended`). The token
+     * of an ended worker still authenticates, so its sidecar hears `409 worker_ended`, until
+     * `revoke`.
+     */
+    async setStatus(workerId: string, status: WorkerStatus): Promise<VisibleWorker> {
+      const next = await change(workerId, (record) => {
+        if (isEndedStatus(record.status) && record.status !== status) {
+          throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; an ended worker keeps its status`);
+        }
+        return { ...record, status, updated_at: new Date().toISOString() };
+      });
+      log.info({ workerId, status }, 'worker status changed');
+      return visible(next);
+    },
+
+    /** Forgets the worker's token: every gateway refuses it (401) within a moment. */
+    async revoke(workerId: string): Promise<void> {
+      await change(workerId, (record) => {
+        const { token_hash: _revoked, ...rest } = record;
+        return { ...rest, updated_at: new Date().toISOString() };
+      });
+      log.info({ workerId }, 'worker token revoked');
+    },
+  };
+}
+
+export type WorkerRegistry = Awaited<ReturnType<typeof createWorkerRegistry>>;
+
+/** The registry's bus operations (the local stack's demo and tests register workers directly). */
+export function serveWorkerRegistry(nc: NatsConnection, registry: WorkerRegistry, logger: Logger, options: { livenessWriteIntervalMs?: number } = {}): { stop(): void } {
+  const log = logger.child({ component: 'worker-registry' });
+  const queue = 'session';
   const subscriptions: Subscription[] = [
-    serveRpc<CreateWorkerRequestType, CreateWorkerResultType>(
-      nc,
-      subjects.rpc.createWorker,
-      async (request) => {
-        const workerId = request.worker_id ?? `wrk_${randomBytes(12).toString('base64url')}`;
-        const token = generateWorkerToken();
-        const record: WorkerRecord = {
-          worker_id: workerId,
-          owner: request.owner,
-          status: 'pending',
-          token_hash: hashWorkerToken(token),
-          ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),
-          updated_at: new Date().toISOString(),
-        };
-        try {
-          await kv.create(workerId, JSON.stringify(record));
-        } catch (err) {
-          throw new CodedError('conflict', `worker ${workerId} already exists`, undefined, { cause: err });
-        }
-        log.info({ workerId, owner: request.owner }, 'worker created');
-        return { worker_id: workerId, token };
-      },
-      { logger: log, queue, checker: createChecker(CreateWorkerRequest) },
-    ),
-    serveRpc<{ worker_id: string }, Omit<WorkerRecord, 'token_hash'>>(
-      nc,
-      subjects.rpc.getWorker,
-      async (request) => {
-        const { token_hash: _hash, ...visible } = (await read(request.worker_id)).record;
-        return visible;
-      },
-      { logger: log, queue, checker: createChecker(GetWorkerRequest) },
-    ),
-    serveRpc<SetWorkerStatusRequestType, Omit<WorkerRecord, 'token_hash'>>(
-      nc,
-      subjects.rpc.setWorkerStatus,
-      async (request) => {
-        // Compare-and-set on the revision: two concurrent changes cannot both win. A write that
-        // only records liveness may slip in between; then read again and retry.
-        for (let attempt = 1; ; attempt++) {
-          const { record, revision } = await read(request.worker_id);
-          if (isEndedStatus(record.status) && record.status !== request.status) {
-            throw new CodedError('worker_ended', `worker ${request.worker_id} is ${record.status}; an ended worker keeps its status`);
-          }
-          const next: WorkerRecord = { ...record, status: request.status, updated_at: new Date().toISOString() };
-          try {
-            await kv.update(request.worker_id, JSON.stringify(next), revision);
-          } catch (err) {
-            if (attempt < 3) continue;
-            throw new CodedError('conflict', `worker ${request.worker_id} changed meanwhile; try again`, undefined, { cause: err });
-          }
-          log.info({ workerId: request.worker_id, status: request.status }, 'worker status changed');
-          const { token_hash: _hash, ...visible } = next;
-          return visible;
-        }
-      },
-      { logger: log, queue, checker: createChecker(SetWorkerStatusRequest) },
-    ),
-    recordLiveness(nc, kv, log),
+    serveRpc<CreateWorkerRequestType, CreateWorkerResultType>(nc, subjects.rpc.createWorker, (request) => registry.create(request), {
+      logger: log,
+      queue,
+      checker: createChecker(CreateWorkerRequest),
+    }),
+    serveRpc<{ worker_id: string }, VisibleWorker>(nc, subjects.rpc.getWorker, async (request) => visible(await registry.get(request.worker_id)), {
+      logger: log,
+      queue,
+      checker: createChecker(GetWorkerRequest),
+    }),
+    serveRpc<SetWorkerStatusRequestType, VisibleWorker>(nc, subjects.rpc.setWorkerStatus, (request) => registry.setStatus(request.worker_id, request.status), {
+      logger: log,
+      queue,
+      checker: createChecker(SetWorkerStatusRequest),
+    }),
+    recordLiveness(nc, registry.kv, log, options.livenessWriteIntervalMs ?? LIVENESS_WRITE_INTERVAL_MS),
   ];
   return { stop: () => subscriptions.forEach((s) => s.unsubscribe()) };
 }
 
 /** A sidecar seen alive is recorded at most this often per worker (each write wakes every gateway's watch). */
-const LIVENESS_WRITE_INTERVAL_MS = 10_000;
+export const LIVENESS_WRITE_INTERVAL_MS = 10_000;
 
 /**
  * Every decision poll says the sidecar is alive (`svc.workers.alive.<worker>`); the worker's
  * `last_seen_at` records it, at most every 10 s. A failed or raced write is simply skipped: the
  * next poll brings another chance.
  */
-function recordLiveness(nc: NatsConnection, kv: KV, log: Logger): Subscription {
+function recordLiveness(nc: NatsConnection, kv: KV, log: Logger, intervalMs: number): Subscription {
   const lastWritten = new Map<string, number>();
   return nc.subscribe(subjects.workerAliveAll, {
     queue: 'session',
@@ -114,7 +159,7 @@ function recordLiveness(nc: NatsConnection, kv: KV, log: Logger): Subscription {
       if (err) return;
       const workerId = msg.subject.slice(subjects.workerAlive('').length);
       const now = Date.now();
-      if (now - (lastWritten.get(workerId) ?? 0) < LIVENESS_WRITE_INTERVAL_MS) return;
+      if (now - (lastWritten.get(workerId) ?? 0) < intervalMs) return;
       lastWritten.set(workerId, now);
       void (async () => {
         const entry = await kv.get(workerId);

@@ -31,6 +31,12 @@ export const subjects = {
   /** Core NATS: a worker's sidecar polled for decisions (it is alive); the session service records it. */
   workerAlive: (workerId: string) => `svc.workers.alive.${workerId}`,
   workerAliveAll: 'svc.workers.alive.*',
+  /** Core NATS: a worker's status changed (a `WorkerRecord` without its token hash); the KV bucket `svc_workers` holds the latest. */
+  workerStatus: (workerId: string) => `svc.workers.status.${workerId}`,
+  workerStatusAll: 'svc.workers.status.*',
+  /** Core NATS: a log follower is still there (see `FollowLogsRpc`), or is gone. */
+  logFollowKeepalive: (followId: string) => `svc.session.logs.keepalive.${followId}`,
+  logFollowStop: (followId: string) => `svc.session.logs.stop.${followId}`,
   /** Request/reply: the health of one service (every replica answers; the first answer wins). */
   health: (service: ServiceName) => `svc.health.${service}`,
   /** Request/reply subjects of the services, named `svc.rpc.<service>.<operation>`. */
@@ -43,6 +49,7 @@ export const subjects = {
     getSession: 'svc.rpc.session.get',
     listSessions: 'svc.rpc.session.list',
     deleteSession: 'svc.rpc.session.delete',
+    followLogs: 'svc.rpc.session.logs',
     getWorker: 'svc.rpc.session.worker.get',
     createWorker: 'svc.rpc.session.worker.create',
     setWorkerStatus: 'svc.rpc.session.worker.status',

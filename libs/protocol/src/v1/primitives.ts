@@ -36,3 +36,12 @@ export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 33
 export const JsonObject = Type.Record(Type.String(), Type.Unknown(), {
   description: 'A JSON object.',
 });
+
+/** An environment variable's name: letters, digits and `_`, not starting with a digit. */
+export const ENV_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
+
+/**
+ * Environment variables by name. (`propertyNames` checks the names: a `Record` keyed by a
+ * patterned string would not.)
+ */
+export const EnvironmentVariables = (description: string) => Type.Record(Type.String(), Type.String(), { propertyNames: { pattern: ENV_NAME_PATTERN }, default: {}, description });

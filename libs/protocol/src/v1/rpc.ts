@@ -1,9 +1,9 @@
 import Type, { type Static } from 'typebox';
 import { EVENT_TYPES } from './events.js';
 import { StoredEventSchema } from './envelope.js';
-import { EVENT_LIST_LIMIT } from './lists.js';
-import { EventId, Timestamp, WorkerId } from './primitives.js';
-import { DecisionPolicySchema, WorkerStatusSchema } from './sessions-api.js';
+import { EVENT_LIST_LIMIT, LIST_LIMIT } from './lists.js';
+import { EventId, SessionId, Timestamp, WorkerId } from './primitives.js';
+import { CreateSessionBody, DecisionPolicySchema, WorkerStatusSchema } from './sessions-api.js';
 
 /** What the gateway publishes to `svc.events.incoming.<partition>.<worker>` for each event. */
 export const IncomingEventMessage = Type.Object(
@@ -56,3 +56,47 @@ export type SetWorkerStatusRequestType = Static<typeof SetWorkerStatusRequest>;
 
 /** `svc.rpc.session.worker.get`. */
 export const GetWorkerRequest = Type.Object({ worker_id: WorkerId }, { additionalProperties: false });
+
+/** Who asks the session service: a user's `sub`, and whether the admin claim lets them see everyone's sessions. */
+export const Viewer = Type.Object({ sub: Type.String({ minLength: 1, maxLength: 256 }), admin: Type.Boolean() }, { additionalProperties: false });
+export type ViewerType = Static<typeof Viewer>;
+
+/** `svc.rpc.session.create`: spawn a session for `viewer` (its owner). Answered once the spawn has started (status `pending`/`provisioning`). */
+export const CreateSessionRpc = Type.Object({ viewer: Viewer, body: CreateSessionBody }, { additionalProperties: false });
+export type CreateSessionRpcType = Static<typeof CreateSessionRpc>;
+
+/** `svc.rpc.session.get` and `svc.rpc.session.delete`: one session, if `viewer` may see it (else `404 session_not_found`). */
+export const SessionRpc = Type.Object({ viewer: Viewer, session_id: SessionId }, { additionalProperties: false });
+export type SessionRpcType = Static<typeof SessionRpc>;
+
+/** `svc.rpc.session.list`: the sessions `viewer` may see, newest first. */
+export const ListSessionsRpc = Type.Object(
+  { viewer: Viewer, limit: Type.Integer({ minimum: 1, maximum: LIST_LIMIT.max }), offset: Type.Integer({ minimum: 0 }), status: Type.Optional(WorkerStatusSchema) },
+  { additionalProperties: false },
+);
+export type ListSessionsRpcType = Static<typeof ListSessionsRpc>;
+
+/**
+ * `svc.rpc.session.logs`: follow a session's sandbox logs. The session service sends the last
+ * `tail` lines and then each new one to `deliver_to` as `SessionLogMessage`s, for as long as the
+ * follower sends `svc.session.logs.keepalive.<follow_id>` at least every 30 s, until
+ * `svc.session.logs.stop.<follow_id>`.
+ */
+export const FollowLogsRpc = Type.Object(
+  { viewer: Viewer, session_id: SessionId, tail: Type.Integer({ minimum: 0, maximum: 10_000 }), deliver_to: Type.String({ minLength: 1 }), follow_id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) },
+  { additionalProperties: false },
+);
+export type FollowLogsRpcType = Static<typeof FollowLogsRpc>;
+
+/**
+ * What a log follower receives, and the frames of `WS /v1/sessions/{id}/logs` (forwarded as they
+ * are): lines in order, then `end` once the sandbox's programs have ended (or the follow stopped).
+ */
+export const SessionLogMessage = Type.Union([
+  Type.Object({ kind: Type.Literal('lines'), lines: Type.Array(Type.String()) }, { additionalProperties: false }),
+  Type.Object({ kind: Type.Literal('end'), reason: Type.String() }, { additionalProperties: false }),
+]);
+export type SessionLogMessageType = Static<typeof SessionLogMessage>;
+
+/** A log follower stops hearing lines when it sends no keepalive for this long. */
+export const LOG_FOLLOW_KEEPALIVE_TIMEOUT_MS = 30_000;

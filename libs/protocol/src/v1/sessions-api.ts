@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { ListResponse, PaginationQuery } from './lists.js';
-import { SessionId, Timestamp, WorkerId } from './primitives.js';
+import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitives.js';
 
 /** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
 export const WORKER_STATUSES = ['pending', 'provisioning', 'running', 'completed', 'failed', 'stopped'] as const;
@@ -22,7 +22,7 @@ export const CreateSessionBody = Type.Object(
     overrides: Type.Optional(
       Type.Object(
         {
-          env: Type.Optional(Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String())),
+          env: Type.Optional(EnvironmentVariables('Added to (or replacing) the template\'s agent environment.')),
           autonomous: Type.Optional(Type.Boolean()),
         },
         { additionalProperties: false },
@@ -103,3 +103,18 @@ export const WorkerRecordSchema = Type.Object(
   { additionalProperties: false, title: 'WorkerRecord' },
 );
 export type WorkerRecord = Static<typeof WorkerRecordSchema>;
+
+/**
+ * `system` event subtypes of a worker's life: the sidecar reports the agent's start and exit
+ * (`details: {code, signal}`), the session service each spawn step (`details: {step, status}`).
+ * The session service ends a worker on `agent_exit`: code 0 → `completed`, else `failed`.
+ */
+export const LIFECYCLE_SUBTYPES = { agentStart: 'agent_start', agentExit: 'agent_exit', spawnStep: 'spawn_step' } as const;
+
+/** The agent's exit code, when `event` is the sidecar's report of the agent's exit. */
+export function agentExitCodeOf(event: { type: string; data: unknown }): number | undefined {
+  if (event.type !== 'system') return undefined;
+  const data = event.data as { subtype?: string; details?: { code?: unknown } };
+  if (data.subtype !== LIFECYCLE_SUBTYPES.agentExit) return undefined;
+  return typeof data.details?.code === 'number' ? data.details.code : 1;
+}

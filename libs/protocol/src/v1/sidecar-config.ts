@@ -15,7 +15,7 @@ export const SidecarConfigSchema = Type.Object(
     adapter: Type.Enum(SIDECAR_ADAPTERS),
     worker_id: WorkerId,
     control_plane_url: Type.String({ pattern: '^https?://[^\\s]+$', description: 'Base URL of the gateway, e.g. https://svc.example.com' }),
-    /** The worker token. Prefer `auth_token_file` (the spec's /var/run/svc/token) so it is not in the config. */
+    /** The worker token (the spec's field). When `auth_token_file` is given too, the file is read instead. */
     auth_token: Type.Optional(Type.String({ minLength: 1 })),
     auth_token_file: Type.Optional(Type.String({ minLength: 1 })),
     autonomous: Type.Boolean({ default: false, description: 'Nobody is asked: what is not denied is allowed.' }),

@@ -7,21 +7,22 @@ import { listStoredEvents } from '../event-queries.js';
 import type { LiveFeeds } from '../live-feeds.js';
 import type { WorkerDirectory } from '../auth/worker-directory.js';
 
-/** The open streams, so a shutdown can tell each client where to resume. */
+/** The open WebSockets, so a shutdown can tell each client why (and an event viewer where to resume). */
 export interface OpenStreams {
-  add(socket: WebSocket, lastId: () => string): void;
+  /** `goodbye` gives the close reason sent at shutdown. */
+  add(socket: WebSocket, goodbye: () => string): void;
   delete(socket: WebSocket): void;
-  /** Closes every stream with 1012 and `{resume_after_id}`. */
+  /** Closes every socket with 1012 and its goodbye. */
   closeAll(): void;
 }
 
 export function createOpenStreams(): OpenStreams {
   const open = new Map<WebSocket, () => string>();
   return {
-    add: (socket, lastId) => void open.set(socket, lastId),
+    add: (socket, goodbye) => void open.set(socket, goodbye),
     delete: (socket) => void open.delete(socket),
     closeAll() {
-      for (const [socket, lastId] of open) socket.close(STREAM_CLOSE.serverRestart, JSON.stringify({ resume_after_id: lastId() }));
+      for (const [socket, goodbye] of open) socket.close(STREAM_CLOSE.serverRestart, goodbye());
     },
   };
 }
@@ -42,13 +43,6 @@ export interface EventStreamOptions {
  * event whose id skips ahead (a lost announcement) is refilled from the store first.
  */
 export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (app, { nc, workers, live, streams, pingIntervalMs = 15_000 }) => {
-  // A refused upgrade is answered over the raw socket, which nobody closes afterwards; left
-  // open, it would also hold up the server's shutdown.
-  app.addHook('onResponse', (request, reply, done) => {
-    if (reply.statusCode >= 400 && request.headers.upgrade) request.raw.socket?.destroy();
-    done();
-  });
-
   app.route({
     method: 'GET',
     url: '/v1/workers/:id/sdk-events/stream',
@@ -133,7 +127,7 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
         if (!closed) send(JSON.stringify({ kind: 'live', last_id: lastId.toString() } satisfies StreamFrame));
       });
 
-      streams.add(socket, () => lastId.toString());
+      streams.add(socket, () => JSON.stringify({ resume_after_id: lastId.toString() }));
       const ping = setInterval(() => socket.ping(), pingIntervalMs);
       socket.on('close', () => {
         closed = true;

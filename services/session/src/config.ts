@@ -1,0 +1,29 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { choiceSetting, integerSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
+
+/** Where `npx nx run @svc/sidecar:executable` leaves the single executable in a checkout. */
+export const CHECKOUT_SIDECAR_BINARY = fileURLToPath(new URL('../../../sidecar/executable/svc-sidecar', import.meta.url));
+
+/** The session service's settings (`SVC_*`), beside the common and store ones. */
+export const sessionSettings = {
+  /** A directory of `<name>.toml` templates; they win over the built-in ones of the same name. */
+  templatesDir: optionalStringSetting('SVC_TEMPLATES_DIR'),
+  sandboxProvider: choiceSetting('SVC_SANDBOX_PROVIDER', ['local', 'kubernetes'], { default: 'local' }),
+  /** local: where sandboxes live on this machine. */
+  sandboxesDir: stringSetting('SVC_SANDBOXES_DIR', { default: path.join('.svc', 'sandboxes') }),
+  /** local: `auto` uses bubblewrap when installed. */
+  sandboxIsolation: choiceSetting('SVC_SANDBOX_ISOLATION', ['auto', 'bubblewrap', 'process'], { default: 'auto' }),
+  /** kubernetes: the namespace of sandbox Pods. */
+  sandboxNamespace: stringSetting('SVC_SANDBOX_NAMESPACE', { default: 'svc-sandboxes' }),
+  /** The svc-sidecar single executable for linux/amd64 (step 6.5 uploads it). */
+  sidecarBinary: stringSetting('SVC_SIDECAR_BINARY', { default: CHECKOUT_SIDECAR_BINARY }),
+  /** The gateway's address as seen from inside a sandbox. */
+  sandboxControlPlaneUrl: stringSetting('SVC_SANDBOX_CONTROL_PLANE_URL', { default: 'http://127.0.0.1:8080', pattern: /^https?:\/\/\S+$/ }),
+  /** A running worker whose sidecar is silent this long is failed (`sidecar_lost`). */
+  sidecarLostAfterMs: integerSetting('SVC_SIDECAR_LOST_AFTER_MS', { default: 90_000, min: 1000 }),
+  /** How long a sandbox's programs get between SIGTERM and SIGKILL. */
+  killGraceMs: integerSetting('SVC_SANDBOX_KILL_GRACE_MS', { default: 10_000, min: 0, max: 600_000 }),
+};
+
+export type SessionConfig = ConfigOf<typeof sessionSettings>;

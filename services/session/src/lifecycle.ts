@@ -1,0 +1,91 @@
+import { subscribeStoredEvents, type NatsConnection } from '@svc/bus';
+import { agentExitCodeOf, CodedError } from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+import type { SandboxProvider } from './sandbox/provider.js';
+import type { SessionStore } from './session-store.js';
+import { failSession } from './spawn/pipeline.js';
+import type { WorkerRegistry } from './worker-registry.js';
+
+export interface LifecycleDeps {
+  nc: NatsConnection;
+  registry: WorkerRegistry;
+  store: SessionStore;
+  provider: SandboxProvider;
+  logger: Logger;
+  /** A running worker whose sidecar has not polled for this long is `failed` (`sidecar_lost`). */
+  sidecarLostAfterMs: number;
+  /** A spawn still unfinished after this long (its replica died) is `failed`. */
+  spawnTimeoutMs: number;
+  /** How often the watchdog looks. */
+  watchdogIntervalMs: number;
+  killGraceMs: number;
+}
+
+/**
+ * Ends workers the way their agents and sidecars say:
+ * - the sidecar's `agent_exit` event, read durably from the stored-event stream: exit code 0 →
+ *   `completed`, anything else → `failed`;
+ * - a watchdog (every replica; status changes are compare-and-set, so two replicas agree):
+ *   a running worker's sidecar silent for `sidecarLostAfterMs` → `failed` (`sidecar_lost`), and
+ *   its sandbox stopped; a spawn unfinished after `spawnTimeoutMs` → `failed`.
+ */
+export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Promise<void> }> {
+  const log = deps.logger.child({ component: 'lifecycle' });
+
+  const exits = await subscribeStoredEvents(deps.nc, {
+    durableName: 'session-lifecycle',
+    from: 'new',
+    logger: log,
+    handler: async (event) => {
+      const code = agentExitCodeOf(event);
+      if (code === undefined) return;
+      const status = code === 0 ? 'completed' : 'failed';
+      try {
+        await deps.registry.setStatus(event.worker_id, status);
+      } catch (err) {
+        // Not a worker of ours (gone), or already ended (stopped first): nothing to do.
+        if (err instanceof CodedError && (err.code === 'worker_ended' || err.code === 'worker_not_found')) return;
+        throw err;
+      }
+      const session = await deps.store.byWorker(event.worker_id);
+      if (session) await deps.store.setStatus(session.session.id, status, code === 0 ? undefined : { step: 'agent', reason: `the agent exited with code ${code}` });
+      log.info({ workerId: event.worker_id, code, status }, 'the agent exited');
+    },
+  });
+
+  async function watch(): Promise<void> {
+    const now = Date.now();
+    for (const row of await deps.store.underWay()) {
+      const { session } = row;
+      const ids = { sessionId: session.id, workerId: session.worker_id };
+      if (session.status !== 'running') {
+        if (now - Date.parse(session.created_at) > deps.spawnTimeoutMs) {
+          log.warn(ids, 'the spawn did not finish in time');
+          await failSession(deps, ids, { step: 'spawn', reason: `spawn_interrupted: not running after ${Math.round(deps.spawnTimeoutMs / 1000)} s` });
+        }
+        continue;
+      }
+      if (!row.hasSidecar) continue;
+      const worker = await deps.registry.get(session.worker_id).catch(() => undefined);
+      if (!worker || worker.status !== 'running') continue;
+      const lastSeen = Math.max(Date.parse(worker.last_seen_at ?? worker.updated_at), Date.parse(worker.updated_at));
+      if (now - lastSeen <= deps.sidecarLostAfterMs) continue;
+      log.warn({ ...ids, lastSeen: new Date(lastSeen).toISOString() }, 'the sidecar went silent');
+      await failSession(deps, ids, { step: 'liveness', reason: `sidecar_lost: no poll for ${Math.round((now - lastSeen) / 1000)} s` });
+      if (row.sandbox) await deps.provider.open(row.sandbox).stop(deps.killGraceMs);
+    }
+  }
+
+  let running: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running.then(watch).catch((err: unknown) => log.error({ err }, 'watchdog round failed'));
+  }, deps.watchdogIntervalMs);
+
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+      await exits.stop();
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@svc/service-kit';
+import { waitFor } from '@svc/test-support';
+import { bubblewrapAvailable, createLocalProvider } from './local.js';
+
+const logger = createLogger({ name: 'test', level: 'silent' });
+
+async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
+  const lines: string[] = [];
+  for await (const line of iterable) lines.push(line);
+  return lines;
+}
+
+describe('local sandboxes', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'svc-sandboxes-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('bubblewrap is installed here (CI installs it), so sandboxes are isolated', () => {
+    expect(bubblewrapAvailable()).toBe(true);
+    expect(createLocalProvider({ dir, logger }).isolation).toBe('bubblewrap');
+  });
+
+  it('has its own /workspace, /etc/svc, /var/run/svc and /usr/local/bin, and sees the spec paths where they are', async () => {
+    const sandbox = await createLocalProvider({ dir, logger }).create({ workerId: 'wrk_paths' });
+    await sandbox.upload('/etc/svc/sidecar.json', Buffer.from('{"a":1}'), 0o600);
+    await sandbox.upload('/var/run/svc/token', Buffer.from('secret-token\n'), 0o600);
+    await sandbox.upload('/usr/local/bin/hello', { fromFile: '/bin/echo' }, 0o755);
+    expect(sandbox.resolvePath('/etc/svc/sidecar.json')).toBe('/etc/svc/sidecar.json');
+    const read = await sandbox.exec(['cat', '/etc/svc/sidecar.json', '/var/run/svc/token']);
+    expect(read).toEqual({ code: 0, stdout: '{"a":1}secret-token\n', stderr: '' });
+    expect((await sandbox.exec(['hello', 'from', 'inside'])).stdout).toBe('from inside\n');
+    expect((await sandbox.exec(['pwd'])).stdout).toBe('/workspace\n');
+    // Its own pid namespace: the host's processes are not there.
+    const processes = await sandbox.exec(['ls', '/proc']);
+    expect(processes.stdout.split('\n').filter((entry) => /^\d+$/.test(entry)).length).toBeLessThan(5);
+    // The host's /etc/svc (or anything else outside its directories) cannot be written.
+    expect((await sandbox.exec(['touch', '/usr/evil'])).code).not.toBe(0);
+    await sandbox.destroy(1000);
+  });
+
+  it('refuses uploads outside its own directories, and relative or dotted paths', async () => {
+    const sandbox = await createLocalProvider({ dir, logger }).create({ workerId: 'wrk_escape' });
+    for (const bad of ['/etc/passwd', 'workspace/x', '/workspace/../etc/passwd', '/usr/bin/ls']) {
+      await expect(sandbox.upload(bad, Buffer.from('x'))).rejects.toThrow(/sandbox/);
+    }
+    await sandbox.destroy(1000);
+  });
+
+  it('starts a program in the background with exactly the environment given; its output is the logs, tail then follow', async () => {
+    const sandbox = await createLocalProvider({ dir, logger }).create({ workerId: 'wrk_logs' });
+    process.env['SVC_SECRET_OF_THE_HOST'] = 'must-not-leak';
+    try {
+      await sandbox.startBackground(['sh', '-c', 'echo one; echo two; env; sleep 0.3; echo three'], { PATH: '/usr/bin:/bin', GIVEN: 'yes' });
+    } finally {
+      delete process.env['SVC_SECRET_OF_THE_HOST'];
+    }
+    const lines = await collect(sandbox.logs({ tail: 1000, follow: true, signal: new AbortController().signal }));
+    expect(lines[0]).toBe('one');
+    expect(lines).toContain('GIVEN=yes');
+    expect(lines.at(-1)).toBe('three');
+    expect(lines.join('\n')).not.toContain('must-not-leak');
+    const tail = await collect(sandbox.logs({ tail: 2, follow: false, signal: new AbortController().signal }));
+    expect(tail.at(-1)).toBe('three');
+    expect(tail).toHaveLength(2);
+    await sandbox.destroy(1000);
+  });
+
+  it('stop sends SIGTERM to the program (not only to bubblewrap), so it can finish, then SIGKILL after the grace period', async () => {
+    const provider = createLocalProvider({ dir, logger });
+    const graceful = await provider.create({ workerId: 'wrk_graceful' });
+    await graceful.startBackground(['sh', '-c', 'trap "echo got-term; exit 0" TERM; echo ready; while true; do sleep 0.05; done'], { PATH: '/usr/bin:/bin' });
+    const logFile = path.join(dir, 'wrk_graceful', 'sandbox.log');
+    await waitFor('ready', async () => (await readFile(logFile, 'utf8')).includes('ready'));
+    await graceful.stop(5000);
+    expect(await readFile(logFile, 'utf8')).toContain('got-term');
+
+    const stubborn = await provider.create({ workerId: 'wrk_stubborn' });
+    await stubborn.startBackground(['sh', '-c', 'trap "" TERM; echo ready; while true; do sleep 0.05; done'], { PATH: '/usr/bin:/bin' });
+    await waitFor('ready', async () => (await readFile(path.join(dir, 'wrk_stubborn', 'sandbox.log'), 'utf8')).includes('ready'));
+    const started = Date.now();
+    await stubborn.stop(300);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    await stubborn.destroy(300);
+    expect(existsSync(path.join(dir, 'wrk_stubborn'))).toBe(false);
+    // Destroying what is gone is harmless.
+    await stubborn.destroy(300);
+    await graceful.destroy(300);
+  });
+
+  it('without bubblewrap: a plain process whose sandbox paths live under its directory', async () => {
+    const provider = createLocalProvider({ dir, logger, isolation: 'process' });
+    const sandbox = await provider.create({ workerId: 'wrk_plain' });
+    const tokenPath = sandbox.resolvePath('/var/run/svc/token');
+    expect(tokenPath).toBe(path.join(dir, 'wrk_plain', 'root', 'var/run/svc/token'));
+    await sandbox.upload('/var/run/svc/token', Buffer.from('t'));
+    expect((await sandbox.exec(['cat', tokenPath])).stdout).toBe('t');
+    await sandbox.destroy(300);
+  });
+});

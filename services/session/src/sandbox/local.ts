@@ -1,0 +1,257 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { chmod, copyFile, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '@svc/service-kit';
+import type { ExecResult, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec } from './provider.js';
+
+/**
+ * The directories a local sandbox has of its own (writable, kept under its directory on the
+ * host). Everything else it sees is the host's `/usr`, a few files of `/etc`, and fresh
+ * `/proc`, `/dev` and `/tmp`, all read-only but `/tmp`.
+ */
+export const LOCAL_SANDBOX_DIRS = ['/workspace', '/etc/svc', '/var/run/svc', '/usr/local/bin', '/var/lib/svc-sidecar'] as const;
+
+/** Host files of /etc a program needs (users, name resolution, TLS roots, time zone). */
+const HOST_ETC_FILES = ['/etc/passwd', '/etc/group', '/etc/hosts', '/etc/resolv.conf', '/etc/nsswitch.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/alternatives', '/etc/localtime'];
+
+export type LocalIsolation = 'bubblewrap' | 'process';
+
+export interface LocalProviderOptions {
+  /** Each sandbox is a directory under here. */
+  dir: string;
+  /** `auto`: bubblewrap when installed, else a plain process (with a warning). */
+  isolation?: 'auto' | LocalIsolation;
+  logger: Logger;
+}
+
+/** Whether `bwrap` runs here (installed, and user namespaces allowed). */
+export function bubblewrapAvailable(): boolean {
+  const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--', 'true'], { stdio: 'ignore', timeout: 5000 });
+  return probe.status === 0;
+}
+
+/**
+ * Sandboxes on this machine. With bubblewrap, the agent sees its own `/workspace`,
+ * `/usr/local/bin/svc-sidecar`, `/etc/svc/sidecar.json` and `/var/run/svc/token`, its own pid
+ * namespace, and the host's network (it reaches the gateway on loopback). Without it, a plain
+ * process in a directory of its own: no isolation at all, said loudly, and sandbox paths are
+ * mapped under that directory (`resolvePath`). A sandbox lives no longer than this process
+ * (`--die-with-parent`), so stopping `svc up` leaves nothing running.
+ */
+export function createLocalProvider(options: LocalProviderOptions): SandboxProvider & { isolation: LocalIsolation } {
+  const log = options.logger.child({ component: 'local-sandbox' });
+  const wanted = options.isolation ?? 'auto';
+  const isolation: LocalIsolation = wanted === 'auto' ? (bubblewrapAvailable() ? 'bubblewrap' : 'process') : wanted;
+  if (isolation === 'process') {
+    log.warn('bubblewrap (bwrap) is not available: local sandboxes are plain processes with NO isolation from this machine; install bubblewrap (apt-get install bubblewrap) for real sandboxes');
+  }
+  const root = path.resolve(options.dir);
+  return {
+    name: 'local',
+    isolation,
+    async create(spec: SandboxSpec) {
+      const dir = path.join(root, spec.workerId);
+      for (const inside of LOCAL_SANDBOX_DIRS) await mkdir(path.join(dir, 'root', inside), { recursive: true });
+      await mkdir(path.join(dir, 'root', 'tmp'), { recursive: true });
+      await writeFile(path.join(dir, 'sandbox.log'), '');
+      return openLocalSandbox({ provider: 'local', dir, isolation }, log);
+    },
+    open(handle: SandboxHandle) {
+      if (handle.provider !== 'local') throw new Error(`the local provider cannot open a ${handle.provider} sandbox`);
+      return openLocalSandbox(handle, log);
+    },
+  };
+}
+
+type LocalHandle = Extract<SandboxHandle, { provider: 'local' }>;
+
+function openLocalSandbox(handle: LocalHandle, log: Logger): Sandbox {
+  const { dir, isolation } = handle;
+  const rootDir = path.join(dir, 'root');
+  const logFile = path.join(dir, 'sandbox.log');
+  const pidFile = path.join(dir, 'pids.json');
+
+  /** The host path of a sandbox path; only the sandbox's own directories can be written. */
+  function hostPath(sandboxPath: string): string {
+    const normalized = path.posix.normalize(sandboxPath);
+    if (!path.posix.isAbsolute(sandboxPath) || normalized !== sandboxPath) throw new Error(`sandbox path must be absolute and normalized, got ${JSON.stringify(sandboxPath)}`);
+    if (!LOCAL_SANDBOX_DIRS.some((own) => normalized === own || normalized.startsWith(`${own}/`)) && !normalized.startsWith('/tmp/')) {
+      throw new Error(`${sandboxPath} is not inside one of the sandbox's own directories (${LOCAL_SANDBOX_DIRS.join(', ')}, /tmp)`);
+    }
+    return path.join(rootDir, normalized);
+  }
+
+  const resolvePath = (sandboxPath: string) => (isolation === 'bubblewrap' ? sandboxPath : hostPath(sandboxPath));
+
+  /** The program and arguments that run `argv` inside the sandbox. */
+  function command(argv: readonly string[], extra: string[] = []): { file: string; args: string[]; cwd: string } {
+    if (isolation === 'process') return { file: argv[0]!, args: argv.slice(1), cwd: hostPath('/workspace') };
+    return { file: 'bwrap', args: [...bubblewrapArgs(rootDir), ...extra, '--', ...argv], cwd: '/' };
+  }
+
+  async function readPids(): Promise<{ launcher: number; child?: number } | undefined> {
+    try {
+      return JSON.parse(await readFile(pidFile, 'utf8')) as { launcher: number; child?: number };
+    } catch {
+      return undefined;
+    }
+  }
+
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  async function stop(graceMs: number): Promise<void> {
+    const pids = await readPids();
+    if (!pids || !alive(pids.launcher)) return;
+    // SIGTERM goes to the sandboxed program only. bubblewrap would die at once; so would the
+    // pid namespace's init (bubblewrap's child), and with it everything in the namespace:
+    // no grace for the program to drain.
+    signal(pids.child ? await programOf(pids.child) : pids.launcher, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (alive(pids.launcher) && Date.now() < deadline) await sleep(50);
+    if (alive(pids.launcher)) signal(-pids.launcher, 'SIGKILL');
+    while (alive(pids.launcher)) await sleep(20);
+  }
+
+  return {
+    handle,
+    resolvePath,
+
+    async upload(sandboxPath, content, mode = 0o644) {
+      const target = hostPath(sandboxPath);
+      await mkdir(path.dirname(target), { recursive: true });
+      if (content instanceof Uint8Array) await writeFile(target, content, { mode });
+      else await copyFile(content.fromFile, target);
+      await chmod(target, mode);
+    },
+
+    exec(argv, execOptions = {}) {
+      const { file, args, cwd } = command(argv, ['--chdir', '/workspace']);
+      return new Promise<ExecResult>((resolve, reject) => {
+        const child = spawn(file, args, { cwd, env: { PATH: SANDBOX_PATH }, stdio: ['ignore', 'pipe', 'pipe'], timeout: execOptions.timeoutMs ?? 30_000 });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code: code ?? 128, stdout, stderr }));
+      });
+    },
+
+    async startBackground(argv, env) {
+      const output = await open(logFile, 'a');
+      try {
+        const extra = isolation === 'bubblewrap' ? ['--chdir', '/workspace', '--info-fd', '3'] : [];
+        const { file, args, cwd } = command(argv, extra);
+        const child = spawn(file, args, { cwd, env: { ...env }, detached: true, stdio: ['ignore', output.fd, output.fd, 'pipe'] });
+        await new Promise<void>((resolve, reject) => {
+          child.once('spawn', resolve);
+          child.once('error', reject);
+        });
+        child.unref();
+        let childPid: number | undefined;
+        if (isolation === 'bubblewrap') childPid = await readChildPid(child.stdio[3] as NodeJS.ReadableStream);
+        await writeFile(pidFile, JSON.stringify({ launcher: child.pid, ...(childPid ? { child: childPid } : {}) }));
+        log.info({ dir, pid: child.pid, childPid, isolation }, 'sandbox process started');
+      } finally {
+        await output.close();
+      }
+    },
+
+    async *logs({ tail, follow, signal: abort }) {
+      let offset = 0;
+      let pending = '';
+      const text = await readFile(logFile, 'utf8').catch(() => undefined);
+      if (text === undefined) return;
+      offset = Buffer.byteLength(text);
+      const lines = text.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines.slice(Math.max(0, lines.length - tail))) yield line;
+      while (follow && !abort.aborted) {
+        const size = await stat(logFile).then((s) => s.size).catch(() => undefined);
+        if (size === undefined) return;
+        if (size > offset) {
+          const handleFile = await open(logFile, 'r');
+          const chunk = Buffer.alloc(size - offset);
+          await handleFile.read(chunk, 0, chunk.length, offset).finally(() => handleFile.close());
+          offset = size;
+          const parts = (pending + chunk.toString('utf8')).split('\n');
+          pending = parts.pop() ?? '';
+          for (const line of parts) yield line;
+          continue;
+        }
+        const pids = await readPids();
+        if (pids && !alive(pids.launcher)) {
+          if (pending !== '') yield pending;
+          return;
+        }
+        await sleep(100, undefined, { signal: abort }).catch(() => {});
+      }
+    },
+
+    stop,
+
+    async destroy(graceMs) {
+      await stop(graceMs);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The PATH of every sandboxed program. */
+const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * The program under a pid namespace's init: bubblewrap's `child-pid` is that init (pid 1 inside),
+ * and the program is its child (pid 2 inside).
+ */
+async function programOf(initPid: number): Promise<number> {
+  const children = await readFile(`/proc/${initPid}/task/${initPid}/children`, 'utf8').catch(() => '');
+  const first = Number(children.trim().split(/\s+/)[0]);
+  return Number.isInteger(first) && first > 0 ? first : initPid;
+}
+
+/** bubblewrap's `--info-fd` writes `{"child-pid": N}`: the sandboxed program's pid on the host. */
+async function readChildPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
+  let text = '';
+  for await (const chunk of stream) text += chunk.toString();
+  try {
+    const pid = (JSON.parse(text) as { 'child-pid'?: unknown })['child-pid'];
+    return typeof pid === 'number' ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The mounts of a local sandbox: the host's programs read-only, its own directories writable. */
+function bubblewrapArgs(rootDir: string): string[] {
+  const args = ['--ro-bind', '/usr', '/usr'];
+  for (const top of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt']) {
+    if (!existsSync(top)) continue;
+    const stats = lstatSync(top);
+    if (stats.isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
+    else if (stats.isDirectory()) args.push('--ro-bind', top, top);
+  }
+  args.push('--dir', '/etc');
+  for (const file of HOST_ETC_FILES) if (existsSync(file)) args.push('--ro-bind', file, file);
+  for (const own of LOCAL_SANDBOX_DIRS) args.push('--bind', path.join(rootDir, own), own);
+  args.push('--bind', path.join(rootDir, 'tmp'), '/tmp');
+  args.push('--proc', '/proc', '--dev', '/dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', 'svc-sandbox', '--die-with-parent', '--setenv', 'HOME', '/workspace');
+  return args;
+}

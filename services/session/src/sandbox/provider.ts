@@ -1,0 +1,51 @@
+/**
+ * Where an agent runs. Every provider offers the same few operations, and none of them goes
+ * through a shell: a command is an argv array, a file is uploaded as bytes. So nothing a
+ * template or a user writes is ever interpreted (`$(…)` and backticks stay text).
+ */
+export interface SandboxProvider {
+  readonly name: 'local' | 'kubernetes';
+  /** Makes a sandbox for a worker. */
+  create(spec: SandboxSpec): Promise<Sandbox>;
+  /** The sandbox a handle (from `Sandbox.handle`) names, e.g. after a restart; it may be gone. */
+  open(handle: SandboxHandle): Sandbox;
+}
+
+export interface SandboxSpec {
+  workerId: string;
+  /** The container image (kubernetes); the local provider runs the host's programs. */
+  image?: string | undefined;
+}
+
+/** What a provider needs to find a sandbox again; stored with the session (JSON). */
+export type SandboxHandle = { provider: 'local'; dir: string; isolation: 'bubblewrap' | 'process' } | { provider: 'kubernetes'; namespace: string; pod: string };
+
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface Sandbox {
+  readonly handle: SandboxHandle;
+  /**
+   * The path a program in the sandbox uses for `sandboxPath`: the same path, except in a local
+   * sandbox without bubblewrap, where sandbox paths live under the sandbox's directory.
+   */
+  resolvePath(sandboxPath: string): string;
+  /** Writes `content` at `sandboxPath` (absolute, inside the sandbox), making parent directories. */
+  upload(sandboxPath: string, content: Uint8Array | { fromFile: string }, mode?: number): Promise<void>;
+  /** Runs `argv` in the sandbox and waits for it (no shell). */
+  exec(argv: readonly string[], options?: { timeoutMs?: number }): Promise<ExecResult>;
+  /**
+   * Starts `argv` in the background with exactly `env` (nothing of the host's environment
+   * leaks in); its output goes to the sandbox's logs.
+   */
+  startBackground(argv: readonly string[], env: Readonly<Record<string, string>>): Promise<void>;
+  /** The last `tail` lines of the sandbox's logs, then (with `follow`) each new line until `signal` aborts or the sandbox ends. */
+  logs(options: { tail: number; follow: boolean; signal: AbortSignal }): AsyncIterable<string>;
+  /** Stops what runs in the sandbox (SIGTERM, then SIGKILL after `graceMs`) and keeps its files. */
+  stop(graceMs: number): Promise<void>;
+  /** Stops it and removes everything it had. Harmless when already gone. */
+  destroy(graceMs: number): Promise<void>;
+}

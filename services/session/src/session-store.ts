@@ -1,0 +1,98 @@
+import { isEndedStatus, type ListResponseOf, type Session, type ViewerType, type WorkerStatus } from '@svc/protocol';
+import type { Database, Kysely } from '@svc/store';
+import type { SandboxHandle } from './sandbox/provider.js';
+
+export interface SessionRow {
+  session: Session;
+  sandbox: SandboxHandle | undefined;
+  hasSidecar: boolean;
+}
+
+type Row = {
+  id: string;
+  worker_id: string;
+  owner: string;
+  template: string;
+  status: string;
+  has_sidecar: boolean;
+  failure: unknown;
+  sandbox: unknown;
+  created_at: Date;
+  updated_at: Date;
+  ended_at: Date | null;
+};
+
+function toSessionRow(row: Row): SessionRow {
+  const session: Session = {
+    id: row.id,
+    worker_id: row.worker_id,
+    template: row.template,
+    status: row.status as WorkerStatus,
+    owner: row.owner,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    ...(row.ended_at ? { ended_at: row.ended_at.toISOString() } : {}),
+    ...(row.failure ? { failure: row.failure as { step: string; reason: string } } : {}),
+  };
+  return { session, sandbox: (row.sandbox ?? undefined) as SandboxHandle | undefined, hasSidecar: row.has_sidecar };
+}
+
+/** The `sessions` table: what the session API lists, and what the watchdog looks after. */
+export function createSessionStore(db: Kysely<Database>) {
+  const visibleTo = (viewer: ViewerType) => (viewer.admin ? db.selectFrom('sessions') : db.selectFrom('sessions').where('owner', '=', viewer.sub));
+
+  return {
+    async insert(session: { id: string; worker_id: string; owner: string; template: string; has_sidecar: boolean }): Promise<SessionRow> {
+      const row = await db.insertInto('sessions').values({ ...session, status: 'pending' }).returningAll().executeTakeFirstOrThrow();
+      return toSessionRow(row);
+    },
+
+    async get(id: string, viewer?: ViewerType): Promise<SessionRow | undefined> {
+      const query = viewer ? visibleTo(viewer) : db.selectFrom('sessions');
+      const row = await query.selectAll().where('id', '=', id).executeTakeFirst();
+      return row && toSessionRow(row);
+    },
+
+    async byWorker(workerId: string): Promise<SessionRow | undefined> {
+      const row = await db.selectFrom('sessions').selectAll().where('worker_id', '=', workerId).executeTakeFirst();
+      return row && toSessionRow(row);
+    },
+
+    /** Newest first; `total` counts every match. */
+    async list(viewer: ViewerType, page: { limit: number; offset: number; status?: WorkerStatus | undefined }): Promise<ListResponseOf<Session>> {
+      let query = visibleTo(viewer);
+      if (page.status) query = query.where('status', '=', page.status);
+      const [rows, count] = await Promise.all([
+        query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+        query.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+      ]);
+      return { items: rows.map((row) => toSessionRow(row).session), total: Number(count.total) };
+    },
+
+    /** Sessions not ended yet (the watchdog's round). */
+    async underWay(): Promise<SessionRow[]> {
+      const rows = await db.selectFrom('sessions').selectAll().where('status', 'in', ['pending', 'provisioning', 'running']).execute();
+      return rows.map(toSessionRow);
+    },
+
+    async setSandbox(id: string, sandbox: SandboxHandle): Promise<void> {
+      await db.updateTable('sessions').set({ sandbox: JSON.stringify(sandbox), updated_at: new Date() }).where('id', '=', id).execute();
+    },
+
+    /**
+     * Mirrors a status the worker registry has already changed (the registry's compare-and-set
+     * decides; an ended row is never changed again).
+     */
+    async setStatus(id: string, status: WorkerStatus, failure?: { step: string; reason: string }): Promise<void> {
+      const now = new Date();
+      await db
+        .updateTable('sessions')
+        .set({ status, updated_at: now, ...(isEndedStatus(status) ? { ended_at: now } : {}), ...(failure ? { failure: JSON.stringify(failure) } : {}) })
+        .where('id', '=', id)
+        .where('status', 'not in', ['completed', 'failed', 'stopped'])
+        .execute();
+    },
+  };
+}
+
+export type SessionStore = ReturnType<typeof createSessionStore>;

@@ -1,0 +1,259 @@
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Kvm } from '@nats-io/kv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishDurable, requestJson } from '@svc/bus';
+import { jetstream } from '@nats-io/jetstream';
+import { incomingMessageId, kvBuckets, partitionOfWorker, subjects, type EventData, type SessionLogMessageType, type SidecarConfig, type StoredEvent, type WorkerRecord } from '@svc/protocol';
+import { waitFor } from '@svc/test-support';
+import { ADMIN, ALICE, BOB, startSessionFixture, type SessionFixture } from '../test/fixture.js';
+
+const sleeper = `
+[agent]
+command = "sleep"
+args = ["600"]
+`;
+
+const stepsOf = (events: StoredEvent[]) =>
+  events.filter((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'spawn_step').map((e) => {
+    const details = (e.data as EventData<'system'>).details as { step: string; status: string };
+    return `${details.step}:${details.status}`;
+  });
+
+describe('session service — sessions and the spawn pipeline', () => {
+  let fixture: SessionFixture;
+  beforeAll(async () => {
+    fixture = await startSessionFixture({ SVC_SIDECAR_LOST_AFTER_MS: '2000' }, { DEMO_KEY: 'from-the-host' });
+    await fixture.writeTemplate('sleeper', sleeper);
+  });
+  afterAll(() => fixture?.stop());
+
+  const workerRecord = async (workerId: string) => (await (await new Kvm(fixture.bus.nc).open(kvBuckets.workers)).get(workerId))!.json<WorkerRecord>();
+  const sandboxDir = (workerId: string) => path.join(fixture.sandboxesDir, workerId);
+
+  it('spawns a template without [sidecar]: every step reported in order, 6.5 skipped, then running', async () => {
+    const created = await fixture.create(ALICE, { template: 'sleeper' });
+    expect(created).toMatchObject({ template: 'sleeper', owner: 'alice', status: 'pending' });
+    expect(created.id).toMatch(/^ses_/);
+    await fixture.waitForStatus(created.id, 'running');
+    const events = await waitFor('the finalize step stored', async () => {
+      const stored = await fixture.events(created.worker_id);
+      return stepsOf(stored).includes('finalize:done') ? stored : undefined;
+    });
+    expect(stepsOf(events)).toEqual([
+      'validate:done',
+      'allocate_worker:done',
+      'create_sandbox:done',
+      'prepare_workspace:done',
+      'env_and_files:done',
+      'credential_proxy:done',
+      'sidecar:skipped',
+      'start_agent:done',
+      'finalize:done',
+    ]);
+    expect((await workerRecord(created.worker_id)).session_id).toBe(created.id);
+  });
+
+  it('step 6.5 deploys the sidecar exactly as the spec says: binary, token, config from [sidecar], started with SVC_SIDECAR_CONFIG', async () => {
+    await fixture.writeTemplate(
+      'with-sidecar',
+      `
+[agent]
+command = "/bin/echo"
+args = ["hi"]
+env = { FROM_TEMPLATE = "t" }
+pass_env = ["DEMO_KEY"]
+[sidecar]
+adapter = "generic"
+auto_approve = ["Read"]
+deny = ["Bash(rm *)"]
+ask = ["Write"]
+poll_interval_ms = 250
+decision_timeout_s = 30
+on_timeout = "allow"
+`,
+    );
+    const created = await fixture.create(ALICE, { template: 'with-sidecar', prompt: 'go', overrides: { env: { FROM_REQUEST: 'r' } } });
+    const events = await waitFor('the sidecar step done', async () => {
+      const stored = await fixture.events(created.worker_id);
+      return stepsOf(stored).includes('finalize:done') ? stored : undefined;
+    });
+    expect(stepsOf(events).slice(6)).toEqual([
+      'sidecar.select_binary:done',
+      'sidecar.upload_binary:done',
+      'sidecar.read_token:done',
+      'sidecar.build_config:done',
+      'sidecar.upload_config:done',
+      'sidecar.start:done',
+      'finalize:done',
+    ]);
+    const root = path.join(sandboxDir(created.worker_id), 'root');
+    const config = JSON.parse(await readFile(path.join(root, 'etc/svc/sidecar.json'), 'utf8')) as SidecarConfig;
+    const token = (await readFile(path.join(root, 'var/run/svc/token'), 'utf8')).trim();
+    expect(config).toMatchObject({
+      adapter: 'generic',
+      worker_id: created.worker_id,
+      control_plane_url: 'http://127.0.0.1:9',
+      auth_token: token,
+      auth_token_file: '/var/run/svc/token',
+      autonomous: false,
+      permissions: { auto_approve: ['Read'], deny: ['Bash(rm *)'], ask: ['Write'] },
+      poll_interval_ms: 250,
+      agent: { command: '/bin/echo', args: ['hi'], env: { FROM_TEMPLATE: 't', DEMO_KEY: 'from-the-host', FROM_REQUEST: 'r' }, prompt: 'go' },
+      state_dir: '/var/lib/svc-sidecar',
+    });
+    expect((await readFile(path.join(root, 'usr/local/bin/svc-sidecar'))).subarray(1, 4).toString()).toBe('ELF');
+    // The token is never in a step event.
+    expect(JSON.stringify(events)).not.toContain(token);
+    // The decision deadline comes from the template.
+    expect((await workerRecord(created.worker_id)).decision_policy).toEqual({ decision_timeout_s: 30, on_timeout: 'allow' });
+    // The sidecar really started (it says so in the sandbox's logs, without the token).
+    const log = await waitFor('the sidecar starting', async () => {
+      const text = await readFile(path.join(sandboxDir(created.worker_id), 'sandbox.log'), 'utf8');
+      return text.includes('svc-sidecar: starting') ? text : undefined;
+    });
+    expect(log).not.toContain(token);
+  });
+
+  it('a sidecar that never polls is lost: the session fails with sidecar_lost and its sandbox is stopped', async () => {
+    // The sidecars here cannot reach a gateway (port 9), so none ever polls; the fixture's deadline is 2 s.
+    const created = await fixture.create(ALICE, { template: 'with-sidecar' });
+    const failed = await fixture.waitForStatus(created.id, 'failed', 15_000);
+    expect(failed.failure).toMatchObject({ step: 'liveness' });
+    expect(failed.failure!.reason).toMatch(/^sidecar_lost/);
+    expect(failed.ended_at).toBeDefined();
+    expect((await workerRecord(created.worker_id)).token_hash).toBeUndefined();
+  });
+
+  it('ends a worker on its agent_exit event: code 0 completed, else failed with the code', async () => {
+    const js = jetstream(fixture.bus.nc);
+    const exit = async (workerId: string, code: number) => {
+      const data: EventData<'system'> = { level: 'info', message: `agent exited with code ${code}`, subtype: 'agent_exit', details: { code, signal: null } };
+      const uid = `test:exit`;
+      await publishDurable(js, subjects.incomingEvent(partitionOfWorker(workerId), workerId), { worker_id: workerId, event: { type: 'system', uid, ts: new Date().toISOString(), data }, received_at: new Date().toISOString() }, { messageId: incomingMessageId(workerId, uid) });
+    };
+    const good = await fixture.create(ALICE, { template: 'sleeper' });
+    const bad = await fixture.create(ALICE, { template: 'sleeper' });
+    await fixture.waitForStatus(good.id, 'running');
+    await fixture.waitForStatus(bad.id, 'running');
+    await exit(good.worker_id, 0);
+    await exit(bad.worker_id, 3);
+    expect((await fixture.waitForStatus(good.id, 'completed')).failure).toBeUndefined();
+    expect((await fixture.waitForStatus(bad.id, 'failed')).failure).toEqual({ step: 'agent', reason: 'the agent exited with code 3' });
+    expect((await workerRecord(good.worker_id)).status).toBe('completed');
+  });
+
+  it('DELETE stops the agent, destroys the sandbox, revokes the token: stopped; again is harmless', async () => {
+    const created = await fixture.create(ALICE, { template: 'sleeper' });
+    await fixture.waitForStatus(created.id, 'running');
+    const pids = JSON.parse(await readFile(path.join(sandboxDir(created.worker_id), 'pids.json'), 'utf8')) as { launcher: number };
+    expect((await workerRecord(created.worker_id)).token_hash).toBeDefined();
+    const deleted = await fixture.remove(ALICE, created.id);
+    expect(deleted).toMatchObject({ status: 'stopped' });
+    expect(existsSync(sandboxDir(created.worker_id))).toBe(false);
+    expect(() => process.kill(pids.launcher, 0)).toThrow();
+    const record = await workerRecord(created.worker_id);
+    expect(record.status).toBe('stopped');
+    expect(record.token_hash).toBeUndefined();
+    expect(await fixture.remove(ALICE, created.id)).toMatchObject({ status: 'stopped' });
+    // An ended session keeps its status when deleted.
+  });
+
+  it('a failed step fails the session with the step and reason, and undoes what earlier steps made', async () => {
+    await fixture.writeTemplate('bad-file', `${sleeper}\n[[files]]\npath = "/etc/passwd"\ncontent = "pwned"\n`);
+    const created = await fixture.create(ALICE, { template: 'bad-file' });
+    const failed = await fixture.waitForStatus(created.id, 'failed');
+    expect(failed.failure?.step).toBe('env_and_files');
+    expect(failed.failure?.reason).toMatch(/not inside one of the sandbox's own directories/);
+    expect(existsSync(sandboxDir(created.worker_id))).toBe(false);
+    expect((await workerRecord(created.worker_id)).token_hash).toBeUndefined();
+    const steps = stepsOf(await waitFor('the failed step stored', async () => {
+      const stored = await fixture.events(created.worker_id);
+      return stepsOf(stored).some((s) => s.endsWith(':failed')) ? stored : undefined;
+    }));
+    expect(steps.at(-1)).toBe('env_and_files:failed');
+    expect(steps).not.toContain('credential_proxy:done');
+  });
+
+  it('a missing sidecar binary fails step 6.5.1 with a message that says how to build it', async () => {
+    const other = await startSessionFixture({ SVC_SIDECAR_BINARY: '/nonexistent/svc-sidecar' });
+    try {
+      await other.writeTemplate('s', `[agent]\ncommand = "/bin/true"\n[sidecar]\nadapter = "generic"\n`);
+      const created = await other.create(ALICE, { template: 's' });
+      const failed = await other.waitForStatus(created.id, 'failed');
+      expect(failed.failure).toEqual({ step: 'sidecar.select_binary', reason: expect.stringMatching(/not at \/nonexistent\/svc-sidecar: build it with `npx nx run @svc\/sidecar:executable`/) as unknown as string });
+      expect(await readdir(other.sandboxesDir)).toEqual([]);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('refuses an invalid template (400 naming the file and key), an unknown one, and an unset pass_env, making nothing', async () => {
+    await fixture.writeTemplate('broken', `[agent]\ncommand = "x"\n[sidecar]\nadapter = "gpt"\n`);
+    await fixture.writeTemplate('needs-key', `[agent]\ncommand = "x"\npass_env = ["NOT_SET_ANYWHERE"]\n`);
+    const before = (await readdir(fixture.sandboxesDir)).length;
+    const listed = await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 1, offset: 0 });
+    await expect(fixture.create(ALICE, { template: 'broken' })).rejects.toMatchObject({ code: 'invalid_template', message: expect.stringMatching(/broken\.toml: .*\/sidecar\/adapter/) as unknown as string });
+    await expect(fixture.create(ALICE, { template: 'nope' })).rejects.toMatchObject({ code: 'template_not_found' });
+    await expect(fixture.create(ALICE, { template: 'needs-key' })).rejects.toMatchObject({ code: 'invalid_template', message: expect.stringMatching(/NOT_SET_ANYWHERE/) as unknown as string });
+    await expect(fixture.create(ALICE, { template: 'sleeper', overrides: { env: { 'BAD NAME': 'x' } } })).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(fixture.create(ALICE, { template: 'sleeper', prompt: 'hi' })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/no \[sidecar\] section/) as unknown as string });
+    expect((await readdir(fixture.sandboxesDir)).length).toBe(before);
+    expect((await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 1, offset: 0 })).total).toBe(listed.total);
+  });
+
+  it('shows a session only to its owner (anyone else: session_not_found) and everything to an admin; lists newest first, by status, paged', async () => {
+    const mine = await fixture.create(BOB, { template: 'sleeper' });
+    await expect(fixture.get(ALICE, mine.id)).rejects.toMatchObject({ code: 'session_not_found' });
+    await expect(fixture.remove(ALICE, mine.id)).rejects.toMatchObject({ code: 'session_not_found' });
+    expect((await fixture.get(ADMIN, mine.id)).owner).toBe('bob');
+    await fixture.waitForStatus(mine.id, 'running');
+    const second = await fixture.create(BOB, { template: 'sleeper' });
+    await fixture.waitForStatus(second.id, 'running');
+    const list = (query: Record<string, unknown>) => requestJson<{ items: Array<{ id: string; owner: string }>; total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: BOB, limit: 50, offset: 0, ...query });
+    const all = await list({});
+    expect(all.total).toBe(2);
+    expect(all.items.map((s) => s.id)).toEqual([second.id, mine.id]);
+    expect((await list({ limit: 1, offset: 1 })).items.map((s) => s.id)).toEqual([mine.id]);
+    await fixture.remove(BOB, second.id);
+    expect((await list({ status: 'running' })).items.map((s) => s.id)).toEqual([mine.id]);
+    expect((await list({ status: 'stopped' })).items.map((s) => s.id)).toEqual([second.id]);
+    const everyone = await requestJson<{ items: Array<{ owner: string }> }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 500, offset: 0 });
+    expect(new Set(everyone.items.map((s) => s.owner))).toEqual(new Set(['alice', 'bob']));
+    await fixture.remove(BOB, mine.id);
+  });
+
+  it('follows a sandbox\'s logs: the last lines, then new ones, then end when its programs have ended; stop ends it early', async () => {
+    await fixture.writeTemplate('talker', `[agent]\ncommand = "sh"\nargs = ["-c", "echo one; echo two; echo three; sleep 2; echo four"]\n`);
+    const created = await fixture.create(ALICE, { template: 'talker' });
+    await fixture.waitForStatus(created.id, 'running');
+    const follow = async (viewer: typeof ALICE, tail: number, followId: string) => {
+      const inbox = fixture.bus.nc.subscribe(`_INBOX.test.${followId}`);
+      await requestJson(fixture.bus.nc, subjects.rpc.followLogs, { viewer, session_id: created.id, tail, deliver_to: inbox.getSubject(), follow_id: followId });
+      const messages: SessionLogMessageType[] = [];
+      for await (const msg of inbox) {
+        messages.push(msg.json<SessionLogMessageType>());
+        if (messages.at(-1)!.kind === 'end') break;
+      }
+      inbox.unsubscribe();
+      return messages;
+    };
+    const messages = await follow(ALICE, 2, 'f1');
+    const lines = messages.flatMap((m) => (m.kind === 'lines' ? m.lines : []));
+    expect(lines).toEqual(['two', 'three', 'four']);
+    expect(messages.at(-1)).toEqual({ kind: 'end', reason: 'the sandbox has ended' });
+    await expect(follow(BOB, 1, 'f2')).rejects.toMatchObject({ code: 'session_not_found' });
+
+    const sleeping = await fixture.create(ALICE, { template: 'sleeper' });
+    await fixture.waitForStatus(sleeping.id, 'running');
+    const inbox = fixture.bus.nc.subscribe('_INBOX.test.f3');
+    await requestJson(fixture.bus.nc, subjects.rpc.followLogs, { viewer: ALICE, session_id: sleeping.id, tail: 10, deliver_to: inbox.getSubject(), follow_id: 'f3' });
+    fixture.bus.nc.publish(subjects.logFollowStop('f3'));
+    for await (const msg of inbox) {
+      expect(msg.json<SessionLogMessageType>()).toEqual({ kind: 'end', reason: 'the follower stopped' });
+      break;
+    }
+    await fixture.remove(ALICE, sleeping.id);
+  });
+});

@@ -1,0 +1,259 @@
+import { access, constants } from 'node:fs/promises';
+import { CodedError, isEndedStatus, LIFECYCLE_SUBTYPES, type CreateSessionBodyType, type EventData, type SidecarConfig } from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+import type { Sandbox, SandboxProvider } from '../sandbox/provider.js';
+import type { SessionStore } from '../session-store.js';
+import type { Template } from '../templates/template.js';
+import type { WorkerRegistry } from '../worker-registry.js';
+
+/** The spec's paths inside every sandbox (step 6 and step 6.5). */
+export const SANDBOX_PATHS = {
+  sidecarBinary: '/usr/local/bin/svc-sidecar',
+  sidecarConfig: '/etc/svc/sidecar.json',
+  token: '/var/run/svc/token',
+  sidecarState: '/var/lib/svc-sidecar',
+  workspace: '/workspace',
+} as const;
+
+/** The architecture every sandbox runs (step 6.5.1 selects the sidecar binary built for it). */
+export const SANDBOX_TARGET = 'linux/amd64';
+
+const SANDBOX_PATH_ENV = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
+
+export interface SpawnDeps {
+  provider: SandboxProvider;
+  registry: WorkerRegistry;
+  store: SessionStore;
+  /** Reports a `system` event of the worker (durably, in order). */
+  emit(workerId: string, uid: string, data: EventData<'system'>): Promise<void>;
+  /** The svc-sidecar single executable per target, e.g. `{'linux/amd64': '/opt/svc/svc-sidecar'}`. */
+  sidecarBinaries: Readonly<Record<string, string>>;
+  /** The gateway's address as a sandbox reaches it. */
+  controlPlaneUrl: string;
+  /** How long each of the sidecar's decision polls waits (under the liveness deadline). */
+  decisionWaitMs: number;
+  /** The variables a template's `pass_env` may copy (the session service's environment). */
+  hostEnv: Readonly<Record<string, string | undefined>>;
+  /** How long a sandbox's programs get between SIGTERM and SIGKILL when it is torn down. */
+  killGraceMs: number;
+  logger: Logger;
+}
+
+export interface SpawnRequest {
+  sessionId: string;
+  workerId: string;
+  token: string;
+  template: Template;
+  body: CreateSessionBodyType;
+}
+
+/** Checks a template against a request before anything is made (step 1): a refusal is `400`. */
+export function validateSpawn(template: Template, body: CreateSessionBodyType, hostEnv: Readonly<Record<string, string | undefined>>): void {
+  const missing = template.agent.pass_env.filter((name) => !hostEnv[name]);
+  if (missing.length > 0) {
+    throw new CodedError(
+      'invalid_template',
+      `${template.source}: /agent/pass_env needs ${missing.join(', ')} set in the session service's environment`,
+      { file: template.source, missing },
+    );
+  }
+  if (template.sidecar === undefined && body.prompt !== undefined) {
+    throw new CodedError('invalid_request', `template ${template.name} has no [sidecar] section, so nothing would give the agent a prompt`);
+  }
+}
+
+/** A step failed: where, and why (safe to show: never a token). */
+class StepFailure extends Error {
+  constructor(
+    readonly step: string,
+    readonly reason: string,
+  ) {
+    super(`${step}: ${reason}`);
+  }
+}
+
+/**
+ * The spawn pipeline after the session exists (steps 1 validate and 2 allocate ran when it was
+ * asked for): each step is named, logged and reported as a `system` event of the worker
+ * (`subtype: "spawn_step"`). A failed step fails the session with the step and the reason,
+ * and undoes what earlier steps made (the sandbox, the token).
+ */
+export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<void> {
+  const { workerId, sessionId, template } = request;
+  const log = deps.logger.child({ sessionId, workerId, template: template.name });
+  const undo: Array<{ what: string; run: () => Promise<void> }> = [];
+  let sandbox: Sandbox | undefined;
+  let current = 'validate';
+
+  const report = async (number: string, step: string, started: number, status: 'done' | 'skipped', extra: Record<string, unknown> = {}) => {
+    const durationMs = Date.now() - started;
+    log.info({ step, number, durationMs, ...extra }, `spawn step ${number} ${step}: ${status}`);
+    await deps.emit(workerId, `spawn:${step}`, {
+      level: 'info',
+      subtype: LIFECYCLE_SUBTYPES.spawnStep,
+      message: `spawn step ${number} ${step}: ${status} (${durationMs} ms)`,
+      details: { step, number, status, duration_ms: durationMs, ...extra },
+    });
+  };
+  const step = async <T>(number: string, name: string, work: () => Promise<T>, extra?: (result: T) => Record<string, unknown>): Promise<T> => {
+    current = name;
+    // A session deleted meanwhile (on any replica) has ended its worker: stop here and undo.
+    const { status } = await deps.registry.get(workerId);
+    if (isEndedStatus(status)) throw new StepFailure(name, `the session was ${status} before this step`);
+    const started = Date.now();
+    let result: T;
+    try {
+      result = await work();
+    } catch (err) {
+      throw err instanceof StepFailure ? err : new StepFailure(name, (err as Error).message);
+    }
+    await report(number, name, started, 'done', extra?.(result));
+    return result;
+  };
+
+  try {
+    await report('1', 'validate', Date.now(), 'done', { template: template.name, source: template.source });
+    await report('2', 'allocate_worker', Date.now(), 'done', { worker_id: workerId, session_id: sessionId });
+    await deps.registry.setStatus(workerId, 'provisioning');
+    await deps.store.setStatus(sessionId, 'provisioning');
+
+    sandbox = await step('3', 'create_sandbox', async () => {
+      const made = await deps.provider.create({ workerId, image: template.agent.image });
+      undo.push({ what: 'destroy the sandbox', run: () => made.destroy(deps.killGraceMs) });
+      await deps.store.setSandbox(sessionId, made.handle);
+      return made;
+    }, (made) => ({ provider: made.handle.provider, ...(made.handle.provider === 'local' ? { isolation: made.handle.isolation } : { pod: made.handle.pod }) }));
+    const box = sandbox;
+
+    await step('4', 'prepare_workspace', async () => {
+      const made = await box.exec(['mkdir', '-p', box.resolvePath(SANDBOX_PATHS.workspace)]);
+      if (made.code !== 0) throw new Error(`mkdir ${SANDBOX_PATHS.workspace} exited with ${made.code}: ${made.stderr.trim()}`);
+    });
+
+    const agentEnv = await step('5', 'env_and_files', async () => {
+      for (const file of template.files) await box.upload(file.path, Buffer.from(file.content), file.mode);
+      const passed = Object.fromEntries(template.agent.pass_env.map((name) => [name, deps.hostEnv[name] ?? '']));
+      return { ...template.agent.env, ...passed, ...(request.body.overrides?.env ?? {}) };
+    }, (env) => ({ files: template.files.map((f) => f.path), env: Object.keys(env) }));
+
+    // 6: the credential proxy's part here: the worker's token, readable by the sandbox only.
+    await step('6', 'credential_proxy', () => box.upload(SANDBOX_PATHS.token, Buffer.from(`${request.token}\n`), 0o600), () => ({ path: SANDBOX_PATHS.token }));
+
+    if (template.sidecar === undefined) {
+      await report('6.5', 'sidecar', Date.now(), 'skipped', { reason: 'the template has no [sidecar] section' });
+      await step('6.5', 'start_agent', () => box.startBackground([resolveCommand(box, template.agent.command), ...template.agent.args], baseEnv(agentEnv)));
+    } else {
+      await deploySidecar(deps, request, box, agentEnv, step);
+    }
+
+    await step('7', 'finalize', async () => {
+      try {
+        await deps.registry.setStatus(workerId, 'running');
+        await deps.store.setStatus(sessionId, 'running');
+      } catch (err) {
+        // The agent may already have finished (a very short run): its end status stands.
+        if (!(err instanceof CodedError && err.code === 'worker_ended')) throw err;
+      }
+    });
+  } catch (err) {
+    const failure = err instanceof StepFailure ? err : new StepFailure(current, (err as Error).message);
+    log.warn({ step: failure.step, reason: failure.reason }, 'spawn failed; undoing earlier steps');
+    await deps
+      .emit(workerId, `spawn:${failure.step}:failed`, {
+        level: 'error',
+        subtype: LIFECYCLE_SUBTYPES.spawnStep,
+        message: `spawn step ${failure.step} failed: ${failure.reason}`,
+        details: { step: failure.step, status: 'failed', reason: failure.reason },
+      })
+      .catch((error: unknown) => log.warn({ err: error }, 'could not report the failed step'));
+    for (const { what, run } of undo.reverse()) {
+      await run().catch((error: unknown) => log.error({ err: error, what }, 'could not undo a spawn step'));
+    }
+    await failSession(deps, { sessionId, workerId }, { step: failure.step, reason: failure.reason }).catch((error: unknown) => log.error({ err: error }, 'could not mark the session failed'));
+  }
+}
+
+type Step = <T>(number: string, name: string, work: () => Promise<T>, extra?: (result: T) => Record<string, unknown>) => Promise<T>;
+
+/** Step 6.5, exactly the spec's six sub-steps. */
+async function deploySidecar(deps: SpawnDeps, request: SpawnRequest, box: Sandbox, agentEnv: Record<string, string>, step: Step): Promise<void> {
+  const sidecar = request.template.sidecar!;
+  const binary = await step('6.5.1', 'sidecar.select_binary', async () => {
+    const file = deps.sidecarBinaries[SANDBOX_TARGET];
+    if (!file) throw new Error(`no svc-sidecar binary is configured for ${SANDBOX_TARGET}`);
+    try {
+      await access(file, constants.R_OK);
+    } catch {
+      throw new Error(`the svc-sidecar binary for ${SANDBOX_TARGET} is not at ${file}: build it with \`npx nx run @svc/sidecar:executable\` or set SVC_SIDECAR_BINARY`);
+    }
+    return file;
+  }, (file) => ({ target: SANDBOX_TARGET, binary: file }));
+
+  await step('6.5.2', 'sidecar.upload_binary', () => box.upload(SANDBOX_PATHS.sidecarBinary, { fromFile: binary }, 0o755), () => ({ path: SANDBOX_PATHS.sidecarBinary }));
+
+  await step('6.5.3', 'sidecar.read_token', async () => {
+    const read = await box.exec(['cat', box.resolvePath(SANDBOX_PATHS.token)]);
+    if (read.code !== 0) throw new Error(`${SANDBOX_PATHS.token} cannot be read in the sandbox (cat exited with ${read.code})`);
+    if (read.stdout.trim() !== request.token) throw new Error(`${SANDBOX_PATHS.token} does not hold this worker's token`);
+  }, () => ({ path: SANDBOX_PATHS.token }));
+
+  const config = await step('6.5.4', 'sidecar.build_config', async () => {
+    const built: SidecarConfig = {
+      adapter: sidecar.adapter,
+      worker_id: request.workerId,
+      control_plane_url: deps.controlPlaneUrl,
+      auth_token: request.token,
+      auth_token_file: box.resolvePath(SANDBOX_PATHS.token),
+      autonomous: request.body.overrides?.autonomous ?? sidecar.autonomous,
+      permissions: { auto_approve: sidecar.auto_approve, deny: sidecar.deny, ask: sidecar.ask },
+      poll_interval_ms: sidecar.poll_interval_ms,
+      agent: {
+        command: resolveCommand(box, request.template.agent.command),
+        args: request.template.agent.args,
+        env: agentEnv,
+        ...(request.template.agent.cwd ? { cwd: box.resolvePath(request.template.agent.cwd) } : {}),
+        ...((request.body.prompt ?? request.template.agent.prompt) !== undefined ? { prompt: request.body.prompt ?? request.template.agent.prompt } : {}),
+      },
+      state_dir: box.resolvePath(SANDBOX_PATHS.sidecarState),
+      decision_wait_ms: deps.decisionWaitMs,
+      buffer_max_bytes: 64 * 1024 * 1024,
+      kill_grace_ms: deps.killGraceMs,
+    };
+    return built;
+  }, (built) => ({ adapter: built.adapter, autonomous: built.autonomous }));
+
+  // JSON.stringify is the only encoding: no template value passes through a shell or a format string.
+  await step('6.5.5', 'sidecar.upload_config', () => box.upload(SANDBOX_PATHS.sidecarConfig, Buffer.from(JSON.stringify(config, null, 2)), 0o600), () => ({ path: SANDBOX_PATHS.sidecarConfig }));
+
+  await step('6.5.6', 'sidecar.start', () =>
+    box.startBackground([box.resolvePath(SANDBOX_PATHS.sidecarBinary)], { ...baseEnv({}), SVC_SIDECAR_CONFIG: box.resolvePath(SANDBOX_PATHS.sidecarConfig) }),
+  );
+}
+
+/** The environment every sandboxed program starts from (nothing of the session service's own). */
+function baseEnv(extra: Record<string, string>): Record<string, string> {
+  return { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_PATHS.workspace, LANG: 'C.UTF-8', ...extra };
+}
+
+/** An absolute command inside the sandbox's own directories is mapped like every sandbox path. */
+function resolveCommand(box: Sandbox, command: string): string {
+  if (!command.startsWith('/')) return command;
+  try {
+    return box.resolvePath(command);
+  } catch {
+    return command;
+  }
+}
+
+/** Ends a session as `failed` with where and why, and refuses its token from now on. */
+export async function failSession(deps: Pick<SpawnDeps, 'registry' | 'store'>, ids: { sessionId: string; workerId: string }, failure: { step: string; reason: string }): Promise<void> {
+  try {
+    await deps.registry.setStatus(ids.workerId, 'failed');
+  } catch (err) {
+    if (!(err instanceof CodedError && err.code === 'worker_ended')) throw err;
+    return;
+  }
+  await deps.store.setStatus(ids.sessionId, 'failed', failure);
+  await deps.registry.revoke(ids.workerId);
+}
+

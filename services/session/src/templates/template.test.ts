@@ -1,0 +1,63 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { CodedError } from '@svc/protocol';
+import { BUILT_IN_TEMPLATES_DIR, createTemplateCatalog } from './catalog.js';
+import { parseTemplate } from './template.js';
+
+const minimal = `
+[agent]
+command = "/bin/echo"
+`;
+
+function refusal(text: string): CodedError {
+  try {
+    parseTemplate('t', text, 'templates/t.toml');
+  } catch (err) {
+    return err as CodedError;
+  }
+  throw new Error('the template was accepted');
+}
+
+describe('templates', () => {
+  it('fills in defaults; [sidecar] is optional', () => {
+    const template = parseTemplate('t', minimal, 'templates/t.toml');
+    expect(template).toMatchObject({ name: 't', source: 'templates/t.toml', agent: { command: '/bin/echo', args: [], env: {}, pass_env: [] }, files: [] });
+    expect(template.sidecar).toBeUndefined();
+    const withSidecar = parseTemplate('t', `${minimal}\n[sidecar]\nadapter = "generic"\n`, 'x');
+    expect(withSidecar.sidecar).toEqual({ adapter: 'generic', auto_approve: [], deny: [], ask: [], autonomous: false, decision_timeout_s: 600, on_timeout: 'deny', poll_interval_ms: 1000 });
+  });
+
+  it('names the file and the key of each mistake', () => {
+    const badAdapter = refusal(`${minimal}\n[sidecar]\nadapter = "gpt"\n`);
+    expect(badAdapter.code).toBe('invalid_template');
+    expect(badAdapter.message).toMatch(/^templates\/t\.toml: .*\/sidecar\/adapter/);
+    expect(refusal(`colour = "red"\n${minimal}`).message).toMatch(/templates\/t\.toml: .*\/colour/);
+    expect(refusal(`[agent]\nargs = []\n`).message).toMatch(/\/agent\/command/);
+    expect(refusal(`${minimal}\n[sidecar]\nadapter = "generic"\nauto_approve = "Bash"\n`).message).toMatch(/\/sidecar\/auto_approve/);
+    expect(refusal(`${minimal}\n[[files]]\npath = "/workspace/../etc/passwd"\ncontent = ""\n`).message).toMatch(/\/files\/0\/path/);
+    expect(refusal(`${minimal}\n[agent.env]\n"BAD NAME" = "x"\n`).message).toMatch(/\/agent\/env/);
+  });
+
+  it('says where TOML syntax is broken', () => {
+    const broken = refusal('[agent\ncommand = "x"\n');
+    expect(broken.code).toBe('invalid_template');
+    expect(broken.message).toMatch(/^templates\/t\.toml: not valid TOML \(line 1, column \d+\)/);
+  });
+
+  it('ships built-in templates that all parse: demo, claude, codex', async () => {
+    const files = (await readdir(BUILT_IN_TEMPLATES_DIR)).filter((f) => f.endsWith('.toml')).sort();
+    expect(files).toEqual(['claude.toml', 'codex.toml', 'demo.toml']);
+    for (const file of files) {
+      const template = parseTemplate(path.basename(file, '.toml'), await readFile(path.join(BUILT_IN_TEMPLATES_DIR, file), 'utf8'), file);
+      expect(template.sidecar).toBeDefined();
+    }
+  });
+
+  it('finds a template in the configured directory first, then the built-in ones; an unknown or odd name is template_not_found', async () => {
+    const catalog = createTemplateCatalog({ dir: '/nonexistent-dir' });
+    expect((await catalog.load('demo')).source).toBe(path.join(BUILT_IN_TEMPLATES_DIR, 'demo.toml'));
+    await expect(catalog.load('nope')).rejects.toMatchObject({ code: 'template_not_found' });
+    await expect(catalog.load('../demo')).rejects.toMatchObject({ code: 'template_not_found' });
+  });
+});

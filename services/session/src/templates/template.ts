@@ -1,0 +1,78 @@
+import Type, { type Static } from 'typebox';
+import Value from 'typebox/value';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { CodedError, createChecker, describeFieldErrors, ENV_NAME_PATTERN, EnvironmentVariables, SIDECAR_ADAPTERS } from '@svc/protocol';
+
+const EnvName = Type.String({ pattern: ENV_NAME_PATTERN });
+const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [] });
+/** A path inside the sandbox: absolute, without `.`, `..` or empty segments. */
+const SandboxPath = Type.String({ pattern: '^(/(?!\\.\\.?(/|$))[A-Za-z0-9._@+-]+)+$', maxLength: 1024 });
+
+/**
+ * A session template (TOML): what to run and how the sidecar treats it. The file's name is the
+ * template's name. Only these keys exist; an unknown one is an error naming it.
+ */
+export const TemplateSchema = Type.Object(
+  {
+    description: Type.String({ default: '' }),
+    agent: Type.Object(
+      {
+        /** The agent's program, found on the sandbox's PATH or given absolutely. */
+        command: Type.String({ minLength: 1 }),
+        args: Type.Array(Type.String(), { default: [] }),
+        /** The container image of the sandbox (the kubernetes provider; the local one ignores it). */
+        image: Type.Optional(Type.String({ minLength: 1 })),
+        env: EnvironmentVariables('The agent\'s environment.'),
+        /** Variables copied from the session service's own environment (e.g. an API key); spawning fails if one is unset. */
+        pass_env: Type.Array(EnvName, { default: [] }),
+        /** The agent's working directory in the sandbox. */
+        cwd: Type.Optional(SandboxPath),
+        /** The first message, when the session request gives none. */
+        prompt: Type.Optional(Type.String()),
+      },
+      { additionalProperties: false },
+    ),
+    /** Files written into the sandbox before the agent starts (e.g. a workspace's README). */
+    files: Type.Array(Type.Object({ path: SandboxPath, content: Type.String(), mode: Type.Integer({ minimum: 0, maximum: 0o777, default: 0o644 }) }, { additionalProperties: false }), { default: [] }),
+    /** The sidecar (step 6.5 of the spawn); without it, the spawn skips that step. */
+    sidecar: Type.Optional(
+      Type.Object(
+        {
+          adapter: Type.Enum(SIDECAR_ADAPTERS),
+          auto_approve: ToolRules,
+          deny: ToolRules,
+          ask: ToolRules,
+          autonomous: Type.Boolean({ default: false }),
+          decision_timeout_s: Type.Integer({ minimum: 1, maximum: 7 * 24 * 3600, default: 600 }),
+          on_timeout: Type.Enum(['deny', 'allow'], { default: 'deny' }),
+          poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type Template = Static<typeof TemplateSchema> & { name: string; source: string };
+
+const checker = createChecker<Static<typeof TemplateSchema>>(TemplateSchema);
+
+/**
+ * Parses and validates one template. Errors are `invalid_template` and name the file and each
+ * bad key (`templates/x.toml: /sidecar/adapter must be …`), so the author can fix it at once.
+ */
+export function parseTemplate(name: string, text: string, source: string): Template {
+  let raw: unknown;
+  try {
+    raw = parseToml(text);
+  } catch (err) {
+    const where = err instanceof TomlError ? ` (line ${err.line}, column ${err.column})` : '';
+    throw new CodedError('invalid_template', `${source}: not valid TOML${where}: ${(err as Error).message.split('\n')[0]}`, { file: source });
+  }
+  const withDefaults = Value.Default(TemplateSchema, raw);
+  const checked = checker.check(withDefaults);
+  if (!checked.ok) {
+    throw new CodedError('invalid_template', `${source}: ${describeFieldErrors(checked.errors)}`, { file: source, fields: checked.errors });
+  }
+  return { ...checked.value, name, source };
+}

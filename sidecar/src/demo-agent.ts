@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+
+/**
+ * `svc-sidecar demo-agent`: a scripted agent that speaks Claude Code's stream-json protocol
+ * (the same lines the real CLI writes, see ../shared/fixtures/claude-code), so a newcomer sees
+ * every widget and a real approval with no model and no API key. It is inside the sidecar
+ * binary so a sandbox needs nothing else to run the demo.
+ *
+ * The turn: it says hello, lists its working directory (a read-only tool: no permission
+ * needed), then asks to write `hello.txt` there. Allowed, it really writes the file (with the
+ * input as decided, `updatedInput`); denied, it reports the reason it got. Then it ends the turn
+ * with a `result` carrying tokens and cost, and exits when its stdin closes.
+ */
+export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<number> {
+  const stepMs = options.stepMs ?? Number(process.env['SVC_DEMO_STEP_MS'] ?? 400);
+  const sessionId = randomUUID();
+  const cwd = process.cwd();
+  const started = Date.now();
+  const write = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
+  const pause = () => new Promise((resolve) => setTimeout(resolve, stepMs));
+
+  const input = createInterface({ input: process.stdin });
+  const waiting = new Map<string, (message: Record<string, unknown>) => void>();
+  let promptArrived: (text: string) => void = () => {};
+  const prompt = new Promise<string>((resolve) => (promptArrived = resolve));
+  const stdinClosed = new Promise<void>((resolve) => input.once('close', resolve));
+  input.on('line', (line) => {
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      process.stderr.write(`demo-agent: ignoring a line that is not JSON\n`);
+      return;
+    }
+    const request = message['request'] as { subtype?: string } | undefined;
+    if (message['type'] === 'control_request' && request?.subtype === 'initialize') {
+      write({ type: 'control_response', response: { subtype: 'success', request_id: message['request_id'], response: { commands: [], models: [{ value: 'demo' }] } } });
+    } else if (message['type'] === 'user') {
+      const content = (message['message'] as { content?: unknown } | undefined)?.content;
+      promptArrived(Array.isArray(content) ? content.map((block: { text?: string }) => block.text ?? '').join('') : String(content ?? ''));
+    } else if (message['type'] === 'control_response') {
+      const response = message['response'] as { request_id?: string; response?: Record<string, unknown> } | undefined;
+      const resolve = waiting.get(response?.request_id ?? '');
+      if (resolve) resolve(response?.response ?? {});
+    }
+  });
+
+  let messageCount = 0;
+  const say = (content: Record<string, unknown>[]) =>
+    write({
+      type: 'assistant',
+      message: { id: `msg_demo_${++messageCount}`, type: 'message', role: 'assistant', model: 'demo', content, stop_reason: null, usage: { input_tokens: 1200 * messageCount, output_tokens: 40 } },
+      parent_tool_use_id: null,
+      session_id: sessionId,
+    });
+  const toolResult = (toolUseId: string, content: string, isError: boolean) =>
+    write({ type: 'user', message: { role: 'user', content: [{ tool_use_id: toolUseId, type: 'tool_result', content, is_error: isError }] }, parent_tool_use_id: null, session_id: sessionId });
+
+  const task = await prompt;
+  write({ type: 'system', subtype: 'init', cwd, session_id: sessionId, tools: ['Glob', 'Write'], model: 'demo', permissionMode: 'default', claude_code_version: 'svc-demo' });
+  await pause();
+  say([{ type: 'text', text: `Hello! I am the svc demo agent: a script, no model, no API key. You asked: "${task.slice(0, 200)}". I will look around first.` }]);
+  await pause();
+
+  say([{ type: 'tool_use', id: 'toolu_demo_1', name: 'Glob', input: { pattern: '*', path: cwd } }]);
+  await pause();
+  const entries = readdirSync(cwd).sort();
+  toolResult('toolu_demo_1', entries.length > 0 ? entries.join('\n') : '(the directory is empty)', false);
+  await pause();
+
+  const filePath = path.join(cwd, 'hello.txt');
+  const proposed = { file_path: filePath, content: 'hello from the svc demo agent\n' };
+  say([{ type: 'tool_use', id: 'toolu_demo_2', name: 'Write', input: proposed }]);
+  const requestId = randomUUID();
+  const decision = new Promise<Record<string, unknown>>((resolve) => waiting.set(requestId, resolve));
+  write({ type: 'control_request', request_id: requestId, request: { subtype: 'can_use_tool', tool_name: 'Write', display_name: 'Write', input: proposed, tool_use_id: 'toolu_demo_2', description: 'Write hello.txt in the working directory' } });
+  const answer = await decision;
+  let summary: string;
+  if (answer['behavior'] === 'allow') {
+    const decided = (answer['updatedInput'] ?? proposed) as { file_path?: unknown; content?: unknown };
+    const target = typeof decided.file_path === 'string' ? decided.file_path : filePath;
+    writeFileSync(target, typeof decided.content === 'string' ? decided.content : String(proposed.content));
+    toolResult('toolu_demo_2', `File created successfully at: ${target}`, false);
+    summary = `Done: I wrote ${path.basename(target)}.`;
+  } else {
+    const reason = typeof answer['message'] === 'string' ? answer['message'] : 'denied';
+    toolResult('toolu_demo_2', reason, true);
+    summary = `Understood, I did not write the file (${reason}).`;
+  }
+  await pause();
+  say([{ type: 'text', text: summary }]);
+  await pause();
+  write({
+    type: 'result',
+    subtype: 'success',
+    is_error: false,
+    num_turns: 3,
+    duration_ms: Date.now() - started,
+    result: summary,
+    session_id: sessionId,
+    total_cost_usd: 0.0123,
+    modelUsage: { demo: { inputTokens: 3600, outputTokens: 120, cacheReadInputTokens: 0, costUSD: 0.0123 } },
+  });
+  // Like the real CLI in stream-json mode: wait for more input until stdin closes.
+  await stdinClosed;
+  return 0;
+}
