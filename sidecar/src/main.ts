@@ -6,8 +6,9 @@ const warn = (message: string) => process.stderr.write(`svc-sidecar: ${message}\
 
 // No top-level await: the single executable embeds this as a CommonJS script.
 async function main(): Promise<number> {
-  // The single executable's argv is [binary, binary, …]; `node main.js` gives [node, main.js, …].
-  if (process.argv[2] === 'demo-agent') return runDemoAgent();
+  // `svc-sidecar demo-agent` is the demo's agent. Run as Claude Code, it gets the CLI's flags
+  // before its own arguments (`-p --input-format stream-json … demo-agent`), so look at them all.
+  if (process.argv.slice(2).includes('demo-agent')) return runDemoAgent();
   try {
     const config = await loadSidecarConfig();
     warn(`starting: ${JSON.stringify(describeConfig(config))}`);

@@ -19,6 +19,8 @@ import {
 
 export interface E2eStack {
   gatewayUrl: string;
+  /** Where the session service keeps local sandboxes (one directory per worker). */
+  sandboxesDir: string;
   /** The `SVC_*` environment every service runs with. */
   env: Record<string, string>;
   postgres: PostgresProcess;
@@ -42,7 +44,7 @@ export interface E2eStack {
  * every service started from its built `main.js` as its own process (two event-ingest replicas
  * unless told otherwise). Resolves once `GET /v1/status` says every service is up.
  */
-export async function startStack(options: { ingestReplicas?: number } = {}): Promise<E2eStack> {
+export async function startStack(options: { ingestReplicas?: number; sessionEnv?: Record<string, string> } = {}): Promise<E2eStack> {
   const replicas = options.ingestReplicas ?? 2;
   const [nats, postgres, issuer]: [NatsServerProcess, PostgresProcess, TestIssuer] = await Promise.all([startNatsServer(), startPostgres(), startTestIssuer('svc')]);
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
@@ -60,7 +62,9 @@ export async function startStack(options: { ingestReplicas?: number } = {}): Pro
   const startIngestReplica = (replicaIndex: number) =>
     startServiceProcess('event-ingest', { ...env, SVC_INSTANCE: `ingest-${replicaIndex}`, SVC_INGEST_REPLICA_INDEX: String(replicaIndex), SVC_INGEST_REPLICA_COUNT: String(replicas) });
   const ingest = Array.from({ length: replicas }, (_, index) => startIngestReplica(index));
-  const others = [startServiceProcess('session', env), startServiceProcess('control', env)];
+  const sandboxesDir = path.join(stateDir, 'sandboxes');
+  const sessionEnv = { ...env, SVC_SANDBOXES_DIR: sandboxesDir, SVC_SANDBOX_CONTROL_PLANE_URL: gatewayUrl, ...options.sessionEnv };
+  const others = [startServiceProcess('session', sessionEnv), startServiceProcess('control', env)];
   let gateway = startServiceProcess('gateway', gatewayEnv);
   const everyProcess = () => [...ingest, ...others, gateway];
   const outputs = () => everyProcess().map((p) => `--- ${p.service}\n${p.output()}`).join('\n');
@@ -82,6 +86,7 @@ export async function startStack(options: { ingestReplicas?: number } = {}): Pro
 
   return {
     gatewayUrl,
+    sandboxesDir,
     env,
     postgres,
     nc,

@@ -37,7 +37,7 @@ export const EXAMPLE_EVENTS: { [K in EventType]: IncomingEvent<K> } = {
     type: 'system',
     uid: 'boot1:6',
     ts: '2026-11-22T05:30:01.002Z',
-    data: { level: 'info', subtype: 'agent_exit', message: 'agent exited with code 0' },
+    data: { level: 'info', subtype: 'init', message: 'agent ready' },
   },
   control_request: {
     type: 'control_request',

@@ -1,0 +1,184 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventData, ListResponseOf, Session, SessionLogMessageType, StoredEvent } from '@svc/protocol';
+import { waitFor } from '@svc/test-support';
+import { StreamViewer } from './readers.js';
+import { startStack, type E2eStack } from './stack.js';
+
+/** What a template might smuggle in, if anything ever went through a shell. */
+const PWNED = `/tmp/svc-pwned-${process.pid}`;
+const INJECTION = `$(touch ${PWNED}) \`touch ${PWNED}\``;
+
+const TEMPLATES: Record<string, string> = {
+  // The sidecar inside the sandbox lists the spec's paths as it sees them.
+  inside: `
+[agent]
+command = "/bin/ls"
+args = ["-l", "/etc/svc/sidecar.json", "/var/run/svc/token", "/usr/local/bin/svc-sidecar"]
+[sidecar]
+adapter = "generic"
+`,
+  injection: `
+[agent]
+command = "/bin/echo"
+args = [${JSON.stringify(INJECTION)}, "; touch ${PWNED}"]
+env = { INJECTED = ${JSON.stringify(INJECTION)} }
+prompt = ${JSON.stringify(INJECTION)}
+[[files]]
+path = "/workspace/notes.txt"
+content = ${JSON.stringify(INJECTION)}
+[sidecar]
+adapter = "generic"
+`,
+  broken: `
+[agent]
+command = "/bin/true"
+[sidecar]
+adapter = "generic"
+auto_approve = "everything"
+`,
+  'bad-step': `
+[agent]
+command = "/bin/true"
+[[files]]
+path = "/etc/passwd"
+content = "x"
+[sidecar]
+adapter = "generic"
+`,
+};
+
+describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → agent (every service its own process)', () => {
+  let stack: E2eStack;
+  let templatesDir: string;
+  let token: string;
+
+  beforeAll(async () => {
+    templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-templates-'));
+    for (const [name, toml] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), toml);
+    stack = await startStack({ ingestReplicas: 1, sessionEnv: { SVC_TEMPLATES_DIR: templatesDir, SVC_SANDBOX_KILL_GRACE_MS: '3000' } });
+    token = await stack.userToken('e2e-user');
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.stop();
+    if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
+  });
+
+  const api = async (method: string, url: string, body?: unknown, bearer = token) => {
+    const response = await fetch(`${stack.gatewayUrl}${url}`, {
+      method,
+      headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+  const createSession = async (body: Record<string, unknown>) => {
+    const created = await api('POST', '/v1/sessions', body);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return created.body as unknown as Session;
+  };
+  const waitForStatus = (session: Session, status: Session['status'], timeoutMs = 30_000) =>
+    waitFor(`session ${session.id} ${status}`, async () => {
+      const current = (await api('GET', `/v1/sessions/${session.id}`)).body as unknown as Session;
+      if (current.status === 'failed' && status !== 'failed') throw new Error(`the session failed: ${JSON.stringify(current.failure)}\n${stack.outputs()}`);
+      return current.status === status ? current : undefined;
+    }, timeoutMs, 100);
+  const eventsOf = async (workerId: string) => ((await api('GET', `/v1/workers/${workerId}/sdk-events?limit=1000`)).body as unknown as ListResponseOf<StoredEvent>).items;
+  const systemLines = (events: StoredEvent[]) => events.filter((e) => e.type === 'system').map((e) => (e.data as EventData<'system'>).message);
+
+  it('demo: running → events stream → the prompt approved through the API → the tool really ran → completed', async () => {
+    const session = await createSession({ template: 'demo', prompt: 'Say hello.' });
+    expect(session).toMatchObject({ status: 'pending', template: 'demo', owner: 'e2e-user' });
+    const viewer = new StreamViewer('viewer', stack.gatewayUrl, token);
+    await viewer.watch([session.worker_id]);
+    await waitForStatus(session, 'running');
+    const request = await waitFor('the permission request', () => viewer.received.byWorker.get(session.worker_id)?.find((e) => e.type === 'control_request'), 30_000);
+    const data = request.data as EventData<'control_request'>;
+    expect(data.tool_name).toBe('Write');
+    const open = await api('GET', `/v1/workers/${session.worker_id}/control/requests?state=open`);
+    expect((open.body['items'] as StoredEvent[]).map((e) => e.id)).toEqual([request.id]);
+    const decided = await api('POST', `/v1/workers/${session.worker_id}/control`, { request_id: data.request_id, decision: 'allow' });
+    expect(decided.status).toBe(201);
+    await waitForStatus(session, 'completed');
+    const events = await waitFor('the agent exit on the stream', () => {
+      const seen = viewer.received.byWorker.get(session.worker_id) ?? [];
+      return seen.some((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'agent_exit') ? seen : undefined;
+    });
+    expect(viewer.received.violations).toEqual([]);
+    const types = events.map((e) => e.type);
+    for (const type of ['assistant', 'tool_use', 'tool_result', 'control_request', 'control_response', 'result', 'progress']) expect(types).toContain(type);
+    const written = events.find((e) => e.type === 'tool_result' && (e.data as EventData<'tool_result'>).tool_use_id === 'toolu_demo_2')!;
+    expect(written.data).toMatchObject({ is_error: false });
+    expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/hello.txt'), 'utf8')).toBe('hello from the svc demo agent\n');
+    // The sidecar read its config and token at the spec's paths, inside the sandbox.
+    const started = events.find((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'agent_start')!;
+    expect((started.data as EventData<'system'>).details).toMatchObject({ config_file: '/etc/svc/sidecar.json', token_file: '/var/run/svc/token', adapter: 'claude-code' });
+    await viewer.disconnect();
+  });
+
+  it('inside the local sandbox the spec paths are where the spec says, seen by the agent under the sidecar', async () => {
+    const session = await createSession({ template: 'inside' });
+    await waitForStatus(session, 'completed');
+    const lines = systemLines(await eventsOf(session.worker_id)).join('\n');
+    for (const file of ['/etc/svc/sidecar.json', '/var/run/svc/token', '/usr/local/bin/svc-sidecar']) expect(lines).toContain(file);
+    expect(lines).toMatch(/-rw------- .* \/var\/run\/svc\/token/);
+    expect(lines).toMatch(/-rwxr-xr-x .* \/usr\/local\/bin\/svc-sidecar/);
+  });
+
+  it('a template whose values hold $(…), backticks and ";" executes none of them: they arrive as text', async () => {
+    const session = await createSession({ template: 'injection', prompt: INJECTION, overrides: { env: { ALSO: INJECTION } } });
+    await waitForStatus(session, 'completed');
+    const lines = systemLines(await eventsOf(session.worker_id));
+    expect(lines).toContain(`${INJECTION} ; touch ${PWNED}`);
+    expect(existsSync(PWNED)).toBe(false);
+    const root = path.join(stack.sandboxesDir, session.worker_id, 'root');
+    expect(existsSync(path.join(root, PWNED))).toBe(false);
+    expect(await readFile(path.join(root, 'workspace/notes.txt'), 'utf8')).toBe(INJECTION);
+  });
+
+  it('DELETE mid-run: stopped, the sandbox gone, the token refused; deleting again is harmless', async () => {
+    const session = await createSession({ template: 'demo' });
+    await waitForStatus(session, 'running');
+    const sandbox = path.join(stack.sandboxesDir, session.worker_id);
+    const workerToken = (await readFile(path.join(sandbox, 'root/var/run/svc/token'), 'utf8')).trim();
+    const deleted = await api('DELETE', `/v1/sessions/${session.id}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toMatchObject({ id: session.id, status: 'stopped' });
+    expect(existsSync(sandbox)).toBe(false);
+    await waitFor('the token refused', async () => (await api('GET', `/v1/workers/${session.worker_id}/control/pending`, undefined, workerToken)).status === 401);
+    expect((await api('GET', `/v1/sessions/${session.id}`)).body).toMatchObject({ status: 'stopped' });
+    expect((await api('DELETE', `/v1/sessions/${session.id}`)).body).toMatchObject({ status: 'stopped' });
+  });
+
+  it('an invalid template is 400 naming the file and key; an unknown one 404; a failing step fails the session and cleans up', async () => {
+    const broken = await api('POST', '/v1/sessions', { template: 'broken' });
+    expect(broken.status).toBe(400);
+    expect(broken.body['code']).toBe('invalid_template');
+    expect(broken.body['message']).toMatch(/broken\.toml: \/sidecar\/auto_approve/);
+    expect((await api('POST', '/v1/sessions', { template: 'nope' })).body['code']).toBe('template_not_found');
+    const session = await createSession({ template: 'bad-step' });
+    const failed = await waitForStatus(session, 'failed');
+    expect(failed.failure).toMatchObject({ step: 'env_and_files' });
+    expect(existsSync(path.join(stack.sandboxesDir, session.worker_id))).toBe(false);
+    // Another user sees none of it.
+    const other = await stack.userToken('someone-else');
+    expect((await api('GET', `/v1/sessions/${session.id}`, undefined, other)).status).toBe(404);
+  });
+
+  it('GET /v1/sessions/{id}/logs follows the sandbox logs over a WebSocket', async () => {
+    const session = await createSession({ template: 'inside' });
+    await waitForStatus(session, 'completed');
+    const socket = new WebSocket(`${stack.gatewayUrl.replace(/^http/, 'ws')}/v1/sessions/${session.id}/logs?tail=100`, { headers: { authorization: `Bearer ${token}` } });
+    const frames: SessionLogMessageType[] = [];
+    const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+    socket.on('message', (data) => frames.push(JSON.parse(String(data)) as SessionLogMessageType));
+    expect(await closed).toBe(1000);
+    const lines = frames.flatMap((f) => (f.kind === 'lines' ? f.lines : []));
+    expect(lines.some((line) => line.startsWith('svc-sidecar: starting'))).toBe(true);
+    expect(frames.at(-1)).toEqual({ kind: 'end', reason: 'the sandbox has ended' });
+  });
+});
