@@ -4,10 +4,10 @@ import { start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
-import { connectBus, ensureStreams, launchNatsServer, type NatsServerProcess } from '@svc/bus';
+import { connectBus, ensureStreams, launchNatsServer, requestJson, type NatsServerProcess } from '@svc/bus';
+import { subjects, type CreateSessionRpcType, type Session } from '@svc/protocol';
 import { readConfig, type Logger } from '@svc/service-kit';
 import { openDatabase, type StoreKind } from '@svc/store';
-import { startDemoWorker } from './demo-worker.js';
 
 export interface LocalStackOptions {
   /** Everything the stack keeps (NATS JetStream store, PGlite data) lives under here. */
@@ -20,17 +20,16 @@ export interface LocalStackOptions {
   gateway: GatewayConfig;
   /** The session service's settings (default: from `SVC_*`, sandboxes under the state directory, the sidecar calling this gateway). */
   session?: Partial<SessionConfig>;
-  /** Run a demo worker that posts a scripted agent turn every `demoIntervalMs`. */
+  /** Start a session of the `demo` template (the demo agent under a real sidecar, in a local sandbox). */
   demo?: boolean;
-  demoIntervalMs?: number;
   logger: Logger;
 }
 
 export interface LocalStack {
   natsUrl: string;
   gatewayUrl: string;
-  /** The demo worker posting events, when started with `demo: true`. */
-  demoWorkerId?: string | undefined;
+  /** The demo session and its worker, when started with `demo: true`. */
+  demo?: Session | undefined;
   store: StoreKind;
   stop(): Promise<void>;
 }
@@ -77,10 +76,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const session = await startSession({ nc, db: database.db, logger, instance, config: sessionConfig });
     stops.push(() => session.stop());
     const demo = options.demo
-      ? await startDemoWorker({ nc, gatewayUrl: gateway.url, owner: LOCAL_USER, logger, ...(options.demoIntervalMs ? { intervalMs: options.demoIntervalMs } : {}) })
+      ? await requestJson<Session>(nc, subjects.rpc.createSession, { viewer: { sub: LOCAL_USER, admin: false }, body: { template: 'demo' } } satisfies CreateSessionRpcType)
       : undefined;
-    if (demo) stops.push(() => demo.stop());
-    return { natsUrl, gatewayUrl: gateway.url, demoWorkerId: demo?.workerId, store: database.kind, stop };
+    return { natsUrl, gatewayUrl: gateway.url, demo, store: database.kind, stop };
   } catch (err) {
     await stop();
     throw err;

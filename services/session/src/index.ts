@@ -177,6 +177,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
       registryRpcs.stop();
       await Promise.allSettled([...spawning]);
       await lifecycle.stop();
+      await provider.close(config.killGraceMs);
       publisher.close();
     },
   };

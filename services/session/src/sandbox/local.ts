@@ -48,26 +48,34 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     log.warn('bubblewrap (bwrap) is not available: local sandboxes are plain processes with NO isolation from this machine; install bubblewrap (apt-get install bubblewrap) for real sandboxes');
   }
   const root = path.resolve(options.dir);
+  // Sandboxes made by this process: they end with it (bubblewrap kills them if it dies).
+  const made = new Map<string, Sandbox>();
   return {
     name: 'local',
     isolation,
+    async close(graceMs) {
+      await Promise.all([...made.values()].map((sandbox) => sandbox.stop(graceMs)));
+      made.clear();
+    },
     async create(spec: SandboxSpec) {
       const dir = path.join(root, spec.workerId);
       for (const inside of LOCAL_SANDBOX_DIRS) await mkdir(path.join(dir, 'root', inside), { recursive: true });
       await mkdir(path.join(dir, 'root', 'tmp'), { recursive: true });
       await writeFile(path.join(dir, 'sandbox.log'), '');
-      return openLocalSandbox({ provider: 'local', dir, isolation }, log);
+      const sandbox = openLocalSandbox({ provider: 'local', dir, isolation }, log, () => made.delete(dir));
+      made.set(dir, sandbox);
+      return sandbox;
     },
     open(handle: SandboxHandle) {
       if (handle.provider !== 'local') throw new Error(`the local provider cannot open a ${handle.provider} sandbox`);
-      return openLocalSandbox(handle, log);
+      return openLocalSandbox(handle, log, () => made.delete(handle.dir));
     },
   };
 }
 
 type LocalHandle = Extract<SandboxHandle, { provider: 'local' }>;
 
-function openLocalSandbox(handle: LocalHandle, log: Logger): Sandbox {
+function openLocalSandbox(handle: LocalHandle, log: Logger, onDestroyed: () => void = () => {}): Sandbox {
   const { dir, isolation } = handle;
   const rootDir = path.join(dir, 'root');
   const logFile = path.join(dir, 'sandbox.log');
@@ -202,6 +210,7 @@ function openLocalSandbox(handle: LocalHandle, log: Logger): Sandbox {
     async destroy(graceMs) {
       await stop(graceMs);
       await rm(dir, { recursive: true, force: true });
+      onDestroyed();
     },
   };
 }

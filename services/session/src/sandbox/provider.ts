@@ -9,6 +9,8 @@ export interface SandboxProvider {
   create(spec: SandboxSpec): Promise<Sandbox>;
   /** The sandbox a handle (from `Sandbox.handle`) names, e.g. after a restart; it may be gone. */
   open(handle: SandboxHandle): Sandbox;
+  /** The session service is stopping: stop what must not outlive it (local sandboxes), or nothing. */
+  close(graceMs: number): Promise<void>;
 }
 
 export interface SandboxSpec {
