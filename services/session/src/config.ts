@@ -16,6 +16,10 @@ export const sessionSettings = {
   sandboxIsolation: choiceSetting('SVC_SANDBOX_ISOLATION', ['auto', 'bubblewrap', 'process'], { default: 'auto' }),
   /** kubernetes: the namespace of sandbox Pods. */
   sandboxNamespace: stringSetting('SVC_SANDBOX_NAMESPACE', { default: 'svc-sandboxes' }),
+  /** kubernetes: the sandbox image when a template names none (it needs /bin/sh, dd, mkdir, chmod, mv, cat). */
+  sandboxImage: stringSetting('SVC_SANDBOX_IMAGE', { default: 'ghcr.io/svc-dev/svc-sandbox:0.1.0' }),
+  /** kubernetes: a kubeconfig file; unset, the Pod's own service account is used (in-cluster). */
+  kubeconfig: optionalStringSetting('SVC_KUBECONFIG'),
   /** The svc-sidecar single executable for linux/amd64 (step 6.5 uploads it). */
   sidecarBinary: stringSetting('SVC_SIDECAR_BINARY', { default: CHECKOUT_SIDECAR_BINARY }),
   /** The gateway's address as seen from inside a sandbox. */

@@ -24,6 +24,7 @@ import { migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/
 import type { SessionConfig } from './config.js';
 import { startLifecycle } from './lifecycle.js';
 import { followSandboxLogs } from './logs.js';
+import { createKubernetesProvider, loadKubeConfig } from './sandbox/kubernetes.js';
 import { createLocalProvider } from './sandbox/local.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import { createSessionStore } from './session-store.js';
@@ -185,7 +186,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
 
 function createProvider(config: SessionConfig, log: Logger): SandboxProvider {
   if (config.sandboxProvider === 'kubernetes') {
-    throw new CodedError('unavailable', 'SVC_SANDBOX_PROVIDER=kubernetes: the kubernetes sandbox provider is not implemented yet; use local');
+    return createKubernetesProvider({ kubeConfig: loadKubeConfig(config.kubeconfig), namespace: config.sandboxNamespace, defaultImage: config.sandboxImage, logger: log });
   }
   return createLocalProvider({ dir: config.sandboxesDir, isolation: config.sandboxIsolation, logger: log });
 }

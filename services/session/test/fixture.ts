@@ -8,6 +8,7 @@ import { readConfig, type RunningService } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { sessionSettings, start, type SessionConfig } from '../src/index.js';
+import type { SandboxProvider } from '../src/sandbox/provider.js';
 
 export const ALICE: ViewerType = { sub: 'alice', admin: false };
 export const BOB: ViewerType = { sub: 'bob', admin: false };
@@ -37,7 +38,7 @@ export interface SessionFixture {
  * event-ingest (which stores the spawn steps and announces agent exits), and sandboxes in a
  * temporary directory. No gateway: sidecars here cannot reach one (the e2e tests have one).
  */
-export async function startSessionFixture(settings: Record<string, string> = {}, hostEnv: Record<string, string> = {}): Promise<SessionFixture> {
+export async function startSessionFixture(settings: Record<string, string> = {}, hostEnv: Record<string, string> = {}, provider?: SandboxProvider): Promise<SessionFixture> {
   const bus = await startBusFixture();
   await ensureStreams(bus.nc);
   const database = await openDatabase({});
@@ -53,7 +54,7 @@ export async function startSessionFixture(settings: Record<string, string> = {},
     SVC_SANDBOX_KILL_GRACE_MS: '2000',
     ...settings,
   });
-  const session: RunningService = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'session-0', config, hostEnv });
+  const session: RunningService = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'session-0', config, hostEnv, ...(provider ? { provider } : {}) });
   const get = (viewer: ViewerType, sessionId: string) => requestJson<Session>(bus.nc, subjects.rpc.getSession, { viewer, session_id: sessionId });
   return {
     bus,

@@ -96,7 +96,8 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, onDestroyed: () => v
   /** The program and arguments that run `argv` inside the sandbox. */
   function command(argv: readonly string[], extra: string[] = []): { file: string; args: string[]; cwd: string } {
     if (isolation === 'process') return { file: argv[0]!, args: argv.slice(1), cwd: hostPath('/workspace') };
-    return { file: 'bwrap', args: [...bubblewrapArgs(rootDir), ...extra, '--', ...argv], cwd: '/' };
+    const binds = [...LOCAL_SANDBOX_DIRS, '/tmp'].map((inside) => ({ host: path.join(rootDir, inside), inside }));
+    return { file: 'bwrap', args: [...bubblewrapArgs(binds), ...extra, '--', ...argv], cwd: '/' };
   }
 
   async function readPids(): Promise<{ launcher: number; child?: number } | undefined> {
@@ -230,14 +231,14 @@ function signal(pid: number, name: NodeJS.Signals): void {
  * The program under a pid namespace's init: bubblewrap's `child-pid` is that init (pid 1 inside),
  * and the program is its child (pid 2 inside).
  */
-async function programOf(initPid: number): Promise<number> {
+export async function programOf(initPid: number): Promise<number> {
   const children = await readFile(`/proc/${initPid}/task/${initPid}/children`, 'utf8').catch(() => '');
   const first = Number(children.trim().split(/\s+/)[0]);
   return Number.isInteger(first) && first > 0 ? first : initPid;
 }
 
 /** bubblewrap's `--info-fd` writes `{"child-pid": N}`: the sandboxed program's pid on the host. */
-async function readChildPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
+export async function readChildPid(stream: NodeJS.ReadableStream): Promise<number | undefined> {
   let text = '';
   for await (const chunk of stream) text += chunk.toString();
   try {
@@ -248,8 +249,12 @@ async function readChildPid(stream: NodeJS.ReadableStream): Promise<number | und
   }
 }
 
-/** The mounts of a local sandbox: the host's programs read-only, its own directories writable. */
-function bubblewrapArgs(rootDir: string): string[] {
+/**
+ * bubblewrap's arguments for a sandbox: the host's programs read-only, a few files of /etc,
+ * `binds` writable (host directory → path inside), fresh /proc and /dev, its own pid, IPC and
+ * UTS namespaces, and an end when its parent ends.
+ */
+export function bubblewrapArgs(binds: ReadonlyArray<{ host: string; inside: string }>): string[] {
   const args = ['--ro-bind', '/usr', '/usr'];
   for (const top of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt']) {
     if (!existsSync(top)) continue;
@@ -259,8 +264,7 @@ function bubblewrapArgs(rootDir: string): string[] {
   }
   args.push('--dir', '/etc');
   for (const file of HOST_ETC_FILES) if (existsSync(file)) args.push('--ro-bind', file, file);
-  for (const own of LOCAL_SANDBOX_DIRS) args.push('--bind', path.join(rootDir, own), own);
-  args.push('--bind', path.join(rootDir, 'tmp'), '/tmp');
+  for (const { host, inside } of binds) args.push('--bind', host, inside);
   args.push('--proc', '/proc', '--dev', '/dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', 'svc-sandbox', '--die-with-parent', '--setenv', 'HOME', '/workspace');
   return args;
 }
