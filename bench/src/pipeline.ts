@@ -18,6 +18,8 @@ export interface PipelineOptions {
   logLevel: string;
   /** Write a CPU profile of each service into this directory. */
   profileDir?: string | undefined;
+  /** Extra settings of the session service. */
+  sessionEnv?: Record<string, string>;
 }
 
 /** A process's resident memory, from /proc. */
@@ -31,6 +33,9 @@ export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorte
 
 export interface Pipeline {
   gatewayUrl: string;
+  /** The services' state directory (the session service keeps sandboxes under `sandboxes/`). */
+  stateDir: string;
+  nc: NatsConnection;
   postgresUrl: string;
   gateway: ServiceProcess;
   userToken: string;
@@ -48,7 +53,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
   const processes = [
     startServiceProcess('event-ingest', env, quiet),
-    startServiceProcess('session', env, quiet),
+    startServiceProcess('session', { ...env, SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'), SVC_SANDBOX_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`, ...options.sessionEnv }, quiet),
     startServiceProcess('control', env, quiet),
     startServiceProcess('gateway', { ...env, SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000' }, quiet),
   ];
@@ -69,6 +74,8 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   const nc: NatsConnection = await connectBus({ servers: nats.url, name: 'bench', logger: createLogger({ name: 'bench', level: 'silent' }) });
   return {
     gatewayUrl,
+    stateDir,
+    nc,
     postgresUrl: postgres.url,
     gateway: processes[3]!,
     userToken,
@@ -88,7 +95,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
 export const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 /** One HTTP exchange over the keep-alive agent: the status and the JSON answer (if any). */
-export function call(url: string, options: { method?: 'GET' | 'POST'; token: string; body?: unknown; agent?: http.Agent }): Promise<{ status: number; body: unknown }> {
+export function call(url: string, options: { method?: 'GET' | 'POST' | 'DELETE'; token: string; body?: unknown; agent?: http.Agent }): Promise<{ status: number; body: unknown }> {
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
   const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${options.token}` };
   if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
