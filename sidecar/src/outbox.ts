@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readSync, statSync, truncateSync, appendFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readSync, renameSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { MAX_EVENTS_PER_POST, type IncomingEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
@@ -44,6 +44,8 @@ export function createOutbox(options: OutboxOptions) {
   let wakeSender: (() => void) | undefined;
   const roomWaiters: Array<() => void> = [];
   let closing = false;
+  /** Set when a deadline passed on close: stop trying, what is left stays on disk. */
+  let abandoned = false;
   let failed: string | undefined;
 
   const spilling = () => spilledBytes > readOffset;
@@ -78,12 +80,30 @@ export function createOutbox(options: OutboxOptions) {
     for (const resolve of roomWaiters.splice(0)) resolve();
   }
 
+  /** Rewrites the spill file as: the events in memory, then the part of the file not loaded yet. */
+  function persistUnsent(): void {
+    let rest = Buffer.alloc(0);
+    if (spilling()) {
+      const fd = openSync(spillPath, 'r');
+      try {
+        rest = Buffer.alloc(spilledBytes - readOffset);
+        readSync(fd, rest, 0, rest.length, readOffset);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    const temporary = `${spillPath}.tmp`;
+    writeFileSync(temporary, Buffer.concat([Buffer.from(memory.map((event) => `${JSON.stringify(event)}\n`).join('')), rest]));
+    renameSync(temporary, spillPath);
+  }
+
   /** Posts one batch until it is taken; a 400 is narrowed down to the event it is about. */
   async function deliver(batch: IncomingEvent[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const outcome = await options.client.send('POST', `/v1/workers/${options.workerId}/sdk-events`, { events: batch });
       if (outcome.ok) return;
       if (outcome.retryable) {
+        if (abandoned) throw new Error('abandoned: the events stay on disk for the next start');
         if (attempt === 0) options.warn(`events not delivered (${outcome.reason}); keeping them and trying again`);
         await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, outcome.retryAfterMs)));
         continue;
@@ -106,6 +126,8 @@ export function createOutbox(options: OutboxOptions) {
 
   const sender = (async () => {
     for (;;) {
+      // Abandoned on close: the spill file has been rewritten; touch nothing more.
+      if (abandoned) return;
       if (memory.length === 0 && spilling()) loadFromDisk();
       if (memory.length === 0) {
         if (closing) return;
@@ -144,11 +166,27 @@ export function createOutbox(options: OutboxOptions) {
     pending: () => memory.length + (spilling() ? 1 : 0),
     failure: () => failed,
 
-    /** Sends everything queued, then stops. */
-    async close(): Promise<void> {
+    /**
+     * Sends everything queued, then stops. With `deadlineMs`, gives up when it passes: what is
+     * not sent yet is written to `outbox.jsonl`, in order, and the next start sends it (an
+     * event that was in flight may be sent twice; its uid makes the repeat harmless).
+     * Resolves with whether everything was sent.
+     */
+    async close(deadlineMs?: number): Promise<boolean> {
       closing = true;
       wakeSender?.();
-      await sender;
+      if (deadlineMs === undefined) {
+        await sender;
+        return true;
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([sender.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs)))]);
+      clearTimeout(timer);
+      if (drained) return true;
+      abandoned = true;
+      persistUnsent();
+      options.warn(`the control plane did not take every event in ${deadlineMs} ms; ${memory.length} and what was on disk stay in ${spillPath} for the next start`);
+      return false;
     },
   };
 }

@@ -143,6 +143,8 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
   });
 
   let killTimer: NodeJS.Timeout | undefined;
+  /** Set by SIGTERM: the sandbox is going away, so draining gets a deadline too. */
+  let terminating = false;
   const exited = new Promise<number>((resolve) => {
     let finished = false;
     const finish = (exitCode: number, data: EventData<'system'>) => {
@@ -153,7 +155,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
       outbox.push({ type: 'system', data });
       void (async () => {
         await poller.stop();
-        await outbox.close();
+        await outbox.close(terminating ? config.kill_grace_ms : undefined);
         resolve(exitCode);
       })();
     };
@@ -170,6 +172,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
   return {
     exited,
     terminate() {
+      terminating = true;
       if (!agent.pid) return;
       try {
         process.kill(-agent.pid, 'SIGTERM');

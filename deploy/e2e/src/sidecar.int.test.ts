@@ -120,6 +120,34 @@ describe('svc-sidecar under the real control plane (every service its own proces
     expect(sidecar.stderr()).toContain('the next ones wait on disk');
   }, 90_000);
 
+  it('SIGTERM while the control plane is unreachable: the agent stops, the sidecar exits after its grace, the unsent events wait on disk and the next start sends them', async () => {
+    const worker = await stack.createWorker('e2e-user');
+    const file = await configFor(worker, { command: 'sh', args: ['-c', 'echo one; echo two; sleep 30'] }, 'unreachable', { kill_grace_ms: 500 });
+    const config = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+    await writeFile(file, JSON.stringify({ ...config, control_plane_url: 'http://127.0.0.1:9' }));
+    const sidecar = startSidecar(file);
+    await waitFor('the agent running', () => sidecar.stderr().includes('events not delivered'), 10_000);
+    const stopped = Date.now();
+    process.kill(sidecar.pid, 'SIGTERM');
+    expect(await sidecar.exited).toBe(143);
+    expect(Date.now() - stopped).toBeLessThan(3000);
+    expect(sidecar.stderr()).toContain('stay in');
+    const kept = (await readFile(path.join(dir, 'unreachable-state', 'outbox.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { data: { message: string; subtype?: string } });
+    expect(kept.map((e) => e.data.subtype ?? e.data.message)).toEqual(['agent_start', 'one', 'two', 'agent_exit']);
+
+    // The next start (the control plane reachable again) sends them first, once. (Its own run may
+    // be refused: the stored agent_exit has ended the worker meanwhile.)
+    await writeFile(file, JSON.stringify({ ...config, agent: { command: 'true' } }));
+    await startSidecar(file).exited;
+    const events = await waitFor('the kept events stored', async () => {
+      const stored = await storedEvents(worker.worker_id);
+      return stored.length >= 4 ? stored : undefined;
+    });
+    expect(events.slice(0, 4).map((e) => e.data.subtype ?? e.data.message)).toEqual(['agent_start', 'one', 'two', 'agent_exit']);
+    expect(events.slice(0, 4).map((e) => e.uid)).toEqual(kept.map((e) => (e as unknown as { uid: string }).uid));
+    expect(new Set(events.map((e) => e.uid)).size).toBe(events.length);
+  });
+
   it('codex for an interactive worker is refused at start, saying what is not implemented', async () => {
     const worker = await stack.createWorker('e2e-user');
     const sidecar = startSidecar(await configFor(worker, { command: 'codex' }, 'codex-interactive', { adapter: 'codex', autonomous: false }));

@@ -217,7 +217,8 @@ async function deploySidecar(deps: SpawnDeps, request: SpawnRequest, box: Sandbo
       state_dir: box.resolvePath(SANDBOX_PATHS.sidecarState),
       decision_wait_ms: deps.decisionWaitMs,
       buffer_max_bytes: 64 * 1024 * 1024,
-      kill_grace_ms: deps.killGraceMs,
+      // The agent's grace and then the sidecar's drain both fit in the sandbox's grace period.
+      kill_grace_ms: Math.floor(deps.killGraceMs * 0.4),
     };
     return built;
   }, (built) => ({ adapter: built.adapter, autonomous: built.autonomous }));
