@@ -35,7 +35,18 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
   let userToken: string;
 
   beforeAll(async () => {
-    [stack, mock] = await Promise.all([startStack({ ingestReplicas: 1 }), startMockAnthropic([{ text: 'I will create out.txt.', tool: { name: 'Bash', input: TOOL_INPUT } }, { text: 'Done.' }])]);
+    mock = await startMockAnthropic([{ text: 'I will create out.txt.', tool: { name: 'Bash', input: TOOL_INPUT } }, { text: 'Done.' }]);
+    // The built-in `claude` template reaches this Claude Code through the session service's settings.
+    const installed = path.dirname(path.dirname(path.dirname(claudeBinary(version))));
+    stack = await startStack({
+      ingestReplicas: 1,
+      sessionEnv: {
+        ANTHROPIC_API_KEY: 'sk-test',
+        ANTHROPIC_BASE_URL: mock.url,
+        SVC_SANDBOX_HOST_DIRS: installed,
+        SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin`,
+      },
+    });
     dir = await mkdtemp(path.join(tmpdir(), `svc-real-claude-${version}-`));
     userToken = await stack.userToken('e2e-user');
   }, 120_000);
@@ -101,6 +112,21 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
     expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
     const types = (await agent.events()).map((e) => e.type);
     expect(types).toEqual(expect.arrayContaining(['control_request', 'control_response', 'tool_use', 'tool_result', 'result', 'progress']));
+  }, 90_000);
+
+  it('the built-in claude template: POST /v1/sessions runs it in a local bubblewrap sandbox; allowed, the tool runs there; the session completes', async () => {
+    const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ template: 'claude', prompt: 'Create out.txt containing hello' }),
+    });
+    expect(created.status).toBe(201);
+    const session = (await created.json()) as { id: string; worker_id: string };
+    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100);
+    expect(request!.data).toMatchObject({ tool_name: 'Bash', input: TOOL_INPUT });
+    expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('the session completed', async () => (await get<{ status: string }>(`/v1/sessions/${session.id}`)).status === 'completed', 60_000, 100);
+    expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
   }, 90_000);
 
   it('deny: the tool does not run and the agent receives the message', async () => {

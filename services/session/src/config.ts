@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { choiceSetting, integerSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
+import { choiceSetting, integerSetting, listSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
+import { DEFAULT_SANDBOX_PATH } from './sandbox/provider.js';
 
 /** Where `npx nx run @svc/sidecar:executable` leaves the single executable in a checkout. */
 export const CHECKOUT_SIDECAR_BINARY = fileURLToPath(new URL('../../../sidecar/executable/svc-sidecar', import.meta.url));
@@ -14,6 +15,13 @@ export const sessionSettings = {
   sandboxesDir: stringSetting('SVC_SANDBOXES_DIR', { default: path.join('.svc', 'sandboxes') }),
   /** local: `auto` uses bubblewrap when installed. */
   sandboxIsolation: choiceSetting('SVC_SANDBOX_ISOLATION', ['auto', 'bubblewrap', 'process'], { default: 'auto' }),
+  /**
+   * local: host directories a sandbox sees read-only at the same path (e.g. where agents are
+   * installed, such as Claude Code under a node_modules).
+   */
+  sandboxHostDirs: listSetting('SVC_SANDBOX_HOST_DIRS', { default: [] }),
+  /** The PATH sandboxed programs start with (put an agent's bin directory first, for instance). */
+  sandboxPath: stringSetting('SVC_SANDBOX_PATH', { default: DEFAULT_SANDBOX_PATH }),
   /** kubernetes: the namespace of sandbox Pods. */
   sandboxNamespace: stringSetting('SVC_SANDBOX_NAMESPACE', { default: 'svc-sandboxes' }),
   /** kubernetes: the sandbox image when a template names none (it needs /bin/sh, dd, mkdir, chmod, mv, cat). */

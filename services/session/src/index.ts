@@ -76,6 +76,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
     decisionWaitMs: Math.min(25_000, Math.floor(config.sidecarLostAfterMs / 4)),
     hostEnv,
     killGraceMs: config.killGraceMs,
+    sandboxPath: config.sandboxPath,
     logger: log,
     async emit(workerId, uid, data) {
       const message: IncomingEventMessageType = { worker_id: workerId, event: { type: 'system', uid, ts: new Date().toISOString(), data }, received_at: new Date().toISOString() };
@@ -188,5 +189,5 @@ function createProvider(config: SessionConfig, log: Logger): SandboxProvider {
   if (config.sandboxProvider === 'kubernetes') {
     return createKubernetesProvider({ kubeConfig: loadKubeConfig(config.kubeconfig), namespace: config.sandboxNamespace, defaultImage: config.sandboxImage, logger: log });
   }
-  return createLocalProvider({ dir: config.sandboxesDir, isolation: config.sandboxIsolation, logger: log });
+  return createLocalProvider({ dir: config.sandboxesDir, isolation: config.sandboxIsolation, hostDirs: config.sandboxHostDirs, logger: log });
 }

@@ -24,7 +24,7 @@ const stepsOf = (events: StoredEvent[]) =>
 describe('session service — sessions and the spawn pipeline', () => {
   let fixture: SessionFixture;
   beforeAll(async () => {
-    fixture = await startSessionFixture({ SVC_SIDECAR_LOST_AFTER_MS: '2000' }, { DEMO_KEY: 'from-the-host' });
+    fixture = await startSessionFixture({ SVC_SIDECAR_LOST_AFTER_MS: '2000' }, { DEMO_KEY: 'from-the-host', OPTIONAL_SET: 'also' });
     await fixture.writeTemplate('sleeper', sleeper);
   });
   afterAll(() => fixture?.stop());
@@ -64,6 +64,7 @@ command = "/bin/echo"
 args = ["hi"]
 env = { FROM_TEMPLATE = "t" }
 pass_env = ["DEMO_KEY"]
+pass_env_optional = ["OPTIONAL_SET", "OPTIONAL_UNSET"]
 [sidecar]
 adapter = "generic"
 auto_approve = ["Read"]
@@ -100,9 +101,10 @@ on_timeout = "allow"
       autonomous: false,
       permissions: { auto_approve: ['Read'], deny: ['Bash(rm *)'], ask: ['Write'] },
       poll_interval_ms: 250,
-      agent: { command: '/bin/echo', args: ['hi'], env: { FROM_TEMPLATE: 't', DEMO_KEY: 'from-the-host', FROM_REQUEST: 'r' }, prompt: 'go' },
+      agent: { command: '/bin/echo', args: ['hi'], env: { FROM_TEMPLATE: 't', DEMO_KEY: 'from-the-host', OPTIONAL_SET: 'also', FROM_REQUEST: 'r' }, prompt: 'go' },
       state_dir: '/var/lib/svc-sidecar',
     });
+    expect(config.agent.env).not.toHaveProperty('OPTIONAL_UNSET');
     expect((await readFile(path.join(root, 'usr/local/bin/svc-sidecar'))).subarray(1, 4).toString()).toBe('ELF');
     // The token is never in a step event.
     expect(JSON.stringify(events)).not.toContain(token);

@@ -4,7 +4,7 @@ import { chmod, copyFile, mkdir, open, readFile, rm, stat, writeFile } from 'nod
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@svc/service-kit';
-import type { ExecResult, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec } from './provider.js';
+import { DEFAULT_SANDBOX_PATH, type ExecResult, type Sandbox, type SandboxHandle, type SandboxProvider, type SandboxSpec } from './provider.js';
 
 /**
  * The directories a local sandbox has of its own (writable, kept under its directory on the
@@ -23,6 +23,8 @@ export interface LocalProviderOptions {
   dir: string;
   /** `auto`: bubblewrap when installed, else a plain process (with a warning). */
   isolation?: 'auto' | LocalIsolation;
+  /** Host directories every sandbox sees read-only at the same path. */
+  hostDirs?: readonly string[];
   logger: Logger;
 }
 
@@ -48,6 +50,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     log.warn('bubblewrap (bwrap) is not available: local sandboxes are plain processes with NO isolation from this machine; install bubblewrap (apt-get install bubblewrap) for real sandboxes');
   }
   const root = path.resolve(options.dir);
+  const hostDirs = (options.hostDirs ?? []).map((dir) => path.resolve(dir));
   // Sandboxes made by this process: they end with it (bubblewrap kills them if it dies).
   const made = new Map<string, Sandbox>();
   return {
@@ -62,20 +65,20 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       for (const inside of LOCAL_SANDBOX_DIRS) await mkdir(path.join(dir, 'root', inside), { recursive: true });
       await mkdir(path.join(dir, 'root', 'tmp'), { recursive: true });
       await writeFile(path.join(dir, 'sandbox.log'), '');
-      const sandbox = openLocalSandbox({ provider: 'local', dir, isolation }, log, () => made.delete(dir));
+      const sandbox = openLocalSandbox({ provider: 'local', dir, isolation }, log, hostDirs, () => made.delete(dir));
       made.set(dir, sandbox);
       return sandbox;
     },
     open(handle: SandboxHandle) {
       if (handle.provider !== 'local') throw new Error(`the local provider cannot open a ${handle.provider} sandbox`);
-      return openLocalSandbox(handle, log, () => made.delete(handle.dir));
+      return openLocalSandbox(handle, log, hostDirs, () => made.delete(handle.dir));
     },
   };
 }
 
 type LocalHandle = Extract<SandboxHandle, { provider: 'local' }>;
 
-function openLocalSandbox(handle: LocalHandle, log: Logger, onDestroyed: () => void = () => {}): Sandbox {
+function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly string[], onDestroyed: () => void): Sandbox {
   const { dir, isolation } = handle;
   const rootDir = path.join(dir, 'root');
   const logFile = path.join(dir, 'sandbox.log');
@@ -97,7 +100,8 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, onDestroyed: () => v
   function command(argv: readonly string[], extra: string[] = []): { file: string; args: string[]; cwd: string } {
     if (isolation === 'process') return { file: argv[0]!, args: argv.slice(1), cwd: hostPath('/workspace') };
     const binds = [...LOCAL_SANDBOX_DIRS, '/tmp'].map((inside) => ({ host: path.join(rootDir, inside), inside }));
-    return { file: 'bwrap', args: [...bubblewrapArgs(binds), ...extra, '--', ...argv], cwd: '/' };
+    const readOnly = hostDirs.flatMap((host) => ['--ro-bind', host, host]);
+    return { file: 'bwrap', args: [...bubblewrapArgs(binds), ...readOnly, ...extra, '--', ...argv], cwd: '/' };
   }
 
   async function readPids(): Promise<{ launcher: number; child?: number } | undefined> {
@@ -145,7 +149,7 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, onDestroyed: () => v
     exec(argv, execOptions = {}) {
       const { file, args, cwd } = command(argv, ['--chdir', '/workspace']);
       return new Promise<ExecResult>((resolve, reject) => {
-        const child = spawn(file, args, { cwd, env: { PATH: SANDBOX_PATH }, stdio: ['ignore', 'pipe', 'pipe'], timeout: execOptions.timeoutMs ?? 30_000 });
+        const child = spawn(file, args, { cwd, env: { PATH: DEFAULT_SANDBOX_PATH }, stdio: ['ignore', 'pipe', 'pipe'], timeout: execOptions.timeoutMs ?? 30_000 });
         let stdout = '';
         let stderr = '';
         child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -216,8 +220,6 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, onDestroyed: () => v
   };
 }
 
-/** The PATH of every sandboxed program. */
-const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
 
 function signal(pid: number, name: NodeJS.Signals): void {
   try {

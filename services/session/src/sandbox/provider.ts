@@ -3,6 +3,9 @@
  * through a shell: a command is an argv array, a file is uploaded as bytes. So nothing a
  * template or a user writes is ever interpreted (`$(…)` and backticks stay text).
  */
+/** The PATH of sandboxed programs, unless configured (`SVC_SANDBOX_PATH`). */
+export const DEFAULT_SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
+
 export interface SandboxProvider {
   readonly name: 'local' | 'kubernetes';
   /** Makes a sandbox for a worker. */

@@ -18,7 +18,6 @@ export const SANDBOX_PATHS = {
 /** The architecture every sandbox runs (step 6.5.1 selects the sidecar binary built for it). */
 export const SANDBOX_TARGET = 'linux/amd64';
 
-const SANDBOX_PATH_ENV = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
 
 export interface SpawnDeps {
   provider: SandboxProvider;
@@ -36,6 +35,8 @@ export interface SpawnDeps {
   hostEnv: Readonly<Record<string, string | undefined>>;
   /** How long a sandbox's programs get between SIGTERM and SIGKILL when it is torn down. */
   killGraceMs: number;
+  /** The PATH every sandboxed program starts with. */
+  sandboxPath: string;
   logger: Logger;
 }
 
@@ -132,7 +133,9 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
 
     const agentEnv = await step('5', 'env_and_files', async () => {
       for (const file of template.files) await box.upload(file.path, Buffer.from(file.content), file.mode);
-      const passed = Object.fromEntries(template.agent.pass_env.map((name) => [name, deps.hostEnv[name] ?? '']));
+      const passed = Object.fromEntries(
+        [...template.agent.pass_env, ...template.agent.pass_env_optional].flatMap((name) => (deps.hostEnv[name] === undefined ? [] : [[name, deps.hostEnv[name]!]])),
+      );
       return { ...template.agent.env, ...passed, ...(request.body.overrides?.env ?? {}) };
     }, (env) => ({ files: template.files.map((f) => f.path), env: Object.keys(env) }));
 
@@ -141,7 +144,7 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
 
     if (template.sidecar === undefined) {
       await report('6.5', 'sidecar', Date.now(), 'skipped', { reason: 'the template has no [sidecar] section' });
-      await step('6.5', 'start_agent', () => box.startBackground([resolveCommand(box, template.agent.command), ...template.agent.args], baseEnv(agentEnv)));
+      await step('6.5', 'start_agent', () => box.startBackground([resolveCommand(box, template.agent.command), ...template.agent.args], baseEnv(deps, agentEnv)));
     } else {
       await deploySidecar(deps, request, box, agentEnv, step);
     }
@@ -227,13 +230,13 @@ async function deploySidecar(deps: SpawnDeps, request: SpawnRequest, box: Sandbo
   await step('6.5.5', 'sidecar.upload_config', () => box.upload(SANDBOX_PATHS.sidecarConfig, Buffer.from(JSON.stringify(config, null, 2)), 0o600), () => ({ path: SANDBOX_PATHS.sidecarConfig }));
 
   await step('6.5.6', 'sidecar.start', () =>
-    box.startBackground([box.resolvePath(SANDBOX_PATHS.sidecarBinary)], { ...baseEnv({}), SVC_SIDECAR_CONFIG: box.resolvePath(SANDBOX_PATHS.sidecarConfig) }),
+    box.startBackground([box.resolvePath(SANDBOX_PATHS.sidecarBinary)], { ...baseEnv(deps, {}), SVC_SIDECAR_CONFIG: box.resolvePath(SANDBOX_PATHS.sidecarConfig) }),
   );
 }
 
 /** The environment every sandboxed program starts from (nothing of the session service's own). */
-function baseEnv(extra: Record<string, string>): Record<string, string> {
-  return { PATH: SANDBOX_PATH_ENV, HOME: SANDBOX_PATHS.workspace, LANG: 'C.UTF-8', ...extra };
+function baseEnv(deps: Pick<SpawnDeps, 'sandboxPath'>, extra: Record<string, string>): Record<string, string> {
+  return { PATH: deps.sandboxPath, HOME: SANDBOX_PATHS.workspace, LANG: 'C.UTF-8', ...extra };
 }
 
 /** An absolute command inside the sandbox's own directories is mapped like every sandbox path. */

@@ -25,6 +25,8 @@ export const TemplateSchema = Type.Object(
         env: EnvironmentVariables('The agent\'s environment.'),
         /** Variables copied from the session service's own environment (e.g. an API key); spawning fails if one is unset. */
         pass_env: Type.Array(EnvName, { default: [] }),
+        /** Copied too when set (e.g. a proxy's base URL); no error when unset. */
+        pass_env_optional: Type.Array(EnvName, { default: [] }),
         /** The agent's working directory in the sandbox. */
         cwd: Type.Optional(SandboxPath),
         /** The first message, when the session request gives none. */
