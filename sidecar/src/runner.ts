@@ -117,6 +117,8 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
   ] as const) {
     const lines = createInterface({ input: source, crlfDelay: Infinity });
     lines.on('line', (line) => {
+      // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
+      if (stream === 'stderr') warn(`agent stderr: ${line}`);
       for (const event of adapter.parseLine(line, stream)) handle(event);
       // A full disk buffer stops the reading: the agent waits on its pipe, nothing is lost.
       if (!outbox.hasRoom()) {

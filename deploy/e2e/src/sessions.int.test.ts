@@ -10,7 +10,7 @@ import { StreamViewer } from './readers.js';
 import { startStack, type E2eStack } from './stack.js';
 
 /** What a template might smuggle in, if anything ever went through a shell. */
-const PWNED = `/tmp/svc-pwned-${process.pid}`;
+const PWNED = '/tmp/svc-pwned';
 const INJECTION = `$(touch ${PWNED}) \`touch ${PWNED}\``;
 
 const TEMPLATES: Record<string, string> = {
@@ -31,6 +31,13 @@ prompt = ${JSON.stringify(INJECTION)}
 [[files]]
 path = "/workspace/notes.txt"
 content = ${JSON.stringify(INJECTION)}
+[sidecar]
+adapter = "generic"
+`,
+  noisy: `
+[agent]
+command = "sh"
+args = ["-c", "echo to-stdout; echo to-stderr >&2"]
 [sidecar]
 adapter = "generic"
 `,
@@ -58,6 +65,7 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
   let token: string;
 
   beforeAll(async () => {
+    await rm(PWNED, { force: true });
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-templates-'));
     for (const [name, toml] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), toml);
     stack = await startStack({ ingestReplicas: 1, sessionEnv: { SVC_TEMPLATES_DIR: templatesDir, SVC_SANDBOX_KILL_GRACE_MS: '3000' } });
@@ -169,8 +177,8 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect((await api('GET', `/v1/sessions/${session.id}`, undefined, other)).status).toBe(404);
   });
 
-  it('GET /v1/sessions/{id}/logs follows the sandbox logs over a WebSocket', async () => {
-    const session = await createSession({ template: 'inside' });
+  it('GET /v1/sessions/{id}/logs follows the sandbox logs (the sidecar\'s and the agent\'s) over a WebSocket', async () => {
+    const session = await createSession({ template: 'noisy' });
     await waitForStatus(session, 'completed');
     const socket = new WebSocket(`${stack.gatewayUrl.replace(/^http/, 'ws')}/v1/sessions/${session.id}/logs?tail=100`, { headers: { authorization: `Bearer ${token}` } });
     const frames: SessionLogMessageType[] = [];
@@ -179,6 +187,7 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect(await closed).toBe(1000);
     const lines = frames.flatMap((f) => (f.kind === 'lines' ? f.lines : []));
     expect(lines.some((line) => line.startsWith('svc-sidecar: starting'))).toBe(true);
+    expect(lines).toContain('svc-sidecar: agent stderr: to-stderr');
     expect(frames.at(-1)).toEqual({ kind: 'end', reason: 'the sandbox has ended' });
   });
 });
