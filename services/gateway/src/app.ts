@@ -18,6 +18,7 @@ import { localIssuerRoutes } from './routes/local-issuer.js';
 import { createOpenStreams, eventStreamRoutes } from './routes/event-stream.js';
 import { controlRoutes } from './routes/control.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { workerRoutes } from './routes/workers.js';
 import { createLiveFeeds } from './live-feeds.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 
@@ -102,6 +103,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams });
   await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live });
   await app.register(sessionRoutes, { nc: options.nc, streams });
+  await app.register(workerRoutes, { workers: options.workers });
   if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
   for (const routes of options.routes ?? []) await app.register(routes);
 

@@ -31,4 +31,14 @@ describe('gateway authorization — a user reaches only the workers that user sp
     expect((await view('wrk_alice', 'root', { svc_admin: true })).statusCode).toBe(200);
     expect((await view('wrk_alice', 'root', { svc_admin: false })).statusCode).toBe(404);
   });
+
+  it('GET /v1/workers/{id}: the owner sees the worker (never its token hash), anyone else 404', async () => {
+    const mine = await gw.app.inject({ url: '/v1/workers/wrk_alice', headers: { authorization: `Bearer ${await gw.userToken('alice')}` } });
+    expect(mine.statusCode).toBe(200);
+    expect(mine.json()).toMatchObject({ worker_id: 'wrk_alice', owner: 'alice', status: 'running' });
+    expect(mine.json()).not.toHaveProperty('token_hash');
+    const theirs = await gw.app.inject({ url: '/v1/workers/wrk_alice', headers: { authorization: `Bearer ${await gw.userToken('bob')}` } });
+    expect(theirs.statusCode).toBe(404);
+    expect(theirs.json().code).toBe('worker_not_found');
+  });
 });

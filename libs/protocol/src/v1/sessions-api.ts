@@ -118,3 +118,7 @@ export function agentExitCodeOf(event: { type: string; data: unknown }): number 
   if (data.subtype !== LIFECYCLE_SUBTYPES.agentExit) return undefined;
   return typeof data.details?.code === 'number' ? data.details.code : 1;
 }
+
+/** `GET /v1/workers/{id}`: a worker as its viewers see it (no token hash). */
+export const WorkerSchema = Type.Omit(WorkerRecordSchema, ['token_hash'], { title: 'Worker' });
+export type Worker = Static<typeof WorkerSchema>;
