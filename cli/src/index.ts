@@ -1,4 +1,4 @@
-/** `svc`: the command line. Commands arrive with the CLI issue; until then it says so. */
-export const CLI_NOT_IMPLEMENTED =
-  'svc: the command line is not implemented yet (attach, sessions, logs, login, status, up arrive with the CLI issue).\n' +
-  'To start the local stack now, run `npm run up` in the repository.';
+/** `svc`: the command line. `runCli` runs it; the attach renderer's pieces are exported for tests and embedding. */
+export { runCli, COMMANDS, MAIN_HELP } from './cli.js';
+export { AttachModel } from './attach/model.js';
+export { EXIT } from './exit-codes.js';

@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { CLI_NOT_IMPLEMENTED } from './index.js';
+import { runCli } from './cli.js';
 
-process.stderr.write(`${CLI_NOT_IMPLEMENTED}\n`);
-process.exitCode = 2;
+process.exitCode = await runCli(process.argv.slice(2));

@@ -1,0 +1,87 @@
+import { Box, Text, useApp, useInput } from 'ink';
+import type { StoredEvent } from '@svc/protocol';
+import type { AttachModel } from '../model.js';
+import type { Theme } from '../theme.js';
+import { useModel } from '../use-model.js';
+import { useTerminalSize } from '../use-terminal-size.js';
+import { EventRow, rowsOf } from './EventRow.js';
+import { PromptModal } from './PromptModal.js';
+import { StatusBar } from './StatusBar.js';
+
+export type ExitReason = 'detached' | 'quit';
+
+export interface AttachAppProps {
+  model: AttachModel;
+  workerId: string;
+  theme: Theme;
+  /** Sends a decision on the open request (the model is told by the caller). */
+  decide(requestId: string, decision: 'allow' | 'deny'): void;
+  onExit(reason: ExitReason): void;
+}
+
+/** The events that fit above the prompt and the status bar, bottom-anchored, `scroll` events up. */
+function visibleEvents(events: readonly StoredEvent[], scroll: number, rows: number, width: number): StoredEvent[] {
+  const shown: StoredEvent[] = [];
+  let used = 0;
+  for (let index = events.length - 1 - scroll; index >= 0; index--) {
+    const event = events[index]!;
+    const height = rowsOf(event, width);
+    if (used + height > rows && shown.length > 0) break;
+    shown.push(event);
+    used += height;
+  }
+  return shown.reverse();
+}
+
+/**
+ * `svc attach`: the history (only what fits on screen is rendered), notices, the open prompt,
+ * and the status bar. Keys: y/n decide, ↑/↓/PgUp/PgDn scroll, q quits when no prompt is shown,
+ * ctrl+c / ctrl+d detach (the worker keeps running).
+ */
+export function AttachApp({ model, workerId, theme, decide, onExit }: AttachAppProps) {
+  useModel(model);
+  const { exit } = useApp();
+  const { rows, columns } = useTerminalSize();
+  const prompt = model.prompt();
+  const page = Math.max(1, rows - 8);
+
+  useInput((input, key) => {
+    if (key.ctrl && (input === 'c' || input === 'd')) {
+      onExit('detached');
+      exit();
+      return;
+    }
+    if (prompt && (input === 'y' || input === 'n')) {
+      decide(prompt.data.request_id, input === 'y' ? 'allow' : 'deny');
+      return;
+    }
+    if (input === 'q' && !prompt) {
+      onExit('quit');
+      exit();
+      return;
+    }
+    if (key.upArrow) model.scrollBy(1);
+    else if (key.downArrow) model.scrollBy(-1);
+    else if (key.pageUp) model.scrollBy(page);
+    else if (key.pageDown) model.scrollBy(-page);
+  });
+
+  const reserved = 3 + (prompt ? 5 : 0) + model.notices.length;
+  const history = visibleEvents(model.events, model.scroll, Math.max(1, rows - reserved), columns);
+  return (
+    <Box flexDirection="column">
+      <Box flexDirection="column">
+        {history.map((event) => (
+          <EventRow key={event.id} event={event} theme={theme} />
+        ))}
+      </Box>
+      {model.notices.map((notice, index) => (
+        <Text key={index} color={notice.level === 'error' ? theme.danger : notice.level === 'warn' ? theme.warning : theme.accent}>
+          » {notice.text}
+        </Text>
+      ))}
+      {prompt ? <PromptModal request={prompt} open={model.openCount()} theme={theme} /> : null}
+      <StatusBar model={model} workerId={workerId} theme={theme} />
+    </Box>
+  );
+}

@@ -1,0 +1,25 @@
+import { Text } from 'ink';
+import type { EventData } from '@svc/protocol';
+import { deciderOf } from '../model.js';
+import { summarizeInput } from '../summary.js';
+import type { Theme } from '../theme.js';
+
+/** `control_request` in the history: what was asked. */
+export function ControlRequestLine({ data, theme }: { data: EventData<'control_request'>; theme: Theme }) {
+  return (
+    <Text color={theme.warning} wrap="truncate-end">
+      ? permission asked for [{data.tool_name}] {summarizeInput(data.tool_name, data.input, 80)}
+    </Text>
+  );
+}
+
+/** `control_response` in the history: the decision and who made it. */
+export function ControlResponseLine({ data, theme }: { data: EventData<'control_response'>; theme: Theme }) {
+  const allowed = data.decision === 'allow';
+  return (
+    <Text color={allowed ? theme.success : theme.danger} wrap="truncate-end">
+      {allowed ? '✓ allowed' : '✗ denied'} by {deciderOf(data)}
+      {data.message && !allowed ? `: ${data.message}` : ''}
+    </Text>
+  );
+}

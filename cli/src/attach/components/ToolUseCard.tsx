@@ -1,0 +1,18 @@
+import { Box, Text } from 'ink';
+import type { EventData } from '@svc/protocol';
+import { summarizeInput } from '../summary.js';
+import type { Theme } from '../theme.js';
+
+/** `tool_use`: a bordered card `[tool_name] input_summary`. */
+export function ToolUseCard({ data, theme }: { data: EventData<'tool_use'>; theme: Theme }) {
+  return (
+    <Box borderStyle="round" borderColor={theme.accent} paddingX={1}>
+      <Text wrap="truncate-end">
+        <Text bold color={theme.accent}>
+          [{data.name}]
+        </Text>{' '}
+        {summarizeInput(data.name, data.input)}
+      </Text>
+    </Box>
+  );
+}

@@ -1,0 +1,124 @@
+import { agentExitCodeOf, withdrawnRequestId, type EventData, type StoredEvent } from '@svc/protocol';
+
+export type ConnectionState = { kind: 'connecting' } | { kind: 'replaying' } | { kind: 'live' } | { kind: 'reconnecting'; attempt: number; inMs: number; reason: string } | { kind: 'closed'; reason: string };
+
+/** A short-lived line under the history: a reconnect, a prompt decided elsewhere, an error. */
+export interface Notice {
+  text: string;
+  level: 'info' | 'warn' | 'error';
+}
+
+/**
+ * Everything `svc attach` shows, built from the stored events in id order (pure: no I/O, no
+ * React). The history is kept as the events themselves, a flat array: a 100,000-event replay is
+ * one array of objects, and the view renders only the rows it shows.
+ */
+export class AttachModel {
+  readonly events: StoredEvent[] = [];
+  /** The last id applied: reconnects resume after it. */
+  lastId = '0';
+  /** Open requests in the order they arrived; the first is the prompt on screen. */
+  private readonly open = new Map<string, StoredEvent<'control_request'>>();
+  /** Requests this viewer decided (so their closing is not "decided elsewhere"). */
+  private readonly decidedHere = new Set<string>();
+  progress: EventData<'progress'> | undefined;
+  result: EventData<'result'> | undefined;
+  /** The agent has exited (the sidecar reported it). */
+  agentExit: number | undefined;
+  notices: Notice[] = [];
+  connection: ConnectionState = { kind: 'connecting' };
+  /** No prompts, no decisions: `--read-only`, or the worker has ended. */
+  readOnly: boolean;
+  /** Rows scrolled up from the bottom (0: following the newest). */
+  scroll = 0;
+  /** Bumped on every change: the view re-renders when it moves. */
+  version = 0;
+
+  constructor(options: { readOnly: boolean }) {
+    this.readOnly = options.readOnly;
+  }
+
+  /** Applies one stored event; an id at or below the last one is a repeat and is ignored. */
+  apply(event: StoredEvent): boolean {
+    if (BigInt(event.id) <= BigInt(this.lastId)) return false;
+    this.events.push(event);
+    this.lastId = event.id;
+    switch (event.type) {
+      case 'control_request': {
+        const request = event as StoredEvent<'control_request'>;
+        this.open.set(request.data.request_id, request);
+        break;
+      }
+      case 'control_response': {
+        const decision = (event as StoredEvent<'control_response'>).data;
+        const wasShown = this.prompt()?.data.request_id === decision.request_id;
+        if (this.open.delete(decision.request_id) && wasShown && !this.decidedHere.has(decision.request_id)) {
+          this.notify(`${decision.decision === 'allow' ? 'allowed' : 'denied'}: decided by ${deciderOf(decision)}`, 'info');
+        }
+        break;
+      }
+      case 'progress':
+        this.progress = (event as StoredEvent<'progress'>).data;
+        break;
+      case 'result':
+        this.result = (event as StoredEvent<'result'>).data;
+        break;
+      case 'system': {
+        const withdrawn = withdrawnRequestId(event);
+        if (withdrawn !== undefined && this.open.delete(withdrawn)) this.notify(`request ${withdrawn} withdrawn by the agent`, 'info');
+        const code = agentExitCodeOf(event);
+        if (code !== undefined) this.agentExit = code;
+        break;
+      }
+    }
+    this.version++;
+    return true;
+  }
+
+  /** The prompt on screen (the oldest open request), unless read-only. */
+  prompt(): StoredEvent<'control_request'> | undefined {
+    if (this.readOnly) return undefined;
+    return this.open.values().next().value;
+  }
+
+  openCount(): number {
+    return this.readOnly ? 0 : this.open.size;
+  }
+
+  /** This viewer decided `requestId` (its response event will close the prompt). */
+  decided(requestId: string): void {
+    this.decidedHere.add(requestId);
+    this.open.delete(requestId);
+    this.version++;
+  }
+
+  setReadOnly(reason: string): void {
+    if (this.readOnly) return;
+    this.readOnly = true;
+    this.notify(`read-only: ${reason}`, 'info');
+  }
+
+  setConnection(state: ConnectionState): void {
+    this.connection = state;
+    this.version++;
+  }
+
+  notify(text: string, level: Notice['level']): void {
+    this.notices = [...this.notices.slice(-2), { text, level }];
+    this.version++;
+  }
+
+  scrollBy(rows: number): void {
+    const next = Math.max(0, Math.min(this.events.length - 1, this.scroll + rows));
+    if (next === this.scroll) return;
+    this.scroll = next;
+    this.version++;
+  }
+}
+
+/** Who decided, for a person: the name, else the `sub` (and what `policy` means). */
+export function deciderOf(decision: EventData<'control_response'>): string {
+  if (decision.decided_by === 'policy') return 'the policy';
+  if (decision.decided_by === 'policy:timeout') return 'the timeout policy';
+  return decision.decided_by_name ?? decision.decided_by;
+}

@@ -1,0 +1,117 @@
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '@svc/test-support';
+import { COMMANDS, runCli } from './cli.js';
+import { EXIT } from './exit-codes.js';
+import { resolveConnection, saveConfig } from './settings.js';
+
+/** Runs `svc` in-process and captures what it prints. */
+async function svc(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const writeOut = process.stdout.write.bind(process.stdout);
+  const writeErr = process.stderr.write.bind(process.stderr);
+  process.stdout.write = ((chunk: string) => ((stdout += chunk), true)) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: string) => ((stderr += chunk), true)) as typeof process.stderr.write;
+  try {
+    return { code: await runCli(argv), stdout, stderr };
+  } finally {
+    process.stdout.write = writeOut;
+    process.stderr.write = writeErr;
+  }
+}
+
+describe('svc: commands, help, errors and exit codes', () => {
+  let dir: string;
+  let gateway: Server;
+  let gatewayUrl: string;
+  const seen: Array<{ method: string; url: string; authorization: string | undefined }> = [];
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'svc-cli-'));
+    process.env['SVC_CONFIG'] = path.join(dir, 'config.json');
+    delete process.env['SVC_URL'];
+    delete process.env['SVC_TOKEN'];
+    // A stand-in of the gateway's answers (the e2e test drives the real one).
+    gateway = createServer((request, response) => {
+      seen.push({ method: request.method!, url: request.url!, authorization: request.headers.authorization });
+      const json = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (request.url === '/v1/sessions/ses_missing') return json(404, { code: 'session_not_found', message: 'session ses_missing does not exist' });
+      if (request.url === '/v1/sessions' || request.url?.startsWith('/v1/sessions?')) return json(200, { items: [{ id: 'ses_1', worker_id: 'wrk_1', template: 'demo', status: 'running', owner: 'me', created_at: '2026-11-22T10:00:00.000Z', updated_at: '2026-11-22T10:00:00.000Z' }], total: 7 });
+      if (request.url === '/v1/local/token' && request.method === 'POST') return json(200, { token: 'aaa.eyJzdWIiOiJsb2NhbC11c2VyIn0.ccc', token_type: 'Bearer', expires_in: 60 });
+      return json(404, { code: 'not_found', message: 'no such route' });
+    });
+    await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
+    gatewayUrl = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    delete process.env['SVC_CONFIG'];
+    await new Promise((resolve) => gateway.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('--help on every command, with examples; no command prints the overview and exits 2', async () => {
+    for (const command of COMMANDS) {
+      const help = await svc(command.name, '--help');
+      expect(help.code, command.name).toBe(EXIT.ok);
+      expect(help.stdout).toContain(`svc ${command.name}`);
+      expect(help.stdout).toContain('Examples');
+    }
+    const overview = await svc();
+    expect(overview.code).toBe(EXIT.usage);
+    expect(overview.stdout).toContain('Commands');
+    expect((await svc('--help')).code).toBe(EXIT.ok);
+  });
+
+  it('a wrong command line exits 2 saying what is wrong', async () => {
+    expect(await svc('bogus')).toMatchObject({ code: EXIT.usage, stderr: 'error: unknown command "bogus" (svc --help lists them)\n' });
+    expect(await svc('sessions', 'create')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('needs --template') as unknown as string });
+    expect(await svc('sessions', 'fly')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('unknown action "fly"') as unknown as string });
+    expect(await svc('attach')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('needs a worker id') as unknown as string });
+    expect(await svc('sessions', 'create', '--template', 'demo', '--env', 'NOEQUALS', '--url', gatewayUrl)).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('--env takes KEY=VALUE') as unknown as string });
+  });
+
+  it('--raw exits 3: not implemented yet, it needs sandbox terminal support', async () => {
+    expect(await svc('attach', 'wrk_1', '--raw')).toEqual({ code: EXIT.notImplemented, stdout: '', stderr: 'error: not implemented yet: needs sandbox terminal support (--raw would proxy the agent\'s terminal)\n' });
+  });
+
+  it('API errors print as "error: <message> (<code>)" and exit 1; an unreachable gateway says so', async () => {
+    expect(await svc('sessions', 'get', 'ses_missing', '--url', gatewayUrl, '--token', 't')).toEqual({ code: EXIT.failed, stdout: '', stderr: 'error: session ses_missing does not exist (session_not_found)\n' });
+    const closed = await freePort();
+    const unreachable = await svc('status', '--url', `http://127.0.0.1:${closed}`);
+    expect(unreachable.code).toBe(EXIT.failed);
+    expect(unreachable.stderr).toBe(`error: cannot reach the gateway at http://127.0.0.1:${closed} (ECONNREFUSED); is it running? (\`svc up\` starts a local one)\n`);
+  });
+
+  it('--json prints the API\'s answer; otherwise a table', async () => {
+    const json = await svc('sessions', 'list', '--json', '--url', gatewayUrl, '--token', 't');
+    expect(JSON.parse(json.stdout)).toMatchObject({ total: 7, items: [{ id: 'ses_1' }] });
+    const table = await svc('sessions', 'list', '--url', gatewayUrl, '--token', 't', '--status', 'running', '--limit', '5');
+    expect(table.stdout.split('\n')[0]).toMatch(/^SESSION\s+WORKER\s+TEMPLATE\s+STATUS/);
+    expect(table.stdout).toContain('1 of 7');
+    expect(seen.at(-1)).toMatchObject({ url: '/v1/sessions?status=running&limit=5', authorization: 'Bearer t' });
+  });
+
+  it('settings come from flags, then SVC_URL/SVC_TOKEN, then the saved config; login saves a token readable by its owner only', async () => {
+    await saveConfig({ url: 'http://saved:1', token: 'saved-token' });
+    expect(await resolveConnection({})).toEqual({ url: 'http://saved:1', token: 'saved-token' });
+    process.env['SVC_URL'] = 'http://from-env:2';
+    process.env['SVC_TOKEN'] = 'env-token';
+    try {
+      expect(await resolveConnection({})).toEqual({ url: 'http://from-env:2', token: 'env-token' });
+      expect(await resolveConnection({ url: 'http://flag:3/', token: 'flag-token' })).toEqual({ url: 'http://flag:3', token: 'flag-token' });
+    } finally {
+      delete process.env['SVC_URL'];
+      delete process.env['SVC_TOKEN'];
+    }
+    await expect(resolveConnection({ url: 'ftp://x' })).rejects.toThrow(/must start with http/);
+
+    const login = await svc('login', '--url', gatewayUrl);
+    expect(login).toMatchObject({ code: EXIT.ok, stdout: `logged in to ${gatewayUrl} as local-user; saved in ${process.env['SVC_CONFIG']}\n` });
+    expect((await stat(process.env['SVC_CONFIG']!)).mode & 0o777).toBe(0o600);
+    expect(await resolveConnection({})).toEqual({ url: gatewayUrl, token: 'aaa.eyJzdWIiOiJsb2NhbC11c2VyIn0.ccc' });
+  });
+});

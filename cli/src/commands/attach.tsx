@@ -1,0 +1,85 @@
+import { render } from 'ink';
+import { isEndedStatus, type StoredEvent, type Worker } from '@svc/protocol';
+import { ApiError, createApi } from '../api.js';
+import { AttachApp, type ExitReason } from '../attach/components/AttachApp.js';
+import { followEventStream } from '../attach/event-stream.js';
+import { AttachModel } from '../attach/model.js';
+import { createTheme } from '../attach/theme.js';
+import { CliError, EXIT } from '../exit-codes.js';
+import { colourEnabled } from '../output.js';
+import { resolveConnection } from '../settings.js';
+import { CONNECTION_HELP, connectionFlags, type Command } from './command.js';
+
+const flags = { ...connectionFlags, readOnly: { type: 'boolean', default: false }, raw: { type: 'boolean', default: false } } as const;
+
+export const RAW_NOT_IMPLEMENTED = 'not implemented yet: needs sandbox terminal support (--raw would proxy the agent\'s terminal)';
+
+/** `svc attach <worker-id>`: watch a worker live and answer its permission prompts. */
+export const attachCommand: Command<typeof flags> = {
+  name: 'attach',
+  summary: 'watch a worker live and answer its prompts',
+  help: `  svc attach <worker-id> [--read-only]
+
+Keys
+  y / n            allow / deny the prompt on screen (several queue, one at a time)
+  ↑ ↓ PgUp PgDn    scroll the history
+  q                quit (when no prompt is shown)
+  ctrl+d, ctrl+c   detach: the worker keeps running
+
+Flags
+  --read-only      replay from the start, no prompts (automatic for an ended worker)
+  --raw            the agent's raw terminal (not implemented yet)
+${CONNECTION_HELP}
+
+Examples
+  $ svc attach wrk_AbC123
+  $ svc attach wrk_AbC123 --read-only`,
+  flags,
+  async run(cli) {
+    if (cli.flags.raw) throw new CliError(RAW_NOT_IMPLEMENTED, EXIT.notImplemented);
+    const workerId = cli.input[1];
+    if (!workerId) throw new CliError('svc attach needs a worker id (svc sessions list shows them)', EXIT.usage);
+    const api = createApi(await resolveConnection(cli.flags));
+    const worker = await api.request<Worker>('GET', `/v1/workers/${encodeURIComponent(workerId)}`);
+    const model = new AttachModel({ readOnly: cli.flags.readOnly || isEndedStatus(worker.status) });
+    if (!cli.flags.readOnly && isEndedStatus(worker.status)) model.notify(`read-only: the worker is ${worker.status}`, 'info');
+
+    let fatal: string | undefined;
+    let exitReason = 'quit' as ExitReason;
+    const stream = followEventStream({
+      model,
+      open: (afterId) => api.socket(`/v1/workers/${encodeURIComponent(workerId)}/sdk-events/stream?after_id=${afterId}`),
+      onFatal: (message) => {
+        fatal = message;
+        app.unmount();
+      },
+    });
+    // An agent that exits ends its worker: look, and go read-only when it has ended.
+    const watchEnd = setInterval(() => {
+      if (model.readOnly || model.agentExit === undefined) return;
+      api
+        .request<Worker>('GET', `/v1/workers/${encodeURIComponent(workerId)}`)
+        .then((latest) => {
+          if (isEndedStatus(latest.status)) model.setReadOnly(`the worker is ${latest.status}`);
+        })
+        .catch(() => {});
+    }, 1000);
+
+    const decide = (requestId: string, decision: 'allow' | 'deny') => {
+      model.decided(requestId);
+      api.request<StoredEvent<'control_response'>>('POST', `/v1/workers/${encodeURIComponent(workerId)}/control`, { request_id: requestId, decision }).catch((err: unknown) => {
+        if (err instanceof ApiError && err.code === 'worker_ended') model.setReadOnly('the worker has ended');
+        model.notify(`the decision was not taken: ${err instanceof Error ? err.message : String(err)}`, 'error');
+      });
+    };
+
+    const app = render(<AttachApp model={model} workerId={workerId} theme={createTheme(colourEnabled())} decide={decide} onExit={(reason) => (exitReason = reason)} />, { exitOnCtrlC: false });
+    await app.waitUntilExit();
+    stream.close();
+    clearInterval(watchEnd);
+    if (fatal) throw new CliError(`the event stream was refused: ${fatal}`);
+    const ended = model.readOnly && !cli.flags.readOnly;
+    if (exitReason === 'detached') process.stdout.write(ended ? `detached from ${workerId} (it has ended)\n` : `detached from ${workerId}; it keeps running (svc attach ${workerId} to come back)\n`);
+    return EXIT.ok;
+  },
+};

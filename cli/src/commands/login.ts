@@ -1,0 +1,60 @@
+import { text } from 'node:stream/consumers';
+import { ApiError, createApi } from '../api.js';
+import { CliError, EXIT } from '../exit-codes.js';
+import { printJson } from '../output.js';
+import { resolveConnection, saveConfig } from '../settings.js';
+import { CONNECTION_HELP, connectionFlags, type Command } from './command.js';
+
+const flags = { ...connectionFlags, json: { type: 'boolean', default: false } } as const;
+
+/**
+ * `svc login`: saves the gateway's URL and a user token. With `--token`, that token (`-` reads
+ * it from stdin, so it stays out of the shell's history); without, one from the local stack's
+ * built-in issuer (loopback only). The token is checked before it is saved, and never printed.
+ */
+export const loginCommand: Command<typeof flags> = {
+  name: 'login',
+  summary: 'save a token (from the local stack, or one you paste)',
+  help: `  svc login                       a token from the local stack's built-in issuer
+  svc login --token -             a token from your identity provider, pasted on stdin
+
+Flags
+  --json           print {url, config_file, sub} as JSON
+${CONNECTION_HELP}
+
+Examples
+  $ svc login
+  $ pbpaste | svc login --url https://svc.example.com --token -`,
+  flags,
+  async run(cli) {
+    const connection = await resolveConnection({ url: cli.flags.url });
+    let token = cli.flags.token === '-' ? (await text(process.stdin)).trim() : cli.flags.token;
+    if (token === undefined) {
+      try {
+        token = (await createApi(connection).request<{ token: string }>('POST', '/v1/local/token')).token;
+      } catch (err) {
+        if (err instanceof ApiError && (err.status === 404 || err.status === 403)) {
+          throw new CliError(`${connection.url} gives no local tokens (it is not a local stack, or you are not on its machine): log in with --token from your identity provider`);
+        }
+        throw err;
+      }
+    }
+    if (!token) throw new CliError('the token is empty', EXIT.usage);
+    // A token the gateway refuses is not worth saving.
+    await createApi({ url: connection.url, token }).request('GET', '/v1/sessions?limit=1');
+    const file = await saveConfig({ url: connection.url, token });
+    const sub = subjectOf(token);
+    if (cli.flags.json) printJson({ url: connection.url, config_file: file, sub });
+    else process.stdout.write(`logged in to ${connection.url}${sub ? ` as ${sub}` : ''}; saved in ${file}\n`);
+    return EXIT.ok;
+  },
+};
+
+/** The `sub` of a JWT, for the message (not verified here: the gateway just accepted it). */
+function subjectOf(token: string): string | undefined {
+  try {
+    return (JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { sub?: string }).sub;
+  } catch {
+    return undefined;
+  }
+}
