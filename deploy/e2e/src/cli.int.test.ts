@@ -10,8 +10,8 @@ import { waitFor } from '@svc/test-support';
 import { startStack, type E2eStack } from './stack.js';
 import { openTerminal, type Terminal } from './tmux.js';
 
-/** The built `svc` (`nx run @svc/cli:build`). */
-const SVC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../cli/dist/main.js');
+/** The built `svc`, one bundled file (`nx run @svc/cli:build`). */
+const SVC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../cli/dist/svc.mjs');
 const run = promisify(execFile);
 
 describe('svc, the built binary, in a real terminal (tmux) against the stack (every service its own process)', () => {

@@ -64,11 +64,16 @@ export interface SchemaChecker<T> {
   check(value: unknown, prefix?: string): ValidationResult<T>;
 }
 
-/** Compiles a schema once into a checker with field-naming errors. */
+/**
+ * A checker with field-naming errors. The schema is compiled once, on the first check: a
+ * process that never validates a kind of message (a CLI, a sidecar) does not pay to compile it
+ * at start.
+ */
 export function createChecker<T>(schema: TSchema): SchemaChecker<T> {
-  const validator: Validator = Compile(schema);
+  let compiled: Validator | undefined;
   return {
     check(value, prefix = '') {
+      const validator = (compiled ??= Compile(schema));
       if (validator.Check(value)) return { ok: true, value: value as T };
       return { ok: false, errors: toFieldErrors(validator.Errors(value) as unknown as RawError[], prefix) };
     },
