@@ -29,6 +29,8 @@ const logger = createLogger({ name: 'svc-local', level: config.logLevel });
 const shutdown = createGracefulShutdown({ logger });
 shutdown.installSignalHandlers();
 
+// Starting takes a few seconds (nats-server, the store's migrations, a sandbox): say so first.
+process.stdout.write('svc local stack: starting nats-server, the store, the services and a demo session…\n');
 try {
   const stack = await startLocalStack({ ...config, gateway, logger, demo: true });
   shutdown.add({ name: 'local stack', close: () => stack.stop() });
@@ -52,7 +54,7 @@ try {
       `  It asks to write hello.txt: curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/workers/${stack.demo!.worker_id}/control/requests?state=open`,
       `  allow:   curl -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"request_id":"<request_id>","decision":"allow"}' ${stack.gatewayUrl}/v1/workers/${stack.demo!.worker_id}/control`,
       `  another: curl -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"template":"demo"}' ${stack.gatewayUrl}/v1/sessions`,
-      '  Not implemented yet: `svc attach` (the terminal UI) arrives with the CLI issue.',
+      `  watch it and answer its prompt in your terminal: npm run svc -- login && npm run svc -- attach ${stack.demo!.worker_id}`,
       'Press Ctrl+C to stop.',
       '',
     ].join('\n'),
