@@ -4,7 +4,7 @@ import { start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
-import { connectBus, ensureStreams, launchNatsServer, requestJson, type NatsServerProcess } from '@svc/bus';
+import { connectBus, ensureStreams, launchNatsServer, requestJson, type NatsConnection, type NatsServerProcess } from '@svc/bus';
 import { subjects, type CreateSessionRpcType, type Session } from '@svc/protocol';
 import { readConfig, type Logger } from '@svc/service-kit';
 import { openDatabase, type StoreKind } from '@svc/store';
@@ -27,6 +27,8 @@ export interface LocalStackOptions {
 
 export interface LocalStack {
   natsUrl: string;
+  /** The stack's own NATS connection (for probes). */
+  nc: NatsConnection;
   gatewayUrl: string;
   /** The demo session and its worker, when started with `demo: true`. */
   demo?: Session | undefined;
@@ -78,7 +80,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const demo = options.demo
       ? await requestJson<Session>(nc, subjects.rpc.createSession, { viewer: { sub: LOCAL_USER, admin: false }, body: { template: 'demo' } } satisfies CreateSessionRpcType)
       : undefined;
-    return { natsUrl, gatewayUrl: gateway.url, demo, store: database.kind, stop };
+    return { natsUrl, nc, gatewayUrl: gateway.url, demo, store: database.kind, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -1,5 +1,5 @@
-import { NatsServerNotFoundError } from '@svc/bus';
-import { ConfigError, createGracefulShutdown, createLogger, optionalStringSetting, readConfig, stringSetting, choiceSetting, redactUrl } from '@svc/service-kit';
+import { NatsServerNotFoundError, serveHealthProbes } from '@svc/bus';
+import { booleanSetting, choiceSetting, ConfigError, createGracefulShutdown, createLogger, integerSetting, optionalStringSetting, readConfig, redactUrl, stringSetting } from '@svc/service-kit';
 import { gatewaySettings } from '@svc/gateway';
 import { startLocalStack } from './index.js';
 
@@ -8,6 +8,10 @@ const localSettings = {
   databaseUrl: optionalStringSetting('SVC_DATABASE_URL'),
   natsUrl: optionalStringSetting('SVC_NATS_URL'),
   logLevel: choiceSetting('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'silent'], { default: 'warn' }),
+  /** Start a demo session (off in the Helm chart's single mode). */
+  demo: booleanSetting('SVC_DEMO', { default: true }),
+  /** A port for the Kubernetes probes `/healthz` and `/readyz` (0: none). */
+  healthPort: integerSetting('SVC_HEALTH_PORT', { default: 0, min: 0, max: 65535 }),
 };
 
 function readSettings() {
@@ -32,8 +36,12 @@ shutdown.installSignalHandlers();
 // Starting takes a few seconds (nats-server, the store's migrations, a sandbox): say so first.
 process.stdout.write('svc local stack: starting nats-server, the store, the services and a demo session…\n');
 try {
-  const stack = await startLocalStack({ ...config, gateway, logger, demo: true });
+  const stack = await startLocalStack({ ...config, gateway, logger });
   shutdown.add({ name: 'local stack', close: () => stack.stop() });
+  if (config.healthPort) {
+    const probes = await serveHealthProbes({ nc: stack.nc, port: config.healthPort });
+    shutdown.add({ name: 'probes', close: () => probes.close() });
+  }
   process.stdout.write(
     [
       'svc local stack is up.',
@@ -48,13 +56,17 @@ try {
             `  curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/status`,
           ]
         : []),
-      `A demo session runs the demo agent under a real sidecar in a local sandbox: session ${stack.demo!.id}, demo worker: ${stack.demo!.worker_id}`,
-      `  events:  curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/workers/${stack.demo!.worker_id}/sdk-events`,
-      `  live:    WebSocket ${stack.gatewayUrl.replace('http', 'ws')}/v1/workers/${stack.demo!.worker_id}/sdk-events/stream?after_id=0 (same header)`,
-      `  It asks to write hello.txt: curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/workers/${stack.demo!.worker_id}/control/requests?state=open`,
-      `  allow:   curl -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"request_id":"<request_id>","decision":"allow"}' ${stack.gatewayUrl}/v1/workers/${stack.demo!.worker_id}/control`,
-      `  another: curl -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"template":"demo"}' ${stack.gatewayUrl}/v1/sessions`,
-      `  watch it and answer its prompt in your terminal: npm run svc -- login && npm run svc -- attach ${stack.demo!.worker_id}`,
+      ...(stack.demo
+        ? [
+            `A demo session runs the demo agent under a real sidecar in a local sandbox: session ${stack.demo.id}, demo worker: ${stack.demo.worker_id}`,
+            `  events:  curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/workers/${stack.demo.worker_id}/sdk-events`,
+            `  live:    WebSocket ${stack.gatewayUrl.replace('http', 'ws')}/v1/workers/${stack.demo.worker_id}/sdk-events/stream?after_id=0 (same header)`,
+            `  It asks to write hello.txt: curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/workers/${stack.demo.worker_id}/control/requests?state=open`,
+            `  allow:   curl -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"request_id":"<request_id>","decision":"allow"}' ${stack.gatewayUrl}/v1/workers/${stack.demo.worker_id}/control`,
+            `  another: curl -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '{"template":"demo"}' ${stack.gatewayUrl}/v1/sessions`,
+            `  watch it and answer its prompt in your terminal: npm run svc -- login && npm run svc -- attach ${stack.demo.worker_id}`,
+          ]
+        : []),
       'Press Ctrl+C to stop.',
       '',
     ].join('\n'),

@@ -1,4 +1,4 @@
-import { choiceSetting, stringSetting } from './config.js';
+import { choiceSetting, integerSetting, stringSetting } from './config.js';
 
 /** Settings every control-plane process reads. */
 export const commonSettings = {
@@ -6,4 +6,6 @@ export const commonSettings = {
   logLevel: choiceSetting('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], { default: 'info' }),
   /** Which replica this is, in logs and health answers (a Pod name in Kubernetes). */
   instance: stringSetting('SVC_INSTANCE', { default: process.env['HOSTNAME'] ?? `pid-${process.pid}` }),
+  /** A port for the Kubernetes probes `/healthz` and `/readyz` (0: none). */
+  healthPort: integerSetting('SVC_HEALTH_PORT', { default: 0, min: 0, max: 65535 }),
 };

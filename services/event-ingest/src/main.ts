@@ -1,6 +1,6 @@
-import { connectBus, ensureStreams } from '@svc/bus';
+import { connectBus, ensureStreams, serveHealthProbes } from '@svc/bus';
 import { commonSettings, createGracefulShutdown, createLogger, integerSetting, readConfig } from '@svc/service-kit';
-import { databaseLocationOf, openDatabase, storeSettings } from '@svc/store';
+import { databaseLocationOf, openDatabase, pingDatabase, storeSettings } from '@svc/store';
 import { start } from './index.js';
 
 const config = readConfig({
@@ -20,3 +20,7 @@ const database = await openDatabase(databaseLocationOf(config));
 shutdown.add({ name: 'database', close: () => database.close() });
 const service = await start({ nc, db: database.db, logger, instance: config.instance, replicaIndex: config.replicaIndex, replicaCount: config.replicaCount });
 shutdown.add({ name: 'event-ingest', close: () => service.stop() });
+if (config.healthPort) {
+  const probes = await serveHealthProbes({ nc, port: config.healthPort, probeStore: () => pingDatabase(database.db) });
+  shutdown.add({ name: 'probes', close: () => probes.close() });
+}

@@ -1,4 +1,4 @@
-import { connectBus } from '@svc/bus';
+import { connectBus, serveHealthProbes } from '@svc/bus';
 import { createGracefulShutdown, createLogger, readConfig } from '@svc/service-kit';
 import { gatewaySettings, start } from './index.js';
 
@@ -11,3 +11,7 @@ const nc = await connectBus({ servers: config.natsUrl, name: `gateway-${config.i
 shutdown.add({ name: 'nats', close: () => nc.drain() });
 const gateway = await start({ nc, logger, instance: config.instance, config });
 shutdown.add({ name: 'gateway', close: () => gateway.stop() });
+if (config.healthPort) {
+  const probes = await serveHealthProbes({ nc, port: config.healthPort });
+  shutdown.add({ name: 'probes', close: () => probes.close() });
+}

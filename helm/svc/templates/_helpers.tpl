@@ -1,0 +1,200 @@
+{{/* Every name this chart gives, in one place. */}}
+
+{{- define "svc.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "svc.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "svc.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "svc.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The name of one component's resources: <fullname>-<component>. */}}
+{{- define "svc.componentName" -}}
+{{- printf "%s-%s" (include "svc.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "svc.sessionServiceAccount" -}}{{ include "svc.componentName" (dict "root" . "component" "session") }}{{- end -}}
+{{- define "svc.gatewayService" -}}{{ include "svc.componentName" (dict "root" . "component" "gateway") }}{{- end -}}
+{{- define "svc.natsName" -}}{{ include "svc.componentName" (dict "root" . "component" "nats") }}{{- end -}}
+{{- define "svc.postgresName" -}}{{ include "svc.componentName" (dict "root" . "component" "postgres") }}{{- end -}}
+{{- define "svc.secretName" -}}{{ include "svc.componentName" (dict "root" . "component" "secrets") }}{{- end -}}
+
+{{- define "svc.labels" -}}
+app.kubernetes.io/name: {{ include "svc.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of one component. */}}
+{{- define "svc.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "svc.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "svc.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* The NATS URL: the bundled server's, or the one given. */}}
+{{- define "svc.natsUrl" -}}
+{{- if .Values.nats.bundled.enabled -}}
+nats://{{ include "svc.natsName" . }}.{{ .Release.Namespace }}.svc:4222
+{{- else -}}
+{{ .Values.nats.url }}
+{{- end -}}
+{{- end -}}
+
+{{/* The gateway as sandboxes and clients reach it. */}}
+{{- define "svc.gatewayUrl" -}}
+{{- if .Values.gateway.publicUrl -}}
+{{ .Values.gateway.publicUrl }}
+{{- else -}}
+http://{{ include "svc.gatewayService" . }}.{{ .Release.Namespace }}.svc:{{ .Values.gateway.service.port }}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret and key holding the database URL. */}}
+{{- define "svc.databaseSecret" -}}
+{{- if .Values.postgres.existingSecret -}}
+name: {{ .Values.postgres.existingSecret }}
+key: {{ .Values.postgres.existingSecretKey }}
+{{- else -}}
+name: {{ include "svc.secretName" . }}
+key: database-url
+{{- end -}}
+{{- end -}}
+
+{{/* Non-root, no privilege escalation, nothing writable but /tmp: every control-plane container. */}}
+{{- define "svc.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "svc.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+{{- end -}}
+
+{{/* The environment every service shares. */}}
+{{- define "svc.commonEnv" -}}
+- name: SVC_NATS_URL
+  value: {{ include "svc.natsUrl" . | quote }}
+- name: SVC_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+{{ include "svc.databaseSecret" . | indent 6 }}
+- name: SVC_LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+- name: SVC_INSTANCE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- end -}}
+
+{{- define "svc.gatewayEnv" -}}
+- name: SVC_GATEWAY_HOST
+  value: "0.0.0.0"
+- name: SVC_GATEWAY_PORT
+  value: "8080"
+- name: SVC_GATEWAY_PUBLIC_URL
+  value: {{ include "svc.gatewayUrl" . | quote }}
+- name: SVC_OIDC_ISSUER
+  value: {{ .Values.oidc.issuer | quote }}
+- name: SVC_OIDC_AUDIENCE
+  value: {{ .Values.oidc.audience | quote }}
+- name: SVC_ADMIN_CLAIM
+  value: {{ .Values.oidc.adminClaim | quote }}
+- name: SVC_TRUSTED_PROXIES
+  value: {{ .Values.gateway.trustedProxies | quote }}
+- name: SVC_CORS_ORIGINS
+  value: {{ .Values.gateway.corsOrigins | quote }}
+- name: SVC_RATE_LIMIT_MAX
+  value: {{ .Values.gateway.rateLimit.max | quote }}
+- name: SVC_RATE_LIMIT_WINDOW_MS
+  value: {{ .Values.gateway.rateLimit.windowMs | quote }}
+{{- end -}}
+
+{{- define "svc.sessionEnv" -}}
+- name: SVC_SANDBOX_PROVIDER
+  value: kubernetes
+- name: SVC_SANDBOX_NAMESPACE
+  value: {{ .Values.sandbox.namespace | quote }}
+- name: SVC_SANDBOX_IMAGE
+  value: {{ .Values.sandbox.image | quote }}
+- name: SVC_SANDBOX_CONTROL_PLANE_URL
+  value: {{ include "svc.gatewayUrl" . | quote }}
+- name: SVC_SIDECAR_BINARY
+  value: /opt/svc/svc-sidecar-linux-amd64
+- name: SVC_SIDECAR_LOST_AFTER_MS
+  value: {{ .Values.session.sidecarLostAfterMs | quote }}
+{{- if .Values.session.templatesConfigMap }}
+- name: SVC_TEMPLATES_DIR
+  value: /etc/svc/templates
+{{- end }}
+{{- end -}}
+
+{{- define "svc.sessionEnvFrom" -}}
+{{- if .Values.session.agentSecret }}
+envFrom:
+  - secretRef:
+      name: {{ .Values.session.agentSecret }}
+{{- end }}
+{{- end -}}
+
+{{/* The volumes a control-plane Pod needs with a read-only root: /tmp, and the templates. */}}
+{{- define "svc.volumes" -}}
+- name: tmp
+  emptyDir: {}
+{{- if and .withTemplates .root.Values.session.templatesConfigMap }}
+- name: templates
+  configMap:
+    name: {{ .root.Values.session.templatesConfigMap }}
+{{- end }}
+{{- end -}}
+
+{{- define "svc.volumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+{{- if and .withTemplates .root.Values.session.templatesConfigMap }}
+- name: templates
+  mountPath: /etc/svc/templates
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "svc.scheduling" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- end -}}

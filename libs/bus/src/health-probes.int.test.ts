@@ -1,0 +1,46 @@
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@svc/service-kit';
+import { connectBus, type NatsConnection } from './connection.js';
+import { serveHealthProbes } from './health.js';
+import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('health probes (/healthz, /readyz) for the services without HTTP', () => {
+  let server: NatsServerProcess;
+  let nc: NatsConnection;
+  beforeAll(async () => {
+    server = await launchNatsServer();
+    nc = await connectBus({ servers: server.url, name: 'probes', logger: createLogger({ name: 't', level: 'silent' }) });
+  });
+  afterAll(async () => {
+    if (!nc.isClosed()) await nc.close();
+    await server?.stop();
+  });
+
+  it('alive always; ready while NATS is connected and the store answers; a wrong path is 404', async () => {
+    let storeUp = true;
+    const port = await freePort();
+    const probes = await serveHealthProbes({ nc, port, host: '127.0.0.1', probeStore: async () => storeUp });
+    const get = async (path: string) => {
+      const response = await fetch(`http://127.0.0.1:${port}${path}`);
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    expect(await get('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ok' } });
+    storeUp = false;
+    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'unavailable', message: 'the store does not answer' } });
+    expect((await get('/metrics')).status).toBe(404);
+    await nc.close();
+    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'unavailable', message: 'not connected to NATS' } });
+    expect((await get('/healthz')).status).toBe(200);
+    await probes.close();
+  });
+});
