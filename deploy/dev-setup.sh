@@ -3,6 +3,7 @@
 #   Debian packages: postgresql (tests start throwaway servers; no cluster is created),
 #                    bubblewrap (local sandboxes), tmux (terminal e2e tests)
 #   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
+#   helm             via `go install`, pinned in .ci/versions.env (the chart's tests)
 #   node_modules     via `npm ci`, re-run only when package-lock.json changed
 #   agent CLIs       the real Claude Code versions the sidecar is tested with, each in
 #                    .cache/agents/<name>-<version> (outside the workspace's lockfile)
@@ -41,6 +42,13 @@ if ! "$gobin/nats-server" --version 2>/dev/null | grep -qF "$NATS_SERVER_VERSION
   go install "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"
 fi
 
+# --- helm ------------------------------------------------------------------
+# A `go install`ed helm reports no release version of its own; its module version says it.
+if ! go version -m "$gobin/helm" 2>/dev/null | grep -qE "^[[:space:]]+mod[[:space:]]+helm.sh/helm/v3[[:space:]]+$HELM_VERSION([[:space:]]|$)"; then
+  say "installing helm $HELM_VERSION into $gobin (compiles from source: a few minutes)"
+  go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi
+
 # --- node_modules ----------------------------------------------------------
 lock_hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
 if [ "$(cat node_modules/.svc-lock-hash 2>/dev/null)" != "$lock_hash" ]; then
@@ -59,4 +67,4 @@ for version in $CLAUDE_CODE_VERSIONS; do
   fi
 done
 
-say "ready (nats-server: $("$gobin/nats-server" --version), node: $(node --version))"
+say "ready (nats-server: $("$gobin/nats-server" --version), helm: $HELM_VERSION, node: $(node --version))"

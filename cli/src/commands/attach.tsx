@@ -73,7 +73,11 @@ Examples
       });
     };
 
-    const app = render(<AttachApp model={model} workerId={workerId} theme={createTheme(colourEnabled())} decide={decide} onExit={(reason) => (exitReason = reason)} />, { exitOnCtrlC: false });
+    const app = render(<AttachApp model={model} workerId={workerId} theme={createTheme(colourEnabled())} decide={decide} onExit={(reason) => (exitReason = reason)} />, {
+      exitOnCtrlC: false,
+      // A terminal is interactive even when CI=true is in the environment (Ink would then draw only the last frame).
+      interactive: Boolean(process.stdout.isTTY),
+    });
     await app.waitUntilExit();
     stream.close();
     clearInterval(watchEnd);

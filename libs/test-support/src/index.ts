@@ -8,3 +8,4 @@ export * from './events.js';
 export * from './service-process.js';
 export * from './mock-anthropic.js';
 export * from './stand-in-agents.js';
+export * from './helm.js';

@@ -1,19 +1,18 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@svc/service-kit';
-import { waitFor } from '@svc/test-support';
+import { renderChart, waitFor } from '@svc/test-support';
 import { startKubernetesStandIn, type KubernetesStandIn, type StandInRule } from '../../test/kubernetes-stand-in.js';
 import { ADMIN, startSessionFixture } from '../../test/fixture.js';
 import { createKubernetesProvider, podNameOf, SANDBOX_START_SCRIPT } from './kubernetes.js';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 
-/** What the session service's Role grants (helm/svc): Pods, exec into them, their logs. Nothing more. */
-const SESSION_SERVICE_RULES: StandInRule[] = [
-  { resources: ['pods'], verbs: ['create', 'get', 'delete'] },
-  { resources: ['pods/exec'], verbs: ['create', 'get'] },
-  { resources: ['pods/log'], verbs: ['get'] },
-];
+/** The rules of the session service's Role as the Helm chart renders it: the permissions the provider gets in a cluster. */
+async function rulesOfTheChartsRole(): Promise<StandInRule[]> {
+  const [role] = (await renderChart({ valuesFiles: ['distributed-external.yaml'], showOnly: ['templates/session-rbac.yaml'] })).filter((m) => m.kind === 'Role');
+  return (role!['rules'] as Array<{ resources: string[]; verbs: string[] }>).map(({ resources, verbs }) => ({ resources, verbs }));
+}
 
 function kubeConfigFor(url: string, token: string): KubeConfig {
   const kubeConfig = new KubeConfig();
@@ -32,10 +31,10 @@ async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
   return lines;
 }
 
-describe('kubernetes sandboxes, through the real client against a stand-in of the Kubernetes API', () => {
+describe('kubernetes sandboxes, through the real client against a stand-in of the Kubernetes API, with the permissions of the Helm chart\'s Role', () => {
   let api: KubernetesStandIn;
   beforeAll(async () => {
-    api = await startKubernetesStandIn({ tokens: { 'session-sa': SESSION_SERVICE_RULES, 'read-only': [{ resources: ['pods'], verbs: ['get'] }] } });
+    api = await startKubernetesStandIn({ tokens: { 'session-sa': await rulesOfTheChartsRole(), 'read-only': [{ resources: ['pods'], verbs: ['get'] }] } });
   });
   afterAll(() => api?.stop());
 

@@ -1,0 +1,215 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_PARTITIONS, partitionsOfReplica } from '@svc/protocol';
+import { CHART_DIR, lintChart, renderChart, type Manifest } from '@svc/test-support';
+
+const PROFILES = ['single.yaml', 'distributed-external.yaml', 'distributed-bundled.yaml'] as const;
+type Profile = (typeof PROFILES)[number];
+
+interface PodSpec {
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+  automountServiceAccountToken?: boolean;
+  serviceAccountName?: string;
+  containers: Array<{
+    name: string;
+    command?: string[];
+    env?: Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+    resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+    securityContext?: { runAsNonRoot?: boolean; allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
+    readinessProbe?: { httpGet?: { path: string } };
+    livenessProbe?: { httpGet?: { path: string } };
+  }>;
+}
+
+/** The Pod spec of a workload (Deployment, StatefulSet) or of a Pod. */
+function podSpecOf(manifest: Manifest): PodSpec | undefined {
+  if (manifest.kind === 'Pod') return manifest['spec'] as PodSpec;
+  if (manifest.kind === 'Deployment' || manifest.kind === 'StatefulSet') return (manifest['spec'] as { template: { spec: PodSpec } }).template.spec;
+  return undefined;
+}
+
+const of = (manifests: Manifest[], kind: string) => manifests.filter((m) => m.kind === kind);
+const named = (manifests: Manifest[], kind: string, suffix: string) => manifests.find((m) => m.kind === kind && m.metadata.name.endsWith(suffix));
+
+/** The kubernetes-models class of an object (by its group, version and kind). */
+async function modelOf(manifest: Manifest): Promise<new (data: unknown) => { validate(): void }> {
+  const [group, version] = manifest.apiVersion.includes('/') ? manifest.apiVersion.split('/') : ['', manifest.apiVersion];
+  const module = (await import(`kubernetes-models/${group ? `${group}/` : ''}${version}`)) as Record<string, new (data: unknown) => { validate(): void }>;
+  const model = module[manifest.kind];
+  if (!model) throw new Error(`kubernetes-models has no ${manifest.apiVersion} ${manifest.kind}`);
+  return model;
+}
+
+describe('the Helm chart (helm/svc), rendered with helm for three value profiles', () => {
+  const rendered = new Map<Profile, Manifest[]>();
+  beforeAll(async () => {
+    for (const profile of PROFILES) rendered.set(profile, await renderChart({ valuesFiles: [profile] }));
+  }, 60_000);
+
+  it('helm lint --strict passes for every profile', async () => {
+    for (const profile of PROFILES) expect(await lintChart({ valuesFiles: [profile] })).toContain('1 chart(s) linted, 0 chart(s) failed');
+  });
+
+  it('every rendered manifest is valid against the Kubernetes schemas (kubernetes-models)', async () => {
+    let checked = 0;
+    for (const [profile, manifests] of rendered) {
+      for (const manifest of manifests) {
+        const Model = await modelOf(manifest);
+        expect(() => new Model(manifest).validate(), `${profile}: ${manifest.kind} ${manifest.metadata.name}`).not.toThrow();
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
+  });
+
+  it('single mode: one Deployment runs the four services in one process (no per-service workloads)', () => {
+    const manifests = rendered.get('single.yaml')!;
+    const deployments = of(manifests, 'Deployment');
+    expect(deployments.map((d) => d.metadata.name)).toEqual(['svc-single']);
+    expect(of(manifests, 'StatefulSet')).toEqual([]);
+    const pod = podSpecOf(deployments[0]!)!;
+    expect(pod.containers[0]!.command).toEqual(['node', 'deploy/local-stack/dist/main.js']);
+    const env = Object.fromEntries(pod.containers[0]!.env!.map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({ SVC_DEMO: 'false', SVC_SANDBOX_PROVIDER: 'kubernetes', SVC_GATEWAY_HOST: '0.0.0.0', SVC_OIDC_ISSUER: 'https://accounts.example.com' });
+    expect((deployments[0]!['spec'] as { replicas: number }).replicas).toBe(1);
+  });
+
+  it('distributed mode: a gateway Deployment with an HPA, an event-ingest StatefulSet, control and session Deployments', () => {
+    const manifests = rendered.get('distributed-external.yaml')!;
+    expect(of(manifests, 'Deployment').map((d) => d.metadata.name).sort()).toEqual(['svc-control', 'svc-gateway', 'svc-session']);
+    expect(of(manifests, 'StatefulSet').map((s) => s.metadata.name)).toEqual(['svc-event-ingest']);
+    expect((named(manifests, 'HorizontalPodAutoscaler', 'gateway')!['spec'] as { scaleTargetRef: { name: string } }).scaleTargetRef.name).toBe('svc-gateway');
+    expect(of(manifests, 'PodDisruptionBudget').map((p) => p.metadata.name).sort()).toEqual(['svc-control', 'svc-event-ingest', 'svc-gateway', 'svc-session']);
+    // External NATS and Postgres: nothing of ours runs them; the URL comes from the existing Secret.
+    const session = podSpecOf(named(manifests, 'Deployment', 'session')!)!;
+    expect(session.containers[0]!.env!.find((e) => e.name === 'SVC_NATS_URL')!.value).toBe('nats://nats.nats.svc:4222');
+    expect(session.containers[0]!.env!.find((e) => e.name === 'SVC_DATABASE_URL')!.valueFrom).toEqual({ secretKeyRef: { name: 'svc-database', key: 'uri' } });
+    expect(manifests.some((m) => m.metadata.name.endsWith('-nats') || m.metadata.name.endsWith('-postgres'))).toBe(false);
+    const bundled = rendered.get('distributed-bundled.yaml')!;
+    expect(of(bundled, 'StatefulSet').map((s) => s.metadata.name).sort()).toEqual(['svc-event-ingest', 'svc-nats', 'svc-postgres']);
+    expect(of(bundled, 'HorizontalPodAutoscaler')).toEqual([]);
+  });
+
+  it('event-ingest replicas get distinct replica indexes: each Pod\'s ordinal, with the replica count; together they own every partition once', () => {
+    for (const profile of ['distributed-external.yaml', 'distributed-bundled.yaml'] as const) {
+      const statefulSet = named(rendered.get(profile)!, 'StatefulSet', 'event-ingest')!;
+      const spec = statefulSet['spec'] as { replicas: number; podManagementPolicy: string };
+      const env = podSpecOf(statefulSet)!.containers[0]!.env!;
+      expect(env.find((e) => e.name === 'SVC_INGEST_REPLICA_INDEX')!.valueFrom).toEqual({ fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } });
+      expect(env.find((e) => e.name === 'SVC_INGEST_REPLICA_COUNT')!.value).toBe(String(spec.replicas));
+      expect(spec.podManagementPolicy).toBe('Parallel');
+      // The ordinals 0…replicas-1 are the indexes: their partitions are disjoint and cover all.
+      const owned = Array.from({ length: spec.replicas }, (_, ordinal) => partitionsOfReplica(ordinal, spec.replicas));
+      expect(owned.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: EVENT_PARTITIONS }, (_, p) => p));
+    }
+    expect((named(rendered.get('distributed-external.yaml')!, 'StatefulSet', 'event-ingest')!['spec'] as { replicas: number }).replicas).toBe(4);
+  });
+
+  it('the sandboxes\' NetworkPolicy exists and admits only the gateway (and DNS); nothing may reach a sandbox', () => {
+    for (const [profile, manifests] of rendered) {
+      const policies = of(manifests, 'NetworkPolicy');
+      expect(policies, profile).toHaveLength(1);
+      const policy = policies[0]!;
+      expect(policy.metadata.namespace).toBe('svc-sandboxes');
+      const spec = policy['spec'] as { podSelector: object; policyTypes: string[]; ingress: unknown[]; egress: Array<{ to: Array<{ namespaceSelector?: { matchLabels?: Record<string, string> }; podSelector?: { matchLabels?: Record<string, string> } }>; ports: Array<{ port: number; protocol: string }> }> };
+      expect(spec.podSelector).toEqual({});
+      expect(spec.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
+      expect(spec.ingress).toEqual([]);
+      expect(spec.egress).toHaveLength(2);
+      const [toGateway, toDns] = spec.egress;
+      expect(toGateway!.to).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'svc' } }, podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'svc', 'svc.dev/serves-gateway': 'true' } } }]);
+      expect(toGateway!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
+      expect(toDns!.ports.map((p) => p.port)).toEqual([53, 53]);
+      // The Pods that label selects are exactly those serving the gateway.
+      const servingGateway = manifests.filter((m) => (m['spec'] as { template?: { metadata?: { labels?: Record<string, string> } } } | undefined)?.template?.metadata?.labels?.['svc.dev/serves-gateway'] === 'true');
+      expect(servingGateway.map((m) => m.metadata.name), profile).toEqual([profile === 'single.yaml' ? 'svc-single' : 'svc-gateway']);
+    }
+  });
+
+  it('every container runs as non-root, without privilege escalation, with a read-only root, and with resources set', () => {
+    for (const [profile, manifests] of rendered) {
+      for (const manifest of manifests) {
+        const pod = podSpecOf(manifest);
+        if (!pod) continue;
+        for (const container of pod.containers) {
+          const where = `${profile}: ${manifest.kind} ${manifest.metadata.name} / ${container.name}`;
+          expect(pod.securityContext?.runAsNonRoot ?? container.securityContext?.runAsNonRoot, where).toBe(true);
+          expect(pod.securityContext?.runAsUser, where).toBeGreaterThan(0);
+          expect(container.securityContext, where).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+          expect(container.resources?.requests?.['cpu'], where).toBeDefined();
+          expect(container.resources?.requests?.['memory'], where).toBeDefined();
+          expect(container.resources?.limits?.['memory'], where).toBeDefined();
+        }
+      }
+    }
+  });
+
+  it('control-plane Pods are probed on /healthz and /readyz', () => {
+    for (const [profile, manifests] of rendered) {
+      for (const workload of [...of(manifests, 'Deployment'), ...of(manifests, 'StatefulSet')].filter((m) => !/-(nats|postgres)$/.test(m.metadata.name))) {
+        const container = podSpecOf(workload)!.containers[0]!;
+        expect(container.readinessProbe?.httpGet?.path, `${profile} ${workload.metadata.name}`).toBe('/readyz');
+        expect(container.livenessProbe?.httpGet?.path, `${profile} ${workload.metadata.name}`).toBe('/healthz');
+      }
+    }
+  });
+
+  it('the RBAC grants the session service only the Pod verbs its sandbox provider uses, in the sandbox namespace only', () => {
+    for (const [profile, manifests] of rendered) {
+      expect(of(manifests, 'ClusterRole'), profile).toEqual([]);
+      expect(of(manifests, 'ClusterRoleBinding'), profile).toEqual([]);
+      const [role] = of(manifests, 'Role');
+      expect(of(manifests, 'Role')).toHaveLength(1);
+      expect(role!.metadata.namespace).toBe('svc-sandboxes');
+      expect(role!['rules']).toEqual([
+        { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'delete'] },
+        { apiGroups: [''], resources: ['pods/exec'], verbs: ['create', 'get'] },
+        { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+      ]);
+      const [binding] = of(manifests, 'RoleBinding');
+      expect(binding!['subjects']).toEqual([{ kind: 'ServiceAccount', name: 'svc-session', namespace: 'svc' }]);
+      // Only the Pods running the session service get a service account token.
+      for (const manifest of manifests) {
+        const pod = podSpecOf(manifest);
+        if (!pod) continue;
+        if (pod.serviceAccountName) expect(pod.serviceAccountName, manifest.metadata.name).toBe('svc-session');
+        else expect(pod.automountServiceAccountToken, manifest.metadata.name).toBe(false);
+      }
+    }
+  });
+
+  it('a helm test Pod calls /healthz and /v1/status', () => {
+    const test = of(rendered.get('distributed-external.yaml')!, 'Pod')[0]!;
+    expect(test.metadata.annotations?.['helm.sh/hook']).toBe('test');
+    const script = podSpecOf(test)!.containers[0]!.command!.join(' ');
+    expect(script).toContain('/healthz');
+    expect(script).toContain('/v1/status');
+  });
+
+  it('validate.yaml refuses a combination that cannot work, saying what to change', async () => {
+    const refusals: Array<[Record<string, string>, RegExp]> = [
+      [{ mode: 'cluster', 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i' }, /mode must be "single" or "distributed", got "cluster"/],
+      [{ 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i' }, /set nats.url to your NATS server with JetStream/],
+      [{ 'nats.url': 'nats://n:4222', 'nats.bundled.enabled': 'true', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i' }, /choose one \(unset nats.url to use the bundled NATS\)/],
+      [{ 'nats.url': 'nats://n:4222', 'oidc.issuer': 'https://i' }, /set postgres.existingSecret/],
+      [{ 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p' }, /set oidc.issuer/],
+      [{ 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i', 'eventIngest.replicas': '17' }, /at most 16: there are 16 partitions/],
+      [{ 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i', 'sandbox.namespace': 'svc' }, /sandbox.namespace must differ from the release's namespace/],
+    ];
+    for (const [set, message] of refusals) await expect(renderChart({ set })).rejects.toThrow(message);
+  });
+
+  it('every key in values.yaml is described by a comment', async () => {
+    const lines = (await readFile(path.join(CHART_DIR, 'values.yaml'), 'utf8')).split('\n');
+    const undescribed: string[] = [];
+    lines.forEach((line, index) => {
+      if (!/^\s*[A-Za-z][\w-]*:/.test(line)) return;
+      let previous = index - 1;
+      while (previous >= 0 && lines[previous]!.trim() === '') previous--;
+      const above = lines[previous]?.trim() ?? '';
+      if (!above.startsWith('#')) undescribed.push(`${index + 1}: ${line.trim()}`);
+    });
+    expect(undescribed).toEqual([]);
+  });
+});
