@@ -22,6 +22,9 @@ export function findHelmBinary(env: Record<string, string | undefined> = process
   return found;
 }
 
+/** The Kubernetes version the chart is rendered and linted for (it needs >= 1.28). */
+export const KUBE_VERSION = '1.31.0';
+
 /** A rendered Kubernetes object, as YAML gives it. */
 export interface Manifest {
   apiVersion: string;
@@ -49,7 +52,7 @@ function helmArgs(options: RenderOptions): string[] {
 
 /** `helm template`: every object the chart renders, in order. Throws with helm's message when it refuses. */
 export async function renderChart(options: RenderOptions = {}): Promise<Manifest[]> {
-  const args = ['template', options.release ?? 'svc', CHART_DIR, '--namespace', options.namespace ?? 'svc', ...helmArgs(options), ...(options.showOnly ?? []).flatMap((t) => ['--show-only', t])];
+  const args = ['template', options.release ?? 'svc', CHART_DIR, '--namespace', options.namespace ?? 'svc', '--kube-version', KUBE_VERSION, ...helmArgs(options), ...(options.showOnly ?? []).flatMap((t) => ['--show-only', t])];
   try {
     const { stdout } = await run(findHelmBinary(), args, { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
     return parseAllDocuments(stdout)
@@ -64,7 +67,7 @@ export async function renderChart(options: RenderOptions = {}): Promise<Manifest
 /** `helm lint` with these values; resolves with its output, rejects with it on failure. */
 export async function lintChart(options: RenderOptions = {}): Promise<string> {
   try {
-    const { stdout } = await run(findHelmBinary(), ['lint', CHART_DIR, '--strict', ...helmArgs(options)], { encoding: 'utf8' });
+    const { stdout } = await run(findHelmBinary(), ['lint', CHART_DIR, '--strict', '--kube-version', KUBE_VERSION, ...helmArgs(options)], { encoding: 'utf8' });
     return stdout;
   } catch (err) {
     const failed = err as { stdout?: string; stderr?: string; message: string };
