@@ -7,6 +7,7 @@ import { constants } from 'node:os';
 import { LIFECYCLE_SUBTYPES, withdrawnRequestId, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
 import type { Adapter, AgentEvent } from './adapters/adapter.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
+import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
 import { createCodexExecAdapter } from './adapters/codex.js';
 import { genericAdapter } from './adapters/generic.js';
 import type { LoadedSidecarConfig } from './config.js';
@@ -16,9 +17,10 @@ import { createOutbox } from './outbox.js';
 import { createPermissionEngine } from './permissions.js';
 
 /** The adapter for one run (codex keeps per-run totals, so each run gets its own). */
-export function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
+/** The adapter for a config: Codex runs as `codex exec` when nobody is asked, as `codex app-server` when people decide. */
+export function adapterFor(name: LoadedSidecarConfig['adapter'], autonomous: boolean): Adapter {
   if (name === 'claude-code') return claudeCodeAdapter;
-  if (name === 'codex') return createCodexExecAdapter();
+  if (name === 'codex') return autonomous ? createCodexExecAdapter() : createCodexAppServerAdapter();
   return genericAdapter;
 }
 
@@ -53,7 +55,7 @@ export interface SidecarRun {
  * and every event is delivered.
  */
 export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): SidecarRun {
-  const adapter = adapterFor(config.adapter);
+  const adapter = adapterFor(config.adapter, config.autonomous);
   // First, so a run the adapter cannot do stops before anything starts.
   const plan = adapter.launch({ command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous });
   mkdirSync(config.state_dir, { recursive: true });
@@ -120,6 +122,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
       // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
       if (stream === 'stderr') warn(`agent stderr: ${line}`);
       for (const event of adapter.parseLine(line, stream)) handle(event);
+      for (const reply of adapter.takeOutgoing?.() ?? []) writeToAgent(reply);
       // A full disk buffer stops the reading: the agent waits on its pipe, nothing is lost.
       if (!outbox.hasRoom()) {
         lines.pause();

@@ -148,11 +148,32 @@ describe('svc-sidecar under the real control plane (every service its own proces
     expect(new Set(events.map((e) => e.uid)).size).toBe(events.length);
   });
 
-  it('codex for an interactive worker is refused at start, saying what is not implemented', async () => {
+  it('codex for an interactive worker runs app-server: its approval request is decided through the API and answered on its JSON-RPC id (a stand-in replays the real transcript)', async () => {
     const worker = await stack.createWorker('e2e-user');
-    const sidecar = startSidecar(await configFor(worker, { command: 'codex' }, 'codex-interactive', { adapter: 'codex', autonomous: false }));
-    expect(await sidecar.exited).toBe(2);
-    expect(sidecar.stderr()).toContain('codex app-server are not implemented yet');
+    const decisionFile = path.join(dir, 'codex-interactive.decisions');
+    const agent = {
+      command: standInAgent('replay-codex-app-server'),
+      env: { TRANSCRIPT: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/test/fixtures/codex/appserver-escalate-decline.jsonl'), DECISION_FILE: decisionFile },
+      prompt: 'Create out.txt containing hello, using the shell.',
+    };
+    const sidecar = startSidecar(await configFor(worker, agent, 'codex-interactive', { adapter: 'codex', autonomous: false }));
+    const requests = async () =>
+      ((await (await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/control/requests?state=open`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as ListResponseOf<StoredEvent<'control_request'>>).items;
+    const [open] = await waitFor('the approval request open', async () => ((await requests()).length === 1 ? requests() : undefined), 20_000);
+    expect(open!.data).toMatchObject({ tool_name: 'command_execution', input: { command: "/bin/bash -c 'echo hello | tee out.txt'" } });
+    const answer = await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/control`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ request_id: open!.data.request_id, decision: 'deny', message: 'not now' }),
+    });
+    expect(answer.status).toBe(201);
+    expect(await sidecar.exited, sidecar.stderr()).toBe(0);
+    expect((await readFile(decisionFile, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as unknown)).toContainEqual({ id: 0, result: { decision: 'decline' } });
+    const events = await waitFor('the result stored', async () => {
+      const stored = (await storedEvents(worker.worker_id)) as StoredEvent[];
+      return stored.some((e) => e.type === 'result') ? stored : undefined;
+    });
+    expect(events.find((e) => e.type === 'tool_result')!.data).toMatchObject({ is_error: true });
   });
 
   it('a bad config stops it at once (exit 2) naming the field, never the token', async () => {

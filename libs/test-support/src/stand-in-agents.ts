@@ -6,10 +6,12 @@ import { fileURLToPath } from 'node:url';
  * an executable script in libs/test-support/agents that speaks the real CLI's protocol.
  * - `replay-claude`: replays the real Claude Code transcript named by `TRANSCRIPT`, waits for each
  *   permission answer on stdin and appends it to `DECISION_FILE`;
+ * - `replay-codex-app-server`: replays a real `codex app-server` transcript (`TRANSCRIPT`), waiting
+ *   for each client message it has; appends the answers to Codex's requests to `DECISION_FILE`;
  * - `ask-repeatedly`: asks for permission `ASKS` times with fresh request ids and appends
  *   `<request_id> <ms>` to `RECEIPTS` as each answer arrives.
  */
-export function standInAgent(name: 'replay-claude' | 'ask-repeatedly'): string {
+export function standInAgent(name: 'replay-claude' | 'replay-codex-app-server' | 'ask-repeatedly'): string {
   // libs/test-support/{src,dist}/ → libs/test-support/agents/
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../agents', `${name}.mjs`);
 }

@@ -42,6 +42,11 @@ export interface Adapter {
   parseLine(line: string, stream: AgentStream): AgentEvent[];
   /** A decision on a request → the bytes to write to the agent's stdin (one line, newline included). */
   formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string;
+  /**
+   * For a protocol with a handshake: what the agent's last lines call for on its stdin (e.g.
+   * Codex app-server's `turn/start` once the thread exists), taken after each `parseLine`.
+   */
+  takeOutgoing?(): string[];
 }
 
 /** A raw line nobody could parse, kept whole for the viewers. */

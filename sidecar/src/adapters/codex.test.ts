@@ -46,7 +46,7 @@ describe('codex adapter (exec) — the real transcripts', () => {
     expect(adapter.parseLine('garbage', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'warn', message: 'garbage', subtype: 'unparsed_line' } });
   });
 
-  it('runs exec with the prompt as its last argument and closes stdin; an interactive worker is refused, saying why', () => {
+  it('runs exec with the prompt as its last argument and closes stdin; exec is for autonomous workers only', () => {
     const adapter = createCodexExecAdapter();
     expect(adapter.launch({ command: 'codex', args: ['--sandbox', 'workspace-write'], prompt: 'Create out.txt', autonomous: true })).toEqual({
       command: 'codex',
@@ -54,6 +54,6 @@ describe('codex adapter (exec) — the real transcripts', () => {
       stdinLines: [],
       closeStdin: true,
     });
-    expect(() => adapter.launch({ command: 'codex', args: [], autonomous: false })).toThrow(/app-server .* not implemented yet/);
+    expect(() => adapter.launch({ command: 'codex', args: [], autonomous: false })).toThrow(/interactive worker runs under codex app-server/);
   });
 });

@@ -32,7 +32,7 @@ function toolResultOf(item: Json): EventData<'tool_result'> {
  * `assistant` (thinking), a command/file change/MCP call → `tool_use` when it starts and
  * `tool_result` when it completes, `turn.completed` → `result` + `progress` (tokens summed over
  * the run's turns), `turn.failed` → a failed `result`, errors and the rest → `system`.
- * Interactive workers need `codex app-server` (approvals over JSON-RPC): not implemented yet.
+ * Interactive workers run under `codex app-server` (codex-app-server.ts).
  */
 export function createCodexExecAdapter(): Adapter {
   const totals = { input: 0, output: 0, cached: 0 };
@@ -64,9 +64,7 @@ export function createCodexExecAdapter(): Adapter {
     endsAfterResult: false,
 
     launch(launch: AgentLaunch): LaunchPlan {
-      if (!launch.autonomous) {
-        throw new Error('the codex adapter runs autonomous workers (codex exec) only: interactive approvals through codex app-server are not implemented yet');
-      }
+      if (!launch.autonomous) throw new Error('codex exec never asks for approval: an interactive worker runs under codex app-server (the sidecar picks it)');
       // exec appends piped stdin to the prompt: the sidecar closes stdin at once.
       return { command: launch.command, args: ['exec', '--json', '--skip-git-repo-check', ...launch.args, ...(launch.prompt === undefined ? [] : [launch.prompt])], stdinLines: [], closeStdin: true };
     },

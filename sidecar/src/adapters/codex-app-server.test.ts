@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { validateIncomingEvent, type EventData } from '@svc/protocol';
+import type { AgentEvent } from './adapter.js';
+import { createCodexAppServerAdapter } from './codex-app-server.js';
+
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test/fixtures/codex');
+
+interface TranscriptLine {
+  dir: 'send' | 'recv' | 'note';
+  msg: Record<string, unknown> | string;
+}
+const transcript = (name: string): TranscriptLine[] =>
+  readFileSync(path.join(FIXTURES, name), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as TranscriptLine);
+
+/**
+ * Plays a real app-server transcript against the adapter: what Codex sent is parsed; what the
+ * client sent after the handshake must be what the adapter writes (turn/start, the decision).
+ */
+function play(name: string, decision: 'allow' | 'deny') {
+  const adapter = createCodexAppServerAdapter();
+  const lines = transcript(name);
+  const prompt = ((lines.find((l) => typeof l.msg === 'object' && l.msg['method'] === 'turn/start')!.msg as { params: { input: Array<{ text: string }> } }).params.input[0]!.text);
+  const plan = adapter.launch({ command: 'codex', args: [], prompt, autonomous: false });
+  const written: string[] = [...plan.stdinLines];
+  const events: AgentEvent[] = [];
+  for (const line of lines) {
+    if (line.dir !== 'recv' || typeof line.msg !== 'object') continue;
+    for (const event of adapter.parseLine(JSON.stringify(line.msg), 'stdout')) {
+      events.push(event);
+      if (event.type === 'control_request') {
+        const response: EventData<'control_response'> = { request_id: event.data.request_id, decision, decided_by: 'alice', ...(decision === 'deny' ? { message: 'no' } : {}) };
+        written.push(adapter.formatDecision(response, event.data).trimEnd());
+      }
+    }
+    written.push(...adapter.takeOutgoing!().map((l) => l.trimEnd()));
+  }
+  const clientSent = lines.filter((l) => l.dir === 'send').map((l) => l.msg as Record<string, unknown>);
+  return { plan, events, written: written.map((l) => JSON.parse(l) as Record<string, unknown>), clientSent };
+}
+
+describe('codex adapter (app-server, interactive) — the real transcripts', () => {
+  for (const [name, decision] of [
+    ['appserver-escalate-accept.jsonl', 'allow'],
+    ['appserver-escalate-decline.jsonl', 'deny'],
+  ] as const) {
+    it(`${name}: the handshake, every line mapped, the approval as a control_request, the decision in Codex's shape`, () => {
+      const { plan, events, written, clientSent } = play(name, decision);
+      expect(plan.args).toEqual(['app-server']);
+      // What the adapter writes is what the real client wrote (the same methods, ids and decisions).
+      expect(written.map((m) => [m['method'] ?? 'response', m['id'] ?? null])).toEqual(clientSent.map((m) => [m['method'] ?? 'response', m['id'] ?? null]));
+      const turnStart = written.find((m) => m['method'] === 'turn/start')!;
+      expect(turnStart['params']).toEqual((clientSent.find((m) => m['method'] === 'turn/start')!)['params']);
+      expect(written.at(-1)).toEqual({ id: 0, result: { decision: decision === 'allow' ? 'accept' : 'decline' } });
+
+      const types = events.map((e) => e.type);
+      expect(types).toEqual(['system', 'system', 'system', 'assistant', 'assistant', 'tool_use', 'control_request', 'tool_result', 'progress', 'assistant', 'progress', 'result']);
+      for (const [n, event] of events.entries()) expect(validateIncomingEvent({ ...event, uid: `b:${n}`, ts: '2026-11-22T09:00:00.000Z' }).ok, JSON.stringify(event)).toBe(true);
+      expect(events.filter((e) => e.type === 'assistant').map((e) => (e.data as EventData<'assistant'>).kind)).toEqual(['thinking', 'text', 'text']);
+      const request = events.find((e) => e.type === 'control_request')!.data as EventData<'control_request'>;
+      expect(request).toMatchObject({ tool_name: 'command_execution', input: { command: "/bin/bash -c 'echo hello | tee out.txt'" }, tool_use_id: 'call_mock_1', description: 'Mock model wants to write out.txt outside the sandbox' });
+      expect(request.request_id).toMatch(/^[0-9a-f-]{36}:0$/);
+      const result = events.find((e) => e.type === 'tool_result')!.data as EventData<'tool_result'>;
+      expect(result).toEqual(decision === 'allow' ? { tool_use_id: 'call_mock_1', content: 'hello\n', is_error: false } : { tool_use_id: 'call_mock_1', content: 'declined', is_error: true });
+      expect(events.at(-1)).toEqual({ type: 'result', data: { subtype: 'success', is_error: false, num_turns: 1 } });
+    });
+  }
+
+  it('token usage is the thread\'s total; junk and an unknown request are said, not dropped', () => {
+    const adapter = createCodexAppServerAdapter();
+    expect(adapter.parseLine('{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":1001,"cachedInputTokens":200,"outputTokens":51}}}}', 'stdout')).toEqual([
+      { type: 'progress', data: { input_tokens: 1001, output_tokens: 51, cache_read_tokens: 200, cost_usd: 0 } },
+    ]);
+    expect(adapter.parseLine('not json', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'warn', subtype: 'unparsed_line' } });
+    expect(adapter.parseLine('{"method":"item/tool/requestUserInput","id":7,"params":{}}', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'warn', subtype: 'unanswered_request' } });
+    expect(adapter.parseLine('{"id":1,"error":{"message":"bad sandbox"}}', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'error', message: 'Codex refused request 1: bad sandbox' } });
+  });
+});

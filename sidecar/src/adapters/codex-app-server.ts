@@ -1,0 +1,192 @@
+import type { EventData } from '@svc/protocol';
+import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
+
+const INITIALIZE_ID = 0;
+const THREAD_START_ID = 1;
+const TURN_START_ID = 2;
+
+const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
+const message = (body: Json) => `${JSON.stringify(body)}\n`;
+
+/** Notifications whose content arrives again whole (a completed item, a final status): nothing to add. */
+const SUPERSEDED = new Set([
+  'item/agentMessage/delta',
+  'item/reasoning/summaryPartAdded',
+  'item/reasoning/summaryTextDelta',
+  'item/reasoning/textDelta',
+  'item/commandExecution/outputDelta',
+  'thread/status/changed',
+  'account/rateLimits/updated',
+  'remoteControl/status/changed',
+  'serverRequest/resolved',
+]);
+
+/** Approval requests Codex sends, and the tool each stands for. */
+const APPROVALS: Record<string, string> = {
+  'item/commandExecution/requestApproval': 'command_execution',
+  'item/fileChange/requestApproval': 'file_change',
+};
+
+function toolOf(item: Json): { name: string; input: Json } | undefined {
+  switch (item['type']) {
+    case 'commandExecution':
+      return { name: 'command_execution', input: { command: text(item['command']) ?? '', ...(text(item['cwd']) ? { cwd: text(item['cwd']) } : {}) } };
+    case 'fileChange':
+      return { name: 'file_change', input: { changes: Array.isArray(item['changes']) ? item['changes'] : [] } };
+    case 'mcpToolCall':
+      return { name: `mcp__${text(item['server']) ?? 'unknown'}__${text(item['tool']) ?? 'unknown'}`, input: isObject(item['arguments']) ? item['arguments'] : {} };
+    default:
+      return undefined;
+  }
+}
+
+function toolResultOf(item: Json): EventData<'tool_result'> {
+  const id = text(item['id']) ?? 'unknown';
+  const status = text(item['status']);
+  const failed = status === 'failed' || status === 'declined';
+  if (item['type'] === 'commandExecution') {
+    const exitCode = item['exitCode'];
+    return { tool_use_id: id, content: text(item['aggregatedOutput']) ?? (status === 'declined' ? 'declined' : ''), is_error: failed || (typeof exitCode === 'number' && exitCode !== 0) };
+  }
+  return { tool_use_id: id, content: JSON.stringify(item['result'] ?? item['changes'] ?? status ?? ''), is_error: failed };
+}
+
+/**
+ * Codex for interactive workers: `codex app-server` (JSON-RPC over stdio, without the `jsonrpc`
+ * member; ../shared/AGENTS.md). The sidecar sends `initialize`, `initialized` and `thread/start`
+ * (approvals on request, workspace-write sandbox), and `turn/start` with the prompt once the
+ * thread exists. Codex's approval requests become `control_request`s (request id
+ * `<thread>:<json-rpc id>`, unique across restarts), and a decision is answered on the request's
+ * own id with `accept` or `decline`. Items map as for `codex exec`; token usage is `progress`;
+ * `turn/completed` is the `result`, after which stdin closes and app-server exits.
+ */
+export function createCodexAppServerAdapter(): Adapter {
+  let prompt: string | undefined;
+  let threadId = 'thread';
+  const outgoing: string[] = [];
+  /** The JSON-RPC id of each open approval request, by our request id. */
+  const rpcIds = new Map<string, unknown>();
+  const started = new Set<string>();
+  let turns = 0;
+
+  function response(parsed: Json, line: string): AgentEvent[] {
+    if (isObject(parsed['error'])) {
+      return [{ type: 'system', data: { level: 'error', message: `Codex refused request ${String(parsed['id'])}: ${text(parsed['error']['message']) ?? line}`, subtype: 'agent_error' } }];
+    }
+    const result = isObject(parsed['result']) ? parsed['result'] : {};
+    if (parsed['id'] === THREAD_START_ID) {
+      const thread = isObject(result['thread']) ? result['thread'] : {};
+      threadId = text(thread['id']) ?? threadId;
+      if (prompt !== undefined) {
+        outgoing.push(message({ method: 'turn/start', id: TURN_START_ID, params: { threadId, input: [{ type: 'text', text: prompt, text_elements: [] }] } }));
+      }
+      return [{ type: 'system', data: { level: 'info', message: `Codex started (model ${text(result['model']) ?? 'unknown'})`, subtype: 'init', details: { thread_id: threadId, model: text(result['model']) ?? null, approval_policy: text(result['approvalPolicy']) ?? null } } }];
+    }
+    return [];
+  }
+
+  function item(kind: 'item/started' | 'item/completed', value: Json, line: string): AgentEvent[] {
+    const id = text(value['id']) ?? 'unknown';
+    switch (value['type']) {
+      case 'userMessage':
+        return [];
+      case 'agentMessage':
+        return kind === 'item/completed' ? [{ type: 'assistant', data: { text: text(value['text']) ?? '', kind: 'text' } }] : [];
+      case 'reasoning': {
+        if (kind !== 'item/completed') return [];
+        const summary = Array.isArray(value['summary']) ? value['summary'].filter((part): part is string => typeof part === 'string').join('\n') : '';
+        return summary ? [{ type: 'assistant', data: { text: summary, kind: 'thinking' } }] : [];
+      }
+    }
+    const tool = toolOf(value);
+    if (!tool) return [{ type: 'system', data: { level: 'debug', message: `codex item ${String(value['type'])}`, subtype: 'codex_item', details: { line: line.slice(0, 4096) } } }];
+    const events: AgentEvent[] = [];
+    if (!started.has(id)) {
+      started.add(id);
+      events.push({ type: 'tool_use', data: { tool_use_id: id, name: tool.name, input: tool.input } });
+    }
+    if (kind === 'item/completed') events.push({ type: 'tool_result', data: toolResultOf(value) });
+    return events;
+  }
+
+  return {
+    name: 'codex',
+    endsAfterResult: true,
+    takeOutgoing: () => outgoing.splice(0),
+
+    launch(launch: AgentLaunch): LaunchPlan {
+      prompt = launch.prompt;
+      return {
+        command: launch.command,
+        args: ['app-server', ...launch.args],
+        stdinLines: [
+          JSON.stringify({ method: 'initialize', id: INITIALIZE_ID, params: { clientInfo: { name: 'svc-sidecar', title: 'svc', version: '0.1.0' }, capabilities: { experimentalApi: false } } }),
+          JSON.stringify({ method: 'initialized' }),
+          JSON.stringify({ method: 'thread/start', id: THREAD_START_ID, params: { approvalPolicy: 'on-request', sandbox: 'workspace-write' } }),
+        ],
+      };
+    },
+
+    parseLine(line: string, stream: AgentStream): AgentEvent[] {
+      const json = jsonLine(line, stream);
+      if ('events' in json) return json.events;
+      const parsed = json.object;
+      const method = text(parsed['method']);
+      if (method === undefined) return 'id' in parsed ? response(parsed, line) : [unparsedLine(line, stream, 'neither a request, a notification nor a response')];
+      const params = isObject(parsed['params']) ? parsed['params'] : {};
+      const approvalTool = APPROVALS[method];
+      if (approvalTool && 'id' in parsed) {
+        const requestId = `${threadId}:${String(parsed['id'])}`;
+        rpcIds.set(requestId, parsed['id']);
+        const input: Json = approvalTool === 'command_execution' ? { command: text(params['command']) ?? '', ...(text(params['cwd']) ? { cwd: text(params['cwd']) } : {}) } : { ...(Array.isArray(params['changes']) ? { changes: params['changes'] } : {}), ...(text(params['grantRoot']) ? { grant_root: text(params['grantRoot']) } : {}) };
+        return [
+          {
+            type: 'control_request',
+            data: {
+              request_id: requestId,
+              tool_name: approvalTool,
+              input,
+              ...(text(params['itemId']) ? { tool_use_id: text(params['itemId']) } : {}),
+              ...(text(params['reason']) ? { description: text(params['reason']) } : {}),
+            },
+          },
+        ];
+      }
+      if (SUPERSEDED.has(method)) return [];
+      switch (method) {
+        case 'thread/started':
+        case 'turn/started':
+          return [{ type: 'system', data: { level: 'debug', message: method, subtype: method.replace('/', '_') } }];
+        case 'item/started':
+        case 'item/completed':
+          return isObject(params['item']) ? item(method, params['item'], line) : [unparsedLine(line, stream, 'item without item')];
+        case 'thread/tokenUsage/updated': {
+          const usage = isObject(params['tokenUsage']) && isObject(params['tokenUsage']['total']) ? params['tokenUsage']['total'] : {};
+          // Codex reports no price: tokens only.
+          return [{ type: 'progress', data: { input_tokens: count(usage['inputTokens']), output_tokens: count(usage['outputTokens']), cache_read_tokens: count(usage['cachedInputTokens']), cost_usd: 0 } }];
+        }
+        case 'turn/completed': {
+          turns++;
+          const turn = isObject(params['turn']) ? params['turn'] : {};
+          const status = text(turn['status']) ?? 'completed';
+          const error = isObject(turn['error']) ? text(turn['error']['message']) : undefined;
+          return [{ type: 'result', data: { subtype: status === 'completed' ? 'success' : status, is_error: status === 'failed', num_turns: turns, ...(error ? { text: error } : {}) } }];
+        }
+        case 'error':
+          return [{ type: 'system', data: { level: 'error', message: text(params['message']) ?? line, subtype: 'agent_error' } }];
+        default:
+          // A request we do not know would leave Codex waiting: say so loudly.
+          if ('id' in parsed) return [{ type: 'system', data: { level: 'warn', message: `Codex asked ${method}, which the sidecar does not answer`, subtype: 'unanswered_request', details: { line: line.slice(0, 4096) } } }];
+          return [{ type: 'system', data: { level: 'debug', message: method, subtype: 'codex_notification' } }];
+      }
+    },
+
+    formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string {
+      const id = rpcIds.get(request.request_id);
+      rpcIds.delete(request.request_id);
+      // After a sidecar restart the map is empty: the id is the part after the thread's.
+      const fallback = request.request_id.slice(request.request_id.lastIndexOf(':') + 1);
+      return message({ id: id ?? (/^\d+$/.test(fallback) ? Number(fallback) : fallback), result: { decision: decision.decision === 'allow' ? 'accept' : 'decline' } });
+    },
+  };
+}
