@@ -5,7 +5,7 @@
 #   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
 #   helm             via `go install`, pinned in .ci/versions.env (the chart's tests)
 #   node_modules     via `npm ci`, re-run only when package-lock.json changed
-#   agent CLIs       the real Claude Code versions the sidecar is tested with, each in
+#   agent CLIs       the real Claude Code and Codex versions the sidecar is tested with, each in
 #                    .cache/agents/<name>-<version> (outside the workspace's lockfile)
 # Idempotent and quick when everything is present.
 set -euo pipefail
@@ -64,6 +64,14 @@ for version in $CLAUDE_CODE_VERSIONS; do
     npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$version"
     # npm 11 skips the package's postinstall, which puts the native binary in place.
     node "$dir/node_modules/@anthropic-ai/claude-code/install.cjs"
+  fi
+done
+
+for version in $CODEX_VERSION; do
+  dir=".cache/agents/codex-$version"
+  if [ "$("$dir/node_modules/.bin/codex" --version 2>/dev/null | cut -d' ' -f2)" != "$version" ]; then
+    say "installing Codex $version into $dir"
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@openai/codex@$version"
   fi
 done
 

@@ -9,3 +9,4 @@ export * from './service-process.js';
 export * from './mock-anthropic.js';
 export * from './stand-in-agents.js';
 export * from './helm.js';
+export * from './mock-openai.js';

@@ -241,6 +241,8 @@ on_timeout = "allow"
       inbox.unsubscribe();
       return messages;
     };
+    // The first three lines are out before following starts, so `tail: 2` has something to cut.
+    await waitFor('three lines logged', async () => (await readFile(path.join(sandboxDir(created.worker_id), 'sandbox.log'), 'utf8')).includes('three\n'));
     const messages = await follow(ALICE, 2, 'f1');
     const lines = messages.flatMap((m) => (m.kind === 'lines' ? m.lines : []));
     expect(lines).toEqual(['two', 'three', 'four']);

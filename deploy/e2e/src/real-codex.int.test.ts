@@ -1,0 +1,131 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ListResponseOf, StoredEvent } from '@svc/protocol';
+import { startMockOpenAI, waitFor, type MockOpenAI, type ResponsesTurn } from '@svc/test-support';
+import { startStack, type E2eStack } from './stack.js';
+
+const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+/** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
+const SIDECAR = path.join(WORKSPACE, 'sidecar/executable/svc-sidecar');
+/** The release to test, from the one place that pins it. */
+const VERSION = /CODEX_VERSION=(\S+)/.exec(readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8'))![1]!;
+
+function codexBinary(): string {
+  const binary = path.join(WORKSPACE, `.cache/agents/codex-${VERSION}/node_modules/.bin/codex`);
+  if (!existsSync(binary)) throw new Error(`Codex ${VERSION} is not installed at ${binary}; run: bash deploy/dev-setup.sh`);
+  return binary;
+}
+
+const ESCALATED: [ResponsesTurn, ResponsesTurn] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } }, { text: 'Done.' }];
+const SANDBOXED: [ResponsesTurn, ResponsesTurn] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt' } }, { text: 'Done.' }];
+
+/**
+ * The real Codex CLI under the real sidecar against the real control plane; only the model is a
+ * stand-in (`startMockOpenAI`, the Responses API on loopback): its first turn calls Codex's
+ * `exec_command` tool to write out.txt, its second says it is done. Interactive workers run
+ * `codex app-server` (the command asks to leave the sandbox, so Codex asks for approval);
+ * autonomous ones run `codex exec`.
+ */
+describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
+  let stack: E2eStack;
+  let dir: string;
+  let userToken: string;
+  const mocks: MockOpenAI[] = [];
+
+  beforeAll(async () => {
+    stack = await startStack({ ingestReplicas: 1 });
+    // Not under /tmp: Codex's sandbox helper refuses a CODEX_HOME there (AGENTS.md).
+    await mkdir(path.join(WORKSPACE, '.cache'), { recursive: true });
+    dir = await mkdtemp(path.join(WORKSPACE, '.cache', 'e2e-codex-'));
+    userToken = await stack.userToken('e2e-user');
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all([stack?.stop(), ...mocks.map((mock) => mock.stop())]);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const get = async <T>(url: string) => (await (await fetch(`${stack.gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as T;
+
+  async function run(name: string, turns: [ResponsesTurn, ResponsesTurn], extra: Record<string, unknown>, args: string[] = []) {
+    const mock = await startMockOpenAI(turns);
+    mocks.push(mock);
+    const worker = await stack.createWorker('e2e-user');
+    const workspace = path.join(dir, name);
+    const home = path.join(dir, `${name}-home`);
+    await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
+    await writeFile(
+      path.join(home, 'config.toml'),
+      ['model = "gpt-5.5"', 'model_provider = "mock"', 'check_for_update_on_startup = false', '', '[model_providers.mock]', 'name = "Mock OpenAI"', `base_url = "${mock.url}"`, 'wire_api = "responses"', 'env_key = "OPENAI_API_KEY"', 'request_max_retries = 1', 'stream_max_retries = 1', ''].join('\n'),
+    );
+    const config = {
+      adapter: 'codex',
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      agent: { command: codexBinary(), args, cwd: workspace, prompt: 'Create out.txt containing hello, using the shell.', env: { CODEX_HOME: home, OPENAI_API_KEY: 'sk-test' } },
+      state_dir: path.join(dir, `${name}-state`),
+      decision_wait_ms: 5000,
+      ...extra,
+    };
+    const file = path.join(dir, `${name}.json`);
+    await writeFile(file, JSON.stringify(config));
+    const child = spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const events = () => get<ListResponseOf<StoredEvent>>(`/v1/workers/${worker.worker_id}/sdk-events?limit=1000`).then((page) => page.items);
+    return { worker, exited, events, mock, outFile: path.join(workspace, 'out.txt'), stderr: () => stderr };
+  }
+
+  const openRequests = (workerId: string) => get<ListResponseOf<StoredEvent<'control_request'>>>(`/v1/workers/${workerId}/control/requests?state=open`).then((page) => page.items);
+  const decide = (workerId: string, body: Record<string, unknown>) =>
+    fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/control`, { method: 'POST', headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  /** What the model got back for its tool call (the next request's function_call_output). */
+  const toolOutputSeen = (mock: MockOpenAI) => JSON.stringify(mock.requests().at(-1)?.['input'] ?? []);
+
+  it('a command that needs approval: the request shows through the API, a person allows it, the command really runs', async () => {
+    const agent = await run('approve', ESCALATED, { autonomous: false });
+    const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);
+    expect(request!.data).toMatchObject({ tool_name: 'command_execution', description: 'Write out.txt' });
+    expect(JSON.stringify(request!.data.input)).toContain('echo hello > out.txt');
+    expect((await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
+    const types = (await agent.events()).map((e) => e.type);
+    expect(types).toEqual(expect.arrayContaining(['control_request', 'control_response', 'tool_use', 'tool_result', 'result', 'progress']));
+  }, 90_000);
+
+  it('deny: the command does not run and the model is told it was rejected', async () => {
+    const agent = await run('deny', ESCALATED, { autonomous: false });
+    const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);
+    expect((await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'deny', message: 'Not in this directory, please.' })).status).toBe(201);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(existsSync(agent.outFile)).toBe(false);
+    expect(toolOutputSeen(agent.mock)).toMatch(/rejected/i);
+    const result = (await agent.events()).find((e): e is StoredEvent<'tool_result'> => e.type === 'tool_result');
+    expect(result!.data).toMatchObject({ is_error: true });
+  }, 90_000);
+
+  it('autonomous (codex exec): no prompt, the command runs', async () => {
+    // The template's arguments give exec its sandbox (its default is read-only).
+    const agent = await run('autonomous', SANDBOXED, { autonomous: true, permissions: { auto_approve: ['command_execution'], deny: [], ask: [] } }, ['--sandbox', 'workspace-write']);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
+    const types = (await agent.events()).map((e) => e.type);
+    expect(types).not.toContain('control_request');
+    expect(types).toEqual(expect.arrayContaining(['tool_use', 'tool_result', 'result']));
+  }, 90_000);
+
+  it('a tool on the deny list is refused without a prompt; the history records the policy\'s decision', async () => {
+    const agent = await run('deny-list', ESCALATED, { autonomous: false, permissions: { auto_approve: [], deny: ['command_execution'], ask: [] } });
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(existsSync(agent.outFile)).toBe(false);
+    const decision = (await agent.events()).find((e): e is StoredEvent<'control_response'> => e.type === 'control_response');
+    expect(decision!.data).toMatchObject({ decision: 'deny', decided_by: 'policy' });
+    expect(await openRequests(agent.worker.worker_id)).toEqual([]);
+  }, 90_000);
+});
