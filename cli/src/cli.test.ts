@@ -74,6 +74,15 @@ describe('svc: commands, help, errors and exit codes', () => {
     expect(await svc('sessions', 'create', '--template', 'demo', '--env', 'NOEQUALS', '--url', gatewayUrl)).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('--env takes KEY=VALUE') as unknown as string });
   });
 
+  it('svc up says what to do when the local stack is not built', async () => {
+    process.env['SVC_LOCAL_STACK'] = '/nonexistent/main.js';
+    try {
+      expect(await svc('up')).toMatchObject({ code: EXIT.failed, stderr: expect.stringContaining('the local stack is not built (/nonexistent/main.js is missing)') as unknown as string });
+    } finally {
+      delete process.env['SVC_LOCAL_STACK'];
+    }
+  });
+
   it('--raw exits 3: not implemented yet, it needs sandbox terminal support', async () => {
     expect(await svc('attach', 'wrk_1', '--raw')).toEqual({ code: EXIT.notImplemented, stdout: '', stderr: 'error: not implemented yet: needs sandbox terminal support (--raw would proxy the agent\'s terminal)\n' });
   });

@@ -150,7 +150,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
       const rpc: FollowLogsRpcType = { viewer: viewerOf(request), session_id: request.params.id, tail: request.query.tail, deliver_to: inbox.getSubject(), follow_id: followId };
       requestJson(nc, subjects.rpc.followLogs, rpc, { requestId: request.id }).catch((err: unknown) => {
         request.log.warn({ err }, 'could not follow the logs');
-        socket.close(1011, JSON.stringify({ reason: (err as Error).message }));
+        // A close reason holds at most 123 bytes.
+        socket.close(1011, JSON.stringify({ reason: (err as Error).message.slice(0, 90) }));
       });
     },
   });
