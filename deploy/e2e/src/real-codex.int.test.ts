@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,9 +39,10 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
 
   beforeAll(async () => {
     stack = await startStack({ ingestReplicas: 1 });
-    // Not under /tmp: Codex's sandbox helper refuses a CODEX_HOME there (AGENTS.md).
-    await mkdir(path.join(WORKSPACE, '.cache'), { recursive: true });
-    dir = await mkdtemp(path.join(WORKSPACE, '.cache', 'e2e-codex-'));
+    // Not under /tmp (where a CI checkout may be): Codex's sandbox helper refuses a CODEX_HOME
+    // there, and `exec --sandbox workspace-write` then cannot write (AGENTS.md).
+    await mkdir(path.join(homedir(), '.cache'), { recursive: true });
+    dir = await mkdtemp(path.join(homedir(), '.cache', 'svc-e2e-codex-'));
     userToken = await stack.userToken('e2e-user');
   }, 120_000);
   afterAll(async () => {
