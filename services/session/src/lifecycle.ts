@@ -24,7 +24,7 @@ export interface LifecycleDeps {
 /**
  * Ends workers the way their agents and sidecars say:
  * - the sidecar's `agent_exit` event, read durably from the stored-event stream: exit code 0 →
- *   `completed`, anything else → `failed`;
+ *   `completed`, anything else → `failed`, and the worker's token is revoked;
  * - a watchdog (every replica; status changes are compare-and-set, so two replicas agree):
  *   a running worker's sidecar silent for `sidecarLostAfterMs` → `failed` (`sidecar_lost`), and
  *   its sandbox stopped; a spawn unfinished after `spawnTimeoutMs` → `failed`.
@@ -49,7 +49,10 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
       }
       const session = await deps.store.byWorker(event.worker_id);
       if (session) await deps.store.setStatus(session.session.id, status, code === 0 ? undefined : { step: 'agent', reason: `the agent exited with code ${code}` });
-      log.info({ workerId: event.worker_id, code, status }, 'the agent exited');
+      // The session has ended: its token goes too (DESIGN.md). The exit is the sidecar's last
+      // event, so everything it had to send is stored by now.
+      await deps.registry.revoke(event.worker_id);
+      log.info({ workerId: event.worker_id, code, status }, 'the agent exited; its token is revoked');
     },
   });
 

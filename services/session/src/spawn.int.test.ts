@@ -144,6 +144,8 @@ on_timeout = "allow"
     expect((await fixture.waitForStatus(good.id, 'completed')).failure).toBeUndefined();
     expect((await fixture.waitForStatus(bad.id, 'failed')).failure).toEqual({ step: 'agent', reason: 'the agent exited with code 3' });
     expect((await workerRecord(good.worker_id)).status).toBe('completed');
+    // The session has ended: its token is refused from now on.
+    await waitFor('the token revoked', async () => (await workerRecord(good.worker_id)).token_hash === undefined);
   });
 
   it('DELETE stops the agent, destroys the sandbox, revokes the token: stopped; again is harmless', async () => {
