@@ -9,13 +9,13 @@
  *   npm run build && node bench/dist/attach-replay.js [--events 100000]
  */
 import { execFile } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import type { IncomingEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { post, print, startPipeline, verdict } from './pipeline.js';
+import { post, print, rssMiB, startPipeline, verdict } from './pipeline.js';
 
 const { values: args } = parseArgs({ options: { events: { type: 'string', default: '100000' }, 'log-level': { type: 'string', default: 'warn' } } });
 const EVENTS = Number(args.events);
@@ -38,7 +38,6 @@ function eventAt(n: number): Omit<IncomingEvent, 'uid' | 'ts'> {
   }
 }
 
-const peakRssMiB = async (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 const pipeline = await startPipeline({ logLevel: args['log-level'] });
 const socket = `svc-bench-${process.pid}`;
@@ -99,7 +98,7 @@ socket.on('message', (data) => {
   const firstScreen = Date.now() - attachStart;
   await waitFor('the whole replay', async () => (await tmux('capture-pane', '-p', '-t', 'bench')).stdout.includes(`live · ${EVENTS.toLocaleString('en-US')} events`), 300_000, 50);
   const allShown = Date.now() - attachStart;
-  const rss = await peakRssMiB(pid);
+  const rss = await rssMiB(pid, 'VmHWM');
   await tmux('send-keys', '-t', 'bench', 'q');
 
   print(`attach-replay: svc attach --read-only over ${EVENTS.toLocaleString('en-US')} stored events (tmux, 120×40)`);

@@ -22,10 +22,10 @@ export interface PipelineOptions {
   sessionEnv?: Record<string, string>;
 }
 
-/** A process's resident memory, from /proc. */
-export async function rssMiB(pid: number): Promise<number> {
+/** A process's resident memory from /proc: now (`VmRSS`), or its peak so far (`VmHWM`). */
+export async function rssMiB(pid: number, which: 'VmRSS' | 'VmHWM' = 'VmRSS'): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
+  return Number(new RegExp(`${which}:\\s+(\\d+) kB`).exec(status)![1]) / 1024;
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,17 +1,15 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ListResponseOf, StoredEvent } from '@svc/protocol';
+import type { StoredEvent } from '@svc/protocol';
 import { startMockAnthropic, waitFor, type MockAnthropic } from '@svc/test-support';
+import { controlClient, startSidecar } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 
 const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-/** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
-const SIDECAR = path.join(WORKSPACE, 'sidecar/executable/svc-sidecar');
 /** The releases to test, from the one place that pins them. */
 const VERSIONS = /CLAUDE_CODE_VERSIONS="([^"]+)"/.exec(readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8'))![1]!.split(' ');
 
@@ -55,7 +53,8 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const get = async <T>(url: string) => (await (await fetch(`${stack.gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as T;
+  const api = () => controlClient(stack.gatewayUrl, userToken);
+  const get = <T,>(url: string) => api().get<T>(url);
 
   async function run(name: string, extra: Record<string, unknown>) {
     const worker = await stack.createWorker('e2e-user');
@@ -90,18 +89,14 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
     };
     const file = path.join(dir, `${name}.json`);
     await writeFile(file, JSON.stringify(config));
-    const child = spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: file }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const events = () => get<ListResponseOf<StoredEvent>>(`/v1/workers/${worker.worker_id}/sdk-events?limit=1000`).then((page) => page.items);
+    const sidecar = startSidecar(file);
+    const events = () => api().events(worker.worker_id);
     const outFile = path.join(workspace, 'out.txt');
-    return { worker, exited, events, outFile, stderr: () => stderr };
+    return { worker, exited: sidecar.exited, events, outFile, stderr: sidecar.stderr };
   }
 
-  const openRequests = (workerId: string) => get<ListResponseOf<StoredEvent<'control_request'>>>(`/v1/workers/${workerId}/control/requests?state=open`).then((page) => page.items);
-  const decide = (workerId: string, body: Record<string, unknown>) =>
-    fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/control`, { method: 'POST', headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const openRequests = (workerId: string) => api().openRequests(workerId);
+  const decide = (workerId: string, body: Record<string, unknown>) => api().decide(workerId, body);
 
   it('a tool that needs approval: the request shows through the API, a person allows it, the tool really runs', async () => {
     const agent = await run('approve', {});

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -6,16 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateWorkerResultType, ListResponseOf, StoredEvent } from '@svc/protocol';
 import { standInAgent, waitFor } from '@svc/test-support';
+import { controlClient, startSidecar } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
-
-/** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
-const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/executable/svc-sidecar');
-
-interface SidecarProcess {
-  pid: number;
-  exited: Promise<number | null>;
-  stderr(): string;
-}
 
 const alive = (pid: number) => {
   try {
@@ -25,13 +16,6 @@ const alive = (pid: number) => {
     return false;
   }
 };
-
-function startSidecar(configFile: string): SidecarProcess {
-  const child = spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: configFile }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return { pid: child.pid!, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))), stderr: () => stderr };
-}
 
 describe('svc-sidecar under the real control plane (every service its own process)', () => {
   let stack: E2eStack;
@@ -158,7 +142,7 @@ describe('svc-sidecar under the real control plane (every service its own proces
     };
     const sidecar = startSidecar(await configFor(worker, agent, 'codex-interactive', { adapter: 'codex', autonomous: false }));
     const requests = async () =>
-      ((await (await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/control/requests?state=open`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as ListResponseOf<StoredEvent<'control_request'>>).items;
+      controlClient(stack.gatewayUrl, userToken).openRequests(worker.worker_id);
     const [open] = await waitFor('the approval request open', async () => ((await requests()).length === 1 ? requests() : undefined), 20_000);
     expect(open!.data).toMatchObject({ tool_name: 'command_execution', input: { command: "/bin/bash -c 'echo hello | tee out.txt'" } });
     const answer = await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/control`, {
@@ -203,7 +187,7 @@ describe('svc-sidecar under the real control plane (every service its own proces
     it('a tool that needs approval shows as an open request; a person allows it; the agent gets that decision once, as the CLI expects it', async () => {
       const { worker, sidecar, decisions } = await runClaude('approve', {});
       const requests = async () =>
-        ((await (await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/control/requests?state=open`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as ListResponseOf<StoredEvent<'control_request'>>).items;
+        controlClient(stack.gatewayUrl, userToken).openRequests(worker.worker_id);
       const [open] = await waitFor('the request open', async () => ((await requests()).length === 1 ? requests() : undefined), 20_000);
       expect(open!.data).toMatchObject({ request_id: REQUEST_ID, tool_name: 'Bash', input: INPUT });
       const updated = { ...INPUT, command: 'echo hello-from-host > out.txt' };

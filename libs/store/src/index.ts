@@ -3,4 +3,4 @@ export * from './database.js';
 export * from './event-store.js';
 export { createPGliteDialect } from './pglite-dialect.js';
 export * from './store-settings.js';
-export type { Kysely } from 'kysely';
+export type { Kysely, Selectable } from 'kysely';

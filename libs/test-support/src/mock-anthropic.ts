@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { startModelStandIn, type ModelStandIn } from './model-stand-in.js';
 
 /** One model turn the mock plays: some text, then optionally one tool call. */
 export interface ScriptedTurn {
@@ -6,25 +7,11 @@ export interface ScriptedTurn {
   tool?: { name: string; input: Record<string, unknown> };
 }
 
-export interface MockAnthropic {
-  /** The base URL for `ANTHROPIC_BASE_URL`. */
-  url: string;
-  /** The bodies of every Messages request, in order. */
-  requests(): Array<Record<string, unknown>>;
-  stop(): Promise<void>;
-}
+/** The stand-in; `url` is the base URL for `ANTHROPIC_BASE_URL`. */
+export type MockAnthropic = ModelStandIn;
 
 function sse(response: ServerResponse, event: string, data: unknown): void {
   response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    request.on('end', () => resolve(body));
-    request.on('error', reject);
-  });
 }
 
 /** Whether the conversation's last message hands back a tool result (the model's next turn follows a tool call). */
@@ -41,14 +28,15 @@ function afterToolResult(body: Record<string, unknown>): boolean {
  * tool call), `turns[1]` for one that does. `HEAD /` answers 200 (2.1.197 checks it).
  */
 export async function startMockAnthropic(turns: [ScriptedTurn, ScriptedTurn]): Promise<MockAnthropic> {
-  const received: Array<Record<string, unknown>> = [];
   let messages = 0;
-  const server: Server = createServer((request, response) => {
-    void (async () => {
+  return startModelStandIn({
+    name: 'Anthropic',
+    isModelRequest: (request) => request.method === 'POST' && Boolean(request.url?.startsWith('/v1/messages')),
+    other(request, response) {
       if (request.method === 'HEAD' || request.method === 'GET') return void response.writeHead(200).end();
-      if (request.method !== 'POST' || !request.url?.startsWith('/v1/messages')) return void response.writeHead(404, { 'content-type': 'application/json' }).end('{"type":"error","error":{"type":"not_found_error","message":"not here"}}');
-      const body = JSON.parse(await readBody(request)) as Record<string, unknown>;
-      received.push(body);
+      response.writeHead(404, { 'content-type': 'application/json' }).end('{"type":"error","error":{"type":"not_found_error","message":"not here"}}');
+    },
+    respond(body, response) {
       const turn = afterToolResult(body) ? turns[1] : turns[0];
       const id = `msg_mock_${String(++messages).padStart(4, '0')}`;
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -67,18 +55,6 @@ export async function startMockAnthropic(turns: [ScriptedTurn, ScriptedTurn]): P
       sse(response, 'message_delta', { type: 'message_delta', delta: { stop_reason: turn.tool ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: 24 } });
       sse(response, 'message_stop', { type: 'message_stop' });
       response.end();
-    })().catch(() => response.destroy());
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('the mock Anthropic server has no port');
-  return {
-    url: `http://127.0.0.1:${address.port}`,
-    requests: () => received,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

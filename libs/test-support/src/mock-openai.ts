@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { startModelStandIn, type ModelStandIn } from './model-stand-in.js';
 
 /** One model turn the mock plays: some text, then optionally one call of Codex's `exec_command` tool. */
 export interface ResponsesTurn {
@@ -7,22 +8,8 @@ export interface ResponsesTurn {
   command?: { cmd: string; escalate?: boolean; justification?: string };
 }
 
-export interface MockOpenAI {
-  /** The base URL for a Codex model provider (`base_url`), ending in /v1. */
-  url: string;
-  /** The bodies of every Responses request, in order. */
-  requests(): Array<Record<string, unknown>>;
-  stop(): Promise<void>;
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    request.on('end', () => resolve(body));
-    request.on('error', reject);
-  });
-}
+/** The stand-in; `url` is the `base_url` of a Codex model provider (it ends in /v1). */
+export type MockOpenAI = ModelStandIn;
 
 function sse(response: ServerResponse, type: string, data: Record<string, unknown>): void {
   response.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
@@ -41,15 +28,15 @@ function afterToolOutput(body: Record<string, unknown>): boolean {
  * not end in a tool's output (its text and its `exec_command` call), `turns[1]` for one that does.
  */
 export async function startMockOpenAI(turns: [ResponsesTurn, ResponsesTurn]): Promise<MockOpenAI> {
-  const received: Array<Record<string, unknown>> = [];
   let responses = 0;
-  const server: Server = createServer((request, response) => {
-    void (async () => {
-      if (request.method !== 'POST' || !request.url?.endsWith('/responses')) {
-        return void response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not here","type":"invalid_request_error"}}');
-      }
-      const body = JSON.parse(await readBody(request)) as Record<string, unknown>;
-      received.push(body);
+  return startModelStandIn({
+    name: 'OpenAI',
+    path: '/v1',
+    isModelRequest: (request) => request.method === 'POST' && Boolean(request.url?.endsWith('/responses')),
+    other(_request, response) {
+      response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not here","type":"invalid_request_error"}}');
+    },
+    respond(body, response) {
       const turn = afterToolOutput(body) ? turns[1] : turns[0];
       const id = `resp_mock_${++responses}`;
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -67,18 +54,6 @@ export async function startMockOpenAI(turns: [ResponsesTurn, ResponsesTurn]): Pr
         response: { id, usage: { input_tokens: 1000, input_tokens_details: { cached_tokens: 200 }, output_tokens: 50, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1050 } },
       });
       response.end();
-    })().catch(() => response.destroy());
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('the mock OpenAI server has no port');
-  return {
-    url: `http://127.0.0.1:${address.port}/v1`,
-    requests: () => received,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

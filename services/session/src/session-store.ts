@@ -1,5 +1,5 @@
 import { isEndedStatus, type ListResponseOf, type Session, type ViewerType, type WorkerStatus } from '@svc/protocol';
-import type { Database, Kysely } from '@svc/store';
+import type { Database, Kysely, Selectable, SessionsTable } from '@svc/store';
 import type { SandboxHandle } from './sandbox/provider.js';
 
 export interface SessionRow {
@@ -8,19 +8,8 @@ export interface SessionRow {
   hasSidecar: boolean;
 }
 
-type Row = {
-  id: string;
-  worker_id: string;
-  owner: string;
-  template: string;
-  status: string;
-  has_sidecar: boolean;
-  failure: unknown;
-  sandbox: unknown;
-  created_at: Date;
-  updated_at: Date;
-  ended_at: Date | null;
-};
+/** A row as the table gives it (libs/store/src/schema.ts). */
+type Row = Selectable<SessionsTable>;
 
 function toSessionRow(row: Row): SessionRow {
   const session: Session = {

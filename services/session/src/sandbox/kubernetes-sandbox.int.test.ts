@@ -1,6 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@svc/service-kit';
+import { collect } from '../../test/collect.js';
 import { renderChart, waitFor } from '@svc/test-support';
 import { startKubernetesStandIn, type KubernetesStandIn, type StandInRule } from '../../test/kubernetes-stand-in.js';
 import { ADMIN, startSessionFixture } from '../../test/fixture.js';
@@ -23,12 +24,6 @@ function kubeConfigFor(url: string, token: string): KubeConfig {
     currentContext: 'stand-in',
   });
   return kubeConfig;
-}
-
-async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
-  const lines: string[] = [];
-  for await (const line of iterable) lines.push(line);
-  return lines;
 }
 
 describe('kubernetes sandboxes, through the real client against a stand-in of the Kubernetes API, with the permissions of the Helm chart\'s Role', () => {

@@ -4,16 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@svc/service-kit';
+import { collect } from '../../test/collect.js';
 import { waitFor } from '@svc/test-support';
 import { bubblewrapAvailable, createLocalProvider } from './local.js';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
-
-async function collect(iterable: AsyncIterable<string>): Promise<string[]> {
-  const lines: string[] = [];
-  for await (const line of iterable) lines.push(line);
-  return lines;
-}
 
 describe('local sandboxes', () => {
   let dir: string;

@@ -1,0 +1,33 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ListResponseOf, StoredEvent } from '@svc/protocol';
+
+/** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
+export const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/executable/svc-sidecar');
+
+export interface SidecarProcess {
+  pid: number;
+  exited: Promise<number | null>;
+  stderr(): string;
+}
+
+/** Runs svc-sidecar with the config file, as a sandbox would. */
+export function startSidecar(configFile: string): SidecarProcess {
+  const child = spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: configFile }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return { pid: child.pid!, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))), stderr: () => stderr };
+}
+
+/** What a person does through the API while an agent runs: read its events and open requests, decide. */
+export function controlClient(gatewayUrl: string, userToken: string) {
+  const get = async <T>(url: string) => (await (await fetch(`${gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as T;
+  return {
+    get,
+    events: (workerId: string) => get<ListResponseOf<StoredEvent>>(`/v1/workers/${workerId}/sdk-events?limit=1000`).then((page) => page.items),
+    openRequests: (workerId: string) => get<ListResponseOf<StoredEvent<'control_request'>>>(`/v1/workers/${workerId}/control/requests?state=open`).then((page) => page.items),
+    decide: (workerId: string, body: Record<string, unknown>) =>
+      fetch(`${gatewayUrl}/v1/workers/${workerId}/control`, { method: 'POST', headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+  };
+}

@@ -1,0 +1,53 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+
+/** A model API stand-in on loopback: its base URL, the request bodies it got, and how to stop it. */
+export interface ModelStandIn {
+  url: string;
+  /** The bodies of every model request, in order. */
+  requests(): Array<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => resolve(body));
+    request.on('error', reject);
+  });
+}
+
+/**
+ * What the Anthropic and OpenAI stand-ins share: an HTTP server on a free loopback port that
+ * answers `isModelRequest` requests by parsing their JSON body, recording it and calling
+ * `respond` (which streams the answer); `other` answers the rest. `path` is appended to the URL.
+ */
+export async function startModelStandIn(options: {
+  name: string;
+  path?: string;
+  isModelRequest(request: IncomingMessage): boolean;
+  respond(body: Record<string, unknown>, response: ServerResponse): void;
+  other(request: IncomingMessage, response: ServerResponse): void;
+}): Promise<ModelStandIn> {
+  const received: Array<Record<string, unknown>> = [];
+  const server = createServer((request, response) => {
+    void (async () => {
+      if (!options.isModelRequest(request)) return options.other(request, response);
+      const body = JSON.parse(await readBody(request)) as Record<string, unknown>;
+      received.push(body);
+      options.respond(body, response);
+    })().catch(() => response.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error(`the ${options.name} stand-in has no port`);
+  return {
+    url: `http://127.0.0.1:${address.port}${options.path ?? ''}`,
+    requests: () => received,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
