@@ -74,9 +74,12 @@ describe('auth — OIDC user tokens against a real HTTP issuer', () => {
   it('a verified token is remembered, but never past its expiry', async () => {
     const shortLived = createOidcVerifier({ issuer: issuer.issuer, audience: issuer.audience, clockToleranceSeconds: 0 });
     const token = await issuer.sign({ sub: 'dave', exp: now() + 2 });
+    expect(shortLived.remembered(token)).toBeUndefined();
     expect((await shortLived.verify(token)).sub).toBe('dave');
+    expect(shortLived.remembered(token)?.sub).toBe('dave');
     expect((await shortLived.verify(token)).sub).toBe('dave');
     await new Promise((resolve) => setTimeout(resolve, 2100));
+    expect(shortLived.remembered(token)).toBeUndefined();
     await expect(shortLived.verify(token)).rejects.toThrow(/expired/);
   });
 
@@ -85,6 +88,7 @@ describe('auth — OIDC user tokens against a real HTTP issuer', () => {
     await verifier.verify(token);
     const [header, payload, signature] = token.split('.');
     const forged = `${header}.${base64url({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), sub: 'root' })}.${signature}`;
+    expect(verifier.remembered(forged)).toBeUndefined();
     await expect(verifier.verify(forged)).rejects.toThrow(/signature is invalid/);
   });
 

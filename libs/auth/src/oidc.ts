@@ -32,6 +32,8 @@ export interface OidcVerifierOptions {
 export interface OidcVerifier {
   /** Verifies a bearer JWT and returns the user, or throws `AuthenticationError` (message safe to show). */
   verify(token: string): Promise<UserPrincipal>;
+  /** The user of a token verified recently and not yet expired, without waiting; else undefined (call `verify`). */
+  remembered(token: string): UserPrincipal | undefined;
 }
 
 interface DiscoveryDocument {
@@ -70,13 +72,19 @@ export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
     verified.set(token, { principal, until: Math.min(expiresAtSeconds * 1000, Date.now() + cacheTtlMs) });
   }
 
+  function remembered(token: string): UserPrincipal | undefined {
+    const cached = verified.get(token);
+    if (!cached) return undefined;
+    if (Date.now() < cached.until) return cached.principal;
+    verified.delete(token);
+    return undefined;
+  }
+
   return {
+    remembered,
     async verify(token) {
-      const cached = verified.get(token);
-      if (cached) {
-        if (Date.now() < cached.until) return cached.principal;
-        verified.delete(token);
-      }
+      const cached = remembered(token);
+      if (cached) return cached;
       const getKey = await keys().catch((err: unknown) => {
         throw new AuthenticationError('the identity provider could not be reached', { cause: err });
       });

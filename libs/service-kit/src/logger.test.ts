@@ -1,4 +1,10 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { createLogger, redactUrl } from './logger.js';
 
@@ -45,4 +51,26 @@ describe('service-kit logger', () => {
     expect(redactUrl('postgres://svc:hunter2@db:5432/svc')).toBe('postgres://svc:redacted@db:5432/svc');
     expect(redactUrl('not a url')).toBe('[unparseable url]');
   });
+
+  it('lines written to a file arrive in order, one turn later, and all of them when the process exits at once', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'svc-logger-'));
+    try {
+      const file = path.join(dir, 'log.jsonl');
+      const logger = createLogger({ name: 'test', file });
+      for (let n = 0; n < 1000; n++) logger.info({ n }, 'line');
+      await new Promise<void>((resolve, reject) => logger.flush((error) => (error ? reject(error) : resolve())));
+      const written = (await readFile(file, 'utf8')).trim().split('\n').map((line) => JSON.parse(line).n);
+      expect(written).toEqual([...Array(1000).keys()]);
+
+      // A process that logs and exits in the same turn loses nothing.
+      const exiting = path.join(dir, 'exit.jsonl');
+      const loggerModule = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'logger.js');
+      const script = `const { createLogger } = await import(${JSON.stringify(loggerModule)}); const log = createLogger({ name: 'x', file: ${JSON.stringify(exiting)} }); for (let n = 0; n < 500; n++) log.info({ n }, 'bye'); process.exit(3);`;
+      await expect(promisify(execFile)(process.execPath, ['--input-type=module', '-e', script])).rejects.toMatchObject({ code: 3 });
+      expect((await readFile(exiting, 'utf8')).trim().split('\n')).toHaveLength(500);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
+

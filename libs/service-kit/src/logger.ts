@@ -1,3 +1,4 @@
+import { openSync } from 'node:fs';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger } from 'pino';
@@ -70,7 +71,49 @@ export function createLogger(settings: LoggerSettings): Logger {
   // Off a terminal, lines are written in batches of at least 4 KiB (one write per line would
   // cost a system call per request); pino flushes what is left when the process exits.
   const batched = settings.file !== undefined || !process.stdout.isTTY;
-  return pino(options, pino.destination({ dest: settings.file ?? 1, sync: false, minLength: batched ? 4096 : 0 }));
+  // A file is opened here, not by sonic-boom later, so lines of a process that exits at once are kept.
+  const destination = pino.destination({ dest: settings.file === undefined ? 1 : openSync(settings.file, 'a'), sync: false, minLength: batched ? 4096 : 0 });
+  return pino(options, batched ? coalescedPerTurn(destination) : destination);
+}
+
+type SonicBoom = ReturnType<typeof pino.destination>;
+
+/** Destinations holding lines of the current event-loop turn, to write out if the process exits. */
+const coalescing = new Set<() => void>();
+
+/**
+ * Hands the lines of one event-loop turn to sonic-boom as one string. sonic-boom measures the
+ * byte length of its whole pending buffer on every write, which under load made each log line
+ * cost ~4 µs more than pino's own serialization (bench/gateway-baseline).
+ */
+function coalescedPerTurn(target: SonicBoom): DestinationStream & { flush(callback?: (error?: Error) => void): void } {
+  let lines: string[] = [];
+  const handOver = () => {
+    if (lines.length === 0) return;
+    const joined = lines.join('');
+    lines = [];
+    target.write(joined);
+  };
+  const onExit = () => {
+    handOver();
+    try {
+      target.flushSync();
+    } catch {
+      // Exiting anyway: the destination is closed or not yet open.
+    }
+  };
+  if (coalescing.size === 0) process.once('exit', () => coalescing.forEach((flush) => flush()));
+  coalescing.add(onExit);
+  target.once('close', () => coalescing.delete(onExit));
+  return {
+    write(line: string) {
+      if (lines.push(line) === 1) setImmediate(handOver);
+    },
+    flush(callback) {
+      handOver();
+      target.flush(callback);
+    },
+  };
 }
 
 /** A URL safe to log: any password in it replaced. */

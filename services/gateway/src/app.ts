@@ -12,7 +12,7 @@ import { authenticationPlugin } from './plugins/authentication.js';
 import { errorsPlugin, sendApiError, toCodedError } from './plugins/errors.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
-import { requestContextPlugin, requestIdOf } from './plugins/request-context.js';
+import { requestContextPlugin, requestIdOf, requestLoggerFactory } from './plugins/request-context.js';
 import { healthRoutes } from './routes/health.js';
 import { localIssuerRoutes } from './routes/local-issuer.js';
 import { createOpenStreams, eventStreamRoutes } from './routes/event-stream.js';
@@ -53,6 +53,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     loggerInstance: options.logger.child({ service: 'gateway' }) as FastifyBaseLogger,
     // Our own line per request (request-context plugin) replaces Fastify's two.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    childLoggerFactory: requestLoggerFactory,
     genReqId: requestIdOf,
     trustProxy: settings.trustedProxies.length > 0 ? settings.trustedProxies : false,
     bodyLimit: settings.bodyLimitBytes,
@@ -91,12 +92,6 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
       this.websocketServer.close();
       done();
     },
-  });
-  // A refused upgrade is answered over the raw socket, which nobody closes afterwards; left
-  // open, it would also hold up the server's shutdown.
-  app.addHook('onResponse', (request, reply, done) => {
-    if (reply.statusCode >= 400 && request.headers.upgrade) request.raw.socket?.destroy();
-    done();
   });
   const live = createLiveFeeds(options.nc, app.log);
   await app.register(sdkEventRoutes, { nc: options.nc, workers: options.workers });

@@ -44,8 +44,12 @@ describe('gateway middleware — request id, client IP, logging, recovery, CORS'
   });
 
   it('recovery — a throwing handler answers 500 internal without its details, and the next 100 requests are served', async () => {
-    const failed = await gw.app.inject({ url: '/v1/test/panic', headers: auth() });
+    gw.logs.length = 0;
+    const failed = await gw.app.inject({ url: '/v1/test/panic', headers: { ...auth(), 'x-request-id': 'panic-1' } });
     expect(failed.statusCode).toBe(500);
+    // What the request's own logger writes (here the failure) carries its id as well.
+    const failure = gw.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'request failed');
+    expect(failure).toMatchObject({ request_id: 'panic-1', level: 50 });
     expect(failed.headers['content-type']).toMatch(/^application\/json/);
     expect(failed.json()).toEqual({ code: 'internal', message: 'internal error' });
     const next = await Promise.all(Array.from({ length: 100 }, () => gw.app.inject({ url: '/v1/test/whoami', headers: auth() })));

@@ -67,13 +67,30 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
       }
     }
 
-    app.addHook('onRequest', async (request) => {
+    // Callback-style, so a user whose token was verified recently passes without a promise.
+    app.addHook('onRequest', (request, _reply, done) => {
       // CORS preflights carry no credentials; the CORS plugin answers them.
-      if (request.method === 'OPTIONS') return;
+      if (request.method === 'OPTIONS') return done();
       const auth = request.routeOptions.config.auth ?? 'user';
-      if (auth === 'public' || request.is404) return;
-      const token = bearerToken(request);
-      request.principal = auth === 'worker' ? await authenticateWorker(request, token) : await authenticateUser(token);
+      if (auth === 'public' || request.is404) return done();
+      let token: string;
+      try {
+        token = bearerToken(request);
+      } catch (err) {
+        return done(err as Error);
+      }
+      const known = auth === 'user' && !looksLikeWorkerToken(token) ? options.users.remembered(token) : undefined;
+      if (known) {
+        request.principal = known;
+        return done();
+      }
+      (auth === 'worker' ? authenticateWorker(request, token) : authenticateUser(token)).then(
+        (principal) => {
+          request.principal = principal;
+          done();
+        },
+        (err: Error) => done(err),
+      );
     });
   },
   { name: 'svc-authentication', fastify: '5.x' },

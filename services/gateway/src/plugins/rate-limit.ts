@@ -10,13 +10,15 @@ export interface RateLimitOptions {
 
 /**
  * Per-principal rate limits: a user by `sub`, a sidecar by worker id, anyone else by client IP.
- * Runs after authentication (so the principal is known) and before the body is parsed.
+ * Runs after authentication (so the principal is known) and before the body is read.
  */
 export const rateLimitPlugin = fp<RateLimitOptions>(
   async (app, options) => {
     await app.register(rateLimit, {
       global: true,
-      hook: 'preParsing',
+      // Route-level onRequest hooks run after the app's, so after authentication (and in the
+      // same pass over the hooks, which a stage of its own would not be).
+      hook: 'onRequest',
       max: options.max,
       timeWindow: options.windowMs,
       // Limit headers only when they matter (near or over the limit): smaller answers otherwise.
