@@ -139,6 +139,13 @@ describe.each(backends)('event store on %s', (backend) => {
     expect(await store.lastId('w-dup-batch')).toBe('3');
   });
 
+  it('head — the count (of the given types) and the highest id, read together', async () => {
+    await store.append('w-head', [systemEvent('h1'), systemEvent('h2')]);
+    expect(await store.head('w-head')).toEqual({ total: 2, lastId: '2' });
+    expect(await store.head('w-head', ['control_response'])).toEqual({ total: 0, lastId: '2' });
+    expect(await store.head('w-nobody')).toEqual({ total: 0, lastId: '0' });
+  });
+
   it('append — an empty batch stores nothing', async () => {
     expect(await store.append('w-empty', [])).toEqual([]);
     expect(await store.lastId('w-empty')).toBe('0');

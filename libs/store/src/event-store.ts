@@ -40,6 +40,8 @@ export interface EventStore {
   count(workerId: string, types?: readonly EventType[]): Promise<number>;
   /** The worker's highest id, "0" when it has none. */
   lastId(workerId: string): Promise<string>;
+  /** `count` and `lastId` as one statement, so seen at one moment. */
+  head(workerId: string, types?: readonly EventType[]): Promise<{ total: number; lastId: string }>;
 }
 
 type EventRow = Omit<Selectable<EventsTable>, 'stored_at'>;
@@ -79,6 +81,11 @@ function resultsOf(workerId: string, events: readonly IncomingEvent[], rows: Rea
 
 /** The event store over a Kysely database (Postgres or PGlite). */
 export function createEventStore(db: Kysely<Database>): EventStore {
+  function counted(workerId: string, types?: readonly EventType[]) {
+    const query = db.selectFrom('events').select((eb) => eb.fn.countAll<string>().as('count')).where('worker_id', '=', workerId);
+    return types && types.length > 0 ? query.where('type', 'in', [...types]) : query;
+  }
+
   async function appendMany(batches: readonly WorkerEvents[]): Promise<AppendResult[][]> {
     const nonEmpty = batches.filter((batch) => batch.events.length > 0);
     if (nonEmpty.length === 0) return batches.map(() => []);
@@ -121,10 +128,15 @@ export function createEventStore(db: Kysely<Database>): EventStore {
     },
 
     async count(workerId, types) {
-      let query = db.selectFrom('events').select((eb) => eb.fn.countAll<string>().as('count')).where('worker_id', '=', workerId);
-      if (types && types.length > 0) query = query.where('type', 'in', [...types]);
-      const row = await query.executeTakeFirstOrThrow();
+      const row = await counted(workerId, types).executeTakeFirstOrThrow();
       return Number(row.count);
+    },
+
+    async head(workerId, types) {
+      const row = await db
+        .selectNoFrom((eb) => [eb.selectFrom('event_streams').select('last_id').where('worker_id', '=', workerId).as('last_id'), counted(workerId, types).as('total')])
+        .executeTakeFirstOrThrow();
+      return { total: Number(row.total ?? 0), lastId: row.last_id ?? '0' };
     },
 
     async lastId(workerId) {

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { ensureStreams, requestJson } from '@svc/bus';
-import { subjects, type ListResponseOf, type PermissionRule, type ServiceHealth, type StoredEvent } from '@svc/protocol';
+import { streams, subjects, type ListResponseOf, type StoredEventBatchType, type PermissionRule, type ServiceHealth, type StoredEvent } from '@svc/protocol';
 import { createEventStore, openDatabase, type StoreDatabase } from '@svc/store';
-import { startBusFixture, type BusFixture } from '@svc/test-support';
+import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { start } from './index.js';
 
 describe('control — start and stop', () => {
@@ -42,4 +43,26 @@ describe('control — start and stop', () => {
     expect(rules.items).toEqual([expect.objectContaining({ tool_name: 'Bash', input_pattern: 'npm *', added_by: 'alice' })]);
     await service.stop();
   });
+
+  it('the decider is answered without waiting for the announcement; one that fails is announced again later', async () => {
+    await ensureStreams(bus.nc);
+    const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'control-announce' });
+    const workerId = 'wrk_announce';
+    await createEventStore(database.db).append(workerId, [
+      { type: 'control_request', uid: 'cr-a', ts: new Date().toISOString(), data: { request_id: 'ra', tool_name: 'Bash', input: { command: 'ls' } } },
+    ]);
+    // No stream keeps announcements for now: JetStream refuses them.
+    const jsm = await jetstreamManager(bus.nc);
+    await jsm.streams.delete(streams.storedEvents.name);
+    const decided = await requestJson<StoredEvent<'control_response'>>(bus.nc, subjects.rpc.decide, { worker_id: workerId, decision: { request_id: 'ra', decision: 'allow' }, decided_by: { sub: 'alice' } });
+    expect(decided.data).toMatchObject({ request_id: 'ra', decision: 'allow' });
+    await ensureStreams(bus.nc);
+    const kept = await waitFor('the decision announced into the stream once it is back', async () => {
+      const message = await jsm.streams.getMessage(streams.storedEvents.name, { last_by_subj: subjects.storedEvent(workerId) }).catch(() => null);
+      return message?.json<StoredEventBatchType>();
+    }, 10_000);
+    expect(kept.events.map((event) => event.id)).toEqual([decided.id]);
+    await service.stop();
+  });
 });
+

@@ -16,6 +16,9 @@ import type { Logger } from '@svc/service-kit';
 import { createEventStore, type Database, type Kysely } from '@svc/store';
 import { createControlQueries, type ControlQueries, type StoredRequest } from './control-queries.js';
 
+const ANNOUNCE_ATTEMPTS = 5;
+const ANNOUNCE_RETRY_MS = 500;
+
 /** Who decides when nobody did in time. */
 export const TIMEOUT_DECIDER = 'policy:timeout';
 
@@ -84,12 +87,23 @@ export function createDecisions(deps: DecisionsDeps) {
             return appended;
           });
     const stored = result.event as StoredEvent<'control_response'>;
-    if (!result.duplicate) {
-      // Viewers and long polls hear of it like any stored event.
-      const announcement: StoredEventBatchType = { worker_id: workerId, events: [stored] };
-      await deps.announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement) });
-    }
+    if (!result.duplicate) announce(workerId, stored);
     return { event: stored, duplicate: result.duplicate };
+  }
+
+  /**
+   * Viewers and long polls hear of a decision like any stored event. The decider's answer does
+   * not wait for JetStream's ack (the decision is stored; the ack is another hop, ~2 ms of a
+   * decision's round trip): a failed announcement is tried again, and a long poll that never
+   * hears of it still finds the decision in the store at its deadline.
+   */
+  function announce(workerId: string, event: StoredEvent<'control_response'>, attempt = 1): void {
+    const announcement: StoredEventBatchType = { worker_id: workerId, events: [event] };
+    deps.announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement) }).catch((err: unknown) => {
+      if (attempt >= ANNOUNCE_ATTEMPTS) return log.error({ err, workerId, eventId: event.id }, 'a decision could not be announced; pollers will read it from the store');
+      log.warn({ err, workerId, eventId: event.id, attempt }, 'announcing a decision failed; trying again');
+      setTimeout(() => announce(workerId, event, attempt + 1), ANNOUNCE_RETRY_MS * attempt).unref();
+    });
   }
 
   /** At (or after) the deadline: the policy decides, unless someone did first. */

@@ -115,4 +115,13 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     await expect(requestJson(bus.nc, subjects.rpc.listEvents, { worker_id: 'wrk_x', after_id: '-1', limit: 10 })).rejects.toMatchObject({ code: 'invalid_request' });
     expect(await list('wrk_nobody')).toEqual({ items: [], total: 0 });
   });
+
+  it('a list query with with_last_id also answers the worker\'s highest id, whatever the type filter', async () => {
+    await post('wrk_head', [systemEvent('wrk_head:0'), systemEvent('wrk_head:1')]);
+    await waitFor('wrk_head stored', async () => (await list('wrk_head')).items.length === 2);
+    const query = { worker_id: 'wrk_head', after_id: '1', limit: 10, with_last_id: true };
+    expect(await requestJson(bus.nc, subjects.rpc.listEvents, query)).toMatchObject({ items: [{ id: '2' }], total: 2, last_id: '2' });
+    expect(await requestJson(bus.nc, subjects.rpc.listEvents, { ...query, types: ['control_response'] })).toEqual({ items: [], total: 0, last_id: '2' });
+    expect(await requestJson(bus.nc, subjects.rpc.listEvents, { ...query, worker_id: 'wrk_nobody' })).toEqual({ items: [], total: 0, last_id: '0' });
+  });
 });

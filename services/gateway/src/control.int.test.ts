@@ -2,6 +2,7 @@ import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson } from '@svc/bus';
 import {
+  controlResponseUid,
   controlWithdrawnData,
   DEFAULT_DENY_MESSAGE,
   subjects,
@@ -12,6 +13,7 @@ import {
   type StreamFrame,
   type WorkerRecord,
 } from '@svc/protocol';
+import { createEventStore } from '@svc/store';
 import { waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
@@ -125,6 +127,36 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     const quiet = await pending(last, 400);
     expect(quiet.json()).toMatchObject({ items: [] });
     expect(Date.now() - quietStart).toBeGreaterThanOrEqual(390);
+  });
+
+  it('a long poll woken by an announced decision answers from the announcement: one read of the store, the total counted on', async () => {
+    const before = (await pending('0')).json() as ListResponseOf<Decision>;
+    const requestId = await askPermission();
+    // Event queries the gateway sends while the poll runs (a plain subscriber sees every request).
+    const reads: unknown[] = [];
+    const spy = gw.bus.nc.subscribe(subjects.rpc.listEvents, { callback: (_err, msg) => reads.push(msg.json()) });
+    const poll = pending(before.items.at(-1)!.id, 20_000);
+    await waitFor('the poll read the store', () => reads.length === 1);
+    expect((await decide({ request_id: requestId, decision: 'allow' })).statusCode).toBe(201);
+    const answer = (await poll).json() as ListResponseOf<Decision>;
+    spy.unsubscribe();
+    expect(answer.items.map((d) => d.data.request_id)).toEqual([requestId]);
+    expect(answer.total).toBe(before.total + 1);
+    expect(reads).toHaveLength(1);
+  });
+
+  it('a long poll that missed an announcement reads the store again and answers every decision after its cursor, in order', async () => {
+    const cursor = ((await pending('0')).json() as ListResponseOf<Decision>).items.at(-1)!.id;
+    const [unannounced, announced] = [await askPermission(), await askPermission()];
+    const poll = pending(cursor, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Stored without an announcement (as if the announcement were lost on the way)…
+    const data = { request_id: unannounced, decision: 'allow' as const, decided_by: 'alice' };
+    await createEventStore(gw.database!.db).appendMany([{ workerId, events: [{ type: 'control_response', uid: controlResponseUid(unannounced), ts: new Date().toISOString(), data }] }]);
+    // …then one announced as usual: its id does not follow the poll's head, so the store is read.
+    expect((await decide({ request_id: announced, decision: 'deny' })).statusCode).toBe(201);
+    const answer = (await poll).json() as ListResponseOf<Decision>;
+    expect(answer.items.map((d) => d.data.request_id)).toEqual([unannounced, announced]);
   });
 
   it('a deadline fires: the policy stores a deny with a reason as "policy:timeout", and a later decision is refused as closed', async () => {

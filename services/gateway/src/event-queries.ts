@@ -1,5 +1,5 @@
 import { requestJson, type NatsConnection } from '@svc/bus';
-import { subjects, type ListEventsRequestType, type ListResponseOf, type StoredEvent } from '@svc/protocol';
+import { subjects, type ListEventsRequestType, type ListEventsResultType } from '@svc/protocol';
 
 /**
  * A list query is sent again once when no replica answers in time: an event-ingest replica that
@@ -8,6 +8,6 @@ import { subjects, type ListEventsRequestType, type ListResponseOf, type StoredE
 const QUERY_RETRIES = 1;
 
 /** Stored events of one worker from event-ingest (the gateway never reads the store itself). */
-export function listStoredEvents(nc: NatsConnection, query: ListEventsRequestType, requestId: string): Promise<ListResponseOf<StoredEvent>> {
-  return requestJson<ListResponseOf<StoredEvent>>(nc, subjects.rpc.listEvents, query, { requestId, retries: QUERY_RETRIES });
+export function listStoredEvents(nc: NatsConnection, query: ListEventsRequestType, requestId: string): Promise<ListEventsResultType> {
+  return requestJson<ListEventsResultType>(nc, subjects.rpc.listEvents, query, { requestId, retries: QUERY_RETRIES });
 }

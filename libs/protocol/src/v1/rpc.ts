@@ -34,12 +34,19 @@ export const ListEventsRequest = Type.Object(
     after_id: EventId,
     limit: Type.Integer({ minimum: 1, maximum: EVENT_LIST_LIMIT.max }),
     types: Type.Optional(Type.Array(Type.Enum(EVENT_TYPES))),
+    /**
+     * Also answer `last_id`, the worker's highest id when `total` was counted, read before the
+     * page: every event up to it is in the page or before the cursor. (A long poll uses it to
+     * tell, from the announced ids that follow it, that it missed none.)
+     */
+    with_last_id: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
 export type ListEventsRequestType = Static<typeof ListEventsRequest>;
 
-export const ListEventsResult = Type.Object({ items: Type.Array(StoredEventSchema), total: Type.Integer({ minimum: 0 }) });
+export const ListEventsResult = Type.Object({ items: Type.Array(StoredEventSchema), total: Type.Integer({ minimum: 0 }), last_id: Type.Optional(EventId) });
+export type ListEventsResultType = Static<typeof ListEventsResult>;
 
 /** `svc.rpc.session.worker.create`: register a worker and make its token (the token is returned once). */
 export const CreateWorkerRequest = Type.Object(

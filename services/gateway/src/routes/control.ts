@@ -15,6 +15,7 @@ import {
   subjects,
   WorkerParams,
   type DecideRequestType,
+  type ListEventsResultType,
   type ListResponseOf,
   type PermissionRule,
   type StoredEvent,
@@ -22,6 +23,7 @@ import {
 import { authorizeWorker } from '../auth/authorization.js';
 import type { WorkerDirectory } from '../auth/worker-directory.js';
 import { listStoredEvents } from '../event-queries.js';
+import { decisionsProvenAfter } from '../proven-decisions.js';
 import type { LiveFeeds } from '../live-feeds.js';
 
 export interface ControlRoutesOptions {
@@ -84,15 +86,19 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       const workerId = request.params.id;
       const afterId = request.query.after_id ?? '0';
       publishJson(nc, subjects.workerAlive(workerId), { worker_id: workerId, at: new Date().toISOString() });
-      const list = () => listStoredEvents(nc, { worker_id: workerId, after_id: afterId, limit: request.query.limit, types: ['control_response'] }, request.id);
+      const query = { worker_id: workerId, after_id: afterId, limit: request.query.limit, types: ['control_response' as const] };
+      const listPage = (withLastId: boolean) => listStoredEvents(nc, { ...query, ...(withLastId ? { with_last_id: true } : {}) }, request.id);
+      const answer = ({ items, total }: ListEventsResultType) => ({ items, total });
 
       const deadline = Date.now() + (request.query.wait_ms ?? 0);
-      // Set by a decision announced at any moment since watching began, also during a read.
-      let announced = false;
+      // Every event announced since watching began (any type: their ids prove what was missed).
+      const announced: StoredEvent[] = [];
+      let decisionAnnounced = false;
       let wake: (() => void) | undefined;
       const stopWatching = live.watch(workerId, (event) => {
+        announced.push(event);
         if (event.type !== 'control_response' || BigInt(event.id) <= BigInt(afterId)) return;
-        announced = true;
+        decisionAnnounced = true;
         wake?.();
       });
       // A client that hangs up ends the wait (the connection closes under the response).
@@ -100,10 +106,10 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       reply.raw.once('close', hungUp);
       try {
         // Watching started before this read, so a decision stored meanwhile is in it or announced.
-        const page = await list();
+        const page = await listPage(true);
         const remaining = deadline - Date.now();
-        if (page.items.length > 0 || remaining <= 0) return page;
-        if (!announced) {
+        if (page.items.length > 0 || remaining <= 0) return answer(page);
+        if (!decisionAnnounced) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, remaining);
             wake = () => {
@@ -112,9 +118,14 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
             };
           });
         }
-        // Read again rather than answer with the announcement: the store has every decision
-        // after the cursor, also one whose announcement was lost (the cursor must skip none).
-        return request.raw.socket?.destroyed ? page : await list();
+        if (request.raw.socket?.destroyed) return answer(page);
+        // Answered from the announcements when their ids follow the head without a gap; else
+        // the store, which has every decision after the cursor (the cursor must skip none).
+        const proven = decisionsProvenAfter(announced, page.last_id ?? '0', afterId);
+        if (page.last_id !== undefined && proven.items.length > 0) {
+          return { items: proven.items.slice(0, request.query.limit), total: page.total + proven.decisionsAfterHead };
+        }
+        return answer(await listPage(false));
       } finally {
         stopWatching();
         reply.raw.off('close', hungUp);
