@@ -1,3 +1,5 @@
+import http from 'node:http';
+import https from 'node:https';
 /** What came back from the control plane, or that nothing did. */
 export type HttpOutcome = { ok: true; status: number; body: unknown } | { ok: false; retryable: boolean; retryAfterMs?: number; reason: string };
 
@@ -15,38 +17,73 @@ export function backoffMs(attempt: number, retryAfterMs?: number): number {
  * The sidecar's only way out of the sandbox: HTTP to the gateway with the worker token. Network
  * errors, 5xx and 429 are retryable (429 and 503 honour Retry-After); other 4xx are not: they
  * mean the request itself is wrong, and retrying would not help.
+ *
+ * Built on `node:http`, not `fetch`: loading fetch (undici) costs the process ~8 MiB more memory,
+ * a tenth of its budget, and each request somewhat more time.
  */
 export function createControlPlaneClient(baseUrl: string, token: string) {
-  const root = baseUrl.replace(/\/+$/, '');
+  const root = new URL(baseUrl.replace(/\/+$/, ''));
+  const transport = root.protocol === 'https:' ? https : http;
+  // Kept-alive connections: the long poll and the event posts each keep theirs.
+  const agent = new transport.Agent({ keepAlive: true });
+  const basePath = root.pathname === '/' ? '' : root.pathname;
+
+  function exchange(method: 'GET' | 'POST', path: string, payload: string | undefined, signal?: AbortSignal): Promise<{ status: number; retryAfter: string | undefined; text: string }> {
+    return new Promise((resolve, reject) => {
+      const request = transport.request(
+        {
+          protocol: root.protocol,
+          hostname: root.hostname,
+          port: root.port,
+          path: `${basePath}${path}`,
+          method,
+          agent,
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+          },
+          ...(signal ? { signal } : {}),
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'], text: Buffer.concat(chunks).toString('utf8') }));
+          response.on('error', reject);
+        },
+      );
+      request.on('error', reject);
+      request.end(payload);
+    });
+  }
+
   return {
     async send(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<HttpOutcome> {
-      let response: Response;
+      let response: { status: number; retryAfter: string | undefined; text: string };
       try {
-        response = await fetch(`${root}${path}`, {
-          method,
-          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-          ...(signal ? { signal } : {}),
-        });
+        response = await exchange(method, path, body === undefined ? undefined : JSON.stringify(body), signal);
       } catch (err) {
         return { ok: false, retryable: true, reason: `network: ${(err as Error).message}` };
       }
-      const text = await response.text().catch(() => '');
+      const { status, text } = response;
       let parsed: unknown;
       try {
         parsed = text ? JSON.parse(text) : undefined;
       } catch {
         parsed = text;
       }
-      if (response.ok) return { ok: true, status: response.status, body: parsed };
-      const retryAfter = Number(response.headers.get('retry-after'));
-      const code = typeof parsed === 'object' && parsed !== null && 'code' in parsed ? String((parsed as { code: unknown }).code) : String(response.status);
+      if (status >= 200 && status < 300) return { ok: true, status, body: parsed };
+      const retryAfter = Number(response.retryAfter);
+      const code = typeof parsed === 'object' && parsed !== null && 'code' in parsed ? String((parsed as { code: unknown }).code) : String(status);
       return {
         ok: false,
-        retryable: response.status >= 500 || response.status === 429,
+        retryable: status >= 500 || status === 429,
         ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
-        reason: `${method} ${path} answered ${response.status} ${code}`,
+        reason: `${method} ${path} answered ${status} ${code}`,
       };
+    },
+    /** Closes the kept-alive connections. */
+    close(): void {
+      agent.destroy();
     },
   };
 }

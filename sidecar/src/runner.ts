@@ -161,6 +161,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
       void (async () => {
         await poller.stop();
         await outbox.close(terminating ? config.kill_grace_ms : undefined);
+        client.close();
         resolve(exitCode);
       })();
     };
