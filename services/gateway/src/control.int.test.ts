@@ -134,7 +134,7 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     const requestId = await askPermission();
     // Event queries the gateway sends while the poll runs (a plain subscriber sees every request).
     const reads: unknown[] = [];
-    const spy = gw.bus.nc.subscribe(subjects.rpc.listEvents, { callback: (_err, msg) => reads.push(msg.json()) });
+    const spy = gw.bus.nc.subscribe(subjects.rpc.listEvents, { callback: (_err, msg) => void reads.push(msg.json()) });
     const poll = pending(before.items.at(-1)!.id, 20_000);
     await waitFor('the poll read the store', () => reads.length === 1);
     expect((await decide({ request_id: requestId, decision: 'allow' })).statusCode).toBe(201);
