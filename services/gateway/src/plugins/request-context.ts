@@ -13,6 +13,7 @@ export function requestIdOf(request: IncomingMessage): string {
 }
 
 type Bindings = Record<string, unknown>;
+type LogMethod = (...args: unknown[]) => void;
 
 /**
  * A request's logger, made into a pino child (which carries the request id) only when something
@@ -39,13 +40,28 @@ class RequestLogger implements FastifyBaseLogger {
   set level(level) {
     this.real.level = level;
   }
-  fatal: FastifyBaseLogger['fatal'] = (...args: Parameters<FastifyBaseLogger['fatal']>) => this.real.fatal(...args);
-  error: FastifyBaseLogger['error'] = (...args: Parameters<FastifyBaseLogger['error']>) => this.real.error(...args);
-  warn: FastifyBaseLogger['warn'] = (...args: Parameters<FastifyBaseLogger['warn']>) => this.real.warn(...args);
-  info: FastifyBaseLogger['info'] = (...args: Parameters<FastifyBaseLogger['info']>) => this.real.info(...args);
-  debug: FastifyBaseLogger['debug'] = (...args: Parameters<FastifyBaseLogger['debug']>) => this.real.debug(...args);
-  trace: FastifyBaseLogger['trace'] = (...args: Parameters<FastifyBaseLogger['trace']>) => this.real.trace(...args);
-  silent: FastifyBaseLogger['silent'] = (...args: Parameters<FastifyBaseLogger['silent']>) => this.real.silent(...args);
+  // Methods on the prototype, not arrow members: nothing more is made per request.
+  fatal(...args: unknown[]): void {
+    (this.real.fatal as LogMethod)(...args);
+  }
+  error(...args: unknown[]): void {
+    (this.real.error as LogMethod)(...args);
+  }
+  warn(...args: unknown[]): void {
+    (this.real.warn as LogMethod)(...args);
+  }
+  info(...args: unknown[]): void {
+    (this.real.info as LogMethod)(...args);
+  }
+  debug(...args: unknown[]): void {
+    (this.real.debug as LogMethod)(...args);
+  }
+  trace(...args: unknown[]): void {
+    (this.real.trace as LogMethod)(...args);
+  }
+  silent(...args: unknown[]): void {
+    (this.real.silent as LogMethod)(...args);
+  }
   child(bindings: Bindings, options?: object): FastifyBaseLogger {
     return this.real.child(bindings, options);
   }
