@@ -1,12 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@svc/protocol';
 import { startMockAnthropic, waitFor, type MockAnthropic } from '@svc/test-support';
-import { controlClient, startSidecar } from './sidecar-process.js';
+import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 
 const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -83,13 +83,10 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
           IS_SANDBOX: '1',
         },
       },
-      state_dir: path.join(dir, `${name}-state`),
       decision_wait_ms: 5000,
       ...extra,
     };
-    const file = path.join(dir, `${name}.json`);
-    await writeFile(file, JSON.stringify(config));
-    const sidecar = startSidecar(file);
+    const sidecar = await startSidecarWith(dir, name, config);
     const events = () => api().events(worker.worker_id);
     const outFile = path.join(workspace, 'out.txt');
     return { worker, exited: sidecar.exited, events, outFile, stderr: sidecar.stderr };

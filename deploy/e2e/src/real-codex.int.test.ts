@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@svc/protocol';
 import { startMockOpenAI, waitFor, type MockOpenAI, type ResponsesTurn } from '@svc/test-support';
-import { controlClient, startSidecar } from './sidecar-process.js';
+import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 
 const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -67,13 +67,10 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
       control_plane_url: stack.gatewayUrl,
       auth_token: worker.token,
       agent: { command: codexBinary(), args, cwd: workspace, prompt: 'Create out.txt containing hello, using the shell.', env: { CODEX_HOME: home, OPENAI_API_KEY: 'sk-test' } },
-      state_dir: path.join(dir, `${name}-state`),
       decision_wait_ms: 5000,
       ...extra,
     };
-    const file = path.join(dir, `${name}.json`);
-    await writeFile(file, JSON.stringify(config));
-    const sidecar = startSidecar(file);
+    const sidecar = await startSidecarWith(dir, name, config);
     const events = () => api().events(worker.worker_id);
     return { worker, exited: sidecar.exited, events, mock, outFile: path.join(workspace, 'out.txt'), stderr: sidecar.stderr };
   }

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ListResponseOf, StoredEvent } from '@svc/protocol';
@@ -18,6 +19,13 @@ export function startSidecar(configFile: string): SidecarProcess {
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return { pid: child.pid!, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))), stderr: () => stderr };
+}
+
+/** Writes the config to `<dir>/<name>.json` (its state in `<dir>/<name>-state`) and runs svc-sidecar on it. */
+export async function startSidecarWith(dir: string, name: string, config: Record<string, unknown>): Promise<SidecarProcess> {
+  const file = path.join(dir, `${name}.json`);
+  await writeFile(file, JSON.stringify({ state_dir: path.join(dir, `${name}-state`), ...config }));
+  return startSidecar(file);
 }
 
 /** What a person does through the API while an agent runs: read its events and open requests, decide. */

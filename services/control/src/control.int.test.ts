@@ -26,13 +26,19 @@ describe('control — start and stop', () => {
     await expect(requestJson(bus.nc, subjects.health('control'), {})).rejects.toMatchObject({ code: 'unavailable' });
   });
 
-  it('on embedded PGlite (one connection) a decision that adds an "always" rule stores both', async () => {
+  /** A running control service and a worker with one stored `control_request`. */
+  async function startWithRequest(instance: string, workerId: string, requestId: string, command: string) {
     await ensureStreams(bus.nc);
-    const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'control-pglite' });
-    const workerId = 'wrk_pglite';
+    const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance });
     await createEventStore(database.db).append(workerId, [
-      { type: 'control_request', uid: 'cr-1', ts: new Date().toISOString(), data: { request_id: 'r1', tool_name: 'Bash', input: { command: 'npm test' } } },
+      { type: 'control_request', uid: `cr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: 'Bash', input: { command } } },
     ]);
+    return service;
+  }
+
+  it('on embedded PGlite (one connection) a decision that adds an "always" rule stores both', async () => {
+    const workerId = 'wrk_pglite';
+    const service = await startWithRequest('control-pglite', workerId, 'r1', 'npm test');
     const decided = await requestJson<StoredEvent<'control_response'>>(bus.nc, subjects.rpc.decide, {
       worker_id: workerId,
       decision: { request_id: 'r1', decision: 'allow', scope: 'always', input_pattern: 'npm *' },
@@ -45,12 +51,8 @@ describe('control — start and stop', () => {
   });
 
   it('the decider is answered without waiting for the announcement; one that fails is announced again later', async () => {
-    await ensureStreams(bus.nc);
-    const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'control-announce' });
     const workerId = 'wrk_announce';
-    await createEventStore(database.db).append(workerId, [
-      { type: 'control_request', uid: 'cr-a', ts: new Date().toISOString(), data: { request_id: 'ra', tool_name: 'Bash', input: { command: 'ls' } } },
-    ]);
+    const service = await startWithRequest('control-announce', workerId, 'ra', 'ls');
     // No stream keeps announcements for now: JetStream refuses them.
     const jsm = await jetstreamManager(bus.nc);
     await jsm.streams.delete(streams.storedEvents.name);

@@ -95,9 +95,10 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       const announced: StoredEvent[] = [];
       let decisionAnnounced = false;
       let wake: (() => void) | undefined;
+      const cursor = BigInt(afterId);
       const stopWatching = live.watch(workerId, (event) => {
         announced.push(event);
-        if (event.type !== 'control_response' || BigInt(event.id) <= BigInt(afterId)) return;
+        if (event.type !== 'control_response' || BigInt(event.id) <= cursor) return;
         decisionAnnounced = true;
         wake?.();
       });
