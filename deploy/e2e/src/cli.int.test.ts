@@ -65,7 +65,8 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     await first.waitForText('✓ File created successfully at: /workspace/hello.txt');
     await first.keys('C-d');
     await first.waitForText(`detached from ${session.worker_id}; it keeps running`);
-    expect(await first.exited()).toBe(true);
+    // It prints that, then closes its stream and exits: moments later, not at the same instant.
+    expect(await waitFor('svc attach exited after detaching', () => first.exited(), 5_000)).toBe(true);
     expect(await workerStatus(session.worker_id)).toBe('running');
 
     const second = await attach('second', session.worker_id);
