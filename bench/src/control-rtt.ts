@@ -5,7 +5,7 @@
  * Postgres with fsync on). Baseline in the same run, same client: a bare Fastify server where
  * a POST hands its body to a waiting long-poll GET (the two HTTP hops and nothing else).
  *
- *   npm run build && node bench/dist/control-rtt.js [--decisions 1000]
+ *   npm run build && node bench/dist/control-rtt.js [--decisions 1000] [--profile DIR]
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
@@ -14,7 +14,7 @@ import type { ListResponseOf, StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { agent, call, percentile, post, print, startPipeline, verdict } from './pipeline.js';
 
-const { values: args } = parseArgs({ options: { decisions: { type: 'string', default: '1000' }, 'log-level': { type: 'string', default: 'info' } } });
+const { values: args } = parseArgs({ options: { decisions: { type: 'string', default: '1000' }, 'log-level': { type: 'string', default: 'info' }, profile: { type: 'string' } } });
 const DECISIONS = Number(args.decisions);
 
 /** The long poll runs on its own connection, as the sidecar's does. */
@@ -84,7 +84,7 @@ async function bare(): Promise<{ times: number[]; answered: number[] }> {
 
 async function main() {
   const baseline = await bare();
-  const pipeline = await startPipeline({ logLevel: args['log-level'] });
+  const pipeline = await startPipeline({ logLevel: args['log-level'], profileDir: args.profile });
   try {
     const worker = await pipeline.createWorker();
     // Every request is stored first, as the sidecar would have reported it.

@@ -12,8 +12,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import { createLocalIssuer, createOidcVerifier } from '@svc/auth';
-import { connectBus, launchNatsServer } from '@svc/bus';
-import { buildGatewayApp, createWorkerDirectory } from '@svc/gateway';
+import { connectBus, createWorkerDirectory, launchNatsServer } from '@svc/bus';
+import { buildGatewayApp } from '@svc/gateway';
 import { createLogger } from '@svc/service-kit';
 import { PINNED, pinServersToCpu0, runLoad, type LoadResult } from './load-client.js';
 

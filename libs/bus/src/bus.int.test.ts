@@ -140,6 +140,33 @@ describe('bus — against a real nats-server', () => {
     await expect(requestJson(nc, 'svc.rpc.test.nobody', {}, { retries: 2 })).rejects.toMatchObject({ code: 'unavailable' });
   });
 
+  it('request/reply — requests with different timeouts each end at their own deadline; a late answer is dropped; closing the connection fails what waits', async () => {
+    // Answers each request after the delay it names.
+    const slow = nc.subscribe('svc.rpc.test.delay', {
+      callback: (_err, msg) => {
+        const { ms } = msg.json<{ ms: number }>();
+        setTimeout(() => msg.respond(JSON.stringify({ ok: true, result: ms })), ms);
+      },
+    });
+    const started = Date.now();
+    const long = requestJson(nc, 'svc.rpc.test.delay', { ms: 400 }, { timeoutMs: 1000 });
+    const short = requestJson(nc, 'svc.rpc.test.delay', { ms: 400 }, { timeoutMs: 150 });
+    await expect(short).rejects.toMatchObject({ code: 'timeout', message: 'no answer on svc.rpc.test.delay in time' });
+    expect(Date.now() - started).toBeLessThan(390);
+    // The short one's answer comes too late and is dropped; the long one's is its own.
+    await expect(long).resolves.toBe(400);
+    slow.unsubscribe();
+
+    const server2 = await startNatsServer();
+    const other = await connectBus({ servers: server2.url, name: 'closing', logger });
+    other.subscribe('svc.rpc.test.never', { callback: () => {} });
+    const waiting = requestJson(other, 'svc.rpc.test.never', {}, { timeoutMs: 5000 });
+    await other.flush();
+    await other.close();
+    await expect(waiting).rejects.toMatchObject({ code: 'unavailable' });
+    await server2.stop();
+  });
+
   it('publish/subscribe — payload and request id arrive; a failing handler does not end the subscription', async () => {
     const received: Array<[unknown, string | undefined]> = [];
     const sub = subscribeJson<{ n: number }>(

@@ -5,3 +5,4 @@ export * from './nats-server-process.js';
 export * from './health.js';
 export * from './stored-events.js';
 export * from './durable-publisher.js';
+export * from './worker-directory.js';

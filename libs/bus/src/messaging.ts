@@ -3,6 +3,7 @@ import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transp
 import { CodedError, headers, isErrorCode, type RpcReply, type SchemaChecker, describeFieldErrors } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import { decode, encode, headersWith } from './codec.js';
+import { isNoResponders, replyInboxOf } from './reply-inbox.js';
 
 /** What a handler learns about the message besides its payload. */
 export interface MessageContext {
@@ -54,23 +55,27 @@ const RETRY_PAUSE_MS = 100;
  */
 export async function requestJson<Result>(nc: NatsConnection, subject: string, payload: unknown, options: RequestOptions = {}): Promise<Result> {
   const h = headersWith(options.requestId);
+  const data = encode(payload);
+  const inbox = replyInboxOf(nc);
   let msg: Msg;
   for (let attempt = 0; ; attempt++) {
+    const expected = inbox.expect(options.timeoutMs ?? 5000, () => `a request on ${subject}`);
     try {
-      msg = await nc.request(subject, encode(payload), { timeout: options.timeoutMs ?? 5000, ...(h ? { headers: h } : {}) });
-      break;
+      nc.publish(subject, data, { reply: expected.reply, ...(h ? { headers: h } : {}) });
     } catch (err) {
-      const names = [err, (err as { cause?: unknown }).cause].map((e) => (e instanceof Error ? e.name : ''));
-      const noResponders = names.includes('NoResponders');
-      const timedOut = names.includes('TimeoutError');
-      if ((noResponders || timedOut) && attempt < (options.retries ?? 0)) {
-        await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
-        continue;
-      }
-      if (noResponders) throw new CodedError('unavailable', `no service answers ${subject}`, undefined, { cause: err });
-      if (timedOut) throw new CodedError('timeout', `no answer on ${subject} in time`, undefined, { cause: err });
-      throw err;
+      expected.fail(err instanceof Error ? err : new Error(String(err)));
     }
+    let failure: CodedError;
+    try {
+      msg = await expected.answer;
+      if (!isNoResponders(msg)) break;
+      failure = new CodedError('unavailable', `no service answers ${subject}`);
+    } catch (err) {
+      if (!(err instanceof CodedError && err.code === 'timeout')) throw err;
+      failure = new CodedError('timeout', `no answer on ${subject} in time`, undefined, { cause: err });
+    }
+    if (attempt >= (options.retries ?? 0)) throw failure;
+    await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
   }
   const reply = decode(msg.data) as RpcReply<Result>;
   if (reply.ok) return reply.result;

@@ -90,7 +90,7 @@ describe.each(backends)('event store on %s', (backend) => {
     } else {
       database = await openDatabase({});
     }
-    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store', '2026-11-22T0900-append-many', '2026-11-22T1000-control', '2026-11-22T1200-sessions']);
+    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store', '2026-11-22T0900-append-many', '2026-11-22T1000-control', '2026-11-22T1200-sessions', '2026-11-22T1500-decide']);
     store = createEventStore(database.db);
   });
 

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { CONTROL_WITHDRAWN_SUBTYPE, controlResponseUid, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import { CONTROL_WITHDRAWN_SUBTYPE, type IncomingEvent, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { Database } from '@svc/store';
 
 /** A control request as stored, with when it was stored (its deadline counts from then). */
@@ -27,6 +27,29 @@ function toStored(row: EventRow): StoredRequest {
   };
 }
 
+/** A decision as the queries build it in JSON (`ts` is a timestamp's JSON text). */
+interface DecisionJson {
+  id: string;
+  uid: string;
+  ts: string;
+  data: unknown;
+}
+
+/** A request as `svc_decide` returns it. */
+interface RequestJson extends DecisionJson {
+  stored_at: string;
+}
+
+function toDecision(workerId: string, row: DecisionJson): StoredEvent<'control_response'> {
+  return { id: row.id, worker_id: workerId, type: 'control_response', uid: row.uid, ts: new Date(row.ts).toISOString(), data: row.data } as StoredEvent<'control_response'>;
+}
+
+/** What `decide` found, in the order the API reports it. */
+export type DecideOutcome =
+  | { kind: 'not_found' }
+  | { kind: 'withdrawn' | 'expired'; request: StoredRequest }
+  | { kind: 'decided' | 'stored'; request: StoredRequest; decision: StoredEvent<'control_response'> };
+
 // A request is open while it has no decision and no withdrawal. A decision is any
 // `control_response` on it: a person's or the deadline's (stored by the control service under
 // `control_response:<request_id>`), or the sidecar's own policy decision (posted as an event).
@@ -44,23 +67,29 @@ export function createControlQueries(db: Kysely<Database>) {
      * since deciding needs all three.
      */
     async findRequest(workerId: string, requestId: string): Promise<(StoredRequest & { withdrawn: boolean; decision: StoredEvent<'control_response'> | undefined }) | undefined> {
-      const { rows } = await sql<EventRow & { withdrawn: boolean; decision: { id: string; uid: string; ts: string; data: unknown } | null }>`
+      const { rows } = await sql<EventRow & { withdrawn: boolean; decision: DecisionJson | null }>`
         SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, ${withdrawn} AS withdrawn, ${firstDecision} AS decision FROM events r
         WHERE r.worker_id = ${workerId} AND r.type = 'control_request' AND r.data->>'request_id' = ${requestId}
         ORDER BY r.id LIMIT 1`.execute(db);
       const row = rows[0];
       if (!row) return undefined;
-      const decision = row.decision
-        ? ({ id: row.decision.id, worker_id: workerId, type: 'control_response', uid: row.decision.uid, ts: new Date(row.decision.ts).toISOString(), data: row.decision.data } as StoredEvent<'control_response'>)
-        : undefined;
+      const decision = row.decision ? toDecision(workerId, row.decision) : undefined;
       return { ...toStored(row), withdrawn: row.withdrawn, decision };
     },
 
-    /** The decision stored for this request, if any (a person's or the deadline's). */
-    async findDecision(workerId: string, requestId: string): Promise<StoredEvent<'control_response'> | undefined> {
-      const row = await db.selectFrom('events').selectAll().where('worker_id', '=', workerId).where('uid', '=', controlResponseUid(requestId)).executeTakeFirst();
-      if (!row) return undefined;
-      return { id: row.id, worker_id: row.worker_id, type: 'control_response', uid: row.uid, ts: row.ts.toISOString(), data: row.data } as StoredEvent<'control_response'>;
+    /**
+     * Checks a person's decision and stores it, in one round trip (`svc_decide`, migration
+     * 2026-11-22T1500-decide): the request's state under the worker's lock, then the append, and
+     * the "always" rule when given.
+     */
+    async decide(workerId: string, requestId: string, timeoutS: number, decision: IncomingEvent, rule: { input_pattern?: string } | undefined): Promise<DecideOutcome> {
+      const { rows } = await sql<{ outcome: DecideOutcome['kind']; request_row: RequestJson | null; decision_row: DecisionJson | null }>`
+        SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb, ${rule ? JSON.stringify(rule) : null}::jsonb)`.execute(db);
+      const { outcome, request_row: requestRow, decision_row: decisionRow } = rows[0]!;
+      if (outcome === 'not_found' || !requestRow) return { kind: 'not_found' };
+      const request = toStored({ worker_id: workerId, type: 'control_request', ...requestRow, ts: new Date(requestRow.ts), stored_at: new Date(requestRow.stored_at) });
+      if (outcome === 'withdrawn' || outcome === 'expired') return { kind: outcome, request };
+      return { kind: outcome, request, decision: toDecision(workerId, decisionRow!) };
     },
 
     /** A worker's requests in one state, oldest first. */

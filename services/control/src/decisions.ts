@@ -14,10 +14,15 @@ import {
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import { createEventStore, type Database, type Kysely } from '@svc/store';
-import { createControlQueries, type ControlQueries, type StoredRequest } from './control-queries.js';
+import type { ControlQueries, StoredRequest } from './control-queries.js';
 
 const ANNOUNCE_ATTEMPTS = 5;
 const ANNOUNCE_RETRY_MS = 500;
+
+/** A decision as an event to append: every decision on a request has one uid, so the first one wins. */
+function decisionEvent(data: EventData<'control_response'>): IncomingEvent {
+  return { type: 'control_response', uid: controlResponseUid(data.request_id), ts: new Date().toISOString(), data };
+}
 
 /** Who decides when nobody did in time. */
 export const TIMEOUT_DECIDER = 'policy:timeout';
@@ -50,45 +55,21 @@ function refusal(existing: StoredEvent<'control_response'>): CodedError {
 }
 
 /**
- * Stores decisions. The first decision on a request wins across every control replica because
- * every decision on it is appended under one uid (`controlResponseUid`) and the store keeps one
- * event per (worker, uid), under the worker's row lock: a second append finds the first and is
- * answered 409. Nothing here relies on memory.
+ * Stores decisions. The first decision on a request wins across every control replica: a
+ * person's decision is checked and appended in one transaction under the worker's row lock
+ * (`svc_decide`), so a second one finds the first and is answered 409; and every decision on a
+ * request is appended under one uid (`controlResponseUid`), which the store keeps once per
+ * worker. Nothing here relies on memory.
  */
 export function createDecisions(deps: DecisionsDeps) {
   const log = deps.logger.child({ component: 'decisions' });
 
-  /** Appends one decision (and its "always" rule, in the same transaction); `duplicate` when the request already had one. */
+  /** The deadline's decision: appended unless the request has one (then `duplicate`). */
   async function store(workerId: string, data: EventData<'control_response'>): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
-    const event: IncomingEvent = { type: 'control_response', uid: controlResponseUid(data.request_id), ts: new Date().toISOString(), data };
-    const append = async (db: Kysely<Database>) => (await createEventStore(db).appendMany([{ workerId, events: [event] }]))[0]![0]!;
-    // A plain decision is one statement (one round trip); one that adds a rule stores both in
-    // one transaction.
-    const result =
-      data.scope !== 'always'
-        ? await append(deps.db)
-        : await deps.db.transaction().execute(async (trx) => {
-            const appended = await append(trx);
-            if (!appended.duplicate) {
-              // Read inside the transaction: embedded PGlite has one connection, which it holds.
-              const request = await createControlQueries(trx).findRequest(workerId, data.request_id);
-              await trx
-                .insertInto('permission_rules')
-                .values({
-                  worker_id: workerId,
-                  tool_name: request!.event.data.tool_name,
-                  input_pattern: data.input_pattern ?? null,
-                  decision: data.decision,
-                  added_by: data.decided_by,
-                  request_id: data.request_id,
-                })
-                .execute();
-            }
-            return appended;
-          });
-    const stored = result.event as StoredEvent<'control_response'>;
-    if (!result.duplicate) announce(workerId, stored);
-    return { event: stored, duplicate: result.duplicate };
+    const [appended] = await createEventStore(deps.db).append(workerId, [decisionEvent(data)]);
+    const stored = appended!.event as StoredEvent<'control_response'>;
+    if (!appended!.duplicate) announce(workerId, stored);
+    return { event: stored, duplicate: appended!.duplicate };
   }
 
   /**
@@ -131,14 +112,6 @@ export function createDecisions(deps: DecisionsDeps) {
 
     /** A person's decision: checks, in order, that the request exists, is not withdrawn, has not expired and is undecided. */
     async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType): Promise<StoredEvent<'control_response'>> {
-      const [request, policy] = await Promise.all([deps.queries.findRequest(workerId, body.request_id), deps.policyOf(workerId)]);
-      if (!request) throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);
-      if (request.withdrawn) throw new CodedError('request_closed', `request ${body.request_id} was withdrawn by the agent`, { reason: 'withdrawn' });
-      // Decided already: by the sidecar's permission engine (an event it posted), or by a person
-      // or the deadline (the uid rule below would refuse those too; this names them sooner).
-      if (request.decision) throw refusal(request.decision);
-      if (Date.now() >= deadlineOf(request, policy)) throw refusal(await expire(request, policy));
-
       const data: EventData<'control_response'> = {
         request_id: body.request_id,
         decision: body.decision,
@@ -150,10 +123,24 @@ export function createDecisions(deps: DecisionsDeps) {
         ...(decidedBy.name === undefined ? {} : { decided_by_name: decidedBy.name }),
         ...(decidedBy.email === undefined ? {} : { decided_by_email: decidedBy.email }),
       };
-      const { event, duplicate } = await store(workerId, data);
-      if (duplicate) throw refusal(event);
-      log.info({ workerId, requestId: body.request_id, decision: body.decision, decidedBy: decidedBy.sub }, 'decided');
-      return event;
+      const policy = await deps.policyOf(workerId);
+      const rule = body.scope === 'always' ? (body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }) : undefined;
+      const outcome = await deps.queries.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data), rule);
+      switch (outcome.kind) {
+        case 'not_found':
+          throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);
+        case 'withdrawn':
+          throw new CodedError('request_closed', `request ${body.request_id} was withdrawn by the agent`, { reason: 'withdrawn' });
+        // Decided already: by the sidecar's permission engine (an event it posted), by a person or by the deadline.
+        case 'decided':
+          throw refusal(outcome.decision);
+        case 'expired':
+          throw refusal(await expire(outcome.request, policy));
+        case 'stored':
+          announce(workerId, outcome.decision);
+          log.info({ workerId, requestId: body.request_id, decision: body.decision, decidedBy: decidedBy.sub }, 'decided');
+          return outcome.decision;
+      }
     },
   };
 }

@@ -1,12 +1,10 @@
-import { Kvm } from '@nats-io/kv';
-import { createDurablePublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
+import { createDurablePublisher, createWorkerDirectory, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
 import {
   ControlRequestsRpc,
   createChecker,
   DecideRequest,
   DEFAULT_DECISION_POLICY,
   GetWorkerRequest,
-  kvBuckets,
   subjects,
   withdrawnRequestId,
   type ControlRequestsRpcType,
@@ -16,7 +14,6 @@ import {
   type PermissionRule,
   type StoredEvent,
   type StoredEventBatchType,
-  type WorkerRecord,
 } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
 import { migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
@@ -43,12 +40,12 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
   const queries = createControlQueries(deps.db);
   const announcer = createDurablePublisher(deps.nc);
-  const workers = await new Kvm(deps.nc).create(kvBuckets.workers, { history: 1 });
+  const workers = await createWorkerDirectory(deps.nc, log);
 
+  // The workers' records as a watch keeps them (a decision needs its worker's deadline policy
+  // before it reaches the store; a KV read would be one more round trip).
   async function policyOf(workerId: string): Promise<DecisionPolicy> {
-    const entry = await workers.get(workerId);
-    const record = entry?.operation === 'PUT' ? entry.json<WorkerRecord>() : undefined;
-    return record?.decision_policy ?? DEFAULT_DECISION_POLICY;
+    return (await workers.get(workerId))?.decision_policy ?? DEFAULT_DECISION_POLICY;
   }
 
   const decisions = createDecisions({ db: deps.db, queries, announcer, policyOf, logger: log });
@@ -113,6 +110,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       controlEvents.unsubscribe();
       deadlines.stop();
       announcer.close();
+      await workers.stop();
     },
   };
 }

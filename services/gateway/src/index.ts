@@ -1,13 +1,11 @@
 import { createLocalIssuer, createOidcVerifier, type LocalIssuer } from '@svc/auth';
-import { serveHealth, type NatsConnection } from '@svc/bus';
+import { createWorkerDirectory, serveHealth, type NatsConnection } from '@svc/bus';
 import { ConfigError, type Logger, type RunningService } from '@svc/service-kit';
 import type { FastifyPluginAsync } from 'fastify';
 import { buildGatewayApp } from './app.js';
-import { createWorkerDirectory } from './auth/worker-directory.js';
 import type { GatewayConfig } from './config.js';
 
 export { buildGatewayApp, type GatewayAppOptions, type GatewaySettings } from './app.js';
-export { createWorkerDirectory, type WorkerDirectory } from './auth/worker-directory.js';
 export { gatewaySettings, type GatewayConfig } from './config.js';
 export { LOCAL_USER } from './routes/local-issuer.js';
 

@@ -6,7 +6,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
 import { createOidcVerifier, generateWorkerToken, hashWorkerToken, type LocalIssuer } from '@svc/auth';
-import { ensureStreams } from '@svc/bus';
+import { createWorkerDirectory, ensureStreams, type WorkerDirectory } from '@svc/bus';
 import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { sessionSettings, start as startSession } from '@svc/session';
@@ -16,7 +16,6 @@ import { openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, startPostgres, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
 import { buildGatewayApp, type GatewayApp, type GatewaySettings } from '../src/app.js';
 import { authorizeWorker } from '../src/auth/authorization.js';
-import { createWorkerDirectory, type WorkerDirectory } from '../src/auth/worker-directory.js';
 
 export const AUDIENCE = 'svc';
 

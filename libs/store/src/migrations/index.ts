@@ -3,6 +3,7 @@ import * as eventStore from './2026-11-22T0530-event-store.js';
 import * as appendMany from './2026-11-22T0900-append-many.js';
 import * as control from './2026-11-22T1000-control.js';
 import * as sessions from './2026-11-22T1200-sessions.js';
+import * as decide from './2026-11-22T1500-decide.js';
 
 /**
  * Every migration, by timestamped name, in one explicit index: bundlers and single-file builds
@@ -13,6 +14,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T0900-append-many': appendMany,
   '2026-11-22T1000-control': control,
   '2026-11-22T1200-sessions': sessions,
+  '2026-11-22T1500-decide': decide,
 };
 
 export const migrationProvider: MigrationProvider = {

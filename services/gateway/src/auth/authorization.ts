@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
+import type { WorkerDirectory } from '@svc/bus';
 import { canAccess } from '@svc/auth';
 import { CodedError, type WorkerRecord } from '@svc/protocol';
-import type { WorkerDirectory } from './worker-directory.js';
 
 /**
  * The worker a user route names, if this user may see it: its owner, or an admin. Anyone else
@@ -11,14 +11,15 @@ import type { WorkerDirectory } from './worker-directory.js';
  */
 export async function authorizeWorker(request: FastifyRequest, workers: WorkerDirectory, workerId: string): Promise<WorkerRecord> {
   const principal = request.principal;
-  const notFound = new CodedError('worker_not_found', `worker ${workerId} does not exist`);
+  // Made only when thrown: an Error captures a stack, a cost no request that passes should pay.
+  const notFound = () => new CodedError('worker_not_found', `worker ${workerId} does not exist`);
   if (!principal) throw new CodedError('unauthorized', 'authentication is required');
   const record = await workers.get(workerId);
-  if (!record) throw notFound;
+  if (!record) throw notFound();
   if (principal.kind === 'worker') {
     if (principal.workerId !== workerId) throw new CodedError('forbidden', 'a worker token reaches only its own worker');
     return record;
   }
-  if (!canAccess(principal, record.owner)) throw notFound;
+  if (!canAccess(principal, record.owner)) throw notFound();
   return record;
 }

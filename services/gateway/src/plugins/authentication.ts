@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
+import type { WorkerDirectory } from '@svc/bus';
 import { AuthenticationError, hashWorkerToken, looksLikeWorkerToken, verifyWorkerToken, type OidcVerifier, type Principal, type UserPrincipal } from '@svc/auth';
 import { CodedError, createChecker, isEndedStatus, WorkerId } from '@svc/protocol';
-import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 /**
  * Who may call a route: `public` (no credential), `user` (an OIDC JWT; the default, so a route

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { publishJson, requestJson, type NatsConnection } from '@svc/bus';
+import { publishJson, requestJson, type NatsConnection, type WorkerDirectory } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -15,21 +15,41 @@ import {
   subjects,
   WorkerParams,
   type DecideRequestType,
-  type ListEventsResultType,
   type ListResponseOf,
   type PermissionRule,
   type StoredEvent,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
-import type { WorkerDirectory } from '../auth/worker-directory.js';
 import { listStoredEvents } from '../event-queries.js';
-import { decisionsProvenAfter } from '../proven-decisions.js';
+import { createDecisionFeeds, type DecisionPage } from '../decision-feeds.js';
 import type { LiveFeeds } from '../live-feeds.js';
 
 export interface ControlRoutesOptions {
   nc: NatsConnection;
   workers: WorkerDirectory;
   live: LiveFeeds;
+}
+
+/**
+ * Every poll says the sidecar is alive, but the session service records it at most every 10 s
+ * and a sidecar polls again the moment it is answered: one message per worker every 1–2 s is
+ * plenty. (Two generations of "reported" sets keep memory to the workers polling lately.)
+ */
+function createAliveReporter(nc: NatsConnection, windowMs = 1000): (workerId: string) => void {
+  let current = new Set<string>();
+  let previous = new Set<string>();
+  let windowStart = Date.now();
+  return (workerId) => {
+    const now = Date.now();
+    if (now - windowStart >= windowMs) {
+      previous = now - windowStart >= 2 * windowMs ? new Set() : current;
+      current = new Set();
+      windowStart = now;
+    }
+    if (current.has(workerId) || previous.has(workerId)) return;
+    current.add(workerId);
+    publishJson(nc, subjects.workerAlive(workerId), { worker_id: workerId, at: new Date(now).toISOString() });
+  };
 }
 
 const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema };
@@ -40,6 +60,8 @@ const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSche
  * the rules added with "always". Decisions are stored by the control service.
  */
 export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = async (app, { nc, workers, live }) => {
+  const decisions = createDecisionFeeds(nc, live);
+  const reportAlive = createAliveReporter(nc);
   app.post(
     '/v1/workers/:id/control',
     {
@@ -85,51 +107,34 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
     async (request, reply) => {
       const workerId = request.params.id;
       const afterId = request.query.after_id ?? '0';
-      publishJson(nc, subjects.workerAlive(workerId), { worker_id: workerId, at: new Date().toISOString() });
-      const query = { worker_id: workerId, after_id: afterId, limit: request.query.limit, types: ['control_response' as const] };
-      const listPage = (withLastId: boolean) => listStoredEvents(nc, { ...query, ...(withLastId ? { with_last_id: true } : {}) }, request.id);
-      const answer = ({ items, total }: ListEventsResultType) => ({ items, total });
-
+      reportAlive(workerId);
+      const limit = request.query.limit ?? EVENT_LIST_LIMIT.default;
+      const query = { worker_id: workerId, after_id: afterId, limit, types: ['control_response' as const], with_last_id: true };
       const deadline = Date.now() + (request.query.wait_ms ?? 0);
-      // Every event announced since watching began (any type: their ids prove what was missed).
-      const announced: StoredEvent[] = [];
-      let decisionAnnounced = false;
-      let wake: (() => void) | undefined;
-      const cursor = BigInt(afterId);
-      const stopWatching = live.watch(workerId, (event) => {
-        announced.push(event);
-        if (event.type !== 'control_response' || BigInt(event.id) <= cursor) return;
-        decisionAnnounced = true;
-        wake?.();
-      });
-      // A client that hangs up ends the wait (the connection closes under the response).
-      const hungUp = () => wake?.();
-      reply.raw.once('close', hungUp);
+
+      const feed = decisions.open(workerId);
+      // The store's page also tells the log where the worker's head is; announcements heard
+      // meanwhile (the feed watched before the read) may prove more than the page holds.
+      const readStore = async (): Promise<DecisionPage> => {
+        const page = await listStoredEvents(nc, query, request.id);
+        feed.log.seeded(afterId, page, limit);
+        return page.items.length > 0 ? { items: page.items, total: page.total } : (feed.log.after(afterId, limit) ?? { items: [], total: page.total });
+      };
       try {
-        // Watching started before this read, so a decision stored meanwhile is in it or announced.
-        const page = await listPage(true);
+        // A long poll may start from what the log proves (a consistent prefix: the rest follows
+        // in the next poll); a plain poll reads the store, so a decision answered 201 a moment
+        // ago is in it even if its announcement is still on the way.
+        const known = (request.query.wait_ms ? feed.log.after(afterId, limit) : undefined) ?? (await readStore());
         const remaining = deadline - Date.now();
-        if (page.items.length > 0 || remaining <= 0) return answer(page);
-        if (!decisionAnnounced) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, remaining);
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-        }
-        if (request.raw.socket?.destroyed) return answer(page);
-        // Answered from the announcements when their ids follow the head without a gap; else
-        // the store, which has every decision after the cursor (the cursor must skip none).
-        const proven = decisionsProvenAfter(announced, page.last_id ?? '0', afterId);
-        if (page.last_id !== undefined && proven.items.length > 0) {
-          return { items: proven.items.slice(0, request.query.limit), total: page.total + proven.decisionsAfterHead };
-        }
-        return answer(await listPage(false));
+        if (known.items.length > 0 || remaining <= 0) return known;
+        const decided = await feed.nextDecision(afterId, remaining, reply.raw);
+        if (request.raw.socket?.destroyed) return known;
+        const proven = decided ? feed.log.after(afterId, limit) : undefined;
+        // Nothing proven: an announcement is missing (or none came by the deadline; one may be
+        // lost), and the store has every decision after the cursor.
+        return proven && proven.items.length > 0 ? proven : await readStore();
       } finally {
-        stopWatching();
-        reply.raw.off('close', hungUp);
+        feed.release();
       }
     },
   );

@@ -1,11 +1,10 @@
 import type { WebSocket } from 'ws';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { NatsConnection } from '@svc/bus';
+import type { NatsConnection, WorkerDirectory } from '@svc/bus';
 import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type StoredEvent, type StreamFrame } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { listStoredEvents } from '../event-queries.js';
 import type { LiveFeeds } from '../live-feeds.js';
-import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 /** The open WebSockets, so a shutdown can tell each client why (and an event viewer where to resume). */
 export interface OpenStreams {

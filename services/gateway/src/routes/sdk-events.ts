@@ -1,6 +1,6 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createDurablePublisher, type NatsConnection } from '@svc/bus';
+import { createDurablePublisher, type NatsConnection, type WorkerDirectory } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -23,7 +23,6 @@ import {
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { listStoredEvents } from '../event-queries.js';
-import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 export interface SdkEventRoutesOptions {
   nc: NatsConnection;

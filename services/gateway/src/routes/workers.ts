@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { WorkerDirectory } from '@svc/bus';
 import { APIErrorSchema, WorkerParams, WorkerSchema, type Worker } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
-import type { WorkerDirectory } from '../auth/worker-directory.js';
 
 /** `GET /v1/workers/{id}`: a worker's status (what `svc attach` checks to go read-only). */
 export const workerRoutes: FastifyPluginAsyncTypebox<{ workers: WorkerDirectory }> = async (app, { workers }) => {

@@ -1,5 +1,5 @@
 import { Kvm, type KV } from '@nats-io/kv';
-import type { NatsConnection } from '@svc/bus';
+import type { NatsConnection } from './connection.js';
 import { createChecker, kvBuckets, WorkerRecordSchema, type WorkerRecord } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 
