@@ -13,6 +13,11 @@ export interface StoredEventSubscriberOptions {
   durableName: string;
   /** Only this worker's events (default: every worker's). */
   workerId?: string;
+  /**
+   * Only the events that end a worker's agent (`agent_exit`), from their own stream
+   * (`SVC_EVENTS_LIFECYCLE`): a subscriber that needs nothing else is not woken by every event.
+   */
+  lifecycleOnly?: boolean;
   /** Where a new durable starts: every event the stream still keeps, or only new ones. */
   from?: 'all' | 'new';
   /**
@@ -25,7 +30,7 @@ export interface StoredEventSubscriberOptions {
 
 /**
  * How an internal service follows stored events durably (docs/bus.md): a JetStream durable
- * consumer on `SVC_EVENTS_STORED`. An event whose handler fails is delivered again after a
+ * consumer on `SVC_EVENTS_STORED` (or `SVC_EVENTS_LIFECYCLE` with `lifecycleOnly`). An event whose handler fails is delivered again after a
  * pause; the stream keeps events for 24 hours (or 1 GiB), so a subscriber down for less misses
  * nothing. Within one run each event is handed over once; after a restart, the events of an
  * announcement that was handled only in part are handed over again (at least once).
@@ -33,16 +38,18 @@ export interface StoredEventSubscriberOptions {
 export async function subscribeStoredEvents(nc: NatsConnection, options: StoredEventSubscriberOptions): Promise<StoredEventSubscription> {
   const log = options.logger.child({ component: 'stored-events', durable: options.durableName });
   const jsm = await jetstreamManager(nc);
-  await jsm.consumers.add(streams.storedEvents.name, {
+  const stream = options.lifecycleOnly ? streams.lifecycleEvents.name : streams.storedEvents.name;
+  const subjectOf = options.lifecycleOnly ? subjects.lifecycleEvent : subjects.storedEvent;
+  await jsm.consumers.add(stream, {
     durable_name: options.durableName,
-    filter_subject: options.workerId ? subjects.storedEvent(options.workerId) : subjects.storedAll,
+    filter_subject: options.workerId ? subjectOf(options.workerId) : options.lifecycleOnly ? subjects.lifecycleAll : subjects.storedAll,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: options.from === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
     ack_wait: nanos(30_000),
     // One event in flight at a time keeps each worker's order through redeliveries.
     max_ack_pending: 1,
   });
-  const consumer = await jetstream(nc).consumers.get(streams.storedEvents.name, options.durableName);
+  const consumer = await jetstream(nc).consumers.get(stream, options.durableName);
   const messages = await consumer.consume({ max_messages: 100 });
   // The highest id handed over per worker: a repeated announcement (after an event-ingest crash,
   // or this message again after a failure part-way) hands over only what is new.

@@ -23,6 +23,15 @@ export function streamConfigs(): Array<Partial<StreamConfig> & { name: string }>
       max_bytes: streams.storedEvents.maxBytes,
       discard: DiscardPolicy.Old,
     },
+    {
+      name: streams.lifecycleEvents.name,
+      subjects: [...streams.lifecycleEvents.subjects],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      max_age: nanos(streams.lifecycleEvents.maxAgeMs),
+      max_bytes: streams.lifecycleEvents.maxBytes,
+      discard: DiscardPolicy.Old,
+    },
   ];
 }
 

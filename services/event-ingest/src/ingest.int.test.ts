@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureStreams, publishDurable, requestJson } from '@svc/bus';
 import {
   incomingMessageId,
+  LIFECYCLE_SUBTYPES,
   partitionOfWorker,
   streams,
   subjects,
@@ -76,6 +77,19 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
       ['1', 'a1'],
       ['2', 'a2'],
     ]);
+    sub.unsubscribe();
+  });
+
+  it('an agent exit is announced a second time on svc.events.lifecycle.<worker>, alone (the session service reads only those)', async () => {
+    const workerId = 'wrk_exits';
+    const exits: StoredEventBatchType[] = [];
+    const sub = bus.nc.subscribe(subjects.lifecycleEvent(workerId), { callback: (_err, msg) => void exits.push(msg.json<StoredEventBatchType>()) });
+    const exit: IncomingEvent = { type: 'system', uid: 'exit', ts: new Date().toISOString(), data: { level: 'info', subtype: LIFECYCLE_SUBTYPES.agentExit, message: 'the agent exited', details: { code: 3 } } };
+    await post(workerId, [systemEvent('before'), exit]);
+    await waitFor('the exit announced', () => exits.length === 1);
+    expect(exits[0]!.events.map((e) => [e.id, e.uid])).toEqual([['2', 'exit']]);
+    const kept = await (await jetstreamManager(bus.nc)).streams.getMessage(streams.lifecycleEvents.name, { last_by_subj: subjects.lifecycleEvent(workerId) });
+    expect(kept?.json<StoredEventBatchType>().events.map((e) => e.uid)).toEqual(['exit']);
     sub.unsubscribe();
   });
 

@@ -1,7 +1,7 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { decodeJson, publishJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
-import { isControlEvent, storedBatchMessageId, streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
+import { agentExitCodeOf, isControlEvent, storedBatchMessageId, streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { EventStore, WorkerEvents } from '@svc/store';
 
@@ -111,7 +111,12 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, an
           // Announced before acknowledged: a crash in between redelivers the messages, and the
           // announcements are made again (acknowledging first could lose them for good).
           const announcement: StoredEventBatchType = { worker_id: workerId, events: stored[index]! };
-          await announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement) });
+          const exits = announcement.events.filter((event) => agentExitCodeOf(event) !== undefined);
+          const lifecycle: StoredEventBatchType = { worker_id: workerId, events: exits };
+          await Promise.all([
+            announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement) }),
+            exits.length > 0 ? announcer.publish(subjects.lifecycleEvent(workerId), lifecycle, { messageId: storedBatchMessageId(lifecycle) }) : undefined,
+          ]);
           const control = announcement.events.filter(isControlEvent);
           if (control.length > 0) publishJson(nc, subjects.controlEvents(workerId), { worker_id: workerId, events: control } satisfies StoredEventBatchType);
           for (const msg of group.msgs) msg.ack();

@@ -23,7 +23,7 @@ export interface LifecycleDeps {
 
 /**
  * Ends workers the way their agents and sidecars say:
- * - the sidecar's `agent_exit` event, read durably from the stored-event stream: exit code 0 →
+ * - the sidecar's `agent_exit` event, read durably from the lifecycle stream: exit code 0 →
  *   `completed`, anything else → `failed`, and the worker's token is revoked;
  * - a watchdog (every replica; status changes are compare-and-set, so two replicas agree):
  *   a running worker's sidecar silent for `sidecarLostAfterMs` → `failed` (`sidecar_lost`), and
@@ -34,6 +34,7 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
 
   const exits = await subscribeStoredEvents(deps.nc, {
     durableName: 'session-lifecycle',
+    lifecycleOnly: true,
     from: 'new',
     logger: log,
     handler: async (event) => {

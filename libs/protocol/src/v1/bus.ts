@@ -21,6 +21,13 @@ export const subjects = {
   storedEvent: (workerId: string) => `svc.events.stored.${workerId}`,
   storedAll: 'svc.events.stored.>',
   /**
+   * The stored events that end a worker's agent (`agent_exit`), announced a second time, after
+   * commit, as a `StoredEventBatch` (JetStream `SVC_EVENTS_LIFECYCLE`): the session service needs
+   * only these, and a durable consumer of every stored event is woken for every event.
+   */
+  lifecycleEvent: (workerId: string) => `svc.events.lifecycle.${workerId}`,
+  lifecycleAll: 'svc.events.lifecycle.>',
+  /**
    * Core NATS, not kept: event-ingest repeats here the stored events the control service acts
    * on (`control_request`, and the `system` event of a withdrawal), as a `StoredEventBatch`, so
    * control replicas need not read every event of every worker. A replica that missed some
@@ -71,6 +78,13 @@ export const streams = {
     subjects: [subjects.storedAll],
     maxAgeMs: 24 * 60 * 60 * 1000,
     maxBytes: 1024 * 1024 * 1024,
+  },
+  /** Agent exits, kept a week: a subscriber down for a while still learns of every one. */
+  lifecycleEvents: {
+    name: 'SVC_EVENTS_LIFECYCLE',
+    subjects: [subjects.lifecycleAll],
+    maxAgeMs: 7 * 24 * 60 * 60 * 1000,
+    maxBytes: 64 * 1024 * 1024,
   },
 } as const;
 
