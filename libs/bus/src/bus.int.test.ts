@@ -93,8 +93,31 @@ describe('bus — against a real nats-server', () => {
     );
     const result = await requestJson<{ sum: number }>(nc, 'svc.rpc.test.add', { a: 2, b: 3 }, { requestId: 'req-42' });
     expect(result).toEqual({ sum: 5 });
-    expect(seen[0]).toEqual({ subject: 'svc.rpc.test.add', requestId: 'req-42' });
+    expect(seen[0]).toMatchObject({ subject: 'svc.rpc.test.add', requestId: 'req-42' });
     sub.unsubscribe();
+  });
+
+  it('request/reply — a task the handler leaves for after the reply runs (what it publishes is sent); one that throws is logged and serving goes on', async () => {
+    let published = 0;
+    const heard = nc.subscribe('svc.test.after-reply', { callback: () => void (published += 1) });
+    const sub = serveRpc<{ fail: boolean }, string>(
+      nc,
+      'svc.rpc.test.after',
+      (request, context) => {
+        context.afterReply(() => {
+          if (request.fail) throw new Error('the task failed');
+          nc.publish('svc.test.after-reply');
+        });
+        return 'answered';
+      },
+      { logger },
+    );
+    await expect(requestJson(nc, 'svc.rpc.test.after', { fail: true })).resolves.toBe('answered');
+    await expect(requestJson(nc, 'svc.rpc.test.after', { fail: false })).resolves.toBe('answered');
+    await nc.flush();
+    expect(published).toBe(1);
+    sub.unsubscribe();
+    heard.unsubscribe();
   });
 
   it('request/reply — a coded error crosses the bus with its code, an unexpected one becomes internal', async () => {

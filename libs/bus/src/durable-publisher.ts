@@ -16,8 +16,11 @@ export interface DurablePublisher {
   /**
    * Publishes to JetStream and resolves with the ack (the message is durable). `messageId`
    * becomes `Nats-Msg-Id`. No stream for the subject is `unavailable`; no ack in time is `timeout`.
+   * `immediate` hands it to the connection now (after anything still waiting for the end of the
+   * turn) instead of with the turn's other messages: it then shares a socket write with whatever
+   * the caller sends next in this turn.
    */
-  publish(subject: string, payload: unknown, options: SendOptions & { messageId: string }): Promise<DurableAck>;
+  publish(subject: string, payload: unknown, options: SendOptions & { messageId: string; immediate?: boolean }): Promise<DurableAck>;
   /** Stops listening; publishes still waiting are rejected. */
   close(): void;
 }
@@ -65,11 +68,12 @@ export function createDurablePublisher(nc: NatsConnection, options: { timeoutMs?
   }
 
   return {
-    publish(subject, payload, { messageId, requestId }) {
+    publish(subject, payload, { messageId, requestId, immediate }) {
       const expected = inbox.expect(timeoutMs, () => `a JetStream publish on ${subject}`);
       unacked.add(expected);
       outbox.push({ subject, data: encode(payload), headers: headersWith(requestId, { [headers.messageId]: messageId })!, expected });
-      if (outbox.length === 1) setImmediate(sendOutbox);
+      if (immediate) sendOutbox();
+      else if (outbox.length === 1) setImmediate(sendOutbox);
       return acked(subject, expected);
     },
     close() {

@@ -16,6 +16,15 @@ export interface SendOptions {
   requestId?: string | undefined;
 }
 
+/** What a request handler also gets: a way to act once the reply is on its way. */
+export interface RpcContext extends MessageContext {
+  /**
+   * Runs `task` right after the reply is handed to the connection, in the same turn: a message
+   * the task publishes goes out in the same socket write as the reply.
+   */
+  afterReply(task: () => void): void;
+}
+
 function contextOf(msg: Msg): MessageContext {
   return { subject: msg.subject, requestId: msg.headers?.get(headers.requestId) || undefined };
 }
@@ -98,14 +107,15 @@ export interface ServeOptions<Request> {
 export function serveRpc<Request, Result>(
   nc: NatsConnection,
   subject: string,
-  handler: (request: Request, context: MessageContext) => Promise<Result> | Result,
+  handler: (request: Request, context: RpcContext) => Promise<Result> | Result,
   options: ServeOptions<Request>,
 ): Subscription {
   const log = options.logger.child({ component: 'rpc', subject });
   return subscribeMessages(nc, subject, options.queue, log, (msg) => void answer(msg));
 
   async function answer(msg: Msg): Promise<void> {
-    const context = contextOf(msg);
+    const afterReply: Array<() => void> = [];
+    const context: RpcContext = { ...contextOf(msg), afterReply: (task) => void afterReply.push(task) };
     let reply: RpcReply<Result>;
     try {
       let request = decode(msg.data) as Request;
@@ -126,6 +136,13 @@ export function serveRpc<Request, Result>(
       }
     }
     if (msg.reply) msg.respond(encode(reply));
+    for (const task of afterReply) {
+      try {
+        task();
+      } catch (err) {
+        log.error({ err, requestId: context.requestId }, 'a task after the reply failed');
+      }
+    }
   }
 }
 

@@ -78,9 +78,9 @@ export function createDecisions(deps: DecisionsDeps) {
    * decision's round trip): a failed announcement is tried again, and a long poll that never
    * hears of it still finds the decision in the store at its deadline.
    */
-  function announce(workerId: string, event: StoredEvent<'control_response'>, attempt = 1): void {
+  function announce(workerId: string, event: StoredEvent<'control_response'>, attempt = 1, immediate = false): void {
     const announcement: StoredEventBatchType = { worker_id: workerId, events: [event] };
-    deps.announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement) }).catch((err: unknown) => {
+    deps.announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement), immediate }).catch((err: unknown) => {
       if (attempt >= ANNOUNCE_ATTEMPTS) return log.error({ err, workerId, eventId: event.id }, 'a decision could not be announced; pollers will read it from the store');
       log.warn({ err, workerId, eventId: event.id, attempt }, 'announcing a decision failed; trying again');
       setTimeout(() => announce(workerId, event, attempt + 1), ANNOUNCE_RETRY_MS * attempt).unref();
@@ -110,8 +110,12 @@ export function createDecisions(deps: DecisionsDeps) {
   return {
     expire,
 
-    /** A person's decision: checks, in order, that the request exists, is not withdrawn, has not expired and is undecided. */
-    async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType): Promise<StoredEvent<'control_response'>> {
+    /**
+     * A person's decision: checks, in order, that the request exists, is not withdrawn, has not
+     * expired and is undecided. The announcement goes out through `afterReply` when given (the
+     * decider's answer and the announcement then leave in one socket write).
+     */
+    async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType, afterReply?: (task: () => void) => void): Promise<StoredEvent<'control_response'>> {
       const data: EventData<'control_response'> = {
         request_id: body.request_id,
         decision: body.decision,
@@ -137,7 +141,8 @@ export function createDecisions(deps: DecisionsDeps) {
         case 'expired':
           throw refusal(await expire(outcome.request, policy));
         case 'stored':
-          announce(workerId, outcome.decision);
+          if (afterReply) afterReply(() => announce(workerId, outcome.decision, 1, true));
+          else announce(workerId, outcome.decision);
           log.info({ workerId, requestId: body.request_id, decision: body.decision, decidedBy: decidedBy.sub }, 'decided');
           return outcome.decision;
       }

@@ -76,8 +76,8 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
     serveRpc<DecideRequestType, StoredEvent<'control_response'>>(
       deps.nc,
       subjects.rpc.decide,
-      async (request) => {
-        const decided = await decisions.decide(request);
+      async (request, context) => {
+        const decided = await decisions.decide(request, context.afterReply);
         deadlines.cancel(request.worker_id, request.decision.request_id);
         return decided;
       },
