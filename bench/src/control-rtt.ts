@@ -3,9 +3,11 @@
  * long poll (`GET …/control/pending?wait_ms=30000`) receives it, one decision at a time, p50 and
  * p99 over `--decisions` of them, on the stack as deployed (every service its own process,
  * Postgres with fsync on). Baseline in the same run, same client: a bare Fastify server where
- * a POST hands its body to a waiting long-poll GET (the two HTTP hops and nothing else).
+ * a POST hands its body to a waiting long-poll GET (the two HTTP hops and nothing else). Both
+ * first make `--warmup` decisions that are not counted: the processes' code is compiled to
+ * machine code as it runs, and a long-running service is measured warm.
  *
- *   npm run build && node bench/dist/control-rtt.js [--decisions 1000] [--profile DIR]
+ *   npm run build && node bench/dist/control-rtt.js [--decisions 1000] [--warmup 500] [--profile DIR]
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
@@ -14,8 +16,13 @@ import type { ListResponseOf, StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { agent, call, percentile, post, print, startPipeline, verdict } from './pipeline.js';
 
-const { values: args } = parseArgs({ options: { decisions: { type: 'string', default: '1000' }, 'log-level': { type: 'string', default: 'info' }, profile: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: { decisions: { type: 'string', default: '1000' }, warmup: { type: 'string', default: '500' }, 'log-level': { type: 'string', default: 'info' }, profile: { type: 'string' } },
+});
 const DECISIONS = Number(args.decisions);
+const WARMUP = Number(args.warmup);
+/** Every decision made, the uncounted warm-up ones first. */
+const MADE = WARMUP + DECISIONS;
 
 /** The long poll runs on its own connection, as the sidecar's does. */
 const pollAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -41,13 +48,15 @@ async function measure(decide: (index: number) => Promise<void>, poll: (cursor: 
   })();
   const times: number[] = [];
   const answered: number[] = [];
-  for (let index = 0; index < DECISIONS; index++) {
+  for (let index = 0; index < MADE; index++) {
     const requestId = `req-${index}`;
     const arrived = new Promise<void>((resolve) => received.set(requestId, resolve));
     const started = performance.now();
     await decide(index);
-    answered.push(performance.now() - started);
+    const answeredAfter = performance.now() - started;
     if (!seen.has(requestId)) await arrived;
+    if (index < WARMUP) continue;
+    answered.push(answeredAfter);
     times.push(performance.now() - started);
   }
   running = false;
@@ -88,8 +97,8 @@ async function main() {
   try {
     const worker = await pipeline.createWorker();
     // Every request is stored first, as the sidecar would have reported it.
-    for (let at = 0; at < DECISIONS; at += 100) {
-      const events = Array.from({ length: Math.min(100, DECISIONS - at) }, (_, i) => ({
+    for (let at = 0; at < MADE; at += 100) {
+      const events = Array.from({ length: Math.min(100, MADE - at) }, (_, i) => ({
         type: 'control_request',
         uid: `cr-${at + i}`,
         ts: new Date().toISOString(),
@@ -98,7 +107,7 @@ async function main() {
       await post(pipeline, worker, { events });
     }
     const base = `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}`;
-    await waitFor('every request open', async () => ((await call(`${base}/control/requests?state=open`, { token: pipeline.userToken })).body as { total: number }).total === DECISIONS, 60_000, 100);
+    await waitFor('every request open', async () => ((await call(`${base}/control/requests?state=open`, { token: pipeline.userToken })).body as { total: number }).total === MADE, 60_000, 100);
 
     const { times, answered } = await measure(
       async (index) => {
@@ -113,7 +122,7 @@ async function main() {
       },
     );
     const row = (name: string, sorted: number[]) => ({ path: name, decisions: sorted.length, 'p50 ms': percentile(sorted, 50).toFixed(2), 'p99 ms': percentile(sorted, 99).toFixed(2), 'max ms': sorted.at(-1)!.toFixed(1) });
-    print(`control-rtt: POST /control → the long-polling sidecar has it; ${DECISIONS} decisions one at a time (services log level ${args['log-level']})`);
+    print(`control-rtt: POST /control → the long-polling sidecar has it; ${DECISIONS} decisions one at a time, after ${WARMUP} uncounted (services log level ${args['log-level']})`);
     console.table([
       row('bare Fastify: POST hands to a waiting GET', baseline.times),
       row('svc: POST /control → GET /control/pending', times),

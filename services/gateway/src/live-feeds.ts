@@ -2,8 +2,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { NatsConnection } from '@svc/bus';
 import { subjects, type StoredEvent, type StoredEventBatchType, type StreamFrame } from '@svc/protocol';
 
-/** Gets each live event with its `event` frame already serialized (UTF-8, sent as a text frame). */
-export type LiveListener = (event: StoredEvent, frame: Buffer) => void;
+/** An event's `event` frame, serialized (UTF-8, sent as a text frame) on first call, once for every listener. */
+export type LiveFrame = () => Buffer;
+
+/** Gets each live event, and its frame for those that send one (a long poll does not). */
+export type LiveListener = (event: StoredEvent, frame: LiveFrame) => void;
 
 export interface LiveFeeds {
   /** Starts handing `workerId`'s announced events to `listener`; returns the function that stops it. */
@@ -12,8 +15,8 @@ export interface LiveFeeds {
 
 /**
  * One NATS subscription per watched worker on this gateway, however many viewers watch it: an
- * announcement is decoded once and each event's frame serialized and encoded once, then handed to every
- * viewer. (A subscription per viewer made NATS send, and us parse and serialize, every event
+ * announcement is decoded once and each event's frame serialized and encoded at most once, then
+ * handed to every viewer. (A subscription per viewer made NATS send, and us parse and serialize, every event
  * once per viewer: 500 viewers of one worker cost 500 times one.)
  */
 export function createLiveFeeds(nc: NatsConnection, logger: FastifyBaseLogger): LiveFeeds {
@@ -34,7 +37,8 @@ export function createLiveFeeds(nc: NatsConnection, logger: FastifyBaseLogger): 
         }
         if (!Array.isArray(batch.events)) return log.error({ worker: workerId }, 'an announcement without events was ignored');
         for (const event of batch.events) {
-          const frame = Buffer.from(JSON.stringify({ kind: 'event', event } satisfies StreamFrame));
+          let encoded: Buffer | undefined;
+          const frame = () => (encoded ??= Buffer.from(JSON.stringify({ kind: 'event', event } satisfies StreamFrame)));
           for (const listener of listeners) listener(event, frame);
         }
       },

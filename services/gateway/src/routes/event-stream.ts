@@ -4,7 +4,7 @@ import type { NatsConnection, WorkerDirectory } from '@svc/bus';
 import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type StoredEvent, type StreamFrame } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { listStoredEvents } from '../event-queries.js';
-import type { LiveFeeds } from '../live-feeds.js';
+import type { LiveFeeds, LiveFrame } from '../live-feeds.js';
 
 /** The open WebSockets, so a shutdown can tell each client why (and an event viewer where to resume). */
 export interface OpenStreams {
@@ -67,14 +67,14 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
       let closed = false;
       // While the store is being read (the replay, or refilling a hole), live events wait here.
       let catchingUp = true;
-      let held: Array<[StoredEvent, Buffer]> = [];
+      let held: Array<[StoredEvent, LiveFrame]> = [];
 
       // Text frames, whether given a string or the UTF-8 a live feed encoded once for everyone.
       const send = (frame: string | Buffer) => {
         if (!closed) socket.send(frame, { binary: false });
       };
-      const deliver = (event: StoredEvent, frame?: Buffer) => {
-        send(frame ?? JSON.stringify({ kind: 'event', event } satisfies StreamFrame));
+      const deliver = (event: StoredEvent, frame?: LiveFrame) => {
+        send(frame ? frame() : JSON.stringify({ kind: 'event', event } satisfies StreamFrame));
         lastId = BigInt(event.id);
       };
 
