@@ -1,10 +1,12 @@
+import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
 import { CodedError, createChecker, kvBuckets, streams, subjects } from '@svc/protocol';
 import { createGracefulShutdown, createLogger } from '@svc/service-kit';
-import { launchNatsServer as startNatsServer, type NatsServerProcess } from './nats-server-process.js';
+import { launchNatsServer as startNatsServer, natsServerThreads, type NatsServerProcess } from './nats-server-process.js';
 import { connectBus, type NatsConnection } from './connection.js';
 import { publishDurable, publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
 import { ensureStreams } from './streams.js';
@@ -227,6 +229,15 @@ describe('bus — connection life', () => {
     await nc.request('$JS.API.INFO', undefined, { timeout: 2000 });
     await nc.close();
     await second.stop();
+  });
+
+  it('the nats-server it starts runs on at most half the machine\'s threads, unless GOMAXPROCS says otherwise', async () => {
+    const server = await startNatsServer();
+    const environ = (await readFile(`/proc/${server.pid}/environ`, 'utf8')).split('\0');
+    await server.stop();
+    expect(environ).toContain(`GOMAXPROCS=${natsServerThreads()}`);
+    expect(natsServerThreads({})).toBe(String(Math.max(1, Math.floor(availableParallelism() / 2))));
+    expect(natsServerThreads({ GOMAXPROCS: '3' })).toBe('3');
   });
 
   it('graceful shutdown drains the NATS connection', async () => {

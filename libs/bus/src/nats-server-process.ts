@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { availableParallelism, homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 
 /** The oldest nats-server we support (JetStream features we rely on arrived in 2.10). */
@@ -61,6 +61,17 @@ export interface NatsServerProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * How many threads the nats-server we start runs Go code on (`GOMAXPROCS`): at most half the
+ * machine, unless `GOMAXPROCS` says otherwise. It shares the machine with the services and the
+ * database, and Go's scheduler keeps idle threads spinning in search of work: on this 2-core
+ * machine that took the CPU from the very processes a message was on its way to (a decision's
+ * round trip p50 4.4–6 ms with 2 threads, 3.1–4.3 ms with 1; ingest throughput up a third).
+ */
+export function natsServerThreads(env: Record<string, string | undefined> = process.env): string {
+  return env['GOMAXPROCS'] || String(Math.max(1, Math.floor(availableParallelism() / 2)));
+}
+
 /** Starts a nats-server with JetStream and resolves once it accepts clients. */
 export async function launchNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
   const binary = options.binary ?? findNatsServerBinary();
@@ -72,7 +83,7 @@ export async function launchNatsServer(options: NatsServerOptions = {}): Promise
   const args = ['-js', '-sd', storeDir, '-a', host, '-p', String(options.port ?? -1), '--ports_file_dir', portsDir];
   // Its own process group: a Ctrl+C in the terminal reaches only us, and we stop the server
   // after draining our connections to it (else it would die first and the drain would fail).
-  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, GOMAXPROCS: natsServerThreads() } });
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   let stderr = '';
