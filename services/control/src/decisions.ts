@@ -65,7 +65,7 @@ export function createDecisions(deps: DecisionsDeps) {
   const log = deps.logger.child({ component: 'decisions' });
 
   /** The deadline's decision: appended unless the request has one (then `duplicate`). */
-  async function store(workerId: string, data: EventData<'control_response'>): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
+  async function storeDeadlineDecision(workerId: string, data: EventData<'control_response'>): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
     const [appended] = await createEventStore(deps.db).append(workerId, [decisionEvent(data)]);
     const stored = appended!.event as StoredEvent<'control_response'>;
     if (!appended!.duplicate) announce(workerId, stored);
@@ -102,7 +102,7 @@ export function createDecisions(deps: DecisionsDeps) {
           : `Nobody decided on ${toolName} within ${policy.decision_timeout_s} s; the worker's policy allows it.`,
       decided_by: TIMEOUT_DECIDER,
     };
-    const { event, duplicate } = await store(request.event.worker_id, data);
+    const { event, duplicate } = await storeDeadlineDecision(request.event.worker_id, data);
     if (!duplicate) log.info({ workerId: request.event.worker_id, requestId, decision: policy.on_timeout }, 'deadline passed; the policy decided');
     return event;
   }

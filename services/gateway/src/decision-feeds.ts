@@ -40,7 +40,7 @@ export class DecisionLog {
   }
 
   /**
-   * A store read: `page` holds the decisions after `afterId` (at most `limit`), `lastId` the
+   * A store read: `page` holds the decisions after `afterId` (at most `limit`), `last_id` the
    * worker's head when `total` was counted, read before the page.
    */
   seeded(afterId: string, page: DecisionPage & { last_id?: string | undefined }, limit: number): void {
