@@ -112,10 +112,10 @@ export function createDecisions(deps: DecisionsDeps) {
 
     /**
      * A person's decision: checks, in order, that the request exists, is not withdrawn, has not
-     * expired and is undecided. The announcement goes out through `afterReply` when given (the
-     * decider's answer and the announcement then leave in one socket write).
+     * expired and is undecided. The announcement goes out through `afterReply` (the decider's
+     * answer and the announcement then leave in one socket write).
      */
-    async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType, afterReply?: (task: () => void) => void): Promise<StoredEvent<'control_response'>> {
+    async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType, afterReply: (task: () => void) => void): Promise<StoredEvent<'control_response'>> {
       const data: EventData<'control_response'> = {
         request_id: body.request_id,
         decision: body.decision,
@@ -141,8 +141,7 @@ export function createDecisions(deps: DecisionsDeps) {
         case 'expired':
           throw refusal(await expire(outcome.request, policy));
         case 'stored':
-          if (afterReply) afterReply(() => announce(workerId, outcome.decision, 1, true));
-          else announce(workerId, outcome.decision);
+          afterReply(() => announce(workerId, outcome.decision, 1, true));
           log.info({ workerId, requestId: body.request_id, decision: body.decision, decidedBy: decidedBy.sub }, 'decided');
           return outcome.decision;
       }
