@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_EVENTS, type IncomingEvent, type StoredEvent } from '@svc/protocol';
 import { systemEvent, startPostgres, type PostgresProcess } from '@svc/test-support';
+import { sql } from 'kysely';
+import pg from 'pg';
 import { migrateToLatest, openDatabase, type StoreDatabase } from './database.js';
 import { createEventStore, type EventStore } from './event-store.js';
 
@@ -90,7 +92,7 @@ describe.each(backends)('event store on %s', (backend) => {
     } else {
       database = await openDatabase({});
     }
-    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store', '2026-11-22T0900-append-many', '2026-11-22T1000-control', '2026-11-22T1200-sessions', '2026-11-22T1500-decide']);
+    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store', '2026-11-22T0900-append-many', '2026-11-22T1000-control', '2026-11-22T1200-sessions', '2026-11-22T1500-decide', '2026-11-22T1700-append-generic-plans']);
     store = createEventStore(database.db);
   });
 
@@ -235,4 +237,64 @@ describe('event store — data survives a restart of embedded PGlite', () => {
       await rm(dataDir, { recursive: true, force: true });
     }
   });
+});
+
+/**
+ * What one call of `svc_append_events` read, from auto_explain's plans of the statements inside
+ * it: the most rows any scan of `events` fetched or filtered out in one loop.
+ */
+async function rowsReadByAppend(url: string, workerId: string, events: IncomingEvent[]): Promise<{ stored: number; widestScan: number }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const plans: string[] = [];
+  client.on('notice', (notice) => plans.push(notice.message ?? ''));
+  try {
+    await client.query("LOAD 'auto_explain'");
+    await client.query('SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_analyze = on; SET client_min_messages = log');
+    const { rows } = await client.query('SELECT * FROM svc_append_events($1, $2::jsonb)', [workerId, JSON.stringify(events)]);
+    let widestScan = 0;
+    for (const line of plans.join('\n').split('\n')) {
+      const removed = /Rows Removed by Filter: (\d+)/.exec(line);
+      if (removed) widestScan = Math.max(widestScan, Number(removed[1]));
+      const scanned = /Scan .* on events .*actual time=\S+ rows=(\d+) loops=\d+/.exec(line);
+      if (scanned) widestScan = Math.max(widestScan, Number(scanned[1]));
+    }
+    return { stored: rows.filter((row: { known: boolean }) => !row.known).length, widestScan };
+  } finally {
+    await client.end();
+  }
+}
+
+describe('event store on postgres — statistics that saw one busy worker only', () => {
+  let postgres: PostgresProcess;
+  let database: StoreDatabase;
+  let store: EventStore;
+
+  beforeAll(async () => {
+    postgres = await startPostgres();
+    database = await openDatabase({ url: postgres.url });
+    await migrateToLatest(database.db);
+    store = createEventStore(database.db);
+  });
+
+  afterAll(async () => {
+    await database?.close();
+    await postgres?.stop();
+  });
+
+  it('append — a worker the statistics do not know still checks its uids on the (worker_id, uid) index', async () => {
+    const batch = (worker: string, n: number) => Array.from({ length: 100 }, (_, i) => systemEvent(`${worker}:${n}:${i}`));
+    for (let n = 0; n < 20; n++) await store.append('w-busy', batch('w-busy', n));
+    // ANALYZE while one worker has every row: any other worker now looks like it has one row.
+    await sql`ANALYZE events`.execute(database.db);
+    const { rows } = await sql<{ n_distinct: number }>`SELECT n_distinct FROM pg_stats WHERE tablename = 'events' AND attname = 'worker_id'`.execute(database.db);
+    expect(rows).toEqual([{ n_distinct: 1 }]);
+
+    // Custom plans made for such a worker walked its rows once per incoming uid: 100 × 2,000.
+    for (let n = 0; n < 20; n++) await store.append('w-new', batch('w-new', n));
+    const appended = await rowsReadByAppend(postgres.url, 'w-new', batch('w-new', 20));
+    expect(appended.stored).toBe(100);
+    expect(appended.widestScan).toBeLessThanOrEqual(100);
+    expect(await store.lastId('w-new')).toBe('2100');
+  }, 60_000);
 });

@@ -4,6 +4,7 @@ import * as appendMany from './2026-11-22T0900-append-many.js';
 import * as control from './2026-11-22T1000-control.js';
 import * as sessions from './2026-11-22T1200-sessions.js';
 import * as decide from './2026-11-22T1500-decide.js';
+import * as appendGenericPlans from './2026-11-22T1700-append-generic-plans.js';
 
 /**
  * Every migration, by timestamped name, in one explicit index: bundlers and single-file builds
@@ -15,6 +16,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T1000-control': control,
   '2026-11-22T1200-sessions': sessions,
   '2026-11-22T1500-decide': decide,
+  '2026-11-22T1700-append-generic-plans': appendGenericPlans,
 };
 
 export const migrationProvider: MigrationProvider = {
