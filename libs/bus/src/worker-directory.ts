@@ -11,6 +11,8 @@ import type { Logger } from '@svc/service-kit';
 export interface WorkerDirectory {
   /** The worker's record, or undefined when there is no such worker. */
   get(workerId: string): Promise<WorkerRecord | undefined>;
+  /** The record as the watch last delivered it, without asking the bucket: undefined when not seen yet. */
+  known(workerId: string): WorkerRecord | undefined;
   /** Which worker a token hash belongs to, among the workers seen so far. */
   workerOfTokenHash(tokenHash: string): string | undefined;
   stop(): Promise<void>;
@@ -64,6 +66,7 @@ export async function createWorkerDirectory(nc: NatsConnection, logger: Logger):
       if (record && !records.has(workerId)) remember(workerId, record);
       return records.get(workerId) ?? record;
     },
+    known: (workerId) => records.get(workerId),
     workerOfTokenHash: (tokenHash) => byTokenHash.get(tokenHash),
     async stop() {
       watch.stop();

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateWorkerToken } from '@svc/auth';
+import { generateWorkerToken, hashWorkerToken } from '@svc/auth';
 import { waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
@@ -112,6 +112,18 @@ describe('gateway authentication — worker tokens', () => {
       await waitFor(`${revoke} to be refused`, async () => (await sidecarCall(workerId, token)).statusCode === refusal, 1000, 5);
       expect(Date.now() - revokedAt).toBeLessThan(1000);
     }
+  });
+
+  it('a worker given a new token: the old one, accepted (and remembered) just before, is refused within 1 s', async () => {
+    const previous = await gw.createWorker('wrk_rotate', 'alice');
+    expect((await sidecarCall('wrk_rotate', previous)).statusCode).toBe(200);
+    expect((await sidecarCall('wrk_rotate', previous)).statusCode).toBe(200);
+    const next = generateWorkerToken();
+    await gw.setWorker({ worker_id: 'wrk_rotate', owner: 'alice', status: 'running', token_hash: hashWorkerToken(next), updated_at: new Date().toISOString() });
+    await waitFor('the new token to be accepted', async () => (await sidecarCall('wrk_rotate', next)).statusCode === 200, 1000, 5);
+    const refused = await sidecarCall('wrk_rotate', previous);
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json().code).toBe('unauthorized');
   });
 
   it('a token is never written to the logs', async () => {

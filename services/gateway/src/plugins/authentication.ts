@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import type { WorkerDirectory } from '@svc/bus';
 import { AuthenticationError, hashWorkerToken, looksLikeWorkerToken, verifyWorkerToken, type OidcVerifier, type Principal, type UserPrincipal } from '@svc/auth';
-import { CodedError, createChecker, isEndedStatus, WorkerId } from '@svc/protocol';
+import { CodedError, createChecker, isEndedStatus, WorkerId, type WorkerRecord } from '@svc/protocol';
 
 /**
  * Who may call a route: `public` (no credential), `user` (an OIDC JWT; the default, so a route
@@ -26,6 +26,8 @@ export interface AuthenticationOptions {
 
 const unauthorized = (message: string) => new CodedError('unauthorized', message);
 const workerIdChecker = createChecker<string>(WorkerId);
+/** Past this many remembered worker tokens the memory starts over (one token per live worker is the norm). */
+const MAX_REMEMBERED_WORKER_TOKENS = 10_000;
 
 function bearerToken(request: FastifyRequest): string {
   const header = request.headers.authorization;
@@ -38,23 +40,64 @@ function bearerToken(request: FastifyRequest): string {
 /** Authenticates every request by its route's `auth` and sets `request.principal`. */
 export const authenticationPlugin = fp<AuthenticationOptions>(
   async (app, options) => {
-    async function authenticateWorker(request: FastifyRequest, token: string): Promise<Principal> {
+    // Worker tokens that matched their worker's stored hash: token → that hash. A sidecar sends
+    // the same token on every request, and hashing it each time was 5 % of a busy gateway's CPU.
+    // A changed hash (a new token) or an ended worker is still seen: the record is read each time.
+    const verifiedWorkerTokens = new Map<string, string>();
+    function tokenMatches(token: string, tokenHash: string): boolean {
+      if (verifiedWorkerTokens.get(token) === tokenHash) return true;
+      if (!verifyWorkerToken(token, tokenHash)) return false;
+      if (verifiedWorkerTokens.size >= MAX_REMEMBERED_WORKER_TOKENS) verifiedWorkerTokens.clear();
+      verifiedWorkerTokens.set(token, tokenHash);
+      return true;
+    }
+
+    /** The worker named by `:id`, checked before any lookup: the id is a KV key and must have the protocol's shape. */
+    function workerIdOf(request: FastifyRequest, token: string): string {
       const workerId = (request.params as { id?: string }).id;
       if (!looksLikeWorkerToken(token)) throw new CodedError('forbidden', 'this endpoint takes the worker\'s token, not a user token');
-      // Checked before any lookup: the id is a KV key and must have the protocol's shape.
       if (workerId === undefined || !workerIdChecker.check(workerId).ok) {
         throw new CodedError('invalid_request', '/params/id must be a worker id (1-64 of A-Z, a-z, 0-9, "_" and "-")');
       }
-      const record = await options.workers.get(workerId);
+      return workerId;
+    }
+
+    function workerPrincipal(workerId: string, token: string, record: WorkerRecord | undefined): Principal {
       // Worker ids are random (96 bits): saying that one does not exist reveals nothing useful.
       if (!record) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);
-      if (record.token_hash && verifyWorkerToken(token, record.token_hash)) {
+      if (record.token_hash && tokenMatches(token, record.token_hash)) {
         if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} has ended (${record.status}); its token is revoked`);
         return { kind: 'worker', workerId };
       }
       const owner = options.workers.workerOfTokenHash(hashWorkerToken(token));
       if (owner && owner !== workerId) throw new CodedError('forbidden', 'this worker token is not valid for this worker');
       throw unauthorized('the worker token is not valid');
+    }
+
+    /** Calls `done` at once when the worker's record is at hand (the usual case), else after reading it. */
+    function authenticateWorker(request: FastifyRequest, token: string, done: (err?: Error) => void): void {
+      let workerId: string;
+      try {
+        workerId = workerIdOf(request, token);
+        const record = options.workers.known(workerId);
+        if (record) {
+          request.principal = workerPrincipal(workerId, token, record);
+          return done();
+        }
+      } catch (err) {
+        return done(err as Error);
+      }
+      options.workers.get(workerId).then(
+        (record) => {
+          try {
+            request.principal = workerPrincipal(workerId, token, record);
+          } catch (err) {
+            return done(err as Error);
+          }
+          done();
+        },
+        (err: Error) => done(err),
+      );
     }
 
     async function authenticateUser(token: string): Promise<UserPrincipal> {
@@ -67,7 +110,8 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
       }
     }
 
-    // Callback-style, so a user whose token was verified recently passes without a promise.
+    // Callback-style, so a sidecar whose worker is known, or a user whose token was verified
+    // recently, passes without a promise.
     app.addHook('onRequest', (request, _reply, done) => {
       // CORS preflights carry no credentials; the CORS plugin answers them.
       if (request.method === 'OPTIONS') return done();
@@ -84,7 +128,8 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
         request.principal = known;
         return done();
       }
-      (auth === 'worker' ? authenticateWorker(request, token) : authenticateUser(token)).then(
+      if (auth === 'worker') return authenticateWorker(request, token, done);
+      authenticateUser(token).then(
         (principal) => {
           request.principal = principal;
           done();
