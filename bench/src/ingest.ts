@@ -10,7 +10,7 @@
  *  3. POST → WebSocket viewer latency at a steady 2,000 events/s over 100 workers;
  *  4. 500 viewers of one worker on one gateway: delivery latency and the gateway's RSS.
  *
- *   npm run build && node bench/dist/ingest.js [--seconds 10] [--rounds 3] [--log-level info] [--only 1,2,3,4] [--profile DIR]
+ *   npm run build && node bench/dist/ingest.js [--seconds 10] [--rounds 5] [--log-level info] [--only 1,2,3,4] [--rate 2000] [--stages] [--profile DIR]
  *
  * Nothing is pinned to a CPU: the services share the machine's cores as they would a node's.
  */
@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import pg from 'pg';
 import WebSocket from 'ws';
-import type { CreateWorkerResultType, IncomingEvent, StreamFrame } from '@svc/protocol';
+import { subjects, type CreateWorkerResultType, type IncomingEvent, type IncomingEventMessageType, type StoredEventBatchType, type StreamFrame } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { runLoad, type LoadResult } from './load-client.js';
 import { agent, percentile, post, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
@@ -28,12 +28,18 @@ const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
-    rounds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '5' },
     'log-level': { type: 'string', default: 'info' },
     /** Run only these figures, e.g. `--only 2,3`. */
     only: { type: 'string', default: '1,2,3,4' },
     /** Events per second of figure 3 (the target is stated for 2,000). */
     rate: { type: 'string', default: '2000' },
+    /**
+     * Figure 3 also times each event's stages, seen from this process: its JetStream publish (a
+     * subscription on the incoming subjects), the 202, its stored announcement, the viewer.
+     * The two extra subscriptions cost this process CPU; use at low rates to see the floor.
+     */
+    stages: { type: 'boolean', default: false },
     /** Write a CPU profile of each service into this directory. */
     profile: { type: 'string' },
   },
@@ -149,7 +155,14 @@ function openViewer(pipeline: Pipeline, workerId: string, onEvent: (uid: string)
  * Posts single events at `rate` per second spread over `workers` for SECONDS and measures, for
  * every viewer, the time from the start of the POST to the event's arrival.
  */
-async function measureDelivery(pipeline: Pipeline, workers: CreateWorkerResultType[], viewersPerWorker: number, rate: number, onTick?: () => Promise<void>) {
+async function measureDelivery(
+  pipeline: Pipeline,
+  workers: CreateWorkerResultType[],
+  viewersPerWorker: number,
+  rate: number,
+  onTick?: () => Promise<void>,
+  clock?: { posting(uid: string): void; answered(uid: string): void },
+) {
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
   const expected = { deliveries: 0 };
@@ -172,8 +185,11 @@ async function measureDelivery(pipeline: Pipeline, workers: CreateWorkerResultTy
       const worker = workers[sent % workers.length]!;
       const uid = `${worker.worker_id}:live:${sent}`;
       sentAt.set(uid, performance.now());
+      clock?.posting(uid);
       expected.deliveries += viewersPerWorker;
-      const request = post(pipeline, worker, event(uid)).finally(() => inFlight.delete(request));
+      const request = post(pipeline, worker, event(uid))
+        .then(() => clock?.answered(uid))
+        .finally(() => inFlight.delete(request));
       inFlight.add(request);
     }
     await onTick?.();
@@ -183,15 +199,46 @@ async function measureDelivery(pipeline: Pipeline, workers: CreateWorkerResultTy
   await waitFor('every delivery', () => latencies.length >= expected.deliveries, 30_000).catch(() => undefined);
   for (const viewer of viewers) viewer.close();
   const sorted = latencies.sort((a, b) => a - b);
-  return { sent, deliveries: latencies.length, missing: expected.deliveries - latencies.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN };
+  return { sent, deliveries: latencies.length, missing: expected.deliveries - latencies.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN, latencies: sorted };
+}
+
+/** Times each event's stages from the moment its POST starts, by uid (`--stages`). */
+function stageClock(pipeline: Pipeline) {
+  const started = new Map<string, number>();
+  const stages = { published: [] as number[], answered: [] as number[], stored: [] as number[] };
+  const decoder = new TextDecoder();
+  const seen = (uid: string, into: number[]) => {
+    const at = started.get(uid);
+    if (at !== undefined) into.push(performance.now() - at);
+  };
+  const subscriptions = [
+    pipeline.nc.subscribe(subjects.incomingAll, { callback: (_err, msg) => seen((JSON.parse(decoder.decode(msg.data)) as IncomingEventMessageType).event.uid, stages.published) }),
+    pipeline.nc.subscribe(subjects.storedAll, {
+      callback: (_err, msg) => (JSON.parse(decoder.decode(msg.data)) as StoredEventBatchType).events.forEach((stored) => seen(stored.uid, stages.stored)),
+    }),
+  ];
+  return {
+    posting: (uid: string) => started.set(uid, performance.now()),
+    answered: (uid: string) => seen(uid, stages.answered),
+    report(viewer: number[]) {
+      for (const subscription of subscriptions) subscription.unsubscribe();
+      const row = (stage: string, values: number[]) => {
+        const sorted = [...values].sort((a, b) => a - b);
+        return { 'from the POST to': stage, events: sorted.length, 'p50 ms': percentile(sorted, 50).toFixed(2), 'p99 ms': percentile(sorted, 99).toFixed(2) };
+      };
+      console.table([row('its JetStream publish', stages.published), row('the 202', stages.answered), row('its stored announcement', stages.stored), row('the viewer', viewer)]);
+    },
+  };
 }
 
 /** 3. POST → viewer latency at 2,000 events/s over 100 workers (one viewer each). */
 async function latency(pipeline: Pipeline) {
   const workers = await Promise.all(Array.from({ length: LATENCY_WORKERS }, () => pipeline.createWorker()));
-  const result = await measureDelivery(pipeline, workers, 1, LATENCY_RATE);
+  const clock = args.stages ? stageClock(pipeline) : undefined;
+  const result = await measureDelivery(pipeline, workers, 1, LATENCY_RATE, undefined, clock);
   print(`3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers for ${SECONDS}s`);
   console.table([{ events: result.sent, deliveries: result.deliveries, missing: result.missing, 'p50 ms': result.p50.toFixed(2), 'p99 ms': result.p99.toFixed(2), 'max ms': result.max.toFixed(1) }]);
+  clock?.report(result.latencies);
   verdict('p50 ms', result.p50, '≤', 3);
   verdict('p99 ms', result.p99, '≤', 20);
 }
