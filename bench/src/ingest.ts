@@ -212,7 +212,7 @@ function stageClock(pipeline: Pipeline) {
     if (at !== undefined) into.push(performance.now() - at);
   };
   const subscriptions = [
-    pipeline.nc.subscribe(subjects.incomingAll, { callback: (_err, msg) => seen((JSON.parse(decoder.decode(msg.data)) as IncomingEventMessageType).event.uid, stages.published) }),
+    pipeline.nc.subscribe(subjects.incomingAll, { callback: (_err, msg) => seen(((JSON.parse(decoder.decode(msg.data)) as IncomingEventMessageType).event as IncomingEvent).uid, stages.published) }),
     pipeline.nc.subscribe(subjects.storedAll, {
       callback: (_err, msg) => (JSON.parse(decoder.decode(msg.data)) as StoredEventBatchType).events.forEach((stored) => seen(stored.uid, stages.stored)),
     }),

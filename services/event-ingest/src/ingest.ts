@@ -64,7 +64,7 @@ export async function consumePartition(nc: NatsConnection, store: EventStore, an
   let stopping = false;
 
   // Acknowledgements of a stored and announced batch wait for the next batch's announcement and
-  // leave in the same socket write (a write per batch on each side was a tenth of event-ingest's
+  // leave in the same socket write (the second write per batch was about a tenth of event-ingest's
   // CPU); they go at once when the partition falls idle or the store fails.
   let unsentAcks: JsMsg[] = [];
   function sendAcks(): void {
