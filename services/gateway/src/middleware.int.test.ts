@@ -70,6 +70,14 @@ describe('gateway middleware — request id, client IP, logging, recovery, CORS'
     const foreign = await gw.app.inject({ url: '/v1/test/whoami', headers: { ...auth(), origin: 'https://evil.example' } });
     expect(foreign.headers['access-control-allow-origin']).toBeUndefined();
   });
+
+  it('CORS — a sidecar route (worker token) gets no CORS headers, even from an allowed origin', async () => {
+    const token = await gw.createWorker('wrk_cors', 'alice');
+    const sidecar = await gw.app.inject({ url: '/v1/workers/wrk_cors/test-sidecar', headers: { authorization: `Bearer ${token}`, origin: 'https://console.example' } });
+    expect(sidecar.statusCode).toBe(200);
+    expect(sidecar.headers['access-control-allow-origin']).toBeUndefined();
+    expect(sidecar.headers['vary']).toBeUndefined();
+  });
 });
 
 describe('gateway errors — every non-2xx answer is an APIError', () => {
