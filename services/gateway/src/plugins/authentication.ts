@@ -26,7 +26,7 @@ export interface AuthenticationOptions {
 
 const unauthorized = (message: string) => new CodedError('unauthorized', message);
 const workerIdChecker = createChecker<string>(WorkerId);
-/** Past this many remembered worker tokens the memory starts over (one token per live worker is the norm). */
+/** How many verified worker tokens to remember (one per live worker is the norm). */
 const MAX_REMEMBERED_WORKER_TOKENS = 10_000;
 
 function bearerToken(request: FastifyRequest): string {
@@ -47,7 +47,8 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
     function tokenMatches(token: string, tokenHash: string): boolean {
       if (verifiedWorkerTokens.get(token) === tokenHash) return true;
       if (!verifyWorkerToken(token, tokenHash)) return false;
-      if (verifiedWorkerTokens.size >= MAX_REMEMBERED_WORKER_TOKENS) verifiedWorkerTokens.clear();
+      // The oldest goes first, as with remembered user tokens (libs/auth/src/oidc.ts).
+      if (verifiedWorkerTokens.size >= MAX_REMEMBERED_WORKER_TOKENS) verifiedWorkerTokens.delete(verifiedWorkerTokens.keys().next().value!);
       verifiedWorkerTokens.set(token, tokenHash);
       return true;
     }
