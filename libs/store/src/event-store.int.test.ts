@@ -10,26 +10,47 @@ import { createEventStore, type EventStore } from './event-store.js';
 /**
  * The visibility invariant under load: `appenders` concurrent writers per worker append
  * batches of 1-10 events (re-sending some uids), while `readers` per worker page through with
- * `list(afterId = last id seen)` until they have seen everything.
+ * `list(afterId = last id seen)` until they have seen everything. With `together`, each writer
+ * appends its batch for every worker in one `appendMany` call, the workers listed in an order of
+ * its own (so concurrent calls name the same workers in different orders).
  */
-async function checkVisibilityInvariant(store: EventStore, workers: string[], appenders: number, readers: number, batchesPerAppender: number) {
+async function checkVisibilityInvariant(store: EventStore, workers: string[], appenders: number, readers: number, batchesPerAppender: number, together = false) {
   const expectedUids = new Map<string, string[][]>(); // worker → per-appender uid sequence
-  const appendAll = workers.flatMap((worker) => {
-    const sequences = Array.from({ length: appenders }, () => [] as string[]);
-    expectedUids.set(worker, sequences);
-    return sequences.map(async (sequence, appender) => {
-      let n = 0;
-      for (let batch = 0; batch < batchesPerAppender; batch++) {
-        const size = 1 + ((appender * 7 + batch * 3) % 10);
-        const events = Array.from({ length: size }, () => systemEvent(`${worker}-a${appender}:${n++}`));
-        // Every third batch also re-sends the last uid of the previous one: it must not be stored twice.
-        const resend = batch % 3 === 2 && sequence.length > 0 ? [systemEvent(sequence[sequence.length - 1]!)] : [];
-        sequence.push(...events.map((e) => e.uid));
-        const results = await store.append(worker, [...resend, ...events]);
-        expect(results.filter((r) => r.duplicate)).toHaveLength(resend.length);
-      }
-    });
-  });
+  for (const worker of workers) expectedUids.set(worker, Array.from({ length: appenders }, () => [] as string[]));
+  const counters = new Map<string, number>();
+  /** Appender `appender`'s next batch for `worker`, its uids noted as expected. */
+  const nextBatch = (worker: string, appender: number, batch: number) => {
+    const sequence = expectedUids.get(worker)![appender]!;
+    const size = 1 + ((appender * 7 + batch * 3) % 10);
+    const key = `${worker}-a${appender}`;
+    const first = counters.get(key) ?? 0;
+    counters.set(key, first + size);
+    const events = Array.from({ length: size }, (_, i) => systemEvent(`${key}:${first + i}`));
+    // Every third batch also re-sends the last uid of the previous one: it must not be stored twice.
+    const resend = batch % 3 === 2 && sequence.length > 0 ? [systemEvent(sequence[sequence.length - 1]!)] : [];
+    sequence.push(...events.map((e) => e.uid));
+    return { events: [...resend, ...events], resent: resend.length };
+  };
+  const appendAll = together
+    ? Array.from({ length: appenders }, async (_, appender) => {
+        // Rotated by the writer's index, and reversed for every other writer.
+        const rotated = [...workers.slice(appender % workers.length), ...workers.slice(0, appender % workers.length)];
+        const listed = appender % 2 === 0 ? rotated : rotated.reverse();
+        for (let batch = 0; batch < batchesPerAppender; batch++) {
+          const batches = listed.map((worker) => ({ workerId: worker, ...nextBatch(worker, appender, batch) }));
+          const results = await store.appendMany(batches);
+          results.forEach((list, index) => expect(list.filter((r) => r.duplicate)).toHaveLength(batches[index]!.resent));
+        }
+      })
+    : workers.flatMap((worker) =>
+        Array.from({ length: appenders }, async (_, appender) => {
+          for (let batch = 0; batch < batchesPerAppender; batch++) {
+            const { events, resent } = nextBatch(worker, appender, batch);
+            const results = await store.append(worker, events);
+            expect(results.filter((r) => r.duplicate)).toHaveLength(resent);
+          }
+        }),
+      );
 
   let appending = true;
   let aborted = false;
@@ -92,7 +113,7 @@ describe.each(backends)('event store on %s', (backend) => {
     } else {
       database = await openDatabase({});
     }
-    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store', '2026-11-22T0900-append-many', '2026-11-22T1000-control', '2026-11-22T1200-sessions', '2026-11-22T1500-decide', '2026-11-22T1700-append-generic-plans']);
+    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store', '2026-11-22T0900-append-many', '2026-11-22T1000-control', '2026-11-22T1200-sessions', '2026-11-22T1500-decide', '2026-11-22T1700-append-generic-plans', '2026-11-22T2000-append-many-set-based']);
     store = createEventStore(database.db);
   });
 
@@ -195,6 +216,40 @@ describe.each(backends)('event store on %s', (backend) => {
     expect(await store.count('w-many-bad')).toBe(0);
   });
 
+  it('appendMany — a worker listed twice is refused, and nothing is stored', async () => {
+    await expect(
+      store.appendMany([
+        { workerId: 'w-twice', events: [systemEvent('t1')] },
+        { workerId: 'w-other', events: [systemEvent('o1')] },
+        { workerId: 'w-twice', events: [systemEvent('t2')] },
+      ]),
+    ).rejects.toThrow('worker w-twice is listed twice');
+    expect(await store.count('w-twice')).toBe(0);
+    expect(await store.count('w-other')).toBe(0);
+  });
+
+  it('appendMany — a uid twice in one worker\'s batch, and uids stored before, among other workers', async () => {
+    await store.append('w-mixed-a', [systemEvent('a0')]);
+    const results = await store.appendMany([
+      { workerId: 'w-mixed-a', events: [systemEvent('a1'), systemEvent('a0'), systemEvent('a1'), systemEvent('a2')] },
+      { workerId: 'w-mixed-b', events: [systemEvent('a1'), systemEvent('b1')] },
+    ]);
+    expect(results.map((list) => list.map((r) => [r.event.worker_id, r.event.id, r.event.uid, r.duplicate]))).toEqual([
+      [
+        ['w-mixed-a', '2', 'a1', false],
+        ['w-mixed-a', '1', 'a0', true],
+        ['w-mixed-a', '2', 'a1', true],
+        ['w-mixed-a', '3', 'a2', false],
+      ],
+      [
+        ['w-mixed-b', '1', 'a1', false],
+        ['w-mixed-b', '2', 'b1', false],
+      ],
+    ]);
+    expect(await store.head('w-mixed-a')).toEqual({ total: 3, lastId: '3' });
+    expect(await store.head('w-mixed-b')).toEqual({ total: 2, lastId: '2' });
+  });
+
   it('list — after_id, limit and types filter, in id order', async () => {
     const events = Object.values(EXAMPLE_EVENTS) as IncomingEvent[];
     await store.append('w-list', events);
@@ -214,6 +269,11 @@ describe.each(backends)('event store on %s', (backend) => {
   it('visibility invariant — the same with 50 workers at once', async () => {
     const workers = Array.from({ length: 50 }, (_, i) => `w-many-${i}`);
     await checkVisibilityInvariant(store, workers, 8, 4, 3);
+  }, 120_000);
+
+  it('visibility invariant — 8 writers each appending to 20 workers per appendMany call, listed in different orders', async () => {
+    const workers = Array.from({ length: 20 }, (_, i) => `w-together-${i}`);
+    await checkVisibilityInvariant(store, workers, 8, 2, 6, true);
   }, 120_000);
 });
 

@@ -87,10 +87,16 @@ export function createEventStore(db: Kysely<Database>): EventStore {
   }
 
   async function appendMany(batches: readonly WorkerEvents[]): Promise<AppendResult[][]> {
+    const listed = new Set<string>();
+    for (const { workerId } of batches) {
+      if (listed.has(workerId)) throw new Error(`appendMany: worker ${workerId} is listed twice; give each worker one batch`);
+      listed.add(workerId);
+    }
     const nonEmpty = batches.filter((batch) => batch.events.length > 0);
     if (nonEmpty.length === 0) return batches.map(() => []);
     // One round trip: svc_append_events locks the worker's head row, skips known uids and hands
-    // out the next ids; svc_append_many runs it per worker in one transaction (the migrations say why).
+    // out the next ids; svc_append_many does the same for every worker of the call at once, in
+    // one transaction (the migrations say why).
     const payload = nonEmpty.map(({ workerId, events }) => ({ worker_id: workerId, events: events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })) }));
     // One worker goes straight to svc_append_events: the loop of svc_append_many costs a
     // single-worker append up to a quarter of its speed on PGlite.

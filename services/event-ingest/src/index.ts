@@ -3,6 +3,7 @@ import { partitionsOfReplica } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
 import { createEventStore, migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { consumePartition } from './ingest.js';
+import { sharedCommits } from './shared-commits.js';
 import { serveEventQueries } from './queries.js';
 
 export interface EventIngestDeps {
@@ -26,7 +27,9 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
   const store = createEventStore(deps.db);
   const announcer = createDurablePublisher(deps.nc);
-  const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, store, announcer, partition, log)));
+  // The partitions' appends share commits (shared-commits.ts).
+  const appender = sharedCommits(store);
+  const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, appender, announcer, partition, log)));
   const queries = serveEventQueries(deps.nc, store, log);
   const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   log.info({ partitions }, 'event-ingest consuming');

@@ -3,7 +3,8 @@ import { nanos } from '@nats-io/transport-node';
 import { decodeJson, publishJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
 import { agentExitCodeOf, isControlEvent, storedBatchMessageId, streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import type { EventStore, WorkerEvents } from '@svc/store';
+import type { WorkerEvents } from '@svc/store';
+import type { Appender } from './shared-commits.js';
 
 /** Most messages appended in one go (per partition). */
 const MAX_BATCH = 500;
@@ -35,7 +36,7 @@ export function consumerName(partition: number): string {
  * (one `StoredEventBatch` per commit), then acknowledges them. A failed append is retried (the messages stay unacknowledged
  * and in order) until it succeeds; nothing is acknowledged before it is stored.
  */
-export async function consumePartition(nc: NatsConnection, store: EventStore, announcer: DurablePublisher, partition: number, logger: Logger): Promise<PartitionConsumer> {
+export async function consumePartition(nc: NatsConnection, store: Appender, announcer: DurablePublisher, partition: number, logger: Logger): Promise<PartitionConsumer> {
   const log = logger.child({ partition });
   const jsm = await jetstreamManager(nc);
   const name = consumerName(partition);
