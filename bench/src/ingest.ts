@@ -7,7 +7,8 @@
  *     Fastify no-op POST with the same body, same client (autocannon), same run;
  *  2. batched POSTs (100 events each): stored events/s (POST until committed in Postgres)
  *     against raw multi-row INSERTs of 100 rows with the same concurrency, same Postgres;
- *  3. POST → WebSocket viewer latency at a steady 2,000 events/s over 100 workers;
+ *  3. POST → WebSocket viewer latency at a steady 2,000 events/s over 100 workers, beside the
+ *     round trip of a bare Fastify no-op POST from the same client at the same rate;
  *  4. 500 viewers of one worker on one gateway: delivery latency and the gateway's RSS.
  *
  *   npm run build && node bench/dist/ingest.js [--seconds 10] [--rounds 5] [--log-level info] [--only 1,2,3,4] [--rate 2000] [--stages] [--profile DIR]
@@ -21,7 +22,7 @@ import WebSocket from 'ws';
 import { subjects, type CreateWorkerResultType, type IncomingEvent, type IncomingEventMessageType, type StoredEventBatchType, type StreamFrame } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { runLoad, type LoadResult } from './load-client.js';
-import { agent, percentile, post, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
+import { agent, call, percentile, post, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
 import { median, rawInsertSql, rawParameters } from './raw-insert.js';
 
 const { values: args } = parseArgs({
@@ -56,11 +57,17 @@ const FAN_OUT_RATE = 50;
 const TEXT = 'The tests pass now. I changed the parser to keep the raw line when a field is missing. ';
 const event = (uid: string): IncomingEvent => ({ type: 'assistant', uid, ts: new Date().toISOString(), data: { text: TEXT, message_id: 'msg_bench' } });
 
-/** 1. Single-event durable POST vs a bare Fastify no-op POST. */
-async function singlePost(pipeline: Pipeline) {
+/** The baseline of figures 1 and 3: a bare Fastify no-op POST answering as the route does (202). */
+async function startBareServer(): Promise<{ url: string; close(): Promise<void> }> {
   const bare = Fastify();
   bare.post('/noop', async (_request, reply) => reply.code(202).send({ accepted: 1 }));
-  const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
+  const url = await bare.listen({ host: '127.0.0.1', port: 0 });
+  return { url: `${url}/noop`, close: () => bare.close() };
+}
+
+/** 1. Single-event durable POST vs a bare Fastify no-op POST. */
+async function singlePost(pipeline: Pipeline) {
+  const bare = await startBareServer();
   const worker = await pipeline.createWorker();
   const body = JSON.stringify(event('bench:[<id>]'));
   // Every run starts with the store caught up, so no run pays for the previous one's backlog.
@@ -69,10 +76,10 @@ async function singlePost(pipeline: Pipeline) {
     return runLoad(url, { seconds: String(SECONDS), connections: args.connections, method: 'POST', body, pin: false, headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' } });
   };
   const target = `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`;
-  await load(`${bareUrl}/noop`);
+  await load(bare.url);
   await load(target);
   const rounds: Array<{ bare: LoadResult; post: LoadResult }> = [];
-  for (let round = 0; round < ROUNDS; round++) rounds.push({ bare: await load(`${bareUrl}/noop`), post: await load(target) });
+  for (let round = 0; round < ROUNDS; round++) rounds.push({ bare: await load(bare.url), post: await load(target) });
   await bare.close();
   const ratio = (r: { bare: LoadResult; post: LoadResult }) => r.post.requests.average / r.bare.requests.average;
   const middle = [...rounds].sort((a, b) => ratio(a) - ratio(b))[Math.floor(rounds.length / 2)]!;
@@ -152,6 +159,27 @@ function openViewer(pipeline: Pipeline, workerId: string, onEvent: (uid: string)
 }
 
 /**
+ * Calls `send(n)` for n = 0, 1, 2 … at `rate` per second for SECONDS, without waiting for
+ * answers; resolves with the number sent once every call has settled.
+ */
+async function atRate(rate: number, send: (n: number) => Promise<void>, onTick?: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  let sent = 0;
+  const inFlight = new Set<Promise<void>>();
+  while (performance.now() - started < SECONDS * 1000) {
+    const due = Math.floor(((performance.now() - started) / 1000) * rate);
+    for (; sent < due; sent++) {
+      const request = send(sent).finally(() => inFlight.delete(request));
+      inFlight.add(request);
+    }
+    await onTick?.();
+    await sleep(2);
+  }
+  await Promise.all(inFlight);
+  return sent;
+}
+
+/**
  * Posts single events at `rate` per second spread over `workers` for SECONDS and measures, for
  * every viewer, the time from the start of the POST to the event's arrival.
  */
@@ -176,26 +204,18 @@ async function measureDelivery(
       ),
     ),
   );
-  const started = performance.now();
-  let sent = 0;
-  const inFlight = new Set<Promise<void>>();
-  while (performance.now() - started < SECONDS * 1000) {
-    const due = Math.floor(((performance.now() - started) / 1000) * rate);
-    for (; sent < due; sent++) {
-      const worker = workers[sent % workers.length]!;
-      const uid = `${worker.worker_id}:live:${sent}`;
+  const sent = await atRate(
+    rate,
+    (n) => {
+      const worker = workers[n % workers.length]!;
+      const uid = `${worker.worker_id}:live:${n}`;
       sentAt.set(uid, performance.now());
       clock?.posting(uid);
       expected.deliveries += viewersPerWorker;
-      const request = post(pipeline, worker, event(uid))
-        .then(() => clock?.answered(uid))
-        .finally(() => inFlight.delete(request));
-      inFlight.add(request);
-    }
-    await onTick?.();
-    await sleep(2);
-  }
-  await Promise.all(inFlight);
+      return post(pipeline, worker, event(uid)).then(() => clock?.answered(uid));
+    },
+    onTick,
+  );
   await waitFor('every delivery', () => latencies.length >= expected.deliveries, 30_000).catch(() => undefined);
   for (const viewer of viewers) viewer.close();
   const sorted = latencies.sort((a, b) => a - b);
@@ -231,13 +251,35 @@ function stageClock(pipeline: Pipeline) {
   };
 }
 
-/** 3. POST → viewer latency at 2,000 events/s over 100 workers (one viewer each). */
+/**
+ * Figure 3's baseline: the same client posting the same events at the same rate to a bare
+ * Fastify no-op POST in this process (as in figure 1); the round trip of each, sorted.
+ */
+async function bareRoundTrips(rate: number): Promise<number[]> {
+  const bare = await startBareServer();
+  const times: number[] = [];
+  await atRate(rate, async (n) => {
+    const started = performance.now();
+    const answer = await call(bare.url, { method: 'POST', token: 'bench', body: event(`bare:${n}`) });
+    if (answer.status !== 202) throw new Error(`the bare server answered ${answer.status}`);
+    times.push(performance.now() - started);
+  });
+  await bare.close();
+  return times.sort((a, b) => a - b);
+}
+
+/** 3. POST → viewer latency at 2,000 events/s over 100 workers (one viewer each), beside a bare POST's round trip. */
 async function latency(pipeline: Pipeline) {
   const workers = await Promise.all(Array.from({ length: LATENCY_WORKERS }, () => pipeline.createWorker()));
   const clock = args.stages ? stageClock(pipeline) : undefined;
+  const baseline = await bareRoundTrips(LATENCY_RATE);
+  await pipeline.drained();
   const result = await measureDelivery(pipeline, workers, 1, LATENCY_RATE, undefined, clock);
   print(`3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers for ${SECONDS}s`);
-  console.table([{ events: result.sent, deliveries: result.deliveries, missing: result.missing, 'p50 ms': result.p50.toFixed(2), 'p99 ms': result.p99.toFixed(2), 'max ms': result.max.toFixed(1) }]);
+  console.table([
+    { path: 'POST → its WebSocket viewer', events: result.sent, deliveries: result.deliveries, missing: result.missing, 'p50 ms': result.p50.toFixed(2), 'p99 ms': result.p99.toFixed(2), 'max ms': result.max.toFixed(1) },
+    { path: 'bare Fastify POST, round trip (same client and rate)', events: baseline.length, 'p50 ms': percentile(baseline, 50).toFixed(2), 'p99 ms': percentile(baseline, 99).toFixed(2), 'max ms': (baseline.at(-1) ?? NaN).toFixed(1) },
+  ]);
   clock?.report(result.latencies);
   verdict('p50 ms', result.p50, '≤', 3);
   verdict('p99 ms', result.p99, '≤', 20);
