@@ -273,7 +273,6 @@ async function latency(pipeline: Pipeline) {
   const workers = await Promise.all(Array.from({ length: LATENCY_WORKERS }, () => pipeline.createWorker()));
   const clock = args.stages ? stageClock(pipeline) : undefined;
   const baseline = await bareRoundTrips(LATENCY_RATE);
-  await pipeline.drained();
   const result = await measureDelivery(pipeline, workers, 1, LATENCY_RATE, undefined, clock);
   print(`3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers for ${SECONDS}s`);
   console.table([

@@ -98,8 +98,8 @@ export function createEventStore(db: Kysely<Database>): EventStore {
     // out the next ids; svc_append_many does the same for every worker of the call at once, in
     // one transaction (the migrations say why).
     const payload = nonEmpty.map(({ workerId, events }) => ({ worker_id: workerId, events: events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })) }));
-    // One worker goes straight to svc_append_events: the loop of svc_append_many costs a
-    // single-worker append up to a quarter of its speed on PGlite.
+    // One worker goes straight to svc_append_events, the simpler plan (the first svc_append_many,
+    // a loop over svc_append_events, cost a single-worker append up to a quarter of its speed on PGlite).
     const single = payload.length === 1 ? payload[0]! : undefined;
     const { rows } = single
       ? await sql<EventRow & { known: boolean }>`
