@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_EVENTS, type IncomingEvent, type StoredEvent } from '@svc/protocol';
 import { systemEvent, startPostgres, type PostgresProcess } from '@svc/test-support';
-import { sql } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest, openDatabase, type StoreDatabase } from './database.js';
 import { createEventStore, type EventStore } from './event-store.js';
+import { migrations } from './migrations/index.js';
 
 
 /**
@@ -275,6 +276,39 @@ describe.each(backends)('event store on %s', (backend) => {
     const workers = Array.from({ length: 20 }, (_, i) => `w-together-${i}`);
     await checkVisibilityInvariant(store, workers, 8, 2, 6, true);
   }, 120_000);
+});
+
+describe('event store — upgraded under its events', () => {
+  it('a store appended to before the set-based svc_append_many goes on from each worker\'s last id after it', async () => {
+    const database = await openDatabase({});
+    try {
+      const { '2026-11-22T2000-append-many-set-based': setBased, ...before } = migrations;
+      expect(setBased).toBeDefined();
+      const { error } = await new Migrator({ db: database.db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
+      expect(error).toBeUndefined();
+      const store = createEventStore(database.db);
+      await store.appendMany([
+        { workerId: 'w-up-a', events: [systemEvent('a1'), systemEvent('a2')] },
+        { workerId: 'w-up-b', events: [systemEvent('b1')] },
+      ]);
+      expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T2000-append-many-set-based']);
+      const results = await store.appendMany([
+        { workerId: 'w-up-a', events: [systemEvent('a2'), systemEvent('a3')] },
+        { workerId: 'w-up-b', events: [systemEvent('b2')] },
+        { workerId: 'w-up-c', events: [systemEvent('c1')] },
+      ]);
+      expect(results.map((list) => list.map((r) => [r.event.id, r.event.uid, r.duplicate]))).toEqual([
+        [
+          ['2', 'a2', true],
+          ['3', 'a3', false],
+        ],
+        [['2', 'b2', false]],
+        [['1', 'c1', false]],
+      ]);
+    } finally {
+      await database.close();
+    }
+  });
 });
 
 describe('event store — data survives a restart of embedded PGlite', () => {
