@@ -1,5 +1,6 @@
 import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWSHeaderParameters, type JWTPayload, type FlattenedJWSInput } from 'jose';
 import type { UserPrincipal } from './principal.js';
+import { rememberAtMost } from './remembered.js';
 
 /** Signature algorithms we accept: asymmetric only. `none` and HMAC never verify a user. */
 export const USER_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
@@ -67,9 +68,7 @@ export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
   const verified = new Map<string, { principal: UserPrincipal; until: number }>();
 
   function remember(token: string, principal: UserPrincipal, expiresAtSeconds: number): void {
-    if (cacheSize <= 0) return;
-    if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!); // the oldest
-    verified.set(token, { principal, until: Math.min(expiresAtSeconds * 1000, Date.now() + cacheTtlMs) });
+    rememberAtMost(verified, token, { principal, until: Math.min(expiresAtSeconds * 1000, Date.now() + cacheTtlMs) }, cacheSize);
   }
 
   function remembered(token: string): UserPrincipal | undefined {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { generateWorkerToken, hashWorkerToken, looksLikeWorkerToken, verifyWorkerToken } from './worker-token.js';
+import { createWorkerTokenVerifier, generateWorkerToken, hashWorkerToken, looksLikeWorkerToken, verifyWorkerToken } from './worker-token.js';
 
 describe('auth — worker tokens', () => {
   it('tokens are unique, prefixed and URL-safe', () => {
@@ -24,5 +24,20 @@ describe('auth — worker tokens', () => {
     }
     expect(verifyWorkerToken(token, 'not-hex')).toBe(false);
     expect(verifyWorkerToken(token, hash.slice(1))).toBe(false);
+  });
+
+  it('a remembering verifier accepts what verifyWorkerToken accepts, and follows a changed hash', () => {
+    const verifier = createWorkerTokenVerifier(2);
+    const [first, second, third] = [generateWorkerToken(), generateWorkerToken(), generateWorkerToken()];
+    expect(verifier.matches(first, hashWorkerToken(first))).toBe(true);
+    expect(verifier.matches(first, hashWorkerToken(first))).toBe(true);
+    expect(verifier.matches(second, hashWorkerToken(first))).toBe(false);
+    // The worker got a new token: the remembered one no longer matches the stored hash.
+    expect(verifier.matches(first, hashWorkerToken(second))).toBe(false);
+    // Past its limit it forgets the oldest, and still answers by the hash.
+    expect(verifier.matches(second, hashWorkerToken(second))).toBe(true);
+    expect(verifier.matches(third, hashWorkerToken(third))).toBe(true);
+    expect(verifier.matches(first, hashWorkerToken(first))).toBe(true);
+    expect(verifier.matches('not a token', hashWorkerToken(first))).toBe(false);
   });
 });

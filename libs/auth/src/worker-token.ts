@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { rememberAtMost } from './remembered.js';
 
 /** Prefix of every worker token: recognisable by secret scanners and in a leaked-credential report. */
 export const WORKER_TOKEN_PREFIX = 'svcw_';
@@ -26,4 +27,22 @@ export function hashWorkerToken(token: string): string {
 export function verifyWorkerToken(token: string, storedHash: string): boolean {
   if (!looksLikeWorkerToken(token) || !/^[0-9a-f]{64}$/.test(storedHash)) return false;
   return timingSafeEqual(Buffer.from(hashWorkerToken(token), 'hex'), Buffer.from(storedHash, 'hex'));
+}
+
+/**
+ * `verifyWorkerToken` that remembers the tokens it accepted (token → the hash it matched), for a
+ * server that sees the same token on every request of a sidecar: hashing it each time was 5 % of
+ * a busy gateway's CPU. A changed stored hash (a new token) is still seen: the caller passes the
+ * current hash each time. At most `maxRemembered` tokens are kept, the oldest dropped first.
+ */
+export function createWorkerTokenVerifier(maxRemembered = 10_000): { matches(token: string, storedHash: string): boolean } {
+  const accepted = new Map<string, string>();
+  return {
+    matches(token, storedHash) {
+      if (accepted.get(token) === storedHash) return true;
+      if (!verifyWorkerToken(token, storedHash)) return false;
+      rememberAtMost(accepted, token, storedHash, maxRemembered);
+      return true;
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import type { WorkerDirectory } from '@svc/bus';
-import { AuthenticationError, hashWorkerToken, looksLikeWorkerToken, verifyWorkerToken, type OidcVerifier, type Principal, type UserPrincipal } from '@svc/auth';
+import { AuthenticationError, createWorkerTokenVerifier, hashWorkerToken, looksLikeWorkerToken, type OidcVerifier, type Principal, type UserPrincipal } from '@svc/auth';
 import { CodedError, createChecker, isEndedStatus, WorkerId, type WorkerRecord } from '@svc/protocol';
 
 /**
@@ -26,8 +26,6 @@ export interface AuthenticationOptions {
 
 const unauthorized = (message: string) => new CodedError('unauthorized', message);
 const workerIdChecker = createChecker<string>(WorkerId);
-/** How many verified worker tokens to remember (one per live worker is the norm). */
-const MAX_REMEMBERED_WORKER_TOKENS = 10_000;
 
 function bearerToken(request: FastifyRequest): string {
   const header = request.headers.authorization;
@@ -40,18 +38,9 @@ function bearerToken(request: FastifyRequest): string {
 /** Authenticates every request by its route's `auth` and sets `request.principal`. */
 export const authenticationPlugin = fp<AuthenticationOptions>(
   async (app, options) => {
-    // Worker tokens that matched their worker's stored hash: token → that hash. A sidecar sends
-    // the same token on every request, and hashing it each time was 5 % of a busy gateway's CPU.
-    // A changed hash (a new token) or an ended worker is still seen: the record is read each time.
-    const verifiedWorkerTokens = new Map<string, string>();
-    function tokenMatches(token: string, tokenHash: string): boolean {
-      if (verifiedWorkerTokens.get(token) === tokenHash) return true;
-      if (!verifyWorkerToken(token, tokenHash)) return false;
-      // The oldest goes first, as with remembered user tokens (libs/auth/src/oidc.ts).
-      if (verifiedWorkerTokens.size >= MAX_REMEMBERED_WORKER_TOKENS) verifiedWorkerTokens.delete(verifiedWorkerTokens.keys().next().value!);
-      verifiedWorkerTokens.set(token, tokenHash);
-      return true;
-    }
+    // Remembers the tokens it accepted; the worker's record (its current hash, its status) is
+    // still read on every request, so a new token or an ended worker is seen at once.
+    const workerTokens = createWorkerTokenVerifier();
 
     /** The worker named by `:id`, checked before any lookup: the id is a KV key and must have the protocol's shape. */
     function workerIdOf(request: FastifyRequest, token: string): string {
@@ -66,7 +55,7 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
     function workerPrincipal(workerId: string, token: string, record: WorkerRecord | undefined): Principal {
       // Worker ids are random (96 bits): saying that one does not exist reveals nothing useful.
       if (!record) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);
-      if (record.token_hash && tokenMatches(token, record.token_hash)) {
+      if (record.token_hash && workerTokens.matches(token, record.token_hash)) {
         if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} has ended (${record.status}); its token is revoked`);
         return { kind: 'worker', workerId };
       }
@@ -78,27 +67,22 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
     /** Calls `done` at once when the worker's record is at hand (the usual case), else after reading it. */
     function authenticateWorker(request: FastifyRequest, token: string, done: (err?: Error) => void): void {
       let workerId: string;
+      const settle = (record: WorkerRecord | undefined) => {
+        try {
+          request.principal = workerPrincipal(workerId, token, record);
+        } catch (err) {
+          return done(err as Error);
+        }
+        done();
+      };
       try {
         workerId = workerIdOf(request, token);
-        const record = options.workers.known(workerId);
-        if (record) {
-          request.principal = workerPrincipal(workerId, token, record);
-          return done();
-        }
       } catch (err) {
         return done(err as Error);
       }
-      options.workers.get(workerId).then(
-        (record) => {
-          try {
-            request.principal = workerPrincipal(workerId, token, record);
-          } catch (err) {
-            return done(err as Error);
-          }
-          done();
-        },
-        (err: Error) => done(err),
-      );
+      const record = options.workers.known(workerId);
+      if (record) return settle(record);
+      options.workers.get(workerId).then(settle, done);
     }
 
     async function authenticateUser(token: string): Promise<UserPrincipal> {
