@@ -21,20 +21,21 @@ export function backoffMs(attempt: number, retryAfterMs?: number): number {
  * Built on `node:http`, not `fetch`: loading fetch (undici) costs the process ~8 MiB more memory,
  * a tenth of its budget, and each request somewhat more time.
  */
-export function createControlPlaneClient(baseUrl: string, token: string) {
+export function createControlPlaneClient(baseUrl: string, token: string, options: { socketPath?: string | undefined } = {}) {
   const root = new URL(baseUrl.replace(/\/+$/, ''));
   const transport = root.protocol === 'https:' ? https : http;
   // Kept-alive connections: the long poll and the event posts each keep theirs.
   const agent = new transport.Agent({ keepAlive: true });
+  const streamingAgent = new transport.Agent({ keepAlive: true });
   const basePath = root.pathname === '/' ? '' : root.pathname;
+  // A sealed sandbox reaches the gateway through a Unix socket only; the URL still names it (Host, TLS).
+  const target = { protocol: root.protocol, hostname: root.hostname, port: root.port, ...(options.socketPath ? { socketPath: options.socketPath } : {}) };
 
   function exchange(method: 'GET' | 'POST', path: string, payload: string | undefined, signal?: AbortSignal): Promise<{ status: number; retryAfter: string | undefined; text: string }> {
     return new Promise((resolve, reject) => {
       const request = transport.request(
         {
-          protocol: root.protocol,
-          hostname: root.hostname,
-          port: root.port,
+          ...target,
           path: `${basePath}${path}`,
           method,
           agent,
@@ -81,9 +82,18 @@ export function createControlPlaneClient(baseUrl: string, token: string) {
         reason: `${method} ${path} answered ${status} ${code}`,
       };
     },
+    /**
+     * A streamed request to the control plane with the worker token (the model proxy's hop):
+     * the caller writes the body and reads the response. It gets its own connections, so a long
+     * model stream never holds up the event posts or the decision poll.
+     */
+    open(method: string, path: string, headers: http.OutgoingHttpHeaders): http.ClientRequest {
+      return transport.request({ ...target, path: `${basePath}${path}`, method, agent: streamingAgent, headers: { ...headers, authorization: `Bearer ${token}` } });
+    },
     /** Closes the kept-alive connections. */
     close(): void {
       agent.destroy();
+      streamingAgent.destroy();
     },
   };
 }

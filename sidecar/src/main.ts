@@ -12,7 +12,7 @@ async function main(): Promise<number> {
   try {
     const config = await loadSidecarConfig();
     warn(`starting: ${JSON.stringify(describeConfig(config))}`);
-    const run = runSidecar(config, warn);
+    const run = await runSidecar(config, warn);
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => run.terminate());
     return await run.exited;
   } catch (err) {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { constants } from 'node:os';
 import { LIFECYCLE_SUBTYPES, withdrawnRequestId, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
-import type { Adapter, AgentEvent } from './adapters/adapter.js';
+import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
 import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
 import { createCodexExecAdapter } from './adapters/codex.js';
@@ -14,6 +14,7 @@ import type { LoadedSidecarConfig } from './config.js';
 import { createDecisionPoller } from './decision-poller.js';
 import { createControlPlaneClient } from './http-client.js';
 import { createOutbox } from './outbox.js';
+import { startModelProxy } from './model-proxy.js';
 import { createPermissionEngine } from './permissions.js';
 
 /** The adapter for one run (codex keeps per-run totals, so each run gets its own). */
@@ -54,15 +55,24 @@ export interface SidecarRun {
  * back from the long poll and go to its stdin exactly once. Resolves when the agent has exited
  * and every event is delivered.
  */
-export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): SidecarRun {
+export async function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): Promise<SidecarRun> {
   const adapter = adapterFor(config.adapter, config.autonomous);
-  // First, so a run the adapter cannot do stops before anything starts.
-  const plan = adapter.launch({ command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous });
+  const client = createControlPlaneClient(config.control_plane_url, config.token, { socketPath: config.control_plane_socket });
+  // The agent's model traffic goes through the control plane, which holds the keys.
+  const modelProxy = config.model_proxy ? await startModelProxy({ apis: config.model_proxy.apis, workerId: config.worker_id, client, warn }) : undefined;
+  const modelBaseUrls = modelProxy ? Object.fromEntries(config.model_proxy!.apis.map((api) => [api, modelProxy.baseUrl(api)])) : undefined;
+  // Before the agent starts, so a run the adapter cannot do stops before anything starts.
+  let plan: LaunchPlan;
+  try {
+    plan = adapter.launch({ command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous, modelBaseUrls });
+  } catch (err) {
+    await modelProxy?.close();
+    client.close();
+    throw err;
+  }
   mkdirSync(config.state_dir, { recursive: true });
   const pgidFile = path.join(config.state_dir, 'agent.pgid');
   killLeftoverAgent(pgidFile, warn);
-
-  const client = createControlPlaneClient(config.control_plane_url, config.token);
   const bootId = randomBytes(6).toString('base64url');
   const outbox = createOutbox({ client, workerId: config.worker_id, bootId, stateDir: config.state_dir, bufferMaxBytes: config.buffer_max_bytes, warn });
   const engine = createPermissionEngine(config.permissions, { autonomous: config.autonomous });
@@ -77,7 +87,8 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
 
   const agent = spawn(plan.command, plan.args, {
     cwd: config.agent.cwd,
-    env: { ...process.env, ...config.agent.env },
+    // The proxy's variables win: a template cannot point the agent past the model proxy.
+    env: { ...process.env, ...config.agent.env, ...modelProxy?.agentEnv },
     stdio: ['pipe', 'pipe', 'pipe'],
     // Its own process group: a signal reaches everything it started.
     detached: true,
@@ -89,7 +100,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
   agent.stdin?.on('error', () => {}); // the agent closed its stdin: nothing more to tell it
   for (const line of plan.stdinLines) writeToAgent(`${line}\n`);
   if (plan.closeStdin) agent.stdin?.end();
-  outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: LIFECYCLE_SUBTYPES.agentStart, details: { pid: agent.pid ?? null, adapter: adapter.name, config_file: config.source, ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}) } } });
+  outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: LIFECYCLE_SUBTYPES.agentStart, details: { pid: agent.pid ?? null, adapter: adapter.name, config_file: config.source, ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}), ...(modelBaseUrls ? { model_proxy: modelBaseUrls } : {}) } } });
 
   function handle(event: AgentEvent): void {
     if (event.type === 'control_request') {
@@ -160,6 +171,7 @@ export function runSidecar(config: LoadedSidecarConfig, warn: (message: string) 
       outbox.push({ type: 'system', data });
       void (async () => {
         await poller.stop();
+        await modelProxy?.close();
         await outbox.close(terminating ? config.kill_grace_ms : undefined);
         client.close();
         resolve(exitCode);

@@ -6,3 +6,4 @@ export * from './health.js';
 export * from './stored-events.js';
 export * from './durable-publisher.js';
 export * from './worker-directory.js';
+export * from './model-usage.js';

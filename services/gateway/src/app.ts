@@ -4,7 +4,7 @@ import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { LocalIssuer, OidcVerifier } from '@svc/auth';
-import type { NatsConnection, WorkerDirectory } from '@svc/bus';
+import { createModelUsageLedger, type NatsConnection, type WorkerDirectory } from '@svc/bus';
 import type { Logger } from '@svc/service-kit';
 import type { GatewayConfig } from './config.js';
 import { authenticationPlugin } from './plugins/authentication.js';
@@ -18,6 +18,7 @@ import { createOpenStreams, eventStreamRoutes } from './routes/event-stream.js';
 import { controlRoutes } from './routes/control.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { workerRoutes } from './routes/workers.js';
+import { modelProxyRoutes } from './routes/model-proxy.js';
 import { createLiveFeeds } from './live-feeds.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 
@@ -31,7 +32,8 @@ declare module 'fastify' {
 export type GatewaySettings = Pick<
   GatewayConfig,
   'trustedProxies' | 'corsOrigins' | 'rateLimitMax' | 'rateLimitWindowMs' | 'bodyLimitBytes' | 'oidcAudience'
->;
+> &
+  Partial<Pick<GatewayConfig, 'anthropicApiKey' | 'anthropicUpstreamUrl' | 'openaiApiKey' | 'openaiUpstreamUrl'>>;
 
 /** The gateway's Fastify instance, typed by its TypeBox schemas. */
 export type GatewayApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -109,7 +111,17 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams });
   await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live });
   await app.register(sessionRoutes, { nc: options.nc, streams });
-  await app.register(workerRoutes, { workers: options.workers });
+  const ledger = await createModelUsageLedger(options.nc);
+  await app.register(workerRoutes, { workers: options.workers, ledger });
+  await app.register(modelProxyRoutes, {
+    nc: options.nc,
+    workers: options.workers,
+    ledger,
+    upstreams: {
+      anthropic: { url: settings.anthropicUpstreamUrl ?? 'https://api.anthropic.com', apiKey: settings.anthropicApiKey },
+      openai: { url: settings.openaiUpstreamUrl ?? 'https://api.openai.com', apiKey: settings.openaiApiKey },
+    },
+  });
   if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
   for (const routes of options.routes ?? []) await app.register(routes);
 

@@ -19,6 +19,14 @@ export const gatewaySettings = {
   /** Serve the built-in issuer (local stack): users get tokens from POST /v1/local/token on loopback. */
   localIssuer: booleanSetting('SVC_LOCAL_ISSUER', { default: false }),
   stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
+  /**
+   * The model proxy's keys and upstreams (docs/model-proxy.md). Keys live here, in the control
+   * plane, only: a sandbox never holds one. A model API without a key answers 503.
+   */
+  anthropicApiKey: optionalStringSetting('SVC_ANTHROPIC_API_KEY'),
+  anthropicUpstreamUrl: stringSetting('SVC_ANTHROPIC_UPSTREAM_URL', { default: 'https://api.anthropic.com', pattern: /^https?:\/\/\S+$/ }),
+  openaiApiKey: optionalStringSetting('SVC_OPENAI_API_KEY'),
+  openaiUpstreamUrl: stringSetting('SVC_OPENAI_UPSTREAM_URL', { default: 'https://api.openai.com', pattern: /^https?:\/\/\S+$/ }),
 };
 
 export type GatewayConfig = ConfigOf<typeof gatewaySettings>;

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { choiceSetting, integerSetting, listSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
+import { booleanSetting, choiceSetting, integerSetting, listSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
 import { DEFAULT_SANDBOX_PATH } from './sandbox/provider.js';
 
 /** Where `npx nx run @svc/sidecar:executable` leaves the single executable in a checkout. */
@@ -20,6 +20,11 @@ export const sessionSettings = {
    * installed, such as Claude Code under a node_modules).
    */
   sandboxHostDirs: listSetting('SVC_SANDBOX_HOST_DIRS', { default: [] }),
+  /**
+   * Run templates that ask for a sealed sandbox (the default) even where sandboxes cannot be
+   * sealed (local sandboxes without bubblewrap): their agents then have this machine's network.
+   */
+  sandboxAllowUnsealed: booleanSetting('SVC_SANDBOX_ALLOW_UNSEALED', { default: false }),
   /** The PATH sandboxed programs start with (put an agent's bin directory first, for instance). */
   sandboxPath: stringSetting('SVC_SANDBOX_PATH', { default: DEFAULT_SANDBOX_PATH }),
   /** kubernetes: the namespace of sandbox Pods. */

@@ -28,7 +28,7 @@ import { createKubernetesProvider, loadKubeConfig } from './sandbox/kubernetes.j
 import { createLocalProvider } from './sandbox/local.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import { createSessionStore } from './session-store.js';
-import { runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
+import { modelAccessOf, runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
 import { createTemplateCatalog } from './templates/catalog.js';
 import { createWorkerRegistry, LIVENESS_WRITE_INTERVAL_MS, serveWorkerRegistry } from './worker-registry.js';
 
@@ -110,11 +110,12 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
       async ({ viewer, body }) => {
         // 1 validate: nothing is made for a request or template that cannot spawn.
         const template = await templates.load(body.template);
-        validateSpawn(template, body, hostEnv);
+        validateSpawn(template, body, hostEnv, { seals: provider.seals, allowUnsealed: config.sandboxAllowUnsealed });
         // 2 allocate the worker id and token.
         const sessionId = `ses_${randomBytes(12).toString('base64url')}`;
         const decisionPolicy = template.sidecar ? { decision_timeout_s: template.sidecar.decision_timeout_s, on_timeout: template.sidecar.on_timeout } : undefined;
-        const worker = await registry.create({ owner: viewer.sub, session_id: sessionId, ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}) });
+        const model = modelAccessOf(template, body);
+        const worker = await registry.create({ owner: viewer.sub, session_id: sessionId, ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}), ...(model ? { model } : {}) });
         const row = await store.insert({ id: sessionId, worker_id: worker.worker_id, owner: viewer.sub, template: template.name, has_sidecar: template.sidecar !== undefined });
         log.info({ sessionId, workerId: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
         const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body });
@@ -171,6 +172,13 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
   ];
   const registryRpcs = serveWorkerRegistry(deps.nc, registry, log, { livenessWriteIntervalMs });
   const health = serveHealth(deps.nc, 'session', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
+  if (!provider.seals) {
+    log.warn(
+      config.sandboxAllowUnsealed
+        ? 'sandboxes cannot be sealed here and SVC_SANDBOX_ALLOW_UNSEALED=true: agents run with this machine\'s network and can reach NATS, the store and every service on it'
+        : 'sandboxes cannot be sealed here: templates that ask for a sealed sandbox (the default) are refused; install bubblewrap, or set SVC_SANDBOX_ALLOW_UNSEALED=true to accept agents with this machine\'s network',
+    );
+  }
   log.info({ provider: provider.name, templatesDir: config.templatesDir ?? null }, 'session service started');
   return {
     async stop() {
@@ -189,5 +197,12 @@ function createProvider(config: SessionConfig, log: Logger): SandboxProvider {
   if (config.sandboxProvider === 'kubernetes') {
     return createKubernetesProvider({ kubeConfig: loadKubeConfig(config.kubeconfig), namespace: config.sandboxNamespace, defaultImage: config.sandboxImage, logger: log });
   }
-  return createLocalProvider({ dir: config.sandboxesDir, isolation: config.sandboxIsolation, hostDirs: config.sandboxHostDirs, logger: log });
+  const gateway = new URL(config.sandboxControlPlaneUrl);
+  return createLocalProvider({
+    dir: config.sandboxesDir,
+    isolation: config.sandboxIsolation,
+    hostDirs: config.sandboxHostDirs,
+    gateway: { host: gateway.hostname, port: Number(gateway.port || (gateway.protocol === 'https:' ? 443 : 80)) },
+    logger: log,
+  });
 }

@@ -1,4 +1,4 @@
-import type { EventData, EventType } from '@svc/protocol';
+import type { EventData, EventType, ModelApi } from '@svc/protocol';
 
 /** An event as an adapter makes it; the sidecar adds `uid` (`<boot-id>:<n>`) and `ts` when it sends it. */
 export type AgentEvent = { [K in EventType]: { type: K; data: EventData<K> } }[EventType];
@@ -16,6 +16,8 @@ export interface AgentLaunch {
   prompt?: string | undefined;
   /** Autonomous: nobody is asked (the permission engine allows what is not denied). */
   autonomous: boolean;
+  /** The sidecar's model proxy, per API: the base URL the agent must use (it holds no key of its own). */
+  modelBaseUrls?: Partial<Record<ModelApi, string>> | undefined;
 }
 
 /** How to start the agent: its argv, and the lines to write to its stdin first. */

@@ -1,4 +1,5 @@
 import type { EventData } from '@svc/protocol';
+import { codexProviderArgs } from './codex-provider.js';
 import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
 
 const INITIALIZE_ID = 0;
@@ -118,7 +119,7 @@ export function createCodexAppServerAdapter(): Adapter {
       prompt = launch.prompt;
       return {
         command: launch.command,
-        args: ['app-server', ...launch.args],
+        args: [...codexProviderArgs(launch), 'app-server', ...launch.args],
         stdinLines: [
           JSON.stringify({ method: 'initialize', id: INITIALIZE_ID, params: { clientInfo: { name: 'svc-sidecar', title: 'svc', version: '0.1.0' }, capabilities: { experimentalApi: false } } }),
           JSON.stringify({ method: 'initialized' }),

@@ -1,4 +1,5 @@
 import type { EventData } from '@svc/protocol';
+import { codexProviderArgs } from './codex-provider.js';
 import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
 
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
@@ -66,7 +67,7 @@ export function createCodexExecAdapter(): Adapter {
     launch(launch: AgentLaunch): LaunchPlan {
       if (!launch.autonomous) throw new Error('codex exec never asks for approval: an interactive worker runs under codex app-server (the sidecar picks it)');
       // exec appends piped stdin to the prompt: the sidecar closes stdin at once.
-      return { command: launch.command, args: ['exec', '--json', '--skip-git-repo-check', ...launch.args, ...(launch.prompt === undefined ? [] : [launch.prompt])], stdinLines: [], closeStdin: true };
+      return { command: launch.command, args: [...codexProviderArgs(launch), 'exec', '--json', '--skip-git-repo-check', ...launch.args, ...(launch.prompt === undefined ? [] : [launch.prompt])], stdinLines: [], closeStdin: true };
     },
 
     parseLine(line: string, stream: AgentStream): AgentEvent[] {

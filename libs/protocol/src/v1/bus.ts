@@ -91,6 +91,8 @@ export const streams = {
 export const kvBuckets = {
   /** Worker id → worker record (status, token hash); the gateway checks tokens against it. */
   workers: 'svc_workers',
+  /** Worker id → `ModelUsage`, as the model proxy measured it (compare-and-set by every gateway replica). */
+  modelUsage: 'svc_model_usage',
 } as const;
 
 /** NATS header names. */

@@ -71,6 +71,9 @@ export const ProgressData = Type.Object(
     output_tokens: Count('Output tokens so far.'),
     cache_read_tokens: Type.Optional(Count('Input tokens read from the prompt cache so far.')),
     cost_usd: Type.Number({ minimum: 0, description: 'Cost so far in US dollars.' }),
+    measured_by: Type.Optional(
+      Type.Enum(['agent', 'model_proxy'], { description: '`model_proxy`: counted by svc from the model responses it forwarded (authoritative); otherwise as the agent reports it.' }),
+    ),
   },
   { additionalProperties: false },
 );

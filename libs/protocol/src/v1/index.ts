@@ -13,3 +13,4 @@ export * from './examples.js';
 export * from './rpc.js';
 export * from './stream.js';
 export * from './sidecar-config.js';
+export * from './model-proxy.js';

@@ -3,6 +3,7 @@ import { EVENT_TYPES } from './events.js';
 import { StoredEventSchema } from './envelope.js';
 import { EVENT_LIST_LIMIT, LIST_LIMIT } from './lists.js';
 import { EventId, SessionId, Timestamp, WorkerId } from './primitives.js';
+import { ModelAccessSchema } from './model-proxy.js';
 import { CreateSessionBody, DecisionPolicySchema, WorkerStatusSchema } from './sessions-api.js';
 
 /** What the gateway publishes to `svc.events.incoming.<partition>.<worker>` for each event. */
@@ -50,7 +51,7 @@ export type ListEventsResultType = Static<typeof ListEventsResult>;
 
 /** `svc.rpc.session.worker.create`: register a worker and make its token (the token is returned once). */
 export const CreateWorkerRequest = Type.Object(
-  { owner: Type.String({ minLength: 1, maxLength: 256 }), worker_id: Type.Optional(WorkerId), decision_policy: Type.Optional(DecisionPolicySchema) },
+  { owner: Type.String({ minLength: 1, maxLength: 256 }), worker_id: Type.Optional(WorkerId), decision_policy: Type.Optional(DecisionPolicySchema), model: Type.Optional(ModelAccessSchema) },
   { additionalProperties: false },
 );
 export type CreateWorkerRequestType = Static<typeof CreateWorkerRequest>;

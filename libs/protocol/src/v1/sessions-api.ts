@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { ListResponse, PaginationQuery } from './lists.js';
+import { ModelAccessSchema, ModelBudgetSchema, ModelUsageSchema } from './model-proxy.js';
 import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitives.js';
 
 /** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
@@ -24,6 +25,7 @@ export const CreateSessionBody = Type.Object(
         {
           env: Type.Optional(EnvironmentVariables('Added to (or replacing) the template\'s agent environment.')),
           autonomous: Type.Optional(Type.Boolean()),
+          budget: Type.Optional(ModelBudgetSchema),
         },
         { additionalProperties: false },
       ),
@@ -96,6 +98,8 @@ export const WorkerRecordSchema = Type.Object(
     status: WorkerStatusSchema,
     token_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the worker token, hex.' })),
     decision_policy: Type.Optional(DecisionPolicySchema),
+    /** The model APIs its agent reaches through the model proxy, and its budget. */
+    model: Type.Optional(ModelAccessSchema),
     /** When the worker's sidecar last polled for decisions (it is alive). */
     last_seen_at: Type.Optional(Timestamp),
     updated_at: Timestamp,
@@ -120,5 +124,11 @@ export function agentExitCodeOf(event: { type: string; data: unknown }): number 
 }
 
 /** `GET /v1/workers/{id}`: a worker as its viewers see it (no token hash). */
-export const WorkerSchema = Type.Omit(WorkerRecordSchema, ['token_hash'], { title: 'Worker' });
+export const WorkerSchema = Type.Object(
+  {
+    ...Type.Omit(WorkerRecordSchema, ['token_hash']).properties,
+    model_usage: Type.Optional(ModelUsageSchema),
+  },
+  { additionalProperties: false, title: 'Worker' },
+);
 export type Worker = Static<typeof WorkerSchema>;

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { ModelApiSchema } from './model-proxy.js';
 import { WorkerId } from './primitives.js';
 
 export const SIDECAR_ADAPTERS = ['claude-code', 'codex', 'generic'] as const;
@@ -15,6 +16,16 @@ export const SidecarConfigSchema = Type.Object(
     adapter: Type.Enum(SIDECAR_ADAPTERS),
     worker_id: WorkerId,
     control_plane_url: Type.String({ pattern: '^https?://[^\\s]+$', description: 'Base URL of the gateway, e.g. https://svc.example.com' }),
+    /**
+     * A Unix socket that leads to the gateway (a sealed sandbox has no network of its own): HTTP
+     * to `control_plane_url` goes through it. Unset, the sidecar connects to the URL's host.
+     */
+    control_plane_socket: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * The model APIs the agent reaches through the sidecar's loopback model proxy (the control
+     * plane holds the keys): the sidecar gives the agent their base URLs and a placeholder key.
+     */
+    model_proxy: Type.Optional(Type.Object({ apis: Type.Array(ModelApiSchema, { minItems: 1, uniqueItems: true }) }, { additionalProperties: false })),
     /** The worker token (the spec's field). When `auth_token_file` is given too, the file is read instead. */
     auth_token: Type.Optional(Type.String({ minLength: 1 })),
     auth_token_file: Type.Optional(Type.String({ minLength: 1 })),

@@ -1,24 +1,24 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { WorkerDirectory } from '@svc/bus';
+import type { ModelUsageLedger, WorkerDirectory } from '@svc/bus';
 import { APIErrorSchema, WorkerParams, WorkerSchema, type Worker } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 
 /** `GET /v1/workers/{id}`: a worker's status (what `svc attach` checks to go read-only). */
-export const workerRoutes: FastifyPluginAsyncTypebox<{ workers: WorkerDirectory }> = async (app, { workers }) => {
+export const workerRoutes: FastifyPluginAsyncTypebox<{ workers: WorkerDirectory; ledger: ModelUsageLedger }> = async (app, { workers, ledger }) => {
   app.get(
     '/v1/workers/:id',
     {
       schema: {
         tags: ['workers'],
-        summary: 'One worker: its status, session and owner',
-        description: '404 `worker_not_found` also when you may not see it.',
+        summary: 'One worker: its status, session, owner and model use',
+        description: '404 `worker_not_found` also when you may not see it. `model_usage` is what the model proxy measured (for workers whose template names a model API).',
         params: WorkerParams,
         response: { 200: WorkerSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 429: APIErrorSchema },
       },
     },
     async (request): Promise<Worker> => {
       const { token_hash: _hash, ...visible } = await authorizeWorker(request, workers, request.params.id);
-      return visible;
+      return visible.model ? { ...visible, model_usage: await ledger.get(visible.worker_id) } : visible;
     },
   );
 };

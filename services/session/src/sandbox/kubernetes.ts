@@ -212,6 +212,8 @@ export function createKubernetesProvider(options: KubernetesProviderOptions): Sa
 
   return {
     name: 'kubernetes',
+    // Sandbox Pods sit behind the chart's "gateway only" NetworkPolicy.
+    seals: true,
     open,
     async close() {
       // Pods outlive the session service; a restarted one finds them again.

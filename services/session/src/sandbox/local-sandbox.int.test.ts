@@ -1,4 +1,6 @@
 import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,20 +12,35 @@ import { bubblewrapAvailable, createLocalProvider } from './local.js';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 
+/** Connects to host:port from inside a sandbox: prints "open" or "refused" (bash's /dev/tcp, 2 s at most). */
+const tcpProbe = (host: string, port: number) => ['timeout', '2', 'bash', '-c', `(exec 3<>/dev/tcp/${host}/${port}) 2>/dev/null && echo open || echo refused`];
+
 describe('local sandboxes', () => {
   let dir: string;
+  /** A stand-in gateway on the host's loopback: answers every request with its path. */
+  let gatewayServer: Server;
+  let gateway: { host: string; port: number };
+  let options: { dir: string; logger: typeof logger; gateway: { host: string; port: number } };
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'svc-sandboxes-'));
+    gatewayServer = createServer((request, response) => response.end(`gateway saw ${request.url}`));
+    await new Promise<void>((resolve) => gatewayServer.listen(0, '127.0.0.1', resolve));
+    gateway = { host: '127.0.0.1', port: (gatewayServer.address() as AddressInfo).port };
+    options = { dir, logger, gateway };
   });
-  afterAll(() => rm(dir, { recursive: true, force: true }));
+  afterAll(async () => {
+    gatewayServer.closeAllConnections();
+    await new Promise((resolve) => gatewayServer.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  });
 
   it('bubblewrap is installed here (CI installs it), so sandboxes are isolated', () => {
     expect(bubblewrapAvailable()).toBe(true);
-    expect(createLocalProvider({ dir, logger }).isolation).toBe('bubblewrap');
+    expect(createLocalProvider(options).isolation).toBe('bubblewrap');
   });
 
   it('has its own /workspace, /etc/svc, /var/run/svc and /usr/local/bin, and sees the spec paths where they are', async () => {
-    const sandbox = await createLocalProvider({ dir, logger }).create({ workerId: 'wrk_paths' });
+    const sandbox = await createLocalProvider(options).create({ workerId: 'wrk_paths' });
     await sandbox.upload('/etc/svc/sidecar.json', Buffer.from('{"a":1}'), 0o600);
     await sandbox.upload('/var/run/svc/token', Buffer.from('secret-token\n'), 0o600);
     await sandbox.upload('/usr/local/bin/hello', { fromFile: '/bin/echo' }, 0o755);
@@ -40,8 +57,24 @@ describe('local sandboxes', () => {
     await sandbox.destroy(1000);
   });
 
+  it('sealed (the default): no network but loopback; the gateway socket is its one way out; unsealed on request', async () => {
+    const provider = createLocalProvider(options);
+    expect(provider.seals).toBe(true);
+    const sealed = await provider.create({ workerId: 'wrk_sealed', sealed: true });
+    expect(sealed.controlPlaneSocket).toBe('/var/run/svc/gateway.sock');
+    expect((await sealed.exec(tcpProbe('127.0.0.1', gateway.port))).stdout).toBe('refused\n');
+    const viaSocket = await sealed.exec(['node', '-e', `require('http').get({ socketPath: '/var/run/svc/gateway.sock', path: '/v1/status' }, (r) => r.pipe(process.stdout))`]);
+    expect(viaSocket.stdout).toBe('gateway saw /v1/status');
+    await sealed.destroy(300);
+    expect(existsSync(path.join(dir, 'wrk_sealed'))).toBe(false);
+
+    const open = await provider.create({ workerId: 'wrk_unsealed', sealed: false });
+    expect((await open.exec(tcpProbe('127.0.0.1', gateway.port))).stdout).toBe('open\n');
+    await open.destroy(300);
+  });
+
   it('refuses uploads outside its own directories, and relative or dotted paths', async () => {
-    const sandbox = await createLocalProvider({ dir, logger }).create({ workerId: 'wrk_escape' });
+    const sandbox = await createLocalProvider(options).create({ workerId: 'wrk_escape' });
     for (const bad of ['/etc/passwd', 'workspace/x', '/workspace/../etc/passwd', '/usr/bin/ls']) {
       await expect(sandbox.upload(bad, Buffer.from('x'))).rejects.toThrow(/sandbox/);
     }
@@ -49,7 +82,7 @@ describe('local sandboxes', () => {
   });
 
   it('starts a program in the background with exactly the environment given; its output is the logs, tail then follow', async () => {
-    const sandbox = await createLocalProvider({ dir, logger }).create({ workerId: 'wrk_logs' });
+    const sandbox = await createLocalProvider(options).create({ workerId: 'wrk_logs' });
     process.env['SVC_SECRET_OF_THE_HOST'] = 'must-not-leak';
     try {
       await sandbox.startBackground(['sh', '-c', 'echo one; echo two; env; sleep 0.3; echo three'], { PATH: '/usr/bin:/bin', GIVEN: 'yes' });
@@ -68,7 +101,7 @@ describe('local sandboxes', () => {
   });
 
   it('stop sends SIGTERM to the program (not only to bubblewrap), so it can finish, then SIGKILL after the grace period', async () => {
-    const provider = createLocalProvider({ dir, logger });
+    const provider = createLocalProvider(options);
     const graceful = await provider.create({ workerId: 'wrk_graceful' });
     await graceful.startBackground(['sh', '-c', 'trap "echo got-term; exit 0" TERM; echo ready; while true; do sleep 0.05; done'], { PATH: '/usr/bin:/bin' });
     const logFile = path.join(dir, 'wrk_graceful', 'sandbox.log');
@@ -90,7 +123,8 @@ describe('local sandboxes', () => {
   });
 
   it('without bubblewrap: a plain process whose sandbox paths live under its directory', async () => {
-    const provider = createLocalProvider({ dir, logger, isolation: 'process' });
+    const provider = createLocalProvider({ ...options, isolation: 'process' });
+    expect(provider.seals).toBe(false);
     const sandbox = await provider.create({ workerId: 'wrk_plain' });
     const tokenPath = sandbox.resolvePath('/var/run/svc/token');
     expect(tokenPath).toBe(path.join(dir, 'wrk_plain', 'root', 'var/run/svc/token'));

@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import net from 'node:net';
 import { chmod, copyFile, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,7 +26,46 @@ export interface LocalProviderOptions {
   isolation?: 'auto' | LocalIsolation;
   /** Host directories every sandbox sees read-only at the same path. */
   hostDirs?: readonly string[];
+  /** The gateway as this machine reaches it: each sandbox's channel (`GATEWAY_SOCKET`) leads there. */
+  gateway: { host: string; port: number };
   logger: Logger;
+}
+
+/** The sandbox's one channel to the control plane: a Unix socket the session service forwards to the gateway. */
+export const GATEWAY_SOCKET = '/var/run/svc/gateway.sock';
+
+/** The longest path a Unix socket may have (sun_path, with its terminating NUL). */
+const MAX_SOCKET_PATH = 107;
+
+/**
+ * Listens on `socketPath` and joins each connection to a new TCP connection to the gateway,
+ * byte for byte: the sandbox speaks HTTP to the gateway through it, and reaches nothing else.
+ */
+async function forwardToGateway(socketPath: string, gateway: { host: string; port: number }, log: Logger): Promise<net.Server> {
+  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
+    throw new Error(`the sandbox's gateway socket ${socketPath} is longer than a Unix socket path may be (${MAX_SOCKET_PATH} bytes): use a shorter SVC_SANDBOXES_DIR`);
+  }
+  await rm(socketPath, { force: true });
+  const server = net.createServer((inside) => {
+    const outside = net.connect({ host: gateway.host, port: gateway.port });
+    outside.setNoDelay(true);
+    inside.pipe(outside).pipe(inside);
+    const end = () => {
+      inside.destroy();
+      outside.destroy();
+    };
+    inside.on('error', end).on('close', end);
+    outside.on('error', (err) => {
+      log.warn({ err, gateway }, 'a sandbox could not reach the gateway');
+      end();
+    });
+    outside.on('close', end);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => resolve());
+  });
+  return server;
 }
 
 /** Whether `bwrap` runs here (installed, and user namespaces allowed). */
@@ -37,7 +77,8 @@ export function bubblewrapAvailable(): boolean {
 /**
  * Sandboxes on this machine. With bubblewrap, the agent sees its own `/workspace`,
  * `/usr/local/bin/svc-sidecar`, `/etc/svc/sidecar.json` and `/var/run/svc/token`, its own pid
- * namespace, and the host's network (it reaches the gateway on loopback). Without it, a plain
+ * namespace and, sealed (the default), its own network namespace with loopback only: the one way
+ * out is `/var/run/svc/gateway.sock`, which this process forwards to the gateway. Without it, a plain
  * process in a directory of its own: no isolation at all, said loudly, and sandbox paths are
  * mapped under that directory (`resolvePath`). A sandbox lives no longer than this process
  * (`--die-with-parent`), so stopping `svc up` leaves nothing running.
@@ -53,25 +94,41 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   const hostDirs = (options.hostDirs ?? []).map((dir) => path.resolve(dir));
   // Sandboxes made by this process: they end with it (bubblewrap kills them if it dies).
   const made = new Map<string, Sandbox>();
+  // Each sandbox's channel to the gateway, by sandbox directory; closed when it is destroyed.
+  const channels = new Map<string, net.Server>();
+  const closeChannel = (dir: string) => {
+    channels.get(dir)?.close();
+    channels.delete(dir);
+  };
   return {
     name: 'local',
     isolation,
+    seals: isolation === 'bubblewrap',
     async close(graceMs) {
       await Promise.all([...made.values()].map((sandbox) => sandbox.stop(graceMs)));
       made.clear();
+      for (const dir of [...channels.keys()]) closeChannel(dir);
     },
     async create(spec: SandboxSpec) {
       const dir = path.join(root, spec.workerId);
       for (const inside of LOCAL_SANDBOX_DIRS) await mkdir(path.join(dir, 'root', inside), { recursive: true });
       await mkdir(path.join(dir, 'root', 'tmp'), { recursive: true });
       await writeFile(path.join(dir, 'sandbox.log'), '');
-      const sandbox = openLocalSandbox({ provider: 'local', dir, isolation }, log, hostDirs, () => made.delete(dir));
+      channels.set(dir, await forwardToGateway(path.join(dir, 'root', GATEWAY_SOCKET), options.gateway, log));
+      const handle: LocalHandle = { provider: 'local', dir, isolation, ...(isolation === 'bubblewrap' && spec.sealed !== false ? { sealed: true } : {}) };
+      const sandbox = openLocalSandbox(handle, log, hostDirs, () => {
+        made.delete(dir);
+        closeChannel(dir);
+      });
       made.set(dir, sandbox);
       return sandbox;
     },
     open(handle: SandboxHandle) {
       if (handle.provider !== 'local') throw new Error(`the local provider cannot open a ${handle.provider} sandbox`);
-      return openLocalSandbox(handle, log, hostDirs, () => made.delete(handle.dir));
+      return openLocalSandbox(handle, log, hostDirs, () => {
+        made.delete(handle.dir);
+        closeChannel(handle.dir);
+      });
     },
   };
 }
@@ -101,7 +158,9 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly s
     if (isolation === 'process') return { file: argv[0]!, args: argv.slice(1), cwd: hostPath('/workspace') };
     const binds = [...LOCAL_SANDBOX_DIRS, '/tmp'].map((inside) => ({ host: path.join(rootDir, inside), inside }));
     const readOnly = hostDirs.flatMap((host) => ['--ro-bind', host, host]);
-    return { file: 'bwrap', args: [...bubblewrapArgs(binds), ...readOnly, ...extra, '--', ...argv], cwd: '/' };
+    // Sealed: a network namespace of its own, with loopback only; the gateway socket is its way out.
+    const network = handle.sealed ? ['--unshare-net'] : [];
+    return { file: 'bwrap', args: [...bubblewrapArgs(binds), ...network, ...readOnly, ...extra, '--', ...argv], cwd: '/' };
   }
 
   async function readPids(): Promise<{ launcher: number; child?: number } | undefined> {
@@ -137,6 +196,7 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly s
   return {
     handle,
     resolvePath,
+    controlPlaneSocket: resolvePath(GATEWAY_SOCKET),
 
     async upload(sandboxPath, content, mode = 0o644) {
       const target = hostPath(sandboxPath);

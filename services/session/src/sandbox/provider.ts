@@ -8,6 +8,11 @@ export const DEFAULT_SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbi
 
 export interface SandboxProvider {
   readonly name: 'local' | 'kubernetes';
+  /**
+   * Whether its sandboxes can be sealed: no network but loopback and one channel to the gateway
+   * (bubblewrap's own network namespace; a Pod behind the "gateway only" NetworkPolicy).
+   */
+  readonly seals: boolean;
   /** Makes a sandbox for a worker. */
   create(spec: SandboxSpec): Promise<Sandbox>;
   /** The sandbox a handle (from `Sandbox.handle`) names, e.g. after a restart; it may be gone. */
@@ -20,10 +25,12 @@ export interface SandboxSpec {
   workerId: string;
   /** The container image (kubernetes); the local provider runs the host's programs. */
   image?: string | undefined;
+  /** Seal it (see `SandboxProvider.seals`); a provider that cannot seal ignores it (the spawn refused it before). */
+  sealed?: boolean | undefined;
 }
 
 /** What a provider needs to find a sandbox again; stored with the session (JSON). */
-export type SandboxHandle = { provider: 'local'; dir: string; isolation: 'bubblewrap' | 'process' } | { provider: 'kubernetes'; namespace: string; pod: string };
+export type SandboxHandle = { provider: 'local'; dir: string; isolation: 'bubblewrap' | 'process'; sealed?: boolean } | { provider: 'kubernetes'; namespace: string; pod: string };
 
 export interface ExecResult {
   code: number;
@@ -33,6 +40,11 @@ export interface ExecResult {
 
 export interface Sandbox {
   readonly handle: SandboxHandle;
+  /**
+   * A Unix socket inside the sandbox that leads to the gateway (its path as the sandbox's programs
+   * use it), when the sandbox reaches the gateway that way rather than over its network.
+   */
+  readonly controlPlaneSocket?: string | undefined;
   /**
    * The path a program in the sandbox uses for `sandboxPath`: the same path, except in a local
    * sandbox without bubblewrap, where sandbox paths live under the sandbox's directory.

@@ -1,5 +1,5 @@
 import { access, constants } from 'node:fs/promises';
-import { CodedError, isEndedStatus, LIFECYCLE_SUBTYPES, type CreateSessionBodyType, type EventData, type SidecarConfig } from '@svc/protocol';
+import { CodedError, isEndedStatus, LIFECYCLE_SUBTYPES, type CreateSessionBodyType, type EventData, type ModelAccess, type ModelBudget, type SidecarConfig } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { Sandbox, SandboxProvider } from '../sandbox/provider.js';
 import type { SessionStore } from '../session-store.js';
@@ -49,7 +49,22 @@ export interface SpawnRequest {
 }
 
 /** Checks a template against a request before anything is made (step 1): a refusal is `400`. */
-export function validateSpawn(template: Template, body: CreateSessionBodyType, hostEnv: Readonly<Record<string, string | undefined>>): void {
+export function validateSpawn(
+  template: Template,
+  body: CreateSessionBodyType,
+  hostEnv: Readonly<Record<string, string | undefined>>,
+  sandboxes: { seals: boolean; allowUnsealed: boolean },
+): void {
+  if (template.sandbox.sealed && !sandboxes.seals && !sandboxes.allowUnsealed) {
+    throw new CodedError(
+      'invalid_template',
+      `${template.source}: the template asks for a sealed sandbox ([sandbox] sealed = true, the default), and this session service cannot seal one (local sandboxes without bubblewrap are plain processes with this machine's network): install bubblewrap, or let the operator set SVC_SANDBOX_ALLOW_UNSEALED=true`,
+      { file: template.source },
+    );
+  }
+  if (body.overrides?.budget && !template.model) {
+    throw new CodedError('invalid_request', `template ${template.name} names no model API ([model]), so svc meters nothing a budget could cap`);
+  }
   const missing = template.agent.pass_env.filter((name) => !hostEnv[name]);
   if (missing.length > 0) {
     throw new CodedError(
@@ -61,6 +76,22 @@ export function validateSpawn(template: Template, body: CreateSessionBodyType, h
   if (template.sidecar === undefined && body.prompt !== undefined) {
     throw new CodedError('invalid_request', `template ${template.name} has no [sidecar] section, so nothing would give the agent a prompt`);
   }
+}
+
+/**
+ * What a worker may reach through the model proxy: the template's API, and its budget. A
+ * session's budget may lower the template's caps, never raise them.
+ */
+export function modelAccessOf(template: Template, body: CreateSessionBodyType): ModelAccess | undefined {
+  if (!template.model) return undefined;
+  const lower = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+  const requested = body.overrides?.budget;
+  const budget: ModelBudget = {};
+  const maxTokens = lower(template.model.max_tokens, requested?.max_tokens);
+  const maxCost = lower(template.model.max_cost_usd, requested?.max_cost_usd);
+  if (maxTokens !== undefined) budget.max_tokens = maxTokens;
+  if (maxCost !== undefined) budget.max_cost_usd = maxCost;
+  return { apis: [template.model.api], ...(Object.keys(budget).length > 0 ? { budget } : {}) };
 }
 
 /** A step failed: where, and why (safe to show: never a token). */
@@ -114,16 +145,20 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
 
   try {
     await report('1', 'validate', Date.now(), 'done', { template: template.name, source: template.source });
+    for (const [index, warning] of template.warnings.entries()) {
+      log.warn({ template: template.name }, warning);
+      await deps.emit(workerId, `spawn:validate:warning:${index}`, { level: 'warn', subtype: 'template_warning', message: warning });
+    }
     await report('2', 'allocate_worker', Date.now(), 'done', { worker_id: workerId, session_id: sessionId });
     await deps.registry.setStatus(workerId, 'provisioning');
     await deps.store.setStatus(sessionId, 'provisioning');
 
     sandbox = await step('3', 'create_sandbox', async () => {
-      const made = await deps.provider.create({ workerId, image: template.agent.image });
+      const made = await deps.provider.create({ workerId, image: template.agent.image, sealed: template.sandbox.sealed });
       undo.push({ what: 'destroy the sandbox', run: () => made.destroy(deps.killGraceMs) });
       await deps.store.setSandbox(sessionId, made.handle);
       return made;
-    }, (made) => ({ provider: made.handle.provider, ...(made.handle.provider === 'local' ? { isolation: made.handle.isolation } : { pod: made.handle.pod }) }));
+    }, (made) => ({ provider: made.handle.provider, ...(made.handle.provider === 'local' ? { isolation: made.handle.isolation, sealed: made.handle.sealed ?? false } : { pod: made.handle.pod }) }));
     const box = sandbox;
 
     await step('4', 'prepare_workspace', async () => {
@@ -205,6 +240,8 @@ async function deploySidecar(deps: SpawnDeps, request: SpawnRequest, box: Sandbo
       adapter: sidecar.adapter,
       worker_id: request.workerId,
       control_plane_url: deps.controlPlaneUrl,
+      ...(box.controlPlaneSocket ? { control_plane_socket: box.controlPlaneSocket } : {}),
+      ...(request.template.model ? { model_proxy: { apis: [request.template.model.api] } } : {}),
       auth_token: request.token,
       auth_token_file: box.resolvePath(SANDBOX_PATHS.token),
       autonomous: request.body.overrides?.autonomous ?? sidecar.autonomous,

@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { CodedError, createChecker, describeFieldErrors, ENV_NAME_PATTERN, EnvironmentVariables, SIDECAR_ADAPTERS } from '@svc/protocol';
+import { CodedError, createChecker, describeFieldErrors, ENV_NAME_PATTERN, EnvironmentVariables, ModelApiSchema, SIDECAR_ADAPTERS } from '@svc/protocol';
 
 const EnvName = Type.String({ pattern: ENV_NAME_PATTERN });
 const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [] });
@@ -34,6 +34,32 @@ export const TemplateSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /**
+     * The model API the agent uses. The control plane holds its key: the agent gets a base URL
+     * on its sandbox's loopback (the sidecar's model proxy) and a placeholder key, and the proxy
+     * meters every request and enforces the budget.
+     */
+    model: Type.Optional(
+      Type.Object(
+        {
+          api: ModelApiSchema,
+          max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+          max_cost_usd: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    /** The sandbox's boundary. */
+    sandbox: Type.Object(
+      {
+        /**
+         * No network but loopback, and one channel to the gateway (the default). A provider that
+         * cannot seal a sandbox refuses the template unless its operator opted in.
+         */
+        sealed: Type.Boolean({ default: true }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     /** Files written into the sandbox before the agent starts (e.g. a workspace's README). */
     files: Type.Array(Type.Object({ path: SandboxPath, content: Type.String(), mode: Type.Integer({ minimum: 0, maximum: 0o777, default: 0o644 }) }, { additionalProperties: false }), { default: [] }),
     /** The sidecar (step 6.5 of the spawn); without it, the spawn skips that step. */
@@ -55,7 +81,24 @@ export const TemplateSchema = Type.Object(
   },
   { additionalProperties: false },
 );
-export type Template = Static<typeof TemplateSchema> & { name: string; source: string };
+export type Template = Static<typeof TemplateSchema> & {
+  name: string;
+  source: string;
+  /** What still works but should change (e.g. a model key passed into the sandbox). */
+  warnings: string[];
+};
+
+/** Variable names that hold a credential: passing one into a sandbox hands it to the agent. */
+const CREDENTIAL_NAME = /(^|_)(API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$/;
+
+function warningsOf(template: Static<typeof TemplateSchema>, source: string): string[] {
+  return [...template.agent.pass_env, ...template.agent.pass_env_optional]
+    .filter((name) => CREDENTIAL_NAME.test(name))
+    .map(
+      (name) =>
+        `${source}: /agent/pass_env hands ${name} to the agent inside its sandbox; this is deprecated: name the model API instead ([model] api = "anthropic" or "openai") and give the key to the control plane (SVC_ANTHROPIC_API_KEY, SVC_OPENAI_API_KEY on the gateway), which never lets it into a sandbox`,
+    );
+}
 
 const checker = createChecker<Static<typeof TemplateSchema>>(TemplateSchema);
 
@@ -76,5 +119,8 @@ export function parseTemplate(name: string, text: string, source: string): Templ
   if (!checked.ok) {
     throw new CodedError('invalid_template', `${source}: ${describeFieldErrors(checked.errors)}`, { file: source, fields: checked.errors });
   }
-  return { ...checked.value, name, source };
+  if (checked.value.model && !checked.value.sidecar) {
+    throw new CodedError('invalid_template', `${source}: /model needs a [sidecar] section (the sidecar serves the agent's model proxy)`, { file: source });
+  }
+  return { ...checked.value, name, source, warnings: warningsOf(checked.value, source) };
 }

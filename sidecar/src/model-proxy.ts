@@ -1,0 +1,78 @@
+import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { modelProxyPath, PLACEHOLDER_MODEL_KEY, SANDBOX_MODEL_BASE_PATHS, type ModelApi } from '@svc/protocol';
+import type { ControlPlaneClient } from './http-client.js';
+
+/** Headers that end at this hop, and the agent's own credentials (a placeholder): never forwarded. */
+const DROPPED = new Set(['host', 'connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'authorization', 'x-api-key']);
+
+function forwarded(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !DROPPED.has(name)) out[name] = value;
+  return out;
+}
+
+/** A refusal in the shape the agent's client expects of its provider. */
+function providerError(api: ModelApi | undefined, status: number, message: string): string {
+  return api === 'openai'
+    ? JSON.stringify({ error: { message, type: 'server_error', param: null, code: null } })
+    : JSON.stringify({ type: 'error', error: { type: status === 404 ? 'not_found_error' : 'api_error', message } });
+}
+
+export interface ModelProxy {
+  /** The variables the agent gets: each API's base URL on loopback and a placeholder key. */
+  agentEnv: Record<string, string>;
+  /** The base URL of one API for the agent (e.g. Codex's provider `base_url`). */
+  baseUrl(api: ModelApi): string;
+  close(): Promise<void>;
+}
+
+/**
+ * The agent's model API, on the sandbox's loopback: each request is forwarded, streamed both
+ * ways, to the gateway's model proxy with the worker token; the gateway adds the real key. The
+ * agent only ever holds a placeholder. Nothing is buffered: a chunk is passed on as it arrives.
+ */
+export async function startModelProxy(options: { apis: readonly ModelApi[]; workerId: string; client: ControlPlaneClient; warn(message: string): void }): Promise<ModelProxy> {
+  const { apis, workerId, client } = options;
+  const server = http.createServer((request, response) => {
+    const url = request.url ?? '/';
+    const api = apis.find((name) => url === `/${name}` || url.startsWith(`/${name}/`) || url.startsWith(`/${name}?`));
+    if (!api) {
+      response.writeHead(404, { 'content-type': 'application/json' }).end(providerError(undefined, 404, `svc model proxy: ${url.split('?')[0]} is not a model API of this worker (${apis.join(', ')})`));
+      return;
+    }
+    const upstream = client.open(request.method ?? 'GET', `${modelProxyPath(workerId, api)}${url.slice(api.length + 1) || '/'}`, forwarded(request.headers));
+    upstream.on('response', (answer) => {
+      response.writeHead(answer.statusCode ?? 502, forwarded(answer.headers));
+      answer.pipe(response);
+      answer.on('error', () => response.destroy());
+    });
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      if (response.headersSent) return void response.destroy();
+      options.warn(`model proxy: the control plane could not be reached (${err.code ?? err.message})`);
+      response.writeHead(502, { 'content-type': 'application/json' }).end(providerError(api, 502, `svc model proxy: the control plane could not be reached (${err.code ?? err.message})`));
+    });
+    response.on('close', () => {
+      if (!response.writableFinished) upstream.destroy();
+    });
+    request.pipe(upstream);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  const baseUrl = (api: ModelApi) => `http://127.0.0.1:${port}${SANDBOX_MODEL_BASE_PATHS[api]}`;
+  const agentEnv: Record<string, string> = {};
+  if (apis.includes('anthropic')) Object.assign(agentEnv, { ANTHROPIC_BASE_URL: baseUrl('anthropic'), ANTHROPIC_API_KEY: PLACEHOLDER_MODEL_KEY });
+  if (apis.includes('openai')) Object.assign(agentEnv, { OPENAI_BASE_URL: baseUrl('openai'), OPENAI_API_KEY: PLACEHOLDER_MODEL_KEY });
+  return {
+    agentEnv,
+    baseUrl,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
