@@ -1,10 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredEvent } from '@svc/protocol';
+import { PLACEHOLDER_MODEL_KEY, type StoredEvent, type Worker } from '@svc/protocol';
 import { startMockAnthropic, waitFor, type MockAnthropic } from '@svc/test-support';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
@@ -20,6 +21,22 @@ function claudeBinary(version: string): string {
 }
 
 const TOOL_INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
+/** The model key: the gateway's only. */
+const MODEL_KEY = `sk-ant-e2e-${randomBytes(8).toString('hex')}`;
+
+/** The environment (NUL-separated) of every process on this machine that has `marker` in it. */
+function processesWithEnv(marker: string): string[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').join('\n');
+      } catch {
+        return '';
+      }
+    })
+    .filter((environ) => environ.includes(marker));
+}
 
 /**
  * The real Claude Code CLI under the real sidecar against the real control plane; only the
@@ -34,16 +51,16 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
 
   beforeAll(async () => {
     mock = await startMockAnthropic([{ text: 'I will create out.txt.', tool: { name: 'Bash', input: TOOL_INPUT } }, { text: 'Done.' }]);
-    // The built-in `claude` template reaches this Claude Code through the session service's settings.
+    // The built-in `claude` template reaches this Claude Code through the session service's
+    // settings; the model key is the gateway's alone (the model proxy adds it).
     const installed = path.dirname(path.dirname(path.dirname(claudeBinary(version))));
     stack = await startStack({
       ingestReplicas: 1,
       sessionEnv: {
-        ANTHROPIC_API_KEY: 'sk-test',
-        ANTHROPIC_BASE_URL: mock.url,
         SVC_SANDBOX_HOST_DIRS: installed,
         SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin`,
       },
+      gatewayEnv: { SVC_ANTHROPIC_API_KEY: MODEL_KEY, SVC_ANTHROPIC_UPSTREAM_URL: mock.url },
     });
     dir = await mkdtemp(path.join(tmpdir(), `svc-real-claude-${version}-`));
     userToken = await stack.userToken('e2e-user');
@@ -106,7 +123,8 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
     expect(types).toEqual(expect.arrayContaining(['control_request', 'control_response', 'tool_use', 'tool_result', 'result', 'progress']));
   }, 90_000);
 
-  it('the built-in claude template: POST /v1/sessions runs it in a local bubblewrap sandbox; allowed, the tool runs there; the session completes', async () => {
+  it('the built-in claude template: POST /v1/sessions runs it in a sealed bubblewrap sandbox through the model proxy; allowed, the tool runs there; the session completes', async () => {
+    const before = mock.requests().length;
     const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
@@ -114,11 +132,34 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
     });
     expect(created.status).toBe(201);
     const session = (await created.json()) as { id: string; worker_id: string };
-    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100);
+    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}\n${JSON.stringify(await api().events(session.worker_id), null, 1)}`);
+    });
     expect(request!.data).toMatchObject({ tool_name: 'Bash', input: TOOL_INPUT });
+    // While it waits: no process of the sandbox (the sidecar and everything it started) holds the key.
+    const sandboxed = processesWithEnv(`SVC_SIDECAR_CONFIG=`);
+    expect(sandboxed.length).toBeGreaterThanOrEqual(2);
+    for (const environ of sandboxed) expect(environ).not.toContain(MODEL_KEY);
+    // The agent's holds the placeholder.
+    expect(sandboxed.filter((environ) => environ.includes(`ANTHROPIC_API_KEY=${PLACEHOLDER_MODEL_KEY}`)).length).toBeGreaterThanOrEqual(1);
     expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
     await waitFor('the session completed', async () => (await get<{ status: string }>(`/v1/sessions/${session.id}`)).status === 'completed', 60_000, 100);
     expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
+
+    // The upstream saw the real key on every request, and the proxy's meter matches its figures (100 in, 24 out per message).
+    const seen = mock.requestHeaders().slice(before);
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    for (const headers of seen) {
+      expect(headers['x-api-key']).toBe(MODEL_KEY);
+      expect(headers['authorization']).toBeUndefined();
+    }
+    const worker = await get<Worker>(`/v1/workers/${session.worker_id}`);
+    expect(worker.model_usage).toMatchObject({ input_tokens: 100 * seen.length, output_tokens: 24 * seen.length, refused: 0 });
+    // 2.1.197 also sends `HEAD /`: forwarded and counted as a request, with no tokens.
+    expect(worker.model_usage!.requests).toBeGreaterThanOrEqual(seen.length);
+    const measured = (await api().events(session.worker_id)).filter((e): e is StoredEvent<'progress'> => e.type === 'progress' && e.data.measured_by === 'model_proxy');
+    expect(measured.at(-1)!.data).toMatchObject({ input_tokens: 100 * seen.length, output_tokens: 24 * seen.length });
+    expect(JSON.stringify(await api().events(session.worker_id))).not.toContain(MODEL_KEY);
   }, 90_000);
 
   it('deny: the tool does not run and the agent receives the message', async () => {

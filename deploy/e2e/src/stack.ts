@@ -44,7 +44,7 @@ export interface E2eStack {
  * every service started from its built `main.js` as its own process (two event-ingest replicas
  * unless told otherwise). Resolves once `GET /v1/status` says every service is up.
  */
-export async function startStack(options: { ingestReplicas?: number; sessionEnv?: Record<string, string> } = {}): Promise<E2eStack> {
+export async function startStack(options: { ingestReplicas?: number; sessionEnv?: Record<string, string>; gatewayEnv?: Record<string, string> } = {}): Promise<E2eStack> {
   const replicas = options.ingestReplicas ?? 2;
   const [nats, postgres, issuer]: [NatsServerProcess, PostgresProcess, TestIssuer] = await Promise.all([startNatsServer(), startPostgres(), startTestIssuer('svc')]);
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
@@ -58,6 +58,7 @@ export async function startStack(options: { ingestReplicas?: number; sessionEnv?
     SVC_OIDC_AUDIENCE: 'svc',
     // Tests poll hard on purpose; rate limits have their own tests.
     SVC_RATE_LIMIT_MAX: '100000000',
+    ...options.gatewayEnv,
   };
   const startIngestReplica = (replicaIndex: number) =>
     startServiceProcess('event-ingest', { ...env, SVC_INSTANCE: `ingest-${replicaIndex}`, SVC_INGEST_REPLICA_INDEX: String(replicaIndex), SVC_INGEST_REPLICA_COUNT: String(replicas) });

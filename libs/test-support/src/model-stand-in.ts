@@ -5,6 +5,8 @@ export interface ModelStandIn {
   url: string;
   /** The bodies of every model request, in order. */
   requests(): Array<Record<string, unknown>>;
+  /** The headers of every model request, in the same order. */
+  requestHeaders(): IncomingMessage['headers'][];
   stop(): Promise<void>;
 }
 
@@ -30,11 +32,13 @@ export async function startModelStandIn(options: {
   other(request: IncomingMessage, response: ServerResponse): void;
 }): Promise<ModelStandIn> {
   const received: Array<Record<string, unknown>> = [];
+  const receivedHeaders: IncomingMessage['headers'][] = [];
   const server = createServer((request, response) => {
     void (async () => {
       if (!options.isModelRequest(request)) return options.other(request, response);
       const body = JSON.parse(await readBody(request)) as Record<string, unknown>;
       received.push(body);
+      receivedHeaders.push(request.headers);
       options.respond(body, response);
     })().catch(() => response.destroy());
   });
@@ -44,6 +48,7 @@ export async function startModelStandIn(options: {
   return {
     url: `http://127.0.0.1:${address.port}${options.path ?? ''}`,
     requests: () => received,
+    requestHeaders: () => receivedHeaders,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

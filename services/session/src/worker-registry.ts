@@ -73,6 +73,7 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
         status: 'pending',
         token_hash: hashWorkerToken(token),
         ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),
+        ...(request.model ? { model: request.model } : {}),
         updated_at: new Date().toISOString(),
       };
       try {

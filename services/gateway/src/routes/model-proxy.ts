@@ -123,7 +123,8 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
       const worker = await authorizeWorker(request, workers, workerId);
       if (!(MODEL_APIS as readonly string[]).includes(apiName)) throw new CodedError('not_found', `${apiName} is not a model API svc proxies (${MODEL_APIS.join(', ')})`);
       const api = apiName as ModelApi;
-      if (!worker.model?.apis.includes(api)) throw new CodedError('forbidden', `worker ${workerId}'s template does not use the ${api} model API`);
+      // From this worker's side, an API its template does not name does not exist.
+      if (!worker.model?.apis.includes(api)) throw new CodedError('not_found', `worker ${workerId}'s template does not use the ${api} model API`);
       const upstream = upstreams[api];
       if (!upstream.apiKey) throw new CodedError('unavailable', `the control plane holds no key for the ${api} model API (set SVC_${api.toUpperCase()}_API_KEY on the gateway)`);
 
