@@ -6,3 +6,5 @@ export { createCodexExecAdapter } from './adapters/codex.js';
 export * from './config.js';
 export * from './permissions.js';
 export { runSidecar, type SidecarRun } from './runner.js';
+export { createControlPlaneClient, type ControlPlaneClient } from './http-client.js';
+export { startModelProxy, type ModelProxy } from './model-proxy.js';

@@ -162,6 +162,32 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
     expect(JSON.stringify(await api().events(session.worker_id))).not.toContain(MODEL_KEY);
   }, 90_000);
 
+  it('a session budget below what two turns need: the proxy refuses the second model request, the agent ends with the provider\'s error, the history and totals show the cap', async () => {
+    const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ template: 'claude', prompt: 'Create out.txt containing hello', overrides: { budget: { max_tokens: 50 } } }),
+    });
+    expect(created.status).toBe(201);
+    const session = (await created.json()) as { id: string; worker_id: string };
+    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100);
+    const before = mock.requests().length;
+    expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('the session ended', async () => ['completed', 'failed'].includes((await get<{ status: string }>(`/v1/sessions/${session.id}`)).status), 60_000, 100);
+    // The second turn never reached the model.
+    expect(mock.requests().length).toBe(before);
+    const history = await api().events(session.worker_id);
+    const refusal = history.find((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.subtype === 'model_budget_exhausted');
+    expect(refusal!.data.message).toContain('max_tokens 50');
+    const result = history.filter((e): e is StoredEvent<'result'> => e.type === 'result').at(-1);
+    expect(result!.data.is_error).toBe(true);
+    expect(JSON.stringify(result!.data)).toContain('budget is used up');
+    const worker = await get<Worker>(`/v1/workers/${session.worker_id}`);
+    expect(worker.model).toMatchObject({ budget: { max_tokens: 50 } });
+    expect(worker.model_usage).toMatchObject({ input_tokens: 100, output_tokens: 24, budget_exhausted: true });
+    expect(worker.model_usage!.refused).toBeGreaterThanOrEqual(1);
+  }, 90_000);
+
   it('deny: the tool does not run and the agent receives the message', async () => {
     const agent = await run('deny', {});
     const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);

@@ -1,10 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredEvent } from '@svc/protocol';
+import type { StoredEvent, Worker } from '@svc/protocol';
 import { startMockOpenAI, waitFor, type MockOpenAI, type ResponsesTurn } from '@svc/test-support';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
@@ -17,6 +18,23 @@ function codexBinary(): string {
   const binary = path.join(WORKSPACE, `.cache/agents/codex-${VERSION}/node_modules/.bin/codex`);
   if (!existsSync(binary)) throw new Error(`Codex ${VERSION} is not installed at ${binary}; run: bash deploy/dev-setup.sh`);
   return binary;
+}
+
+/** The model key: the gateway's only. */
+const MODEL_KEY = `sk-proj-e2e-${randomBytes(8).toString('hex')}`;
+
+/** The environment (one variable a line) of every process on this machine that has `marker` in it. */
+function processesWithEnv(marker: string): string[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').join('\n');
+      } catch {
+        return '';
+      }
+    })
+    .filter((environ) => environ.includes(marker));
 }
 
 const ESCALATED: [ResponsesTurn, ResponsesTurn] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } }, { text: 'Done.' }];
@@ -35,8 +53,22 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
   let userToken: string;
   const mocks: MockOpenAI[] = [];
 
+  /** The model behind the gateway's model proxy (sessions through the API). */
+  let proxied: MockOpenAI;
+  let templatesDir: string;
+
   beforeAll(async () => {
-    stack = await startStack({ ingestReplicas: 1 });
+    proxied = await startMockOpenAI(ESCALATED);
+    mocks.push(proxied);
+    templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-codex-templates-'));
+    // Interactive Codex (app-server) through the model proxy; `gpt-5.5` is in Codex's catalog.
+    await writeFile(path.join(templatesDir, 'codex-interactive.toml'), ['[agent]', 'command = "codex"', 'cwd = "/workspace"', 'args = ["-c", "model=\\"gpt-5.5\\"", "-c", "check_for_update_on_startup=false"]', '[model]', 'api = "openai"', '[sidecar]', 'adapter = "codex"', ''].join('\n'));
+    const installed = path.dirname(path.dirname(path.dirname(codexBinary())));
+    stack = await startStack({
+      ingestReplicas: 1,
+      sessionEnv: { SVC_TEMPLATES_DIR: templatesDir, SVC_SANDBOX_HOST_DIRS: installed, SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin` },
+      gatewayEnv: { SVC_OPENAI_API_KEY: MODEL_KEY, SVC_OPENAI_UPSTREAM_URL: new URL(proxied.url).origin },
+    });
     // Not under /tmp (where a CI checkout may be): Codex's sandbox helper refuses a CODEX_HOME
     // there, and `exec --sandbox workspace-write` then cannot write (AGENTS.md).
     await mkdir(path.join(homedir(), '.cache'), { recursive: true });
@@ -46,6 +78,7 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
   afterAll(async () => {
     await Promise.all([stack?.stop(), ...mocks.map((mock) => mock.stop())]);
     if (dir) await rm(dir, { recursive: true, force: true });
+    if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   });
 
   const api = () => controlClient(stack.gatewayUrl, userToken);
@@ -90,6 +123,31 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
     expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
     const types = (await agent.events()).map((e) => e.type);
     expect(types).toEqual(expect.arrayContaining(['control_request', 'control_response', 'tool_use', 'tool_result', 'result', 'progress']));
+  }, 90_000);
+
+  it('through the session API in a sealed bubblewrap sandbox, via the model proxy: approved, the command runs; the upstream saw the real key; the meter matches it', async () => {
+    const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.' }),
+    });
+    expect(created.status).toBe(201);
+    const session = (await created.json()) as { id: string; worker_id: string };
+    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}\n${JSON.stringify(await api().events(session.worker_id), null, 1)}`);
+    });
+    expect(request!.data).toMatchObject({ tool_name: 'command_execution' });
+    for (const environ of processesWithEnv('SVC_SIDECAR_CONFIG=')) expect(environ).not.toContain(MODEL_KEY);
+    expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('the session completed', async () => (await api().get<{ status: string }>(`/v1/sessions/${session.id}`)).status === 'completed', 60_000, 100);
+    expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
+    const seen = proxied.requestHeaders();
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    for (const headers of seen) expect(headers['authorization']).toBe(`Bearer ${MODEL_KEY}`);
+    // The stand-in's usage: 1000 in (200 cached), 50 out, per response.
+    const worker = await api().get<Worker>(`/v1/workers/${session.worker_id}`);
+    expect(worker.model_usage).toMatchObject({ input_tokens: 1000 * seen.length, output_tokens: 50 * seen.length, cache_read_tokens: 200 * seen.length });
+    expect(JSON.stringify(await api().events(session.worker_id))).not.toContain(MODEL_KEY);
   }, 90_000);
 
   it('deny: the command does not run and the model is told it was rejected', async () => {
