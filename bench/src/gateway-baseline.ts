@@ -30,7 +30,7 @@ async function main() {
   const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
 
   const nats = await launchNatsServer();
-  const nc = await connectBus({ servers: nats.url, name: 'bench', logger });
+  const nc = await connectBus({ servers: nats.url, name: 'bench', logger, credentials: nats.credentials.operator });
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
   const issuer = await createLocalIssuer({ stateDir, issuer: 'http://127.0.0.1:1' });
   const users = createOidcVerifier({ issuer: issuer.issuer, audience: 'svc', keys: issuer.jwks() });

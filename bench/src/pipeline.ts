@@ -8,7 +8,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connectBus, launchNatsServer, requestJson, type NatsConnection } from '@svc/bus';
+import { connectBus, launchNatsServer, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
 import { streams, subjects, type CreateWorkerRequestType, type CreateWorkerResultType } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
@@ -50,12 +50,13 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
   const port = await freePort();
   const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel };
+  const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
   const processes = [
-    startServiceProcess('event-ingest', env, quiet),
-    startServiceProcess('session', { ...env, SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'), SVC_SANDBOX_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`, ...options.sessionEnv }, quiet),
-    startServiceProcess('control', env, quiet),
-    startServiceProcess('gateway', { ...env, SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000' }, quiet),
+    startServiceProcess('event-ingest', { ...env, ...natsUser('event-ingest') }, quiet),
+    startServiceProcess('session', { ...env, ...natsUser('session'), SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'), SVC_SANDBOX_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`, ...options.sessionEnv }, quiet),
+    startServiceProcess('control', { ...env, ...natsUser('control') }, quiet),
+    startServiceProcess('gateway', { ...env, ...natsUser('gateway'), SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000' }, quiet),
   ];
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const userToken = await issuer.sign({ sub: 'bench' });
@@ -71,7 +72,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     await stopInfrastructure();
     throw err;
   });
-  const nc: NatsConnection = await connectBus({ servers: nats.url, name: 'bench', logger: createLogger({ name: 'bench', level: 'silent' }) });
+  const nc: NatsConnection = await connectBus({ servers: nats.url, name: 'bench', logger: createLogger({ name: 'bench', level: 'silent' }), credentials: nats.credentials.operator });
   return {
     gatewayUrl,
     stateDir,

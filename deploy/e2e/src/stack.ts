@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connectBus, requestJson, type NatsConnection } from '@svc/bus';
+import { connectBus, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
 import { subjects, type CreateWorkerRequestType, type CreateWorkerResultType, type StatusResponseType } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import {
@@ -21,8 +21,10 @@ export interface E2eStack {
   gatewayUrl: string;
   /** Where the session service keeps local sandboxes (one directory per worker). */
   sandboxesDir: string;
-  /** The `SVC_*` environment every service runs with. */
+  /** The `SVC_*` environment every service runs with (beside its own NATS user). */
   env: Record<string, string>;
+  /** The stack's nats-server (its credentials: each service's user, and the operator's). */
+  nats: NatsServerProcess;
   postgres: PostgresProcess;
   nc: NatsConnection;
   /** event-ingest replicas by index; a test may kill one and put a new one in its place. */
@@ -51,8 +53,11 @@ export async function startStack(options: { ingestReplicas?: number; sessionEnv?
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'warn' };
+  /** Each service connects to NATS as its own user, as deployed. */
+  const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const gatewayEnv = {
     ...env,
+    ...natsUser('gateway'),
     SVC_GATEWAY_PORT: String(port),
     SVC_OIDC_ISSUER: issuer.issuer,
     SVC_OIDC_AUDIENCE: 'svc',
@@ -61,11 +66,11 @@ export async function startStack(options: { ingestReplicas?: number; sessionEnv?
     ...options.gatewayEnv,
   };
   const startIngestReplica = (replicaIndex: number) =>
-    startServiceProcess('event-ingest', { ...env, SVC_INSTANCE: `ingest-${replicaIndex}`, SVC_INGEST_REPLICA_INDEX: String(replicaIndex), SVC_INGEST_REPLICA_COUNT: String(replicas) });
+    startServiceProcess('event-ingest', { ...env, ...natsUser('event-ingest'), SVC_INSTANCE: `ingest-${replicaIndex}`, SVC_INGEST_REPLICA_INDEX: String(replicaIndex), SVC_INGEST_REPLICA_COUNT: String(replicas) });
   const ingest = Array.from({ length: replicas }, (_, index) => startIngestReplica(index));
   const sandboxesDir = path.join(stateDir, 'sandboxes');
-  const sessionEnv = { ...env, SVC_SANDBOXES_DIR: sandboxesDir, SVC_SANDBOX_CONTROL_PLANE_URL: gatewayUrl, ...options.sessionEnv };
-  const others = [startServiceProcess('session', sessionEnv), startServiceProcess('control', env)];
+  const sessionEnv = { ...env, ...natsUser('session'), SVC_SANDBOXES_DIR: sandboxesDir, SVC_SANDBOX_CONTROL_PLANE_URL: gatewayUrl, ...options.sessionEnv };
+  const others = [startServiceProcess('session', sessionEnv), startServiceProcess('control', { ...env, ...natsUser('control') })];
   let gateway = startServiceProcess('gateway', gatewayEnv);
   const everyProcess = () => [...ingest, ...others, gateway];
   const outputs = () => everyProcess().map((p) => `--- ${p.service}\n${p.output()}`).join('\n');
@@ -83,12 +88,13 @@ export async function startStack(options: { ingestReplicas?: number; sessionEnv?
       throw new Error(`${String(err)}\n${outputs()}`);
     });
   await gatewayReady();
-  const nc = await connectBus({ servers: nats.url, name: 'e2e', logger: createLogger({ name: 'e2e', level: 'silent' }) });
+  const nc = await connectBus({ servers: nats.url, name: 'e2e', logger: createLogger({ name: 'e2e', level: 'silent' }), credentials: nats.credentials.operator });
 
   return {
     gatewayUrl,
     sandboxesDir,
     env,
+    nats,
     postgres,
     nc,
     ingest,
@@ -107,8 +113,11 @@ export async function startStack(options: { ingestReplicas?: number; sessionEnv?
     async stop() {
       await nc.close();
       await Promise.all(everyProcess().map((p) => p.kill()));
+      // A service that needs a subject its NATS user may not use fails quietly: say so.
+      const violations = nats.permissionViolations();
       await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
       await rm(stateDir, { recursive: true, force: true });
+      if (violations.length > 0) throw new Error(`nats-server reported permission violations by the services:\n${violations.join('\n')}`);
     },
   };
 }

@@ -4,7 +4,7 @@ import { start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
-import { connectBus, ensureStreams, launchNatsServer, requestJson, type NatsConnection, type NatsServerProcess } from '@svc/bus';
+import { connectBus, ensureStreams, launchNatsServer, requestJson, type NatsConnection, type NatsCredentials, type NatsServerProcess, type NatsServiceUser } from '@svc/bus';
 import { subjects, type CreateSessionRpcType, type Session } from '@svc/protocol';
 import { readConfig, type Logger } from '@svc/service-kit';
 import { openDatabase, type StoreKind } from '@svc/store';
@@ -16,6 +16,8 @@ export interface LocalStackOptions {
   databaseUrl?: string | undefined;
   /** Use this NATS instead of starting a nats-server. */
   natsUrl?: string | undefined;
+  /** The users of that NATS (each service connects as its own); a nats-server started here makes its own. */
+  natsCredentials?: NatsCredentials | undefined;
   /** The gateway's settings (the local stack turns the built-in issuer on). */
   gateway: GatewayConfig;
   /** The session service's settings (default: from `SVC_*`, sandboxes under the state directory, the sidecar calling this gateway). */
@@ -27,6 +29,8 @@ export interface LocalStackOptions {
 
 export interface LocalStack {
   natsUrl: string;
+  /** Who may connect to that NATS (undefined: an external one without authentication). */
+  natsCredentials: NatsCredentials | undefined;
   /** The stack's own NATS connection (for probes). */
   nc: NatsConnection;
   gatewayUrl: string;
@@ -53,9 +57,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       stops.push(() => natsServer!.stop());
     }
     const natsUrl = options.natsUrl ?? natsServer!.url;
-    const nc = await connectBus({ servers: natsUrl, name: 'local-stack', logger });
+    const credentials = natsServer?.credentials ?? options.natsCredentials;
+    // The stack's own connection (streams, the demo session, probes) is the operator's; each
+    // service has its own, as its own user, as in a deployment of one process per service.
+    const nc = await connectBus({ servers: natsUrl, name: 'local-stack', logger, credentials: credentials?.operator });
     stops.push(() => nc.drain());
     await ensureStreams(nc);
+    const connectAs = async (user: NatsServiceUser): Promise<NatsConnection> => {
+      if (!credentials) return nc;
+      const own = await connectBus({ servers: natsUrl, name: `${user}-local`, logger, credentials: credentials[user] });
+      stops.push(() => own.drain());
+      return own;
+    };
 
     const database = await openDatabase(options.databaseUrl ? { url: options.databaseUrl } : { dataDir: path.join(stateDir, 'pglite') });
     stops.push(() => database.close());
@@ -63,11 +76,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const instance = 'local';
     // event-ingest owns the event tables and migrates them, so it starts first.
     const services = [
-      await startEventIngest({ nc, db: database.db, logger, instance, replicaIndex: 0, replicaCount: 1 }),
-      await startControl({ nc, db: database.db, logger, instance }),
+      await startEventIngest({ nc: await connectAs('event-ingest'), db: database.db, logger, instance, replicaIndex: 0, replicaCount: 1 }),
+      await startControl({ nc: await connectAs('control'), db: database.db, logger, instance }),
     ];
     for (const service of services) stops.push(() => service.stop());
-    const gateway = await startGateway({ nc, logger, instance, config: { ...options.gateway, stateDir } });
+    const gateway = await startGateway({ nc: await connectAs('gateway'), logger, instance, config: { ...options.gateway, stateDir } });
     stops.push(() => gateway.stop());
     // After the gateway: sandboxes call it, so its address must be known.
     const sessionConfig: SessionConfig = {
@@ -75,12 +88,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       sandboxControlPlaneUrl: gateway.url,
       ...options.session,
     };
-    const session = await startSession({ nc, db: database.db, logger, instance, config: sessionConfig });
+    const session = await startSession({ nc: await connectAs('session'), db: database.db, logger, instance, config: sessionConfig });
     stops.push(() => session.stop());
     const demo = options.demo
       ? await requestJson<Session>(nc, subjects.rpc.createSession, { viewer: { sub: LOCAL_USER, admin: false }, body: { template: 'demo' } } satisfies CreateSessionRpcType)
       : undefined;
-    return { natsUrl, nc, gatewayUrl: gateway.url, demo, store: database.kind, stop };
+    return { natsUrl, natsCredentials: credentials, nc, gatewayUrl: gateway.url, demo, store: database.kind, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -53,7 +53,7 @@ describe('local stack — one process', () => {
         const { token } = (await (await fetch(`${stack.gatewayUrl}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
         const status = await (await fetch(`${stack.gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${token}` } })).json();
         expect(status).toMatchObject({ status: 'ok', nats: 'up', store: 'up' });
-        const nc = await connectBus({ servers: stack.natsUrl, name: 'probe', logger });
+        const nc = await connectBus({ servers: stack.natsUrl, name: 'probe', logger, credentials: stack.natsCredentials!.operator });
         for (const service of SERVICE_NAMES) {
           const health = await requestJson<ServiceHealth>(nc, subjects.health(service), {}, { timeoutMs: 2000 });
           expect(health).toMatchObject({ service, status: 'up', instance: 'local' });

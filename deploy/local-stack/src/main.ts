@@ -1,4 +1,4 @@
-import { NatsServerNotFoundError, serveHealthProbes } from '@svc/bus';
+import { NatsServerNotFoundError, readNatsCredentialsDir, serveHealthProbes } from '@svc/bus';
 import { booleanSetting, choiceSetting, ConfigError, createGracefulShutdown, createLogger, integerSetting, optionalStringSetting, readConfig, redactUrl, stringSetting } from '@svc/service-kit';
 import { gatewaySettings } from '@svc/gateway';
 import { startLocalStack } from './index.js';
@@ -7,6 +7,8 @@ const localSettings = {
   stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
   databaseUrl: optionalStringSetting('SVC_DATABASE_URL'),
   natsUrl: optionalStringSetting('SVC_NATS_URL'),
+  /** With SVC_NATS_URL: a directory with a file per NATS user (gateway, event-ingest, control, session, operator) holding its password. */
+  natsCredentialsDir: optionalStringSetting('SVC_NATS_CREDENTIALS_DIR'),
   logLevel: choiceSetting('SVC_LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'silent'], { default: 'warn' }),
   /** Start a demo session (off in the Helm chart's single mode). */
   demo: booleanSetting('SVC_DEMO', { default: true }),
@@ -36,7 +38,8 @@ shutdown.installSignalHandlers();
 // Starting takes a few seconds (nats-server, the store's migrations, a sandbox): say so first.
 process.stdout.write('svc local stack: starting nats-server, the store, the services and a demo session…\n');
 try {
-  const stack = await startLocalStack({ ...config, gateway, logger });
+  const natsCredentials = config.natsCredentialsDir ? await readNatsCredentialsDir(config.natsCredentialsDir) : undefined;
+  const stack = await startLocalStack({ ...config, natsCredentials, gateway, logger });
   shutdown.add({ name: 'local stack', close: () => stack.stop() });
   if (config.healthPort) {
     const probes = await serveHealthProbes({ nc: stack.nc, port: config.healthPort });

@@ -20,7 +20,7 @@ describe('bus — against a real nats-server', () => {
 
   beforeAll(async () => {
     server = await startNatsServer();
-    nc = await connectBus({ servers: server.url, name: 'bus-test', logger });
+    nc = await connectBus({ servers: server.url, name: 'bus-test', logger, credentials: server.credentials.operator });
   });
 
   afterAll(async () => {
@@ -183,7 +183,7 @@ describe('bus — against a real nats-server', () => {
     slow.unsubscribe();
 
     const server2 = await startNatsServer();
-    const other = await connectBus({ servers: server2.url, name: 'closing', logger });
+    const other = await connectBus({ servers: server2.url, name: 'closing', logger, credentials: server2.credentials.operator });
     other.subscribe('svc.rpc.test.never', { callback: () => {} });
     const waiting = requestJson(other, 'svc.rpc.test.never', {}, { timeoutMs: 5000 });
     await other.flush();
@@ -218,9 +218,9 @@ describe('bus — against a real nats-server', () => {
 describe('bus — connection life', () => {
   it('reconnects by itself after the server restarts on the same port', async () => {
     const first = await startNatsServer();
-    const nc = await connectBus({ servers: first.url, name: 'reconnect-test', logger });
+    const nc = await connectBus({ servers: first.url, name: 'reconnect-test', logger, credentials: first.credentials.operator });
     await first.stop();
-    const second = await startNatsServer({ port: first.port });
+    const second = await startNatsServer({ port: first.port, credentials: first.credentials });
     const reconnected = (async () => {
       for await (const status of nc.status()) if (status.type === 'reconnect') return true;
       return false;
@@ -242,7 +242,7 @@ describe('bus — connection life', () => {
 
   it('graceful shutdown drains the NATS connection', async () => {
     const server = await startNatsServer();
-    const nc = await connectBus({ servers: server.url, name: 'shutdown-test', logger });
+    const nc = await connectBus({ servers: server.url, name: 'shutdown-test', logger, credentials: server.credentials.operator });
     const exits: number[] = [];
     const shutdown = createGracefulShutdown({ logger, exit: (code) => exits.push(code) });
     shutdown.add({ name: 'nats', close: () => nc.drain() });

@@ -1,5 +1,5 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import type { Logger } from '@svc/service-kit';
+import { ConfigError, type Logger } from '@svc/service-kit';
 
 export type { NatsConnection } from '@nats-io/transport-node';
 
@@ -10,6 +10,8 @@ export interface BusConnectionOptions {
   logger: Logger;
   /** How long to keep trying the first connection, in ms (a server starting beside us may be late). */
   connectTimeoutMs?: number;
+  /** This service's NATS user (docs/nats-security.md); without one the server refuses the connection. */
+  credentials?: { user: string; password: string } | undefined;
 }
 
 /**
@@ -24,6 +26,7 @@ export async function connectBus(options: BusConnectionOptions): Promise<NatsCon
       const nc = await connect({
         servers: options.servers,
         name: options.name,
+        ...(options.credentials ? { user: options.credentials.user, pass: options.credentials.password } : {}),
         maxReconnectAttempts: -1,
         reconnectTimeWait: 250,
         reconnectJitter: 250,
@@ -38,6 +41,10 @@ export async function connectBus(options: BusConnectionOptions): Promise<NatsCon
       log.info({ server: nc.getServer() }, 'connected to NATS');
       return nc;
     } catch (err) {
+      // Wrong or missing credentials do not get better by waiting.
+      if (/authorization violation|authentication/i.test(String((err as Error).message))) {
+        throw new Error(`NATS at ${String(options.servers)} refused ${options.credentials ? `the credentials of user ${options.credentials.user}` : 'a connection without credentials'} (set SVC_NATS_USER and SVC_NATS_PASSWORD)`, { cause: err });
+      }
       if (Date.now() >= deadline) throw new Error(`cannot connect to NATS at ${String(options.servers)}`, { cause: err });
       log.warn({ err }, 'NATS not reachable yet; retrying');
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -76,4 +83,11 @@ export function trackConnection(nc: NatsConnection): { connected(): boolean } {
     }
   })();
   return { connected: () => connected && !nc.isClosed() && !nc.isDraining() };
+}
+
+/** A service's NATS credentials from its settings (`SVC_NATS_USER`, `SVC_NATS_PASSWORD`), if it has any. */
+export function natsCredentialsOf(config: { natsUser?: string | undefined; natsPassword?: string | undefined }): { user: string; password: string } | undefined {
+  if (config.natsUser === undefined && config.natsPassword === undefined) return undefined;
+  if (!config.natsUser || !config.natsPassword) throw new ConfigError(['SVC_NATS_USER and SVC_NATS_PASSWORD go together: set both (the service\'s NATS user and its password) or neither']);
+  return { user: config.natsUser, password: config.natsPassword };
 }

@@ -18,7 +18,7 @@ describe('health probes (/healthz, /readyz) for the services without HTTP', () =
   let nc: NatsConnection;
   beforeAll(async () => {
     server = await launchNatsServer();
-    nc = await connectBus({ servers: server.url, name: 'probes', logger: createLogger({ name: 't', level: 'silent' }) });
+    nc = await connectBus({ servers: server.url, name: 'probes', logger: createLogger({ name: 't', level: 'silent' }), credentials: server.credentials.operator });
   });
   afterAll(async () => {
     if (!nc.isClosed()) await nc.close();

@@ -7,3 +7,4 @@ export * from './stored-events.js';
 export * from './durable-publisher.js';
 export * from './worker-directory.js';
 export * from './model-usage.js';
+export * from './nats-auth.js';

@@ -1,8 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, homedir, tmpdir } from 'node:os';
 import path from 'node:path';
+import { generateNatsCredentials, natsAuthorizationConfig, type NatsCredentials } from './nats-auth.js';
 
 /** The oldest nats-server we support (JetStream features we rely on arrived in 2.10). */
 export const MIN_NATS_SERVER_VERSION = [2, 10, 0] as const;
@@ -50,6 +51,8 @@ export interface NatsServerOptions {
   /** Client port; a random free one when not given. */
   port?: number;
   host?: string;
+  /** Every user's credentials (fresh random ones when not given): a client without them is refused. */
+  credentials?: NatsCredentials;
 }
 
 export interface NatsServerProcess {
@@ -57,6 +60,10 @@ export interface NatsServerProcess {
   port: number;
   storeDir: string;
   pid: number;
+  /** Who may connect, and each service's user (`connectBus({credentials: server.credentials.gateway})`). */
+  credentials: NatsCredentials;
+  /** The permission violations the server reported so far (a service publishing or subscribing beyond its subjects), at most 100. */
+  permissionViolations(): string[];
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes a temporary store. */
   stop(): Promise<void>;
 }
@@ -80,15 +87,24 @@ export async function launchNatsServer(options: NatsServerOptions = {}): Promise
   await mkdir(storeDir, { recursive: true });
   const portsDir = await mkdtemp(path.join(tmpdir(), 'svc-nats-ports-'));
   const host = options.host ?? '127.0.0.1';
-  const args = ['-js', '-sd', storeDir, '-a', host, '-p', String(options.port ?? -1), '--ports_file_dir', portsDir];
+  const credentials = options.credentials ?? generateNatsCredentials();
+  // The config holds only who may connect (mode 0600); the command line says everything else.
+  const configFile = path.join(portsDir, 'nats.conf');
+  await writeFile(configFile, natsAuthorizationConfig(credentials), { mode: 0o600 });
+  const args = ['-c', configFile, '-js', '-sd', storeDir, '-a', host, '-p', String(options.port ?? -1), '--ports_file_dir', portsDir];
   // Its own process group: a Ctrl+C in the terminal reaches only us, and we stop the server
   // after draining our connections to it (else it would die first and the drain would fail).
   const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, GOMAXPROCS: natsServerThreads() } });
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   let stderr = '';
+  const violations: string[] = [];
+  let partial = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-8192);
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (/(Publish|Subscription) Violation/.test(line) && violations.length < 100) violations.push(line);
   });
 
   const cleanup = async () => {
@@ -101,7 +117,7 @@ export async function launchNatsServer(options: NatsServerOptions = {}): Promise
   try {
     const url = await waitForPortsFile(child, portsDir, () => stderr);
     const port = Number(new URL(url).port);
-    return { url, port, storeDir, pid: child.pid!, stop: cleanup };
+    return { url, port, storeDir, pid: child.pid!, credentials, permissionViolations: () => [...violations], stop: cleanup };
   } catch (err) {
     await cleanup();
     throw err;

@@ -27,7 +27,7 @@ describe('bus — durable subscribers to stored events', () => {
   let nc: NatsConnection;
   beforeAll(async () => {
     server = await launchNatsServer();
-    nc = await connectBus({ servers: server.url, name: 'test', logger });
+    nc = await connectBus({ servers: server.url, name: 'test', logger, credentials: server.credentials.operator });
     await ensureStreams(nc);
   });
   afterAll(async () => {

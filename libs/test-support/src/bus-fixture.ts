@@ -14,7 +14,7 @@ export interface BusFixture {
 export async function startBusFixture(): Promise<BusFixture> {
   const server = await startNatsServer();
   const logger = createLogger({ name: 'test', level: 'silent' });
-  const nc = await connectBus({ servers: server.url, name: 'test', logger });
+  const nc = await connectBus({ servers: server.url, name: 'test', logger, credentials: server.credentials.operator });
   return {
     nc,
     url: server.url,

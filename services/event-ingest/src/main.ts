@@ -1,4 +1,4 @@
-import { connectBus, ensureStreams, serveHealthProbes } from '@svc/bus';
+import { connectBus, natsCredentialsOf, ensureStreams, serveHealthProbes } from '@svc/bus';
 import { commonSettings, createGracefulShutdown, createLogger, integerSetting, readConfig } from '@svc/service-kit';
 import { databaseLocationOf, openDatabase, pingDatabase, storeSettings } from '@svc/store';
 import { start } from './index.js';
@@ -13,7 +13,7 @@ const logger = createLogger({ name: 'event-ingest', level: config.logLevel, base
 const shutdown = createGracefulShutdown({ logger });
 shutdown.installSignalHandlers();
 
-const nc = await connectBus({ servers: config.natsUrl, name: `event-ingest-${config.instance}`, logger });
+const nc = await connectBus({ servers: config.natsUrl, name: `event-ingest-${config.instance}`, logger, credentials: natsCredentialsOf(config) });
 shutdown.add({ name: 'nats', close: () => nc.drain() });
 await ensureStreams(nc);
 const database = await openDatabase(databaseLocationOf(config));

@@ -1,4 +1,4 @@
-import { connectBus, serveHealthProbes } from '@svc/bus';
+import { connectBus, natsCredentialsOf, serveHealthProbes } from '@svc/bus';
 import { createGracefulShutdown, createLogger, readConfig } from '@svc/service-kit';
 import { gatewaySettings, start } from './index.js';
 
@@ -7,7 +7,7 @@ const logger = createLogger({ name: 'gateway', level: config.logLevel, base: { i
 const shutdown = createGracefulShutdown({ logger });
 shutdown.installSignalHandlers();
 
-const nc = await connectBus({ servers: config.natsUrl, name: `gateway-${config.instance}`, logger });
+const nc = await connectBus({ servers: config.natsUrl, name: `gateway-${config.instance}`, logger, credentials: natsCredentialsOf(config) });
 shutdown.add({ name: 'nats', close: () => nc.drain() });
 const gateway = await start({ nc, logger, instance: config.instance, config });
 shutdown.add({ name: 'gateway', close: () => gateway.stop() });

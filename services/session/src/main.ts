@@ -1,4 +1,4 @@
-import { connectBus, serveHealthProbes } from '@svc/bus';
+import { connectBus, natsCredentialsOf, serveHealthProbes } from '@svc/bus';
 import { commonSettings, createGracefulShutdown, createLogger, readConfig } from '@svc/service-kit';
 import { databaseLocationOf, openDatabase, pingDatabase, storeSettings } from '@svc/store';
 import { sessionSettings } from './config.js';
@@ -9,7 +9,7 @@ const logger = createLogger({ name: 'session', level: config.logLevel, base: { i
 const shutdown = createGracefulShutdown({ logger });
 shutdown.installSignalHandlers();
 
-const nc = await connectBus({ servers: config.natsUrl, name: `session-${config.instance}`, logger });
+const nc = await connectBus({ servers: config.natsUrl, name: `session-${config.instance}`, logger, credentials: natsCredentialsOf(config) });
 shutdown.add({ name: 'nats', close: () => nc.drain() });
 const database = await openDatabase(databaseLocationOf(config));
 shutdown.add({ name: 'database', close: () => database.close() });

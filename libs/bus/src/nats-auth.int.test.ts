@@ -1,0 +1,91 @@
+import { jetstream } from '@nats-io/jetstream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { subjects } from '@svc/protocol';
+import { createLogger } from '@svc/service-kit';
+import { connectBus, type NatsConnection } from './connection.js';
+import { NATS_PERMISSIONS, natsAuthorizationConfig } from './nats-auth.js';
+import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
+import { ensureStreams } from './streams.js';
+
+const logger = createLogger({ name: 'nats-auth-test', level: 'silent' });
+
+/** Publishes as `nc` and says whether a subscriber with every permission saw it. */
+async function delivered(publisher: NatsConnection, observer: NatsConnection, subject: string): Promise<boolean> {
+  let seen = false;
+  const subscription = observer.subscribe(subject, { callback: () => (seen = true) });
+  await observer.flush();
+  publisher.publish(subject, 'x');
+  await publisher.flush().catch(() => {});
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  subscription.unsubscribe();
+  return seen;
+}
+
+describe('NATS refuses strangers: every service has its own user and subjects', () => {
+  let server: NatsServerProcess;
+  let operator: NatsConnection;
+  let gateway: NatsConnection;
+
+  beforeAll(async () => {
+    server = await launchNatsServer();
+    operator = await connectBus({ servers: server.url, name: 'operator', logger, credentials: server.credentials.operator });
+    await ensureStreams(operator);
+    gateway = await connectBus({ servers: server.url, name: 'gateway', logger, credentials: server.credentials.gateway });
+  });
+  afterAll(async () => {
+    await Promise.all([operator?.close(), gateway?.close()]);
+    await server?.stop();
+  });
+
+  it('nats auth — a client without credentials, or with a wrong password, is refused at once', async () => {
+    const started = Date.now();
+    await expect(connectBus({ servers: server.url, name: 'stranger', logger })).rejects.toThrow(/refused a connection without credentials/);
+    await expect(connectBus({ servers: server.url, name: 'guesser', logger, credentials: { user: 'gateway', password: 'guess' } })).rejects.toThrow(/refused the credentials of user gateway/);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('nats auth — the gateway cannot announce a stored event or a decision, write a worker record, or delete a stream', async () => {
+    const worker = 'wrk_forged';
+    expect(await delivered(gateway, operator, subjects.storedEvent(worker))).toBe(false);
+    expect(await delivered(gateway, operator, subjects.lifecycleEvent(worker))).toBe(false);
+    expect(await delivered(gateway, operator, subjects.controlEvents(worker))).toBe(false);
+    expect(await delivered(gateway, operator, subjects.workerStatus(worker))).toBe(false);
+    // Through JetStream too: the publish is refused, not stored.
+    await expect(jetstream(gateway).publish(subjects.storedEvent(worker), '{}', { timeout: 2000 })).rejects.toThrow(/permission/i);
+    await expect(jetstream(gateway).publish(`$KV.svc_workers.${worker}`, '{}', { timeout: 2000 })).rejects.toThrow(/permission/i);
+    await expect(gateway.request(`$JS.API.STREAM.DELETE.SVC_EVENTS_STORED`, '', { timeout: 2000 })).rejects.toThrow(/permission/i);
+    const stored = await jetstream(operator).jetstreamManager().then((manager) => manager.streams.info('SVC_EVENTS_STORED'));
+    expect(stored.state.messages).toBe(0);
+    // The server reports each refusal (the e2e stack fails a run in which a service met one).
+    expect(server.permissionViolations().join('\n')).toContain(subjects.storedEvent(worker));
+  });
+
+  it('nats auth — what the gateway must do still works: publish an incoming event durably, ask the services', async () => {
+    const ack = await jetstream(gateway).publish(subjects.incomingEvent(3, 'wrk_ok'), '{}', { timeout: 2000 });
+    expect(ack.stream).toBe('SVC_EVENTS_INCOMING');
+    const answered = operator.subscribe(subjects.rpc.getSession, { callback: (_err, message) => message.respond('pong') });
+    await operator.flush();
+    expect((await gateway.request(subjects.rpc.getSession, 'ping', { timeout: 2000 })).string()).toBe('pong');
+    answered.unsubscribe();
+  });
+
+  it('nats auth — the event log\'s owners may announce stored events; the session service may not', async () => {
+    const ingest = await connectBus({ servers: server.url, name: 'ingest', logger, credentials: server.credentials['event-ingest'] });
+    const session = await connectBus({ servers: server.url, name: 'session', logger, credentials: server.credentials.session });
+    try {
+      expect(await delivered(ingest, operator, subjects.storedEvent('wrk_real'))).toBe(true);
+      expect(await delivered(session, operator, subjects.storedEvent('wrk_real'))).toBe(false);
+      expect(await delivered(session, operator, subjects.workerStatus('wrk_real'))).toBe(true);
+    } finally {
+      await Promise.all([ingest.close(), session.close()]);
+    }
+  });
+
+  it('nats auth — the server config holds every service\'s permissions, and the operator has no limits', () => {
+    const config = natsAuthorizationConfig(server.credentials);
+    const users = (JSON.parse(config.replace(/^authorization: /, '')) as { users: Array<{ user: string; permissions?: unknown }> }).users;
+    expect(users.map((u) => u.user).sort()).toEqual(['control', 'event-ingest', 'gateway', 'operator', 'session']);
+    expect(users.find((u) => u.user === 'gateway')!.permissions).toEqual(NATS_PERMISSIONS.gateway);
+    expect(users.find((u) => u.user === 'operator')!.permissions).toBeUndefined();
+  });
+});

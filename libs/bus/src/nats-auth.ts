@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { kvBuckets, subjects } from '@svc/protocol';
+
+/**
+ * NATS is internal and authenticated (docs/nats-security.md): every service connects as its own
+ * user, which may publish and subscribe only the subjects it needs; a connection without
+ * credentials is refused. `operator` can do everything: the local stack's own connection and
+ * the tests' (it creates streams and reads anything); no service runs as it.
+ */
+export const NATS_SERVICE_USERS = ['gateway', 'event-ingest', 'control', 'session'] as const;
+export type NatsServiceUser = (typeof NATS_SERVICE_USERS)[number];
+export const NATS_OPERATOR_USER = 'operator';
+export type NatsUser = NatsServiceUser | typeof NATS_OPERATOR_USER;
+const ALL_USERS: readonly NatsUser[] = [...NATS_SERVICE_USERS, NATS_OPERATOR_USER];
+
+export interface NatsCredential {
+  user: NatsUser;
+  password: string;
+}
+export type NatsCredentials = Readonly<Record<NatsUser, NatsCredential>>;
+
+interface SubjectRules {
+  allow: string[];
+  deny?: string[];
+}
+export interface NatsPermissions {
+  publish: SubjectRules;
+  subscribe: SubjectRules;
+}
+
+/** `svc.events.incoming.>` and the like, from the protocol's subject builders (one place spells them). */
+const wildcard = (subject: string) => subject.replace(/\.\*$/, '.>');
+const KV = (bucket: string) => `$KV.${bucket}.>`;
+
+/**
+ * What every service does: answer and receive replies (`_INBOX.>`), use JetStream's API (its
+ * consumers, KV reads and watches, stream info), ask and answer health.
+ */
+const COMMON_PUBLISH = ['_INBOX.>', '$JS.API.>', 'svc.health.>'];
+const COMMON_SUBSCRIBE = ['_INBOX.>'];
+/** JetStream operations that destroy or rewrite what is kept: only the operator (and the owner of the data) may. */
+const DESTRUCTIVE_JS_API = ['$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.STREAM.MSG.DELETE.>', '$JS.API.STREAM.UPDATE.>', '$JS.API.CONSUMER.DELETE.>'];
+/** The subjects only the owners of the event log may publish: a stored event's announcement (decisions included). */
+const STORED_ANNOUNCEMENTS = [subjects.storedAll, subjects.lifecycleAll, wildcard(subjects.controlEventsAll)];
+
+/**
+ * Each service's subjects. The gateway, the one service the outside reaches, is held tightest:
+ * it may publish incoming events and requests, never a stored event's announcement, a worker
+ * record or status, and it may not delete or rewrite streams.
+ */
+export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>> = {
+  gateway: {
+    publish: {
+      allow: [...COMMON_PUBLISH, subjects.incomingAll, 'svc.rpc.>', 'svc.session.logs.>', wildcard(subjects.workerAliveAll), KV(kvBuckets.modelUsage)],
+      deny: [...STORED_ANNOUNCEMENTS, wildcard(subjects.workerStatusAll), KV(kvBuckets.workers), ...DESTRUCTIVE_JS_API],
+    },
+    subscribe: { allow: [...COMMON_SUBSCRIBE, subjects.storedAll, wildcard(subjects.workerStatusAll), subjects.health('gateway')] },
+  },
+  'event-ingest': {
+    publish: { allow: [...COMMON_PUBLISH, '$JS.ACK.>', ...STORED_ANNOUNCEMENTS], deny: [KV(kvBuckets.workers)] },
+    subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.events.>', subjects.health('event-ingest')] },
+  },
+  control: {
+    // Decisions are announced by the control service that stores them (docs/control.md).
+    publish: { allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.storedAll, 'svc.rpc.>'], deny: [KV(kvBuckets.workers)] },
+    subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.control.>', wildcard(subjects.controlEventsAll), subjects.health('control')] },
+  },
+  session: {
+    publish: {
+      allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, 'svc.rpc.>', wildcard(subjects.workerStatusAll), KV(kvBuckets.workers)],
+      deny: STORED_ANNOUNCEMENTS,
+    },
+    subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.session.>', wildcard(subjects.workerAliveAll), 'svc.session.logs.>', subjects.health('session')] },
+  },
+};
+
+/** Fresh random passwords for every user (the local stack and the tests; Helm makes its own). */
+export function generateNatsCredentials(): NatsCredentials {
+  const credential = (user: NatsUser): NatsCredential => ({ user, password: randomBytes(24).toString('base64url') });
+  return Object.fromEntries(ALL_USERS.map((user) => [user, credential(user)])) as Record<NatsUser, NatsCredential>;
+}
+
+/** The `authorization` block of a nats-server config (JSON is valid NATS config) for these credentials. */
+export function natsAuthorizationConfig(credentials: NatsCredentials): string {
+  const users = [
+    ...NATS_SERVICE_USERS.map((user) => ({ user, password: credentials[user].password, permissions: NATS_PERMISSIONS[user] })),
+    // No permissions block: everything.
+    { user: NATS_OPERATOR_USER, password: credentials.operator.password },
+  ];
+  return `authorization: ${JSON.stringify({ users }, null, 2)}\n`;
+}
+
+/**
+ * Every user's credentials from a directory holding one file per user, named after it, with its
+ * password (a Kubernetes Secret mounted as a volume: the chart's single mode).
+ */
+export async function readNatsCredentialsDir(dir: string): Promise<NatsCredentials> {
+  const entries = await Promise.all(
+    ALL_USERS.map(async (user) => {
+      const file = path.join(dir, user);
+      const password = (await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+        throw new Error(`the NATS password of user ${user} cannot be read from ${file} (${err.code ?? 'error'})`);
+      })).trim();
+      if (password === '') throw new Error(`${file} is empty: it holds the NATS password of user ${user}`);
+      return [user, { user, password }] as const;
+    }),
+  );
+  return Object.fromEntries(entries) as Record<NatsUser, NatsCredential>;
+}
