@@ -1,14 +1,18 @@
 import http from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { performance } from 'node:perf_hooks';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createControlPlaneClient, startModelProxy, type ControlPlaneClient, type ModelProxy } from '@svc/sidecar';
+import type { StoredEvent } from '@svc/protocol';
+import { standInAgent } from '@svc/test-support';
+import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 
 const CHUNKS = 6;
 const CHUNK_GAP_MS = 200;
 
-/** An upstream that streams `CHUNKS` SSE events `CHUNK_GAP_MS` apart and notes when it sent each. */
+/** An upstream that streams `CHUNKS` SSE events `CHUNK_GAP_MS` apart and notes when it sent each (epoch ms). */
 async function startSlowUpstream(): Promise<{ url: string; sentAt: number[][]; stop(): Promise<void> }> {
   const sentAt: number[][] = [];
   const server = http.createServer((request, response) => {
@@ -18,7 +22,7 @@ async function startSlowUpstream(): Promise<{ url: string; sentAt: number[][]; s
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     let sent = 0;
     const send = () => {
-      times.push(performance.now());
+      times.push(Date.now());
       response.write(`event: ping\ndata: {"n":${sent}}\n\n`);
       if (++sent === CHUNKS) return void response.end();
       setTimeout(send, CHUNK_GAP_MS);
@@ -36,42 +40,39 @@ async function startSlowUpstream(): Promise<{ url: string; sentAt: number[][]; s
 describe('the model proxy streams, it does not buffer: agent → sidecar → gateway → upstream and back', () => {
   let stack: E2eStack;
   let upstream: Awaited<ReturnType<typeof startSlowUpstream>>;
-  let client: ControlPlaneClient;
-  let proxy: ModelProxy;
+  let dir: string;
 
   beforeAll(async () => {
     upstream = await startSlowUpstream();
     stack = await startStack({ ingestReplicas: 1, gatewayEnv: { SVC_ANTHROPIC_API_KEY: 'sk-ant-stream-test', SVC_ANTHROPIC_UPSTREAM_URL: upstream.url } });
-    const worker = await stack.createWorker('e2e-user', { model: { apis: ['anthropic'] } });
-    client = createControlPlaneClient(stack.gatewayUrl, worker.token);
-    proxy = await startModelProxy({ apis: ['anthropic'], workerId: worker.worker_id, client, warn: () => {} });
+    dir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-stream-'));
   }, 120_000);
   afterAll(async () => {
-    await proxy?.close();
-    client?.close();
     await Promise.all([stack?.stop(), upstream?.stop()]);
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('each chunk reaches the agent within 50 ms of the upstream sending it (chunks 200 ms apart)', async () => {
-    const receivedAt: number[] = [];
-    await new Promise<void>((resolve, reject) => {
-      const request = http.request(`${proxy.baseUrl('anthropic')}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'placeholder' } }, (response) => {
-        expect(response.statusCode).toBe(200);
-        response.on('data', (chunk: Buffer) => {
-          // One SSE event per upstream write; count the events in case two arrive together.
-          for (const _event of chunk.toString().split('\n\n').filter(Boolean)) receivedAt.push(performance.now());
-        });
-        response.on('end', resolve);
-        response.on('error', reject);
-      });
-      request.on('error', reject);
-      request.end(JSON.stringify({ model: 'claude-sonnet-4-5', stream: true, messages: [] }));
+    const worker = await stack.createWorker('e2e-user', { model: { apis: ['anthropic'] } });
+    const sidecar = await startSidecarWith(dir, 'stream', {
+      adapter: 'generic',
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      model_proxy: { apis: ['anthropic'] },
+      agent: { command: process.execPath, args: [standInAgent('stream-timer')] },
     });
+    expect(await sidecar.exited, sidecar.stderr()).toBe(0);
+    const lines = (await controlClient(stack.gatewayUrl, await stack.userToken('e2e-user')).events(worker.worker_id))
+      .filter((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.message.startsWith('{'))
+      .map((e) => JSON.parse(e.data.message) as { event?: number; at?: number; done?: boolean; status?: number });
+    expect(lines.at(-1)).toEqual({ done: true, status: 200 });
+    const receivedAt = lines.filter((line) => line.event !== undefined).map((line) => line.at!);
     const sentAt = upstream.sentAt.at(-1)!;
     expect(receivedAt).toHaveLength(CHUNKS);
     const delays = receivedAt.map((at, index) => at - sentAt[index]!);
-    for (const delay of delays) expect(delay).toBeLessThan(50);
-    // And they arrived spread out as they were sent, not all at the end.
+    for (const delay of delays) expect(delay, `delays ${delays.join(', ')} ms`).toBeLessThan(50);
+    // They arrived spread out as they were sent, not together at the end.
     expect(receivedAt.at(-1)! - receivedAt[0]!).toBeGreaterThan((CHUNKS - 1) * CHUNK_GAP_MS * 0.9);
   }, 30_000);
 });

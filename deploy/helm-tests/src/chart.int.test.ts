@@ -1,20 +1,27 @@
-import { readFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EVENT_PARTITIONS, partitionsOfReplica } from '@svc/protocol';
-import { CHART_DIR, lintChart, renderChart, type Manifest } from '@svc/test-support';
+import { connectBus, findNatsServerBinary, natsPermissionsFile, NATS_SERVICE_USERS, stopChild } from '@svc/bus';
+import { EVENT_PARTITIONS, partitionsOfReplica, subjects } from '@svc/protocol';
+import { createLogger } from '@svc/service-kit';
+import { CHART_DIR, freePort, lintChart, renderChart, waitFor, type Manifest } from '@svc/test-support';
 
 const PROFILES = ['single.yaml', 'distributed-external.yaml', 'distributed-bundled.yaml'] as const;
 type Profile = (typeof PROFILES)[number];
 
 interface PodSpec {
+  volumes?: Array<{ name: string; secret?: { secretName: string }; configMap?: { name: string } }>;
   securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
   automountServiceAccountToken?: boolean;
   serviceAccountName?: string;
   containers: Array<{
     name: string;
     command?: string[];
-    env?: Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+    env?: Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } } }>;
+    envFrom?: Array<{ secretRef?: { name: string } }>;
+    volumeMounts?: Array<{ name: string; mountPath: string }>;
     resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
     securityContext?: { runAsNonRoot?: boolean; allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
     readinessProbe?: { httpGet?: { path: string } };
@@ -125,6 +132,97 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
       const servingGateway = manifests.filter((m) => (m['spec'] as { template?: { metadata?: { labels?: Record<string, string> } } } | undefined)?.template?.metadata?.labels?.['svc.dev/serves-gateway'] === 'true');
       expect(servingGateway.map((m) => m.metadata.name), profile).toEqual([profile === 'single.yaml' ? 'svc-single' : 'svc-gateway']);
     }
+  });
+
+  it('NATS credentials for every service, in both modes: its own user and password (distributed), every user\'s mounted (single)', () => {
+    for (const profile of ['distributed-external.yaml', 'distributed-bundled.yaml'] as const) {
+      const manifests = rendered.get(profile)!;
+      const secret = profile === 'distributed-external.yaml' ? 'svc-nats-users' : 'svc-nats-auth';
+      for (const [kind, component] of [['Deployment', 'gateway'], ['StatefulSet', 'event-ingest'], ['Deployment', 'control'], ['Deployment', 'session']] as const) {
+        const env = podSpecOf(named(manifests, kind, `-${component}`)!)!.containers[0]!.env!;
+        expect(env.find((e) => e.name === 'SVC_NATS_USER')?.value, `${profile} ${component}`).toBe(component);
+        expect(env.find((e) => e.name === 'SVC_NATS_PASSWORD')?.valueFrom, `${profile} ${component}`).toEqual({ secretKeyRef: { name: secret, key: component } });
+      }
+    }
+    // The chart makes the Secret only when none is named: a password per user.
+    const made = named(rendered.get('distributed-bundled.yaml')!, 'Secret', '-nats-auth')!;
+    expect(Object.keys(made['data'] as object).sort()).toEqual([...NATS_SERVICE_USERS, 'operator'].sort());
+    expect(named(rendered.get('distributed-external.yaml')!, 'Secret', '-nats-auth')).toBeUndefined();
+    // Single mode: one process runs every service, each as its own user.
+    const single = podSpecOf(named(rendered.get('single.yaml')!, 'Deployment', '-single')!)!;
+    expect(single.containers[0]!.env!.find((e) => e.name === 'SVC_NATS_CREDENTIALS_DIR')?.value).toBe('/etc/svc/nats-credentials');
+    expect(single.containers[0]!.volumeMounts).toContainEqual(expect.objectContaining({ name: 'nats-credentials', mountPath: '/etc/svc/nats-credentials' }));
+    expect(single.volumes).toContainEqual({ name: 'nats-credentials', secret: { secretName: 'svc-nats-auth' } });
+  });
+
+  it('the chart\'s NATS permissions are libs/bus\'s (files/nats-permissions.json is up to date)', async () => {
+    const file = await readFile(path.join(CHART_DIR, 'files/nats-permissions.json'), 'utf8');
+    expect(file, 'regenerate it: npx nx run @svc/bus:build && node deploy/helm-tests/scripts/write-nats-permissions.mjs').toBe(natsPermissionsFile());
+  });
+
+  it('the bundled NATS, run with the rendered config: a stranger is refused, the gateway may publish incoming events but not announce a stored one', async () => {
+    const manifests = rendered.get('distributed-bundled.yaml')!;
+    const config = (named(manifests, 'ConfigMap', '-nats-authorization')!['data'] as Record<string, string>)['nats.conf']!;
+    const nats = podSpecOf(named(manifests, 'StatefulSet', '-nats')!)!.containers[0]!;
+    expect(nats.env!.map((e) => e.name).sort()).toEqual(['SVC_NATS_PASSWORD_CONTROL', 'SVC_NATS_PASSWORD_EVENT_INGEST', 'SVC_NATS_PASSWORD_GATEWAY', 'SVC_NATS_PASSWORD_OPERATOR', 'SVC_NATS_PASSWORD_SESSION']);
+    const dir = await mkdtemp(path.join(tmpdir(), 'svc-chart-nats-'));
+    const port = await freePort();
+    const passwords = { SVC_NATS_PASSWORD_CONTROL: 'c', SVC_NATS_PASSWORD_EVENT_INGEST: 'e', SVC_NATS_PASSWORD_GATEWAY: 'g', SVC_NATS_PASSWORD_OPERATOR: 'o', SVC_NATS_PASSWORD_SESSION: 's' };
+    await writeFile(path.join(dir, 'nats.conf'), config);
+    const server = spawn(findNatsServerBinary(), ['--config', path.join(dir, 'nats.conf'), '-a', '127.0.0.1', '-p', String(port)], { env: { ...process.env, ...passwords }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    server.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    const logger = createLogger({ name: 'chart-nats', level: 'silent' });
+    const url = `nats://127.0.0.1:${port}`;
+    try {
+      await waitFor('the bundled NATS config to load', async () => log.includes('Server is ready'), 10_000, 50).catch(() => {
+        throw new Error(`nats-server did not start with the chart's config:\n${log}`);
+      });
+      await expect(connectBus({ servers: url, name: 'stranger', logger, connectTimeoutMs: 1000 })).rejects.toThrow(/without credentials/);
+      const operator = await connectBus({ servers: url, name: 'operator', logger, credentials: { user: 'operator', password: 'o' } });
+      const gateway = await connectBus({ servers: url, name: 'gateway', logger, credentials: { user: 'gateway', password: 'g' } });
+      const seen: string[] = [];
+      const subscription = operator.subscribe('svc.>', {
+        callback: (_err, message) => {
+          seen.push(message.subject);
+        },
+      });
+      await operator.flush();
+      gateway.publish(subjects.incomingEvent(1, 'wrk_chart'), 'x');
+      gateway.publish(subjects.storedEvent('wrk_chart'), 'x');
+      await gateway.flush();
+      await waitFor('the allowed publish', async () => seen.length > 0, 2000, 20);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(seen).toEqual([subjects.incomingEvent(1, 'wrk_chart')]);
+      subscription.unsubscribe();
+      await Promise.all([operator.close(), gateway.close()]);
+    } finally {
+      await stopChild(server);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('model keys: only the Pods serving the gateway mount them; no other workload, and nothing in the sandbox namespace, names a Secret', () => {
+    for (const [profile, manifests] of rendered) {
+      for (const manifest of manifests) {
+        const pod = podSpecOf(manifest);
+        if (!pod) continue;
+        const container = pod.containers[0]!;
+        const keyRefs = (container.env ?? []).filter((e) => /^SVC_(ANTHROPIC|OPENAI)_API_KEY$/.test(e.name));
+        const servesGateway = (manifest['spec'] as { template?: { metadata?: { labels?: Record<string, string> } } }).template?.metadata?.labels?.['svc.dev/serves-gateway'] === 'true';
+        if (!servesGateway) expect(keyRefs, `${profile} ${manifest.metadata.name}`).toEqual([]);
+        if (servesGateway && profile !== 'distributed-bundled.yaml') expect(keyRefs.length, `${profile} ${manifest.metadata.name}`).toBeGreaterThanOrEqual(1);
+        for (const ref of keyRefs) expect(ref.valueFrom?.secretKeyRef?.name).toBe('svc-model-keys');
+        expect(JSON.stringify(manifest), `${profile} ${manifest.metadata.name}`).not.toContain('sk-');
+      }
+      // The sandbox namespace holds no workload and refers to no Secret: sandbox Pods are made by the session service, with none (kubernetes-sandbox.int.test.ts).
+      const inSandboxNamespace = manifests.filter((m) => m.metadata.namespace === 'svc-sandboxes');
+      expect(inSandboxNamespace.map((m) => m.kind).sort(), profile).toEqual(['NetworkPolicy', 'Role', 'RoleBinding']);
+      for (const manifest of inSandboxNamespace) expect(JSON.stringify(manifest), profile).not.toMatch(/secret/i);
+    }
+    const gatewayEnv = podSpecOf(named(rendered.get('distributed-external.yaml')!, 'Deployment', '-gateway')!)!.containers[0]!.env!;
+    expect(gatewayEnv.find((e) => e.name === 'SVC_ANTHROPIC_API_KEY')!.valueFrom).toEqual({ secretKeyRef: { name: 'svc-model-keys', key: 'anthropic' } });
+    expect(gatewayEnv.find((e) => e.name === 'SVC_OPENAI_UPSTREAM_URL')!.value).toBe('https://api.openai.com');
   });
 
   it('every container runs as non-root, without privilege escalation, with a read-only root, and with resources set', () => {

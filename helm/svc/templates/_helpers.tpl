@@ -23,6 +23,12 @@
 {{- define "svc.gatewayService" -}}{{ include "svc.componentName" (dict "root" . "component" "gateway") }}{{- end -}}
 {{- define "svc.natsName" -}}{{ include "svc.componentName" (dict "root" . "component" "nats") }}{{- end -}}
 {{- define "svc.postgresName" -}}{{ include "svc.componentName" (dict "root" . "component" "postgres") }}{{- end -}}
+{{- define "svc.natsAuthSecret" -}}{{ .Values.nats.auth.existingSecret | default (include "svc.componentName" (dict "root" . "component" "nats-auth")) }}{{- end -}}
+{{- define "svc.natsAuthConfigMap" -}}{{ include "svc.componentName" (dict "root" . "component" "nats-authorization") }}{{- end -}}
+{{/* The NATS users, in the order of libs/bus's nats-auth.ts. */}}
+{{- define "svc.natsUsers" -}}gateway event-ingest control session operator{{- end -}}
+{{/* The environment variable the NATS config reads a user's password from. */}}
+{{- define "svc.natsPasswordVariable" -}}SVC_NATS_PASSWORD_{{ . | upper | replace "-" "_" }}{{- end -}}
 {{- define "svc.secretName" -}}{{ include "svc.componentName" (dict "root" . "component" "secrets") }}{{- end -}}
 
 {{- define "svc.labels" -}}
@@ -109,6 +115,32 @@ capabilities:
       fieldPath: metadata.name
 {{- end -}}
 
+{{/* The NATS user of a service Pod (`user`): its name, and its password from the Secret. */}}
+{{- define "svc.natsUserEnv" -}}
+- name: SVC_NATS_USER
+  value: {{ .user | quote }}
+- name: SVC_NATS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "svc.natsAuthSecret" .root }}
+      key: {{ .user | quote }}
+{{- end -}}
+
+{{/* The model proxy's keys: the gateway's (and the single mode's) Pods only. */}}
+{{- define "svc.modelProxyEnv" -}}
+{{- range $api, $settings := dict "ANTHROPIC" .Values.modelProxy.anthropic "OPENAI" .Values.modelProxy.openai }}
+- name: SVC_{{ $api }}_UPSTREAM_URL
+  value: {{ $settings.upstreamUrl | quote }}
+{{- if $settings.existingSecret }}
+- name: SVC_{{ $api }}_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $settings.existingSecret | quote }}
+      key: {{ $settings.existingSecretKey | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{- define "svc.gatewayEnv" -}}
 - name: SVC_GATEWAY_HOST
   value: "0.0.0.0"
@@ -130,6 +162,7 @@ capabilities:
   value: {{ .Values.gateway.rateLimit.max | quote }}
 - name: SVC_RATE_LIMIT_WINDOW_MS
   value: {{ .Values.gateway.rateLimit.windowMs | quote }}
+{{ include "svc.modelProxyEnv" . }}
 {{- end -}}
 
 {{- define "svc.sessionEnv" -}}
@@ -163,6 +196,11 @@ envFrom:
 {{- define "svc.volumes" -}}
 - name: tmp
   emptyDir: {}
+{{- if .natsCredentials }}
+- name: nats-credentials
+  secret:
+    secretName: {{ include "svc.natsAuthSecret" .root }}
+{{- end }}
 {{- if and .withTemplates .root.Values.session.templatesConfigMap }}
 - name: templates
   configMap:
@@ -173,6 +211,11 @@ envFrom:
 {{- define "svc.volumeMounts" -}}
 - name: tmp
   mountPath: /tmp
+{{- if .natsCredentials }}
+- name: nats-credentials
+  mountPath: /etc/svc/nats-credentials
+  readOnly: true
+{{- end }}
 {{- if and .withTemplates .root.Values.session.templatesConfigMap }}
 - name: templates
   mountPath: /etc/svc/templates

@@ -7,6 +7,7 @@ One control-plane Pod template, shared by every workload. Arguments (a dict):
   resources     the container's resources
   gateway       true when the Pod serves the gateway's HTTP (selected by the gateway Service)
   session       true when it runs the session service (its ServiceAccount, templates, agent secret)
+  natsUser      its NATS user (every service's own); the single mode, which runs them all, mounts every user's password instead
 */}}
 {{- define "svc.podTemplate" -}}
 {{- $root := .root -}}
@@ -38,6 +39,12 @@ spec:
         {{- include "svc.commonEnv" $root | nindent 8 }}
         - name: SVC_HEALTH_PORT
           value: "8081"
+        {{- if .natsUser }}
+        {{- include "svc.natsUserEnv" (dict "root" $root "user" .natsUser) | nindent 8 }}
+        {{- else }}
+        - name: SVC_NATS_CREDENTIALS_DIR
+          value: /etc/svc/nats-credentials
+        {{- end }}
         {{- with .env }}
         {{- . | nindent 8 }}
         {{- end }}
@@ -63,9 +70,9 @@ spec:
       securityContext:
         {{- include "svc.containerSecurityContext" $root | nindent 8 }}
       volumeMounts:
-        {{- include "svc.volumeMounts" (dict "root" $root "withTemplates" .session) | nindent 8 }}
+        {{- include "svc.volumeMounts" (dict "root" $root "withTemplates" .session "natsCredentials" (not .natsUser)) | nindent 8 }}
   volumes:
-    {{- include "svc.volumes" (dict "root" $root "withTemplates" .session) | nindent 4 }}
+    {{- include "svc.volumes" (dict "root" $root "withTemplates" .session "natsCredentials" (not .natsUser)) | nindent 4 }}
 {{- end -}}
 
 {{/* A PodDisruptionBudget: `budget` is {minAvailable} or {maxUnavailable}. */}}

@@ -3,7 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subjects } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
-import { NATS_PERMISSIONS, natsAuthorizationConfig } from './nats-auth.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { NATS_PERMISSIONS, NATS_SERVICE_USERS, natsAuthorizationConfig, readNatsCredentialsDir } from './nats-auth.js';
 import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
 import { ensureStreams } from './streams.js';
 
@@ -12,7 +15,11 @@ const logger = createLogger({ name: 'nats-auth-test', level: 'silent' });
 /** Publishes as `nc` and says whether a subscriber with every permission saw it. */
 async function delivered(publisher: NatsConnection, observer: NatsConnection, subject: string): Promise<boolean> {
   let seen = false;
-  const subscription = observer.subscribe(subject, { callback: () => (seen = true) });
+  const subscription = observer.subscribe(subject, {
+    callback: () => {
+      seen = true;
+    },
+  });
   await observer.flush();
   publisher.publish(subject, 'x');
   await publisher.flush().catch(() => {});
@@ -63,7 +70,11 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
   it('nats auth — what the gateway must do still works: publish an incoming event durably, ask the services', async () => {
     const ack = await jetstream(gateway).publish(subjects.incomingEvent(3, 'wrk_ok'), '{}', { timeout: 2000 });
     expect(ack.stream).toBe('SVC_EVENTS_INCOMING');
-    const answered = operator.subscribe(subjects.rpc.getSession, { callback: (_err, message) => message.respond('pong') });
+    const answered = operator.subscribe(subjects.rpc.getSession, {
+      callback: (_err, message) => {
+        message.respond('pong');
+      },
+    });
     await operator.flush();
     expect((await gateway.request(subjects.rpc.getSession, 'ping', { timeout: 2000 })).string()).toBe('pong');
     answered.unsubscribe();
@@ -78,6 +89,20 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
       expect(await delivered(session, operator, subjects.workerStatus('wrk_real'))).toBe(true);
     } finally {
       await Promise.all([ingest.close(), session.close()]);
+    }
+  });
+
+  it('nats auth — credentials read from a directory of one file per user (the chart\'s single mode); a missing one is named', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'svc-nats-credentials-'));
+    try {
+      for (const user of [...NATS_SERVICE_USERS, 'operator']) await writeFile(path.join(dir, user), `${user}-password\n`);
+      const read = await readNatsCredentialsDir(dir);
+      expect(read.gateway).toEqual({ user: 'gateway', password: 'gateway-password' });
+      expect(read.operator.password).toBe('operator-password');
+      await rm(path.join(dir, 'control'));
+      await expect(readNatsCredentialsDir(dir)).rejects.toThrow(/password of user control cannot be read from .*control \(ENOENT\)/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -109,3 +109,8 @@ export async function readNatsCredentialsDir(dir: string): Promise<NatsCredentia
   );
   return Object.fromEntries(entries) as Record<NatsUser, NatsCredential>;
 }
+
+/** The chart's copy of `NATS_PERMISSIONS` (helm/svc/files/nats-permissions.json), as it must read. */
+export function natsPermissionsFile(): string {
+  return `${JSON.stringify(NATS_PERMISSIONS, null, 2)}\n`;
+}

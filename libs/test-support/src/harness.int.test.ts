@@ -9,7 +9,7 @@ import { findNatsServerBinary } from '@svc/bus';
 describe('test harness — throwaway servers', () => {
   it('starts a JetStream nats-server on a random port and removes it at stop', async () => {
     const server = await startNatsServer();
-    const nc = await connect({ servers: server.url });
+    const nc = await connect({ servers: server.url, user: 'operator', pass: server.credentials.operator.password });
     const info = nc.info!;
     expect(info.jetstream).toBe(true);
     expect(server.port).toBeGreaterThan(0);

@@ -9,9 +9,11 @@ import { fileURLToPath } from 'node:url';
  * - `replay-codex-app-server`: replays a real `codex app-server` transcript (`TRANSCRIPT`), waiting
  *   for each client message it has; appends the answers to Codex's requests to `DECISION_FILE`;
  * - `ask-repeatedly`: asks for permission `ASKS` times with fresh request ids and appends
- *   `<request_id> <ms>` to `RECEIPTS` as each answer arrives.
+ *   `<request_id> <ms>` to `RECEIPTS` as each answer arrives;
+ * - `stream-timer`: asks its model API (`ANTHROPIC_BASE_URL`) for a streamed response and prints
+ *   `{"event": n, "at": <epoch ms>}` as each SSE event arrives.
  */
-export function standInAgent(name: 'replay-claude' | 'replay-codex-app-server' | 'ask-repeatedly'): string {
+export function standInAgent(name: 'replay-claude' | 'replay-codex-app-server' | 'ask-repeatedly' | 'stream-timer'): string {
   // libs/test-support/{src,dist}/ → libs/test-support/agents/
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../agents', `${name}.mjs`);
 }

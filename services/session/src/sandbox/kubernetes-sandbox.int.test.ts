@@ -79,14 +79,17 @@ describe('kubernetes sandboxes, through the real client against a stand-in of th
   it('the spawn pipeline on the kubernetes provider: step 6.5 uploads the sidecar and its config into the Pod and starts it; DELETE removes the Pod', async () => {
     const fixture = await startSessionFixture({}, {}, provider());
     try {
-      await fixture.writeTemplate('k8s', `[agent]\ncommand = "/bin/echo"\nimage = "svc-sandbox:1"\n[sidecar]\nadapter = "generic"\n`);
+      await fixture.writeTemplate('k8s', `[agent]\ncommand = "/bin/echo"\nimage = "svc-sandbox:1"\n[model]\napi = "anthropic"\n[sidecar]\nadapter = "generic"\n`);
       const created = await fixture.create(ADMIN, { template: 'k8s' });
       await fixture.waitForStatus(created.id, 'running', 60_000);
       const pod = api.pods().find((p) => p.metadata!.labels!['svc.dev/worker-id'] === created.worker_id)!;
       expect(pod.spec!.containers[0]!.image).toBe('svc-sandbox:1');
       const sandbox = provider().open({ provider: 'kubernetes', namespace: 'svc-sandboxes', pod: pod.metadata!.name! });
       const config = JSON.parse((await sandbox.exec(['cat', '/etc/svc/sidecar.json'])).stdout) as { worker_id: string; auth_token_file: string };
-      expect(config).toMatchObject({ worker_id: created.worker_id, auth_token_file: '/var/run/svc/token' });
+      expect(config).toMatchObject({ worker_id: created.worker_id, auth_token_file: '/var/run/svc/token', model_proxy: { apis: ['anthropic'] } });
+      // The sandbox Pod holds no key and names no Secret: the model proxy's key is the gateway's.
+      expect(JSON.stringify(pod.spec)).not.toMatch(/secret|API_KEY/i);
+      expect(JSON.stringify(config)).not.toMatch(/API_KEY/);
       expect((await sandbox.exec(['stat', '-c', '%a %s', '/usr/local/bin/svc-sidecar'])).stdout.trim()).toMatch(/^755 \d{7,}$/);
       await waitFor('the sidecar starting, in the Pod\'s log', async () => (await collect(sandbox.logs({ tail: 50, follow: false, signal: new AbortController().signal }))).some((l) => l.startsWith('svc-sidecar: starting')), 20_000);
       expect(await fixture.remove(ADMIN, created.id)).toMatchObject({ status: 'stopped' });
