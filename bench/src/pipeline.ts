@@ -20,6 +20,8 @@ export interface PipelineOptions {
   profileDir?: string | undefined;
   /** Extra settings of the session service. */
   sessionEnv?: Record<string, string>;
+  /** Extra settings of the gateway. */
+  gatewayEnv?: Record<string, string>;
 }
 
 /** A process's resident memory from /proc: now (`VmRSS`), or its peak so far (`VmHWM`). */
@@ -56,7 +58,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     startServiceProcess('event-ingest', { ...env, ...natsUser('event-ingest') }, quiet),
     startServiceProcess('session', { ...env, ...natsUser('session'), SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'), SVC_SANDBOX_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`, ...options.sessionEnv }, quiet),
     startServiceProcess('control', { ...env, ...natsUser('control') }, quiet),
-    startServiceProcess('gateway', { ...env, ...natsUser('gateway'), SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000' }, quiet),
+    startServiceProcess('gateway', { ...env, ...natsUser('gateway'), SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000', ...options.gatewayEnv }, quiet),
   ];
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const userToken = await issuer.sign({ sub: 'bench' });

@@ -150,6 +150,31 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
     expect(JSON.stringify(await api().events(session.worker_id))).not.toContain(MODEL_KEY);
   }, 90_000);
 
+  it('a session budget below two turns: the proxy refuses the second model request (the provider\'s insufficient_quota), Codex stops, the history shows the cap', async () => {
+    const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.', overrides: { budget: { max_tokens: 50 } } }),
+    });
+    expect(created.status).toBe(201);
+    const session = (await created.json()) as { id: string; worker_id: string };
+    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100);
+    const before = proxied.requests().length;
+    const started = Date.now();
+    expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('the session ended', async () => ['completed', 'failed'].includes((await api().get<{ status: string }>(`/v1/sessions/${session.id}`)).status), 60_000, 100).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}\n${JSON.stringify(await api().events(session.worker_id), null, 1)}`);
+    });
+    // Codex takes insufficient_quota as final: no retries for a minute.
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(proxied.requests().length).toBe(before);
+    const history = await api().events(session.worker_id);
+    expect(history.some((e) => e.type === 'system' && (e.data as { subtype?: string }).subtype === 'model_budget_exhausted')).toBe(true);
+    const worker = await api().get<Worker>(`/v1/workers/${session.worker_id}`);
+    expect(worker.model_usage).toMatchObject({ budget_exhausted: true });
+    expect(worker.model_usage!.refused).toBeGreaterThanOrEqual(1);
+  }, 90_000);
+
   it('deny: the command does not run and the model is told it was rejected', async () => {
     const agent = await run('deny', ESCALATED, { autonomous: false });
     const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);

@@ -193,6 +193,40 @@ on_timeout = "allow"
     }
   });
 
+  it('without bubblewrap (process isolation): a template that asks for a sealed sandbox is refused, saying what is missing, unless the operator opts in', async () => {
+    const unsealed = await startSessionFixture({ SVC_SANDBOX_ISOLATION: 'process' });
+    const optedIn = await startSessionFixture({ SVC_SANDBOX_ISOLATION: 'process', SVC_SANDBOX_ALLOW_UNSEALED: 'true' });
+    try {
+      for (const fixtureHere of [unsealed, optedIn]) {
+        await fixtureHere.writeTemplate('sealed', `[agent]\ncommand = "/bin/true"\n`);
+        await fixtureHere.writeTemplate('open', `[agent]\ncommand = "/bin/true"\n[sandbox]\nsealed = false\n`);
+      }
+      await expect(unsealed.create(ALICE, { template: 'sealed' })).rejects.toMatchObject({
+        code: 'invalid_template',
+        message: expect.stringMatching(/asks for a sealed sandbox .*cannot seal one .*install bubblewrap, or let the operator set SVC_SANDBOX_ALLOW_UNSEALED=true/) as unknown as string,
+      });
+      expect(await readdir(unsealed.sandboxesDir).catch(() => [])).toEqual([]);
+      // A template that asks for no seal runs; so does a sealed one where the operator accepts it.
+      // (Without a [sidecar] nothing reports the agent's end: running is as far as they go.)
+      await unsealed.waitForStatus((await unsealed.create(ALICE, { template: 'open' })).id, 'running');
+      const accepted = await optedIn.create(ALICE, { template: 'sealed' });
+      await optedIn.waitForStatus(accepted.id, 'running');
+      const created = (await optedIn.events(accepted.worker_id)).find((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.details?.['step'] === 'create_sandbox');
+      expect(created!.data.details).toMatchObject({ isolation: 'process', sealed: false });
+    } finally {
+      await Promise.all([unsealed.stop(), optedIn.stop()]);
+    }
+  });
+
+  it('a session budget needs a template that names a model API; a session budget lowers the template\'s, never raises it', async () => {
+    await fixture.writeTemplate('metered', `[agent]\ncommand = "/bin/true"\n[model]\napi = "anthropic"\nmax_tokens = 1000\n[sidecar]\nadapter = "generic"\n`);
+    await expect(fixture.create(ALICE, { template: 'sleeper', overrides: { budget: { max_tokens: 5 } } })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/names no model API/) as unknown as string });
+    const lowered = await fixture.create(ALICE, { template: 'metered', overrides: { budget: { max_tokens: 10, max_cost_usd: 0.5 } } });
+    const raised = await fixture.create(ALICE, { template: 'metered', overrides: { budget: { max_tokens: 1_000_000 } } });
+    expect((await workerRecord(lowered.worker_id)).model).toEqual({ apis: ['anthropic'], budget: { max_tokens: 10, max_cost_usd: 0.5 } });
+    expect((await workerRecord(raised.worker_id)).model).toEqual({ apis: ['anthropic'], budget: { max_tokens: 1000 } });
+  });
+
   it('refuses an invalid template (400 naming the file and key), an unknown one, and an unset pass_env, making nothing', async () => {
     await fixture.writeTemplate('broken', `[agent]\ncommand = "x"\n[sidecar]\nadapter = "gpt"\n`);
     await fixture.writeTemplate('needs-key', `[agent]\ncommand = "x"\npass_env = ["NOT_SET_ANYWHERE"]\n`);

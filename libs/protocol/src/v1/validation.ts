@@ -43,6 +43,9 @@ export function toFieldErrors(errors: readonly RawError[], prefix: string): Fiel
     } else if (error.keyword === 'boolean' && error.message === 'schema is false') {
       // The "additionalProperties" error above already names this member.
       continue;
+    } else if (error.keyword === 'enum' && Array.isArray(error.params['allowedValues'])) {
+      // Name the choices: "must be one of "anthropic", "openai"" says what to write instead.
+      fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: `must be one of ${(error.params['allowedValues'] as unknown[]).map((value) => JSON.stringify(value)).join(', ')}` });
     } else if (error.keyword === 'anyOf' || error.keyword === 'oneOf') {
       fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: 'does not match any allowed value' });
     } else {

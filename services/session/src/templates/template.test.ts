@@ -39,6 +39,25 @@ describe('templates', () => {
     expect(refusal(`${minimal}\n[agent.env]\n"BAD NAME" = "x"\n`).message).toMatch(/\/agent\/env/);
   });
 
+  it('a model API: named, with an optional budget; an unknown one is refused at load; it needs a [sidecar]', () => {
+    const template = parseTemplate('t', `${minimal}\n[model]\napi = "anthropic"\nmax_tokens = 1000\n[sidecar]\nadapter = "claude-code"\n`, 'templates/t.toml');
+    expect(template.model).toEqual({ api: 'anthropic', max_tokens: 1000 });
+    expect(template.sandbox).toEqual({ sealed: true });
+    const unknown = refusal(`${minimal}\n[model]\napi = "gemini"\n[sidecar]\nadapter = "generic"\n`);
+    expect(unknown.code).toBe('invalid_template');
+    expect(unknown.message).toBe('templates/t.toml: /model/api must be one of "anthropic", "openai"');
+    expect(refusal(`${minimal}\n[model]\napi = "openai"\n`).message).toBe('templates/t.toml: /model needs a [sidecar] section (the sidecar serves the agent\'s model proxy)');
+    expect(refusal(`${minimal}\n[model]\napi = "openai"\nmax_cost_usd = 0\n[sidecar]\nadapter = "generic"\n`).message).toMatch(/\/model\/max_cost_usd/);
+  });
+
+  it('a key passed into the sandbox (pass_env) still works, with a deprecation warning that says what to do instead', () => {
+    const template = parseTemplate('t', `[agent]\ncommand = "x"\npass_env = ["ANTHROPIC_API_KEY", "HTTP_PROXY"]\npass_env_optional = ["GITHUB_TOKEN"]\n`, 'templates/t.toml');
+    expect(template.warnings).toHaveLength(2);
+    expect(template.warnings[0]).toMatch(/^templates\/t\.toml: \/agent\/pass_env hands ANTHROPIC_API_KEY to the agent inside its sandbox; this is deprecated: name the model API instead \(\[model\] api = /);
+    expect(template.warnings[1]).toContain('GITHUB_TOKEN');
+    expect(parseTemplate('t', minimal, 'x').warnings).toEqual([]);
+  });
+
   it('says where TOML syntax is broken', () => {
     const broken = refusal('[agent\ncommand = "x"\n');
     expect(broken.code).toBe('invalid_template');
