@@ -8,7 +8,7 @@
  *   3. CPU per streamed MiB of the gateway and of the sidecar (from /proc), beside the
  *      upstream stand-in's own (it writes every byte once).
  *
- *   npm run build && npx nx run @svc/sidecar:executable && node bench/dist/model-proxy.js [--requests 300] [--streams 100] [--stream-kib 1024]
+ *   npm run build && node bench/dist/model-proxy.js [--requests 300] [--streams 100] [--stream-kib 1024] [--profile-dir DIR]
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { percentile, startPipeline } from './pipeline.js';
 
-const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '300' }, streams: { type: 'string', default: '100' }, 'stream-kib': { type: 'string', default: '1024' } } });
+const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '300' }, streams: { type: 'string', default: '100' }, 'stream-kib': { type: 'string', default: '1024' }, 'profile-dir': { type: 'string' } } });
 const REQUESTS = Number(args.requests);
 const STREAMS = Number(args.streams);
 const STREAM_KIB = Number(args['stream-kib']);
@@ -56,10 +56,10 @@ function startUpstream(): Promise<{ url: string; server: http.Server }> {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1000 });
 
 /** One streamed request: ms to the first byte and to the end, and the bytes. */
-function stream(url: string): Promise<{ firstByteMs: number; totalMs: number; bytes: number; status: number }> {
+function stream(url: string, headers: Record<string, string> = {}): Promise<{ firstByteMs: number; totalMs: number; bytes: number; status: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const request = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-api-key': 'placeholder' } }, (response) => {
+    const request = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-api-key': 'placeholder', ...headers } }, (response) => {
       let firstByteMs = -1;
       let bytes = 0;
       response.on('data', (chunk: Buffer) => {
@@ -76,7 +76,7 @@ function stream(url: string): Promise<{ firstByteMs: number; totalMs: number; by
 
 async function main() {
   const upstream = await startUpstream();
-  const pipeline = await startPipeline({ logLevel: 'warn', gatewayEnv: { SVC_ANTHROPIC_API_KEY: 'sk-ant-bench', SVC_ANTHROPIC_UPSTREAM_URL: upstream.url } });
+  const pipeline = await startPipeline({ logLevel: 'warn', profileDir: args['profile-dir'], gatewayEnv: { SVC_ANTHROPIC_API_KEY: 'sk-ant-bench', SVC_ANTHROPIC_UPSTREAM_URL: upstream.url } });
   const worker = await pipeline.createWorker({ model: { apis: ['anthropic'] } });
   const sidecar = spawn(process.execPath, [fileURLToPath(new URL('./model-proxy-sidecar.js', import.meta.url)), pipeline.gatewayUrl, worker.worker_id, worker.token], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
@@ -86,18 +86,22 @@ async function main() {
     });
     const direct = (kib: number) => `${upstream.url}/v1/messages?kib=${kib}`;
     const proxied = (kib: number) => `${proxyBase}/v1/messages?kib=${kib}`;
+    // The gateway's hop alone: what the sidecar sends it.
+    const viaGateway = (kib: number) => stream(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/model/anthropic/v1/messages?kib=${kib}`, { authorization: `Bearer ${worker.token}` });
 
     // 1. Time to first byte, alternating, after a warm-up.
-    for (let i = 0; i < 50; i++) await Promise.all([stream(direct(4)), stream(proxied(4))]);
-    const ttfb = { direct: [] as number[], proxied: [] as number[] };
+    for (let i = 0; i < 50; i++) await Promise.all([stream(direct(4)), stream(proxied(4)), viaGateway(4)]);
+    const ttfb = { direct: [] as number[], gateway: [] as number[], proxied: [] as number[] };
     for (let i = 0; i < REQUESTS; i++) {
       ttfb.direct.push((await stream(direct(4))).firstByteMs);
+      ttfb.gateway.push((await viaGateway(4)).firstByteMs);
       ttfb.proxied.push((await stream(proxied(4))).firstByteMs);
     }
     for (const list of Object.values(ttfb)) list.sort((a, b) => a - b);
     const p50 = { direct: percentile(ttfb.direct, 50), proxied: percentile(ttfb.proxied, 50) };
     console.log(`time to first byte, ${REQUESTS} sequential requests each (4 KiB responses):`);
     console.log(`  direct to the upstream (baseline): p50 ${p50.direct.toFixed(2)} ms, p95 ${percentile(ttfb.direct, 95).toFixed(2)} ms`);
+    console.log(`  through the gateway alone:         p50 ${percentile(ttfb.gateway, 50).toFixed(2)} ms, p95 ${percentile(ttfb.gateway, 95).toFixed(2)} ms`);
     console.log(`  through sidecar and gateway:       p50 ${p50.proxied.toFixed(2)} ms, p95 ${percentile(ttfb.proxied, 95).toFixed(2)} ms`);
     console.log(`  added by the proxy:                p50 ${(p50.proxied - p50.direct).toFixed(2)} ms`);
 

@@ -74,6 +74,17 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
     expect(gw.logs.join('\n')).not.toContain(ANTHROPIC_KEY);
   });
 
+  it('model proxy — concurrent requests of one worker all count (usage gathered, written compare-and-set)', async () => {
+    const token = await worker('wrk_mp_many');
+    const responses = await Promise.all(Array.from({ length: 12 }, () => messages('wrk_mp_many', token).then(async (r) => ({ status: r.status, body: await r.text() }))));
+    expect(responses.every((r) => r.status === 200 && r.body.includes('message_stop'))).toBe(true);
+    await waitFor('every request counted', async () => (await workerView('wrk_mp_many')).model_usage?.requests === 12, 5000);
+    expect((await workerView('wrk_mp_many')).model_usage).toMatchObject({ input_tokens: 1200, output_tokens: 288 });
+    // Each recorded progress event carries the totals so far; the last carries them all.
+    const progress = await waitFor('the last progress event', async () => (await events('wrk_mp_many')).filter((e): e is StoredEvent<'progress'> => e.type === 'progress').find((e) => e.data.input_tokens === 1200));
+    expect(progress.data).toMatchObject({ output_tokens: 288, measured_by: 'model_proxy' });
+  });
+
   it('model proxy — OpenAI Responses: Bearer key, usage from response.completed (cached tokens are input too)', async () => {
     const token = await worker('wrk_mp_openai', { apis: ['openai'] });
     const before = openai.requests().length;

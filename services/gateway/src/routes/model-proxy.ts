@@ -5,7 +5,6 @@ import { createDurablePublisher, type ModelUsageLedger, type NatsConnection, typ
 import {
   budgetReached,
   CodedError,
-  costOf,
   incomingMessageId,
   MODEL_APIS,
   MODEL_PROXY_SUBTYPES,
@@ -14,11 +13,11 @@ import {
   type IncomingEvent,
   type IncomingEventMessageType,
   type ModelApi,
-  type ModelUsage,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { sendApiError, toCodedError } from '../plugins/errors.js';
 import { createUsageMeter } from '../model-proxy/usage-meter.js';
+import { createUsageRecorder } from '../model-proxy/usage-recorder.js';
 
 /** Where the control plane sends one model API's traffic, and the key it adds (never seen by a sandbox). */
 export interface ModelUpstream {
@@ -76,12 +75,7 @@ function forwardedHeaders(incoming: IncomingHttpHeaders, dropped: ReadonlySet<st
  */
 export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = async (app, { nc, workers, ledger, upstreams }) => {
   const publisher = createDurablePublisher(nc);
-  app.addHook('onClose', async () => publisher.close());
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
-  app.addHook('onClose', async () => {
-    agents.http.destroy();
-    agents.https.destroy();
-  });
 
   // The body streams on to the upstream as it arrives: no parser reads it here.
   app.removeAllContentTypeParsers();
@@ -94,20 +88,32 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
     sendApiError(reply, coded.code === 'forbidden' ? new CodedError('unauthorized', 'this token is not valid for this worker\'s model proxy') : coded);
   });
 
-  const record = (workerId: string, requestId: string, event: IncomingEvent) => {
+  const record = (workerId: string, requestId: string | undefined, event: IncomingEvent) => {
     const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: new Date().toISOString() };
     return publisher
-      .publish(subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, event.uid), requestId })
+      .publish(subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, event.uid), ...(requestId ? { requestId } : {}) })
       .catch((err: unknown) => app.log.warn({ err, worker_id: workerId }, 'could not record a model proxy event'));
   };
+  const usage = createUsageRecorder({
+    ledger,
+    record: (workerId, event) => record(workerId, undefined, event),
+    onError: (err, workerId) => app.log.error({ err, worker_id: workerId }, 'could not meter a model response'),
+  });
+  app.addHook('onClose', async () => {
+    // The usage still gathered is written (and announced) before the publisher goes.
+    await usage.close();
+    publisher.close();
+    agents.http.destroy();
+    agents.https.destroy();
+  });
 
   async function refuse(request: FastifyRequest, reply: FastifyReply, workerId: string, api: ModelApi, reason: string): Promise<void> {
-    const usage = await ledger.update(workerId, (current) => ({ ...current, refused: current.refused + 1, budget_exhausted: true }));
+    const totals = await ledger.update(workerId, (current) => ({ ...current, refused: current.refused + 1, budget_exhausted: true }));
     await record(workerId, request.id, {
       type: 'system',
-      uid: `model-proxy:refused:${usage.refused}`,
+      uid: `model-proxy:refused:${totals.refused}`,
       ts: new Date().toISOString(),
-      data: { level: 'error', subtype: MODEL_PROXY_SUBTYPES.budgetExhausted, message: `model request refused: ${reason}`, details: { api, usage } },
+      data: { level: 'error', subtype: MODEL_PROXY_SUBTYPES.budgetExhausted, message: `model request refused: ${reason}`, details: { api, usage: totals } },
     });
     const answer = providerError(api, 'budget', `svc: ${reason}; this worker may make no more model requests`);
     return reply.code(answer.status).type('application/json').send(answer.body);
@@ -128,7 +134,11 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
       const upstream = upstreams[api];
       if (!upstream.apiKey) throw new CodedError('unavailable', `the control plane holds no key for the ${api} model API (set SVC_${api.toUpperCase()}_API_KEY on the gateway)`);
 
-      const exhausted = budgetReached(await ledger.get(workerId), worker.model.budget);
+      // Only a worker with a budget waits for its totals: this replica's last write of them, then
+      // a read of the shared bucket (another replica may have served its last request).
+      const budget = worker.model.budget;
+      if (budget) await usage.written(workerId);
+      const exhausted = budget ? budgetReached(await ledger.get(workerId), budget) : undefined;
       if (exhausted) return refuse(request, reply, workerId, api, exhausted);
 
       const base = new URL(upstream.url);
@@ -181,33 +191,11 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
         upstreamResponse.on('error', () => response.destroy());
         upstreamResponse.on('end', () => {
           response.end();
-          void meterResponse(workerId, api, meter.end(), request.id);
+          usage.add(workerId, api, meter.end(), budget !== undefined);
         });
       });
       request.raw.pipe(outgoing);
     },
   });
 
-  /** Adds a response's tokens to the worker's totals and records them as a `progress` event. */
-  async function meterResponse(workerId: string, api: ModelApi, tokens: ReturnType<ReturnType<typeof createUsageMeter>['end']>, requestId: string): Promise<void> {
-    try {
-      const usage: ModelUsage = await ledger.update(workerId, (current) => ({
-        ...current,
-        requests: current.requests + 1,
-        input_tokens: current.input_tokens + (tokens?.input_tokens ?? 0),
-        output_tokens: current.output_tokens + (tokens?.output_tokens ?? 0),
-        cache_read_tokens: current.cache_read_tokens + (tokens?.cache_read_tokens ?? 0),
-        cost_usd: current.cost_usd + (tokens ? costOf(api, tokens) : 0),
-      }));
-      if (!tokens) return;
-      await record(workerId, requestId, {
-        type: 'progress',
-        uid: `model-proxy:${usage.requests}`,
-        ts: new Date().toISOString(),
-        data: { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, cache_read_tokens: usage.cache_read_tokens, cost_usd: usage.cost_usd, measured_by: 'model_proxy' },
-      });
-    } catch (err) {
-      app.log.error({ err, worker_id: workerId }, 'could not meter a model response');
-    }
-  }
 };
