@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 /** What came back from the control plane, or that nothing did. */
 export type HttpOutcome = { ok: true; status: number; body: unknown } | { ok: false; retryable: boolean; retryAfterMs?: number; reason: string };
 
@@ -29,13 +30,13 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
   const streamingAgent = new transport.Agent({ keepAlive: true });
   const basePath = root.pathname === '/' ? '' : root.pathname;
   // A sealed sandbox reaches the gateway through a Unix socket only; the URL still names it (Host, TLS).
-  const target = { protocol: root.protocol, hostname: root.hostname, port: root.port, ...(options.socketPath ? { socketPath: options.socketPath } : {}) };
+  const controlPlane = { protocol: root.protocol, hostname: root.hostname, port: root.port, ...(options.socketPath ? { socketPath: options.socketPath } : {}) };
 
   function exchange(method: 'GET' | 'POST', path: string, payload: string | undefined, signal?: AbortSignal): Promise<{ status: number; retryAfter: string | undefined; text: string }> {
     return new Promise((resolve, reject) => {
       const request = transport.request(
         {
-          ...target,
+          ...controlPlane,
           path: `${basePath}${path}`,
           method,
           agent,
@@ -88,7 +89,20 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
      * model stream never holds up the event posts or the decision poll.
      */
     open(method: string, path: string, headers: http.OutgoingHttpHeaders): http.ClientRequest {
-      return transport.request({ ...target, path: `${basePath}${path}`, method, agent: streamingAgent, headers: { ...headers, authorization: `Bearer ${token}` } });
+      return transport.request({ ...controlPlane, path: `${basePath}${path}`, method, agent: streamingAgent, headers: { ...headers, authorization: `Bearer ${token}` } });
+    },
+    /**
+     * Asks the gateway for a tunnel to `target` (`host:port`) for the agent of `workerId`: a
+     * CONNECT with the worker token. The gateway answers once it has decided (a person may be
+     * asked): 200 and the socket is the tunnel, or a refusal whose body says why.
+     */
+    tunnel(workerId: string, target: string): Promise<{ status: number; socket: Socket; head: Buffer }> {
+      return new Promise((resolve, reject) => {
+        const request = transport.request({ ...controlPlane, method: 'CONNECT', path: target, headers: { authorization: `Bearer ${token}`, 'x-svc-worker-id': workerId } });
+        request.once('connect', (response, socket, head) => resolve({ status: response.statusCode ?? 502, socket, head }));
+        request.once('error', reject);
+        request.end();
+      });
     },
     /** Closes the kept-alive connections. */
     close(): void {

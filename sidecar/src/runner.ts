@@ -14,6 +14,7 @@ import type { LoadedSidecarConfig } from './config.js';
 import { createDecisionPoller } from './decision-poller.js';
 import { createControlPlaneClient } from './http-client.js';
 import { createOutbox } from './outbox.js';
+import { startEgressProxy } from './egress-proxy.js';
 import { startModelProxy } from './model-proxy.js';
 import { createPermissionEngine } from './permissions.js';
 
@@ -61,12 +62,14 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   // The agent's model traffic goes through the control plane, which holds the keys.
   const modelProxy = config.model_proxy ? await startModelProxy({ apis: config.model_proxy.apis, workerId: config.worker_id, client, warn }) : undefined;
   const modelBaseUrls = modelProxy ? Object.fromEntries(config.model_proxy!.apis.map((api) => [api, modelProxy.baseUrl(api)])) : undefined;
+  // Everything else it reaches, it reaches through the gateway, which decides each tunnel.
+  const egressProxy = config.egress_proxy ? await startEgressProxy({ workerId: config.worker_id, client, warn }) : undefined;
   // Before the agent starts, so a run the adapter cannot do stops before anything starts.
   let plan: LaunchPlan;
   try {
     plan = adapter.launch({ command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous, modelBaseUrls });
   } catch (err) {
-    await modelProxy?.close();
+    await Promise.all([modelProxy?.close(), egressProxy?.close()]);
     client.close();
     throw err;
   }
@@ -88,7 +91,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   const agent = spawn(plan.command, plan.args, {
     cwd: config.agent.cwd,
     // The proxy's variables win: a template cannot point the agent past the model proxy.
-    env: { ...process.env, ...config.agent.env, ...modelProxy?.agentEnv },
+    env: { ...process.env, ...config.agent.env, ...egressProxy?.agentEnv, ...modelProxy?.agentEnv },
     stdio: ['pipe', 'pipe', 'pipe'],
     // Its own process group: a signal reaches everything it started.
     detached: true,
@@ -171,7 +174,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
       outbox.push({ type: 'system', data });
       void (async () => {
         await poller.stop();
-        await modelProxy?.close();
+        await Promise.all([modelProxy?.close(), egressProxy?.close()]);
         await outbox.close(terminating ? config.kill_grace_ms : undefined);
         client.close();
         resolve(exitCode);

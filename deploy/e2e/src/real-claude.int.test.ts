@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type StoredEvent, type Worker } from '@svc/protocol';
 import { startMockAnthropic, waitFor, type MockAnthropic } from '@svc/test-support';
+import { processesWithEnv } from './host-processes.js';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 
@@ -23,20 +24,6 @@ function claudeBinary(version: string): string {
 const TOOL_INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
 /** The model key: the gateway's only. */
 const MODEL_KEY = `sk-ant-e2e-${randomBytes(8).toString('hex')}`;
-
-/** The environment (NUL-separated) of every process on this machine that has `marker` in it. */
-function processesWithEnv(marker: string): string[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .map((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').join('\n');
-      } catch {
-        return '';
-      }
-    })
-    .filter((environ) => environ.includes(marker));
-}
 
 /**
  * The real Claude Code CLI under the real sidecar against the real control plane; only the
@@ -125,24 +112,16 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
 
   it('the built-in claude template: POST /v1/sessions runs it in a sealed bubblewrap sandbox through the model proxy; allowed, the tool runs there; the session completes', async () => {
     const before = mock.requests().length;
-    const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ template: 'claude', prompt: 'Create out.txt containing hello' }),
-    });
-    expect(created.status).toBe(201);
-    const session = (await created.json()) as { id: string; worker_id: string };
-    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100).catch(async (err: unknown) => {
-      throw new Error(`${String(err)}\n${JSON.stringify(await api().events(session.worker_id), null, 1)}`);
-    });
-    expect(request!.data).toMatchObject({ tool_name: 'Bash', input: TOOL_INPUT });
+    const session = await api().createSession({ template: 'claude', prompt: 'Create out.txt containing hello' });
+    const request = await api().oneOpenRequest(session.worker_id);
+    expect(request.data).toMatchObject({ tool_name: 'Bash', input: TOOL_INPUT });
     // While it waits: no process of the sandbox (the sidecar and everything it started) holds the key.
     const sandboxed = processesWithEnv(`SVC_SIDECAR_CONFIG=`);
     expect(sandboxed.length).toBeGreaterThanOrEqual(2);
     for (const environ of sandboxed) expect(environ).not.toContain(MODEL_KEY);
     // The agent's holds the placeholder.
     expect(sandboxed.filter((environ) => environ.includes(`ANTHROPIC_API_KEY=${PLACEHOLDER_MODEL_KEY}`)).length).toBeGreaterThanOrEqual(1);
-    expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    expect((await decide(session.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
     await waitFor('the session completed', async () => (await get<{ status: string }>(`/v1/sessions/${session.id}`)).status === 'completed', 60_000, 100);
     expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
 
@@ -153,26 +132,27 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
       expect(headers['x-api-key']).toBe(MODEL_KEY);
       expect(headers['authorization']).toBeUndefined();
     }
-    const worker = await get<Worker>(`/v1/workers/${session.worker_id}`);
+    // The usage of a worker without a budget is written within 250 ms of its last response.
+    const worker = await waitFor('the usage written', async () => {
+      const view = await get<Worker>(`/v1/workers/${session.worker_id}`);
+      return view.model_usage?.input_tokens === 100 * seen.length ? view : undefined;
+    });
     expect(worker.model_usage).toMatchObject({ input_tokens: 100 * seen.length, output_tokens: 24 * seen.length, refused: 0 });
     // 2.1.197 also sends `HEAD /`: forwarded and counted as a request, with no tokens.
     expect(worker.model_usage!.requests).toBeGreaterThanOrEqual(seen.length);
-    const measured = (await api().events(session.worker_id)).filter((e): e is StoredEvent<'progress'> => e.type === 'progress' && e.data.measured_by === 'model_proxy');
+    const measured = await waitFor('the proxy\'s progress event', async () => {
+      const found = (await api().events(session.worker_id)).filter((e): e is StoredEvent<'progress'> => e.type === 'progress' && e.data.measured_by === 'model_proxy');
+      return found.at(-1)?.data.input_tokens === 100 * seen.length ? found : undefined;
+    });
     expect(measured.at(-1)!.data).toMatchObject({ input_tokens: 100 * seen.length, output_tokens: 24 * seen.length });
     expect(JSON.stringify(await api().events(session.worker_id))).not.toContain(MODEL_KEY);
   }, 90_000);
 
   it('a session budget below what two turns need: the proxy refuses the second model request, the agent ends with the provider\'s error, the history and totals show the cap', async () => {
-    const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ template: 'claude', prompt: 'Create out.txt containing hello', overrides: { budget: { max_tokens: 50 } } }),
-    });
-    expect(created.status).toBe(201);
-    const session = (await created.json()) as { id: string; worker_id: string };
-    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100);
+    const session = await api().createSession({ template: 'claude', prompt: 'Create out.txt containing hello', overrides: { budget: { max_tokens: 50 } } });
+    const request = await api().oneOpenRequest(session.worker_id);
     const before = mock.requests().length;
-    expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    expect((await decide(session.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
     await waitFor('the session ended', async () => ['completed', 'failed'].includes((await get<{ status: string }>(`/v1/sessions/${session.id}`)).status), 60_000, 100);
     // The second turn never reached the model.
     expect(mock.requests().length).toBe(before);

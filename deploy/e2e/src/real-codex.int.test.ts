@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent, Worker } from '@svc/protocol';
 import { startMockOpenAI, waitFor, type MockOpenAI, type ResponsesTurn } from '@svc/test-support';
+import { processesWithEnv } from './host-processes.js';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 
@@ -22,20 +23,6 @@ function codexBinary(): string {
 
 /** The model key: the gateway's only. */
 const MODEL_KEY = `sk-proj-e2e-${randomBytes(8).toString('hex')}`;
-
-/** The environment (one variable a line) of every process on this machine that has `marker` in it. */
-function processesWithEnv(marker: string): string[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .map((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').join('\n');
-      } catch {
-        return '';
-      }
-    })
-    .filter((environ) => environ.includes(marker));
-}
 
 const ESCALATED: [ResponsesTurn, ResponsesTurn] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } }, { text: 'Done.' }];
 const SANDBOXED: [ResponsesTurn, ResponsesTurn] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt' } }, { text: 'Done.' }];
@@ -126,42 +113,32 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
   }, 90_000);
 
   it('through the session API in a sealed bubblewrap sandbox, via the model proxy: approved, the command runs; the upstream saw the real key; the meter matches it', async () => {
-    const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.' }),
-    });
-    expect(created.status).toBe(201);
-    const session = (await created.json()) as { id: string; worker_id: string };
-    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100).catch(async (err: unknown) => {
-      throw new Error(`${String(err)}\n${JSON.stringify(await api().events(session.worker_id), null, 1)}`);
-    });
-    expect(request!.data).toMatchObject({ tool_name: 'command_execution' });
+    const session = await api().createSession({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.' });
+    const request = await api().oneOpenRequest(session.worker_id);
+    expect(request.data).toMatchObject({ tool_name: 'command_execution' });
     for (const environ of processesWithEnv('SVC_SIDECAR_CONFIG=')) expect(environ).not.toContain(MODEL_KEY);
-    expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    expect((await decide(session.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
     await waitFor('the session completed', async () => (await api().get<{ status: string }>(`/v1/sessions/${session.id}`)).status === 'completed', 60_000, 100);
     expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
     const seen = proxied.requestHeaders();
     expect(seen.length).toBeGreaterThanOrEqual(2);
     for (const headers of seen) expect(headers['authorization']).toBe(`Bearer ${MODEL_KEY}`);
     // The stand-in's usage: 1000 in (200 cached), 50 out, per response.
-    const worker = await api().get<Worker>(`/v1/workers/${session.worker_id}`);
+    // The usage of a worker without a budget is written within 250 ms of its last response.
+    const worker = await waitFor('the usage written', async () => {
+      const view = await api().get<Worker>(`/v1/workers/${session.worker_id}`);
+      return view.model_usage?.input_tokens === 1000 * seen.length ? view : undefined;
+    });
     expect(worker.model_usage).toMatchObject({ input_tokens: 1000 * seen.length, output_tokens: 50 * seen.length, cache_read_tokens: 200 * seen.length });
     expect(JSON.stringify(await api().events(session.worker_id))).not.toContain(MODEL_KEY);
   }, 90_000);
 
   it('a session budget below two turns: the proxy refuses the second model request (the provider\'s insufficient_quota), Codex stops, the history shows the cap', async () => {
-    const created = await fetch(`${stack.gatewayUrl}/v1/sessions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.', overrides: { budget: { max_tokens: 50 } } }),
-    });
-    expect(created.status).toBe(201);
-    const session = (await created.json()) as { id: string; worker_id: string };
-    const [request] = await waitFor('the open request', async () => ((await openRequests(session.worker_id)).length === 1 ? openRequests(session.worker_id) : undefined), 60_000, 100);
+    const session = await api().createSession({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.', overrides: { budget: { max_tokens: 50 } } });
+    const request = await api().oneOpenRequest(session.worker_id);
     const before = proxied.requests().length;
     const started = Date.now();
-    expect((await decide(session.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
+    expect((await decide(session.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
     await waitFor('the session ended', async () => ['completed', 'failed'].includes((await api().get<{ status: string }>(`/v1/sessions/${session.id}`)).status), 60_000, 100).catch(async (err: unknown) => {
       throw new Error(`${String(err)}\n${JSON.stringify(await api().events(session.worker_id), null, 1)}`);
     });

@@ -11,9 +11,11 @@ import { fileURLToPath } from 'node:url';
  * - `ask-repeatedly`: asks for permission `ASKS` times with fresh request ids and appends
  *   `<request_id> <ms>` to `RECEIPTS` as each answer arrives;
  * - `stream-timer`: asks its model API (`ANTHROPIC_BASE_URL`) for a streamed response and prints
- *   `{"event": n, "at": <epoch ms>}` as each SSE event arrives.
+ *   `{"event": n, "at": <epoch ms>}` as each SSE event arrives;
+ * - `egress-client`: opens a CONNECT tunnel through `HTTPS_PROXY` to each of `EGRESS_TARGETS` in
+ *   turn, sends a line, and prints `{"target", "status", "echo" | "reason"}`.
  */
-export function standInAgent(name: 'replay-claude' | 'replay-codex-app-server' | 'ask-repeatedly' | 'stream-timer'): string {
+export function standInAgent(name: 'replay-claude' | 'replay-codex-app-server' | 'ask-repeatedly' | 'stream-timer' | 'egress-client'): string {
   // libs/test-support/{src,dist}/ → libs/test-support/agents/
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../agents', `${name}.mjs`);
 }

@@ -19,6 +19,8 @@ import { controlRoutes } from './routes/control.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { workerRoutes } from './routes/workers.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
+import { createRefusedAddresses, parseRefusedEntry } from './egress/refused-addresses.js';
+import { serveEgressTunnels } from './egress/tunnels.js';
 import { createLiveFeeds } from './live-feeds.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 
@@ -33,7 +35,7 @@ export type GatewaySettings = Pick<
   GatewayConfig,
   'trustedProxies' | 'corsOrigins' | 'rateLimitMax' | 'rateLimitWindowMs' | 'bodyLimitBytes' | 'oidcAudience'
 > &
-  Partial<Pick<GatewayConfig, 'anthropicApiKey' | 'anthropicUpstreamUrl' | 'openaiApiKey' | 'openaiUpstreamUrl'>>;
+  Partial<Pick<GatewayConfig, 'anthropicApiKey' | 'anthropicUpstreamUrl' | 'openaiApiKey' | 'openaiUpstreamUrl' | 'egressRefused' | 'natsUrl' | 'port' | 'healthPort'>>;
 
 /** The gateway's Fastify instance, typed by its TypeBox schemas. */
 export type GatewayApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -122,6 +124,18 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
       openai: { url: settings.openaiUpstreamUrl ?? 'https://api.openai.com', apiKey: settings.openaiApiKey },
     },
   });
+  const tunnels = serveEgressTunnels({
+    server: app.server,
+    nc: options.nc,
+    workers: options.workers,
+    live,
+    logger: app.log,
+    refused: await createRefusedAddresses({
+      endpoints: [...(settings.natsUrl ?? '').split(',').filter(Boolean).map((url) => { const parsed = new URL(url.trim()); return { host: parsed.hostname, port: Number(parsed.port || 4222) }; }), ...(settings.egressRefused ?? []).map(parseRefusedEntry)],
+      ownPorts: [settings.port, settings.healthPort].filter((port): port is number => port !== undefined && port > 0),
+    }),
+  });
+  app.addHook('onClose', async () => tunnels.close());
   if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
   for (const routes of options.routes ?? []) await app.register(routes);
 

@@ -27,6 +27,11 @@ export const gatewaySettings = {
   anthropicUpstreamUrl: stringSetting('SVC_ANTHROPIC_UPSTREAM_URL', { default: 'https://api.anthropic.com', pattern: /^https?:\/\/\S+$/ }),
   openaiApiKey: optionalStringSetting('SVC_OPENAI_API_KEY'),
   openaiUpstreamUrl: stringSetting('SVC_OPENAI_UPSTREAM_URL', { default: 'https://api.openai.com', pattern: /^https?:\/\/\S+$/ }),
+  /**
+   * Addresses no egress tunnel may reach, beside NATS (SVC_NATS_URL), the gateway's own ports and
+   * link-local/metadata addresses: the store, other internal services (`host:port`, `host`, CIDR).
+   */
+  egressRefused: listSetting('SVC_EGRESS_REFUSED', { default: [] }),
 };
 
 export type GatewayConfig = ConfigOf<typeof gatewaySettings>;

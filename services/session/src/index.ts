@@ -28,7 +28,7 @@ import { createKubernetesProvider, loadKubeConfig } from './sandbox/kubernetes.j
 import { createLocalProvider } from './sandbox/local.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import { createSessionStore } from './session-store.js';
-import { modelAccessOf, runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
+import { egressPolicyOf, modelAccessOf, runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
 import { createTemplateCatalog } from './templates/catalog.js';
 import { createWorkerRegistry, LIVENESS_WRITE_INTERVAL_MS, serveWorkerRegistry } from './worker-registry.js';
 
@@ -115,7 +115,14 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
         const sessionId = `ses_${randomBytes(12).toString('base64url')}`;
         const decisionPolicy = template.sidecar ? { decision_timeout_s: template.sidecar.decision_timeout_s, on_timeout: template.sidecar.on_timeout } : undefined;
         const model = modelAccessOf(template, body);
-        const worker = await registry.create({ owner: viewer.sub, session_id: sessionId, ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}), ...(model ? { model } : {}) });
+        const egress = egressPolicyOf(template, body);
+        const worker = await registry.create({
+          owner: viewer.sub,
+          session_id: sessionId,
+          ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}),
+          ...(model ? { model } : {}),
+          ...(egress ? { egress } : {}),
+        });
         const row = await store.insert({ id: sessionId, worker_id: worker.worker_id, owner: viewer.sub, template: template.name, has_sidecar: template.sidecar !== undefined });
         log.info({ sessionId, workerId: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
         const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body });

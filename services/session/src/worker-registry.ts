@@ -74,6 +74,7 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
         token_hash: hashWorkerToken(token),
         ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),
         ...(request.model ? { model: request.model } : {}),
+        ...(request.egress ? { egress: request.egress } : {}),
         updated_at: new Date().toISOString(),
       };
       try {

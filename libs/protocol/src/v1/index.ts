@@ -14,3 +14,4 @@ export * from './rpc.js';
 export * from './stream.js';
 export * from './sidecar-config.js';
 export * from './model-proxy.js';
+export * from './egress.js';

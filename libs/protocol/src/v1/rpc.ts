@@ -3,6 +3,7 @@ import { EVENT_TYPES } from './events.js';
 import { StoredEventSchema } from './envelope.js';
 import { EVENT_LIST_LIMIT, LIST_LIMIT } from './lists.js';
 import { EventId, SessionId, Timestamp, WorkerId } from './primitives.js';
+import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema } from './model-proxy.js';
 import { CreateSessionBody, DecisionPolicySchema, WorkerStatusSchema } from './sessions-api.js';
 
@@ -51,7 +52,7 @@ export type ListEventsResultType = Static<typeof ListEventsResult>;
 
 /** `svc.rpc.session.worker.create`: register a worker and make its token (the token is returned once). */
 export const CreateWorkerRequest = Type.Object(
-  { owner: Type.String({ minLength: 1, maxLength: 256 }), worker_id: Type.Optional(WorkerId), decision_policy: Type.Optional(DecisionPolicySchema), model: Type.Optional(ModelAccessSchema) },
+  { owner: Type.String({ minLength: 1, maxLength: 256 }), worker_id: Type.Optional(WorkerId), decision_policy: Type.Optional(DecisionPolicySchema), model: Type.Optional(ModelAccessSchema), egress: Type.Optional(EgressPolicySchema) },
   { additionalProperties: false },
 );
 export type CreateWorkerRequestType = Static<typeof CreateWorkerRequest>;

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { ListResponse, PaginationQuery } from './lists.js';
+import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema, ModelBudgetSchema, ModelUsageSchema } from './model-proxy.js';
 import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitives.js';
 
@@ -100,6 +101,8 @@ export const WorkerRecordSchema = Type.Object(
     decision_policy: Type.Optional(DecisionPolicySchema),
     /** The model APIs its agent reaches through the model proxy, and its budget. */
     model: Type.Optional(ModelAccessSchema),
+    /** How the gateway decides its agent's tunnels (docs/egress.md); without it the worker has none. */
+    egress: Type.Optional(EgressPolicySchema),
     /** When the worker's sidecar last polled for decisions (it is alive). */
     last_seen_at: Type.Optional(Timestamp),
     updated_at: Timestamp,

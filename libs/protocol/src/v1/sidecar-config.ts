@@ -26,6 +26,11 @@ export const SidecarConfigSchema = Type.Object(
      * plane holds the keys): the sidecar gives the agent their base URLs and a placeholder key.
      */
     model_proxy: Type.Optional(Type.Object({ apis: Type.Array(ModelApiSchema, { minItems: 1, uniqueItems: true }) }, { additionalProperties: false })),
+    /**
+     * Offer the agent an HTTP CONNECT proxy on loopback (`HTTPS_PROXY`), whose tunnels go through
+     * the gateway, which decides each (docs/egress.md).
+     */
+    egress_proxy: Type.Boolean({ default: false }),
     /** The worker token (the spec's field). When `auth_token_file` is given too, the file is read instead. */
     auth_token: Type.Optional(Type.String({ minLength: 1 })),
     auth_token_file: Type.Optional(Type.String({ minLength: 1 })),

@@ -1,5 +1,16 @@
 import { access, constants } from 'node:fs/promises';
-import { CodedError, isEndedStatus, LIFECYCLE_SUBTYPES, type CreateSessionBodyType, type EventData, type ModelAccess, type ModelBudget, type SidecarConfig } from '@svc/protocol';
+import {
+  CodedError,
+  EGRESS_TOOL,
+  isEndedStatus,
+  LIFECYCLE_SUBTYPES,
+  type CreateSessionBodyType,
+  type EgressPolicy,
+  type EventData,
+  type ModelAccess,
+  type ModelBudget,
+  type SidecarConfig,
+} from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { Sandbox, SandboxProvider } from '../sandbox/provider.js';
 import type { SessionStore } from '../session-store.js';
@@ -92,6 +103,21 @@ export function modelAccessOf(template: Template, body: CreateSessionBodyType): 
   if (maxTokens !== undefined) budget.max_tokens = maxTokens;
   if (maxCost !== undefined) budget.max_cost_usd = maxCost;
   return { apis: [template.model.api], ...(Object.keys(budget).length > 0 ? { budget } : {}) };
+}
+
+/**
+ * How the gateway decides the agent's tunnels: the template's egress list, its deny rules for the
+ * `network` tool, and whether anyone is asked. Only a sealed sandbox with a sidecar has tunnels
+ * (anything else either has the network or nothing to offer a proxy).
+ */
+export function egressPolicyOf(template: Template, body: CreateSessionBodyType): EgressPolicy | undefined {
+  if (!template.sandbox.sealed || !template.sidecar) return undefined;
+  const networkRule = new RegExp(`^${EGRESS_TOOL}(\\(|$)`);
+  return {
+    allow: template.sandbox.egress,
+    deny: template.sidecar.deny.filter((rule) => networkRule.test(rule)),
+    autonomous: body.overrides?.autonomous ?? template.sidecar.autonomous,
+  };
 }
 
 /** A step failed: where, and why (safe to show: never a token). */
@@ -242,6 +268,7 @@ async function deploySidecar(deps: SpawnDeps, request: SpawnRequest, box: Sandbo
       control_plane_url: deps.controlPlaneUrl,
       ...(box.controlPlaneSocket ? { control_plane_socket: box.controlPlaneSocket } : {}),
       ...(request.template.model ? { model_proxy: { apis: [request.template.model.api] } } : {}),
+      egress_proxy: egressPolicyOf(request.template, request.body) !== undefined,
       auth_token: request.token,
       auth_token_file: box.resolvePath(SANDBOX_PATHS.token),
       autonomous: request.body.overrides?.autonomous ?? sidecar.autonomous,

@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { CodedError, createChecker, describeFieldErrors, ENV_NAME_PATTERN, EnvironmentVariables, ModelApiSchema, SIDECAR_ADAPTERS } from '@svc/protocol';
+import { CodedError, createChecker, describeFieldErrors, ENV_NAME_PATTERN, EgressRuleSchema, EnvironmentVariables, ModelApiSchema, SIDECAR_ADAPTERS } from '@svc/protocol';
 
 const EnvName = Type.String({ pattern: ENV_NAME_PATTERN });
 const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [] });
@@ -57,6 +57,11 @@ export const TemplateSchema = Type.Object(
          * cannot seal a sandbox refuses the template unless its operator opted in.
          */
         sealed: Type.Boolean({ default: true }),
+        /**
+         * What else the agent may reach (`host:port`, `*` globs): through the gateway, without
+         * asking. Anything else it tries is asked like a tool call (`network`). Sealed sandboxes only.
+         */
+        egress: Type.Array(EgressRuleSchema, { default: [] }),
       },
       { additionalProperties: false, default: {} },
     ),

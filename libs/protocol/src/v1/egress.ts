@@ -1,0 +1,54 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * Egress (docs/egress.md): a sealed sandbox reaches nothing but its model and the gateway. What
+ * else its agent may reach goes through the gateway as a CONNECT tunnel, decided like a tool call:
+ * the template's list allows, the template's deny rules refuse, anything else is a
+ * `control_request` with this tool name and input `{target: "host:port", host, port}`.
+ */
+export const EGRESS_TOOL = 'network';
+
+/** A `host:port` rule of a template's `[sandbox] egress` list; `*` globs the host (`*.npmjs.org:443`) or the port. */
+export const EGRESS_RULE_PATTERN = '^[A-Za-z0-9.*\\-\\[\\]:]+:(\\d{1,5}|\\*)$';
+export const EgressRuleSchema = Type.String({ pattern: EGRESS_RULE_PATTERN, maxLength: 300, description: 'host:port, * allowed in either part' });
+
+/** What the gateway needs to decide a worker's tunnels (kept in its worker record). */
+export const EgressPolicySchema = Type.Object(
+  {
+    /** The template's `[sandbox] egress` list: reached without asking. */
+    allow: Type.Array(EgressRuleSchema, { default: [] }),
+    /** The template's deny rules for the `network` tool (`network(host:port)`): refused without asking. */
+    deny: Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [] }),
+    /** Nobody is asked: what is not denied is allowed (and the policy's decision recorded). */
+    autonomous: Type.Boolean({ default: false }),
+  },
+  { additionalProperties: false },
+);
+export type EgressPolicy = Static<typeof EgressPolicySchema>;
+
+/** A tunnel's target. */
+export interface EgressTarget {
+  host: string;
+  port: number;
+  /** `host:port` (IPv6 hosts in brackets), what rules and requests name. */
+  target: string;
+}
+
+/** Parses `host:port` (`[::1]:443` for IPv6); undefined when it is not one. */
+export function parseEgressTarget(text: string): EgressTarget | undefined {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]{1,253}):(\d{1,5})$/.exec(text.trim());
+  if (!match) return undefined;
+  const port = Number(match[2]);
+  if (port < 1 || port > 65535) return undefined;
+  const host = match[1]!.toLowerCase();
+  return { host: host.replace(/^\[|\]$/g, ''), port, target: `${host}:${port}` };
+}
+
+/** Whether a `host:port` rule (with `*` globs) names `target`. */
+export function egressRuleMatches(rule: string, target: string): boolean {
+  const escaped = rule.toLowerCase().replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^:]*');
+  return new RegExp(`^${escaped}$`).test(target);
+}
+
+/** `system` event subtype of a tunnel opened or refused (every one is recorded). */
+export const EGRESS_SUBTYPE = 'egress';

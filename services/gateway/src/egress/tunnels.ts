@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server } from 'node:http';
+import net, { type Socket } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
+import { createWorkerTokenVerifier } from '@svc/auth';
+import { createDurablePublisher, requestJson, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import {
+  controlWithdrawnData,
+  DEFAULT_DECISION_TIMEOUT_S,
+  EGRESS_SUBTYPE,
+  EGRESS_TOOL,
+  egressRuleMatches,
+  incomingMessageId,
+  isEndedStatus,
+  parseEgressTarget,
+  partitionOfWorker,
+  subjects,
+  type EgressTarget,
+  type EventData,
+  type IncomingEvent,
+  type IncomingEventMessageType,
+  type ListResponseOf,
+  type PermissionRule,
+  type WorkerRecord,
+} from '@svc/protocol';
+import type { LiveFeeds } from '../live-feeds.js';
+import { addressesOf, isMetadataHost, type RefusedAddresses } from './refused-addresses.js';
+
+export interface EgressTunnelOptions {
+  server: Server;
+  nc: NatsConnection;
+  workers: WorkerDirectory;
+  live: LiveFeeds;
+  refused: RefusedAddresses;
+  logger: FastifyBaseLogger;
+}
+
+/** A decision on a tunnel, and who made it. */
+interface Verdict {
+  allow: boolean;
+  by: string;
+  reason: string;
+}
+
+/** How long past the worker's decision deadline a tunnel still waits (the control service decides at the deadline). */
+const DEADLINE_SLACK_MS = 30_000;
+
+/** A `network` rule (`network`, `network(host:port)`, globs allowed) that names `target`. */
+function networkRuleMatches(rule: string, target: string): boolean {
+  const match = /^network(?:\((.*)\))?$/.exec(rule.trim());
+  return match !== null && (match[1] === undefined || egressRuleMatches(match[1], target));
+}
+
+/**
+ * Egress tunnels (docs/egress.md): a sidecar's `CONNECT host:port` with its worker token. The
+ * gateway, not the sandbox, decides: the control plane's own addresses are refused whatever any
+ * rule says; then the template's deny rules, its egress list, the rules people added with
+ * "always", and — for anything else — a person, through a `control_request` with tool `network`
+ * (held open until decided or its deadline passes), or the policy at once for an autonomous
+ * worker. The agent holds the worker token too, so a tunnel it asks for directly is decided the
+ * same way. Every tunnel, opened or refused, is recorded in the worker's history.
+ */
+export function serveEgressTunnels(options: EgressTunnelOptions): { close(): void } {
+  const log = options.logger.child({ component: 'egress' });
+  const publisher = createDurablePublisher(options.nc);
+  const tokens = createWorkerTokenVerifier();
+  const open = new Set<Socket>();
+
+  const record = (workerId: string, event: Omit<IncomingEvent, 'ts'>) => {
+    const message: IncomingEventMessageType = { worker_id: workerId, event: { ...event, ts: new Date().toISOString() } as IncomingEvent, received_at: new Date().toISOString() };
+    return publisher.publish(subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, event.uid) }).catch((err: unknown) => log.warn({ err, worker_id: workerId }, 'could not record an egress event'));
+  };
+
+  function answer(socket: Socket, status: number, reason: string): void {
+    const text = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 502: 'Bad Gateway', 503: 'Service Unavailable' }[status] ?? 'Error';
+    socket.end(`HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${reason}\n`);
+  }
+
+  async function authenticate(request: IncomingMessage): Promise<WorkerRecord | string> {
+    const header = request.headers['authorization'] ?? request.headers['proxy-authorization'];
+    const token = typeof header === 'string' ? /^Bearer (\S+)$/i.exec(header)?.[1] : undefined;
+    const workerId = request.headers['x-svc-worker-id'];
+    if (!token || typeof workerId !== 'string') return 'a tunnel needs the worker token (Authorization: Bearer) and x-svc-worker-id';
+    const worker = await options.workers.get(workerId);
+    if (!worker?.token_hash || !tokens.matches(token, worker.token_hash) || isEndedStatus(worker.status)) return 'the worker token is not valid for this worker';
+    return worker;
+  }
+
+  /** Waits for the decision on `requestId` (announced as the worker's events are stored). */
+  function decision(workerId: string, requestId: string, timeoutMs: number, gone: AbortSignal): Promise<EventData<'control_response'> | undefined> {
+    return new Promise((resolve) => {
+      const finish = (value: EventData<'control_response'> | undefined) => {
+        stop();
+        clearTimeout(timer);
+        gone.removeEventListener('abort', onGone);
+        resolve(value);
+      };
+      const stop = options.live.watch(workerId, (event) => {
+        if (event.type === 'control_response' && (event.data as EventData<'control_response'>).request_id === requestId) finish(event.data as EventData<'control_response'>);
+      });
+      const timer = setTimeout(() => finish(undefined), timeoutMs);
+      const onGone = () => finish(undefined);
+      gone.addEventListener('abort', onGone);
+    });
+  }
+
+  async function decide(worker: WorkerRecord, target: EgressTarget, gone: AbortSignal): Promise<Verdict> {
+    const policy = worker.egress!;
+    const denied = policy.deny.find((rule) => networkRuleMatches(rule, target.target));
+    if (denied) return { allow: false, by: 'policy', reason: `denied by the template's rule ${denied}` };
+    const listed = policy.allow.find((rule) => egressRuleMatches(rule, target.target));
+    if (listed) return { allow: true, by: 'policy', reason: `listed in the template's egress (${listed})` };
+    const rules = await requestJson<ListResponseOf<PermissionRule>>(options.nc, subjects.rpc.permissionRules, { worker_id: worker.worker_id }, { retries: 1 });
+    const added = [...rules.items].reverse().find((rule) => rule.tool_name === EGRESS_TOOL && (rule.input_pattern === undefined || egressRuleMatches(rule.input_pattern, target.target)));
+    if (added) return { allow: added.decision === 'allow', by: added.added_by, reason: `${added.decision === 'allow' ? 'allowed' : 'denied'} by ${added.added_by}'s rule ${EGRESS_TOOL}${added.input_pattern === undefined ? '' : `(${added.input_pattern})`}` };
+
+    // Asked like a tool call: the history shows the request, whoever answers it.
+    const requestId = `net_${randomUUID()}`;
+    const request: EventData<'control_request'> = { request_id: requestId, tool_name: EGRESS_TOOL, input: { target: target.target, host: target.host, port: target.port } };
+    if (policy.autonomous) {
+      const data: EventData<'control_response'> = { request_id: requestId, decision: 'allow', message: 'autonomous: what is not denied is allowed', decided_by: 'policy' };
+      await record(worker.worker_id, { type: 'control_request', uid: `egress:${requestId}:request`, data: request });
+      await record(worker.worker_id, { type: 'control_response', uid: `egress:${requestId}:decision`, data });
+      return { allow: true, by: 'policy', reason: data.message! };
+    }
+    const deadlineMs = (worker.decision_policy?.decision_timeout_s ?? DEFAULT_DECISION_TIMEOUT_S) * 1000 + DEADLINE_SLACK_MS;
+    const decided = decision(worker.worker_id, requestId, deadlineMs, gone);
+    await record(worker.worker_id, { type: 'control_request', uid: `egress:${requestId}:request`, data: request });
+    const data = await decided;
+    if (!data) {
+      // The agent gave up (or nobody decided, not even the deadline's policy): the request goes.
+      await record(worker.worker_id, { type: 'system', uid: `egress:${requestId}:withdrawn`, data: controlWithdrawnData(requestId) });
+      return { allow: false, by: 'policy', reason: gone.aborted ? 'the agent closed the connection before a decision' : 'no decision before the deadline' };
+    }
+    return { allow: data.decision === 'allow', by: data.decided_by, reason: data.message ?? `${data.decision === 'allow' ? 'allowed' : 'denied'} by ${data.decided_by}` };
+  }
+
+  async function handle(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
+    const worker = await authenticate(request);
+    if (typeof worker === 'string') return answer(socket, 401, worker);
+    const target = parseEgressTarget(request.url ?? '');
+    if (!target) return answer(socket, 400, `${JSON.stringify(request.url)} is not host:port`);
+    const workerId = worker.worker_id;
+    const recordTunnel = (level: 'info' | 'warn', outcome: string, details: Record<string, unknown>) =>
+      record(workerId, { type: 'system', uid: `egress:${randomUUID()}`, data: { level, subtype: EGRESS_SUBTYPE, message: `egress to ${target.target}: ${outcome}`, details: { target: target.target, ...details } } });
+    const refuse = async (status: number, reason: string, by: string) => {
+      await recordTunnel('warn', `refused (${reason})`, { decision: 'deny', decided_by: by });
+      answer(socket, status, `svc refused the connection to ${target.target}: ${reason}`);
+    };
+    if (!worker.egress) return refuse(403, `worker ${workerId} has no egress (its sandbox is not sealed, or it runs without a sidecar)`, 'policy');
+
+    // Resolved once, checked, and connected to by address: a name cannot be re-pointed in between.
+    const addresses = isMetadataHost(target.host) ? [] : await addressesOf(target.host);
+    if (isMetadataHost(target.host)) return refuse(403, `${target.host} is a cloud metadata service`, 'policy');
+    if (addresses.length === 0) return refuse(502, `${target.host} does not resolve`, 'policy');
+    const refusal = addresses.map((address) => options.refused.reasonFor(address, target.port)).find((reason) => reason !== undefined);
+    if (refusal) return refuse(403, refusal, 'policy');
+
+    const gone = new AbortController();
+    socket.once('close', () => gone.abort());
+    const verdict = await decide(worker, target, gone.signal);
+    if (gone.signal.aborted) return;
+    if (!verdict.allow) return refuse(403, verdict.reason, verdict.by);
+
+    const upstream = net.connect({ host: addresses[0]!, port: target.port });
+    upstream.setNoDelay(true);
+    upstream.once('error', (err: NodeJS.ErrnoException) => void refuse(502, `${target.target} could not be reached (${err.code ?? err.message})`, verdict.by));
+    upstream.once('connect', () => {
+      upstream.removeAllListeners('error');
+      open.add(upstream);
+      void recordTunnel('info', `opened (${verdict.reason})`, { address: addresses[0], decision: 'allow', decided_by: verdict.by });
+      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(socket).pipe(upstream);
+      const end = () => {
+        open.delete(upstream);
+        upstream.destroy();
+        socket.destroy();
+      };
+      upstream.on('error', end).on('close', end);
+      socket.on('error', end).on('close', end);
+    });
+  }
+
+  const onConnect = (request: IncomingMessage, socket: Socket, head: Buffer) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    socket.on('error', () => socket.destroy());
+    handle(request, socket, head).catch((err: unknown) => {
+      log.error({ err }, 'an egress tunnel failed');
+      answer(socket, 503, 'svc could not decide this connection now; try again');
+    });
+  };
+  options.server.on('connect', onConnect);
+  return {
+    close() {
+      options.server.off('connect', onConnect);
+      for (const socket of open) socket.destroy();
+      publisher.close();
+    },
+  };
+}
