@@ -68,10 +68,15 @@ describe('the sandbox boundary: a probe inside a sealed local sandbox (bubblewra
 [agent]
 command = "/workspace/probe.sh"
 cwd = "/workspace"
-env = { PROBE_TARGETS = ${JSON.stringify(Object.entries(targets).map(([name, address]) => `${name}=${address}`).join(' '))} }
+env = { PROBE_TARGETS = ${JSON.stringify(Object.entries(targets).map(([name, address]) => `${name}=${address}`).join(' '))}, PROXY_TARGETS = ${JSON.stringify(`host-loopback=${targets['host-loopback']} nats=${targets.nats}`)} }
 
 [model]
 api = "anthropic"
+
+# Listed, so reached through the gateway without asking: the loopback listener, and NATS, which
+# is refused all the same.
+[sandbox]
+egress = [${JSON.stringify(targets['host-loopback'])}, ${JSON.stringify(targets.nats)}]
 
 [[files]]
 path = "/workspace/probe.sh"
@@ -118,9 +123,13 @@ adapter = "claude-code"
     const findings = await said();
     expect(findings).toContain('probe done');
 
-    // Every TCP connection out of the sandbox failed, and nothing arrived at the host's listeners.
+    // Every TCP connection out of the sandbox failed; through the egress proxy the listed
+    // listener was reached (its one connection), and NATS was refused though listed.
     for (const target of ['nats', 'store', 'gateway', 'host-loopback', 'host-lan']) expect(findings, target).toContain(`tcp ${target} refused`);
-    expect(loopbackListener.accepted() + lanListener.accepted()).toBe(0);
+    expect(findings).toContain('proxy host-loopback HTTP/1.1 200 Connection Established');
+    expect(findings).toContain('proxy nats HTTP/1.1 403 Refused');
+    expect(loopbackListener.accepted()).toBe(1);
+    expect(lanListener.accepted()).toBe(0);
 
     // No key in its environment (the model API's variables hold the proxy and a placeholder), its files or any process's environment.
     expect(findings).toContain(`env ANTHROPIC_API_KEY=${PLACEHOLDER_MODEL_KEY}`);

@@ -220,6 +220,9 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
       expect(inSandboxNamespace.map((m) => m.kind).sort(), profile).toEqual(['NetworkPolicy', 'Role', 'RoleBinding']);
       for (const manifest of inSandboxNamespace) expect(JSON.stringify(manifest), profile).not.toMatch(/secret/i);
     }
+    // Egress tunnels never reach the cluster's API or the bundled Postgres (NATS and the gateway's own ports the gateway adds itself).
+    const bundledGateway = podSpecOf(named(rendered.get('distributed-bundled.yaml')!, 'Deployment', '-gateway')!)!.containers[0]!.env!;
+    expect(bundledGateway.find((e) => e.name === 'SVC_EGRESS_REFUSED')!.value).toBe('kubernetes.default.svc,svc-postgres.svc.svc:5432');
     const gatewayEnv = podSpecOf(named(rendered.get('distributed-external.yaml')!, 'Deployment', '-gateway')!)!.containers[0]!.env!;
     expect(gatewayEnv.find((e) => e.name === 'SVC_ANTHROPIC_API_KEY')!.valueFrom).toEqual({ secretKeyRef: { name: 'svc-model-keys', key: 'anthropic' } });
     expect(gatewayEnv.find((e) => e.name === 'SVC_OPENAI_UPSTREAM_URL')!.value).toBe('https://api.openai.com');

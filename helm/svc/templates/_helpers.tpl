@@ -162,6 +162,12 @@ capabilities:
   value: {{ .Values.gateway.rateLimit.max | quote }}
 - name: SVC_RATE_LIMIT_WINDOW_MS
   value: {{ .Values.gateway.rateLimit.windowMs | quote }}
+{{- $refused := list "kubernetes.default.svc" }}
+{{- if .Values.postgres.bundled.enabled }}
+{{- $refused = append $refused (printf "%s.%s.svc:5432" (include "svc.postgresName" .) .Release.Namespace) }}
+{{- end }}
+- name: SVC_EGRESS_REFUSED
+  value: {{ concat $refused .Values.gateway.egressRefused | join "," | quote }}
 {{ include "svc.modelProxyEnv" . }}
 {{- end -}}
 

@@ -218,13 +218,15 @@ on_timeout = "allow"
     }
   });
 
-  it('a session budget needs a template that names a model API; a session budget lowers the template\'s, never raises it', async () => {
-    await fixture.writeTemplate('metered', `[agent]\ncommand = "/bin/true"\n[model]\napi = "anthropic"\nmax_tokens = 1000\n[sidecar]\nadapter = "generic"\n`);
+  it('a session budget needs a template that names a model API; a session budget lowers the template\'s, never raises it; the egress policy is recorded', async () => {
+    await fixture.writeTemplate('metered', `[agent]\ncommand = "/bin/true"\n[model]\napi = "anthropic"\nmax_tokens = 1000\n[sandbox]\negress = ["registry.npmjs.org:443"]\n[sidecar]\nadapter = "generic"\ndeny = ["Bash(rm *)", "network(*.evil.example:*)"]\n`);
     await expect(fixture.create(ALICE, { template: 'sleeper', overrides: { budget: { max_tokens: 5 } } })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/names no model API/) as unknown as string });
     const lowered = await fixture.create(ALICE, { template: 'metered', overrides: { budget: { max_tokens: 10, max_cost_usd: 0.5 } } });
     const raised = await fixture.create(ALICE, { template: 'metered', overrides: { budget: { max_tokens: 1_000_000 } } });
     expect((await workerRecord(lowered.worker_id)).model).toEqual({ apis: ['anthropic'], budget: { max_tokens: 10, max_cost_usd: 0.5 } });
     expect((await workerRecord(raised.worker_id)).model).toEqual({ apis: ['anthropic'], budget: { max_tokens: 1000 } });
+    // Its tunnels are decided by the gateway from the record: the list, the network deny rules, the mode.
+    expect((await workerRecord(lowered.worker_id)).egress).toEqual({ allow: ['registry.npmjs.org:443'], deny: ['network(*.evil.example:*)'], autonomous: false });
   });
 
   it('refuses an invalid template (400 naming the file and key), an unknown one, and an unset pass_env, making nothing', async () => {

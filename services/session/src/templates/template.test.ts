@@ -42,7 +42,10 @@ describe('templates', () => {
   it('a model API: named, with an optional budget; an unknown one is refused at load; it needs a [sidecar]', () => {
     const template = parseTemplate('t', `${minimal}\n[model]\napi = "anthropic"\nmax_tokens = 1000\n[sidecar]\nadapter = "claude-code"\n`, 'templates/t.toml');
     expect(template.model).toEqual({ api: 'anthropic', max_tokens: 1000 });
-    expect(template.sandbox).toEqual({ sealed: true });
+    expect(template.sandbox).toEqual({ sealed: true, egress: [] });
+    const withEgress = parseTemplate('t', `${minimal}\n[sandbox]\negress = ["registry.npmjs.org:443", "*.github.com:443"]\n`, 'x');
+    expect(withEgress.sandbox.egress).toEqual(['registry.npmjs.org:443', '*.github.com:443']);
+    expect(refusal(`${minimal}\n[sandbox]\negress = ["https://registry.npmjs.org"]\n`).message).toMatch(/^templates\/t\.toml: \/sandbox\/egress\/0/);
     const unknown = refusal(`${minimal}\n[model]\napi = "gemini"\n[sidecar]\nadapter = "generic"\n`);
     expect(unknown.code).toBe('invalid_template');
     expect(unknown.message).toBe('templates/t.toml: /model/api must be one of "anthropic", "openai"');
