@@ -33,7 +33,11 @@ async function startSlowUpstream(): Promise<{ url: string; sentAt: number[][]; s
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     sentAt,
-    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -74,5 +78,25 @@ describe('the model proxy streams, it does not buffer: agent → sidecar → gat
     for (const delay of delays) expect(delay, `delays ${delays.join(', ')} ms`).toBeLessThan(50);
     // They arrived spread out as they were sent, not together at the end.
     expect(receivedAt.at(-1)! - receivedAt[0]!).toBeGreaterThan((CHUNKS - 1) * CHUNK_GAP_MS * 0.9);
+  }, 30_000);
+
+  it('an upstream that is down: the agent gets a 502 at once, nothing hangs, the worker runs on to its own end; the history says why', async () => {
+    await upstream.stop();
+    const worker = await stack.createWorker('e2e-user', { model: { apis: ['anthropic'] } });
+    const started = Date.now();
+    const sidecar = await startSidecarWith(dir, 'upstream-down', {
+      adapter: 'generic',
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      model_proxy: { apis: ['anthropic'] },
+      agent: { command: process.execPath, args: [standInAgent('stream-timer')] },
+    });
+    expect(await sidecar.exited, sidecar.stderr()).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5000);
+    const history = await controlClient(stack.gatewayUrl, await stack.userToken('e2e-user')).events(worker.worker_id);
+    const lines = history.filter((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.message.startsWith('{')).map((e) => JSON.parse(e.data.message) as { done?: boolean; status?: number });
+    expect(lines.at(-1)).toEqual({ done: true, status: 502 });
+    expect(history.some((e) => e.type === 'system' && (e.data as { subtype?: string }).subtype === 'model_upstream_failed')).toBe(true);
   }, 30_000);
 });
