@@ -19,7 +19,7 @@ import { controlRoutes } from './routes/control.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { workerRoutes } from './routes/workers.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
-import { createRefusedAddresses, parseRefusedEntry } from './egress/refused-addresses.js';
+import { createRefusedAddresses, natsEndpoints, parseRefusedEntry } from './egress/refused-addresses.js';
 import { serveEgressTunnels } from './egress/tunnels.js';
 import { createLiveFeeds } from './live-feeds.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
@@ -131,7 +131,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     live,
     logger: app.log,
     refused: await createRefusedAddresses({
-      endpoints: [...(settings.natsUrl ?? '').split(',').filter(Boolean).map((url) => { const parsed = new URL(url.trim()); return { host: parsed.hostname, port: Number(parsed.port || 4222) }; }), ...(settings.egressRefused ?? []).map(parseRefusedEntry)],
+      endpoints: [...natsEndpoints(settings.natsUrl ?? ''), ...(settings.egressRefused ?? []).map(parseRefusedEntry)],
       ownPorts: [settings.port, settings.healthPort].filter((port): port is number => port !== undefined && port > 0),
     }),
   });

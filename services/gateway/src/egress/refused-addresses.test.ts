@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRefusedAddresses, isMetadataHost, parseRefusedEntry } from './refused-addresses.js';
+import { createRefusedAddresses, isMetadataHost, natsEndpoints, parseRefusedEntry } from './refused-addresses.js';
 
 describe('egress — the control plane\'s own addresses are refused', () => {
   it('entries: host:port, host, CIDR, bracketed IPv6', () => {
@@ -7,6 +7,7 @@ describe('egress — the control plane\'s own addresses are refused', () => {
     expect(parseRefusedEntry('db.internal')).toEqual({ host: 'db.internal' });
     expect(parseRefusedEntry('10.0.0.0/8')).toEqual({ host: '10.0.0.0/8' });
     expect(parseRefusedEntry('[fd00::1]:4222')).toEqual({ host: '[fd00::1]', port: 4222 });
+    expect(natsEndpoints('nats://127.0.0.1:4333, nats://nats.svc')).toEqual([{ host: '127.0.0.1', port: 4333 }, { host: 'nats.svc', port: 4222 }]);
   });
 
   it('link-local, metadata and unspecified addresses always; named endpoints on their port; a CIDR on every port; the gateway\'s ports on local addresses', async () => {

@@ -22,8 +22,8 @@ function addSubnet(list: net.BlockList, cidr: string): void {
   else list.addSubnet(address!, Number(prefix), family);
 }
 
-/** The addresses of a host name (or the literal itself). */
-async function addressesOf(host: string): Promise<string[]> {
+/** The addresses of a host name (or the literal itself); none when it does not resolve. */
+export async function addressesOf(host: string): Promise<string[]> {
   const bare = host.replace(/^\[|\]$/g, '');
   if (net.isIP(bare)) return [bare];
   try {
@@ -43,6 +43,18 @@ export interface RefusedEndpoint {
 export function parseRefusedEntry(entry: string): RefusedEndpoint {
   const withPort = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(entry.trim());
   return withPort ? { host: withPort[1]!, port: Number(withPort[2]) } : { host: entry.trim() };
+}
+
+/** The NATS servers of a `SVC_NATS_URL` (comma-separated URLs; port 4222 when none is given). */
+export function natsEndpoints(natsUrl: string): RefusedEndpoint[] {
+  return natsUrl
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean)
+    .map((url) => {
+      const parsed = new URL(url.includes('://') ? url : `nats://${url}`);
+      return { host: parsed.hostname, port: Number(parsed.port || 4222) };
+    });
 }
 
 /**
@@ -84,5 +96,3 @@ export async function createRefusedAddresses(options: { endpoints: readonly Refu
 export function isMetadataHost(host: string): boolean {
   return METADATA_HOSTS.includes(host.toLowerCase().replace(/\.$/, ''));
 }
-
-export { addressesOf };
