@@ -18,10 +18,22 @@ export type Verdict =
  */
 const PRIMARY_INPUT_FIELDS = ['command', 'file_path', 'path', 'notebook_path', 'url', 'pattern', 'query'] as const;
 
-function primaryInput(input: Record<string, unknown>): string | undefined {
-  for (const field of PRIMARY_INPUT_FIELDS) if (typeof input[field] === 'string') return input[field];
+/**
+ * What a rule's argument pattern is matched against: one value (the primary input field), or
+ * several for a change to many files (Codex's `file_change`: `{changes: [{path}, …]}`), where an
+ * allowing rule must match every path and a refusing one any.
+ */
+function primaryInputs(input: Record<string, unknown>): string[] | undefined {
+  if (Array.isArray(input['changes'])) {
+    const paths = input['changes'].flatMap((change) => (typeof change === 'object' && change !== null && typeof (change as { path?: unknown }).path === 'string' ? [(change as { path: string }).path] : []));
+    return paths.length > 0 ? paths : undefined;
+  }
+  for (const field of PRIMARY_INPUT_FIELDS) if (typeof input[field] === 'string') return [input[field]];
   return undefined;
 }
+
+/** How a rule's pattern must hold over several inputs: `every` to allow, `some` to refuse or ask. */
+export type MatchMode = 'every' | 'some';
 
 /** `*` is any run of characters, `?` one character; the whole text must match. */
 function globToRegExp(glob: string): RegExp {
@@ -32,7 +44,7 @@ function globToRegExp(glob: string): RegExp {
 /** One rule: `Tool`, `mcp__github__*` (a glob over the name), or `Tool(pattern)` (a glob over its primary input). */
 export interface Rule {
   source: string;
-  matches(toolName: string, input: Record<string, unknown>): boolean;
+  matches(toolName: string, input: Record<string, unknown>, mode?: MatchMode): boolean;
 }
 
 export function parseRule(source: string): Rule {
@@ -41,11 +53,11 @@ export function parseRule(source: string): Rule {
   const argument = withArgument ? globToRegExp(withArgument[2]!) : undefined;
   return {
     source,
-    matches(toolName, input) {
+    matches(toolName, input, mode = 'some') {
       if (!name.test(toolName)) return false;
       if (!argument) return true;
-      const value = primaryInput(input);
-      return value !== undefined && argument.test(value);
+      const values = primaryInputs(input);
+      return values !== undefined && values[mode]((value) => argument.test(value));
     },
   };
 }
@@ -79,13 +91,14 @@ export function createPermissionEngine(lists: PermissionLists, options: { autono
     },
 
     decide(toolName: string, input: Record<string, unknown>): Verdict {
-      const denied = deny.find((rule) => rule.matches(toolName, input));
+      // A change to many files: any path a rule refuses or asks about is enough; an allowing rule must cover every path.
+      const denied = deny.find((rule) => rule.matches(toolName, input, 'some'));
       if (denied) return { decision: 'deny', reason: `denied by the rule ${denied.source}` };
-      const person = added.find((entry) => entry.rule.matches(toolName, input));
+      const person = added.find((entry) => entry.rule.matches(toolName, input, entry.decision === 'allow' ? 'every' : 'some'));
       if (person) return { decision: person.decision, reason: `${person.decision === 'allow' ? 'allowed' : 'denied'} by ${person.by}'s rule ${person.rule.source}` };
-      const listed = ask.find((rule) => rule.matches(toolName, input));
+      const listed = ask.find((rule) => rule.matches(toolName, input, 'some'));
       if (listed) return asked(`the rule ${listed.source} asks`);
-      const approved = approve.find((rule) => rule.matches(toolName, input));
+      const approved = approve.find((rule) => rule.matches(toolName, input, 'every'));
       if (approved) return { decision: 'allow', reason: `auto-approved by the rule ${approved.source}` };
       return asked(`${toolName} is in no list`);
     },

@@ -39,7 +39,9 @@ describe('the README\'s first command — the local stack as a newcomer starts i
     const gateway = `http://127.0.0.1:${port}`;
 
     const first = up(stateDir, port);
-    await waitFor('the banner', () => first.banner().includes('Press Ctrl+C to stop.'), 60_000);
+    await waitFor('the banner', () => first.banner().includes('Press Ctrl+C to stop.'), 60_000).catch((err: unknown) => {
+      throw new Error(`${String(err)}; the launcher printed:\n${first.banner()}`);
+    });
     expect(first.banner()).toContain(`gateway:  ${gateway}`);
     const workerId = /demo worker[^\n]*: (wrk_[A-Za-z0-9_-]+)/.exec(first.banner())![1]!;
     const { token } = (await (await fetch(`${gateway}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
@@ -55,7 +57,9 @@ describe('the README\'s first command — the local stack as a newcomer starts i
     expect(await stop(first.child)).toBe(0);
 
     const second = up(stateDir, port);
-    await waitFor('the banner again', () => second.banner().includes('Press Ctrl+C to stop.'), 60_000);
+    await waitFor('the banner again', () => second.banner().includes('Press Ctrl+C to stop.'), 60_000).catch((err: unknown) => {
+      throw new Error(`${String(err)}; the launcher printed:\n${second.banner()}`);
+    });
     const { token: again } = (await (await fetch(`${gateway}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
     const listed = (await (await fetch(`${gateway}/v1/workers/${workerId}/sdk-events`, { headers: { authorization: `Bearer ${again}` } })).json()) as { total: number };
     expect(listed.total).toBeGreaterThanOrEqual(3);

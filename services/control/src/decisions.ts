@@ -123,10 +123,12 @@ export function createDecisions(deps: DecisionsDeps) {
         ...(body.updated_input === undefined ? {} : { updated_input: body.updated_input }),
         ...(body.scope === undefined ? {} : { scope: body.scope }),
         ...(body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }),
+        ...(body.interrupt === undefined ? {} : { interrupt: body.interrupt }),
         decided_by: decidedBy.sub,
         ...(decidedBy.name === undefined ? {} : { decided_by_name: decidedBy.name }),
         ...(decidedBy.email === undefined ? {} : { decided_by_email: decidedBy.email }),
       };
+      if (body.interrupt && body.decision !== 'deny') throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
       const rule = body.scope === 'always' ? (body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }) : undefined;
       const outcome = await deps.queries.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data), rule);

@@ -237,6 +237,16 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect(rules.items).toEqual([expect.objectContaining({ tool_name: 'Bash', input_pattern: 'npm test*', decision: 'allow', added_by: 'alice', request_id: requestId })]);
   });
 
+  it('a deny may end the agent\'s turn (interrupt: true), kept in the decision; interrupt with allow is 400 and decides nothing', async () => {
+    const requestId = await askPermission(workerId, workerToken, 'Bash');
+    const refused = await decide({ request_id: requestId, decision: 'allow', interrupt: true });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('interrupt') });
+    const answer = await decide({ request_id: requestId, decision: 'deny', message: 'stop here', interrupt: true });
+    expect(answer.statusCode).toBe(201);
+    expect((answer.json() as Decision).data).toMatchObject({ decision: 'deny', message: 'stop here', interrupt: true });
+  });
+
   it('every poll records the sidecar as alive', async () => {
     const id = 'wrk_alive';
     const token = await gw.createWorker(id, 'alice');

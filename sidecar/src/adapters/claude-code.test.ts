@@ -110,4 +110,13 @@ describe('claude-code adapter — what it writes to the agent', () => {
       message: DEFAULT_DENY_MESSAGE,
     });
   });
+
+  it('a deny with interrupt ends the turn, as the real CLI accepted it', () => {
+    const accepted = JSON.parse(lines('c-stdio-deny-interrupt.stdin.jsonl').at(-1)!);
+    const written = claudeCodeAdapter.formatDecision(
+      { request_id: accepted.response.request_id, decision: 'deny', message: accepted.response.response.message, interrupt: true, decided_by: 'alice' },
+      request,
+    );
+    expect(JSON.parse(written)).toEqual(accepted);
+  });
 });

@@ -152,7 +152,7 @@ export const claudeCodeAdapter: Adapter = {
       decision.decision === 'allow'
         ? // 2.1.197 rejects an allow without updatedInput; it replaces the input, so echo it when unchanged.
           { behavior: 'allow', updatedInput: decision.updated_input ?? request.input }
-        : { behavior: 'deny', message: decision.message?.trim() ? decision.message : DEFAULT_DENY_MESSAGE };
+        : { behavior: 'deny', message: decision.message?.trim() ? decision.message : DEFAULT_DENY_MESSAGE, ...(decision.interrupt ? { interrupt: true } : {}) };
     return `${JSON.stringify({ type: 'control_response', response: { subtype: 'success', request_id: decision.request_id, response } })}\n`;
   },
 };

@@ -22,7 +22,7 @@ const transcript = (name: string): TranscriptLine[] =>
  * Plays a real app-server transcript against the adapter: what Codex sent is parsed; what the
  * client sent after the handshake must be what the adapter writes (turn/start, the decision).
  */
-function play(name: string, decision: 'allow' | 'deny') {
+function play(name: string, decision: 'allow' | 'deny', extra: Partial<EventData<'control_response'>> = {}) {
   const adapter = createCodexAppServerAdapter();
   const lines = transcript(name);
   const prompt = ((lines.find((l) => typeof l.msg === 'object' && l.msg['method'] === 'turn/start')!.msg as { params: { input: Array<{ text: string }> } }).params.input[0]!.text);
@@ -34,7 +34,7 @@ function play(name: string, decision: 'allow' | 'deny') {
     for (const event of adapter.parseLine(JSON.stringify(line.msg), 'stdout')) {
       events.push(event);
       if (event.type === 'control_request') {
-        const response: EventData<'control_response'> = { request_id: event.data.request_id, decision, decided_by: 'alice', ...(decision === 'deny' ? { message: 'no' } : {}) };
+        const response: EventData<'control_response'> = { request_id: event.data.request_id, decision, decided_by: 'alice', ...(decision === 'deny' ? { message: 'no' } : {}), ...extra };
         written.push(adapter.formatDecision(response, event.data).trimEnd());
       }
     }
@@ -70,6 +70,27 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
       expect(events.at(-1)).toEqual({ type: 'result', data: { subtype: 'success', is_error: false, num_turns: 1 } });
     });
   }
+
+  it('appserver-patch-readonly-accept.jsonl: a file change\'s request carries the item\'s changes, so file_change(<path>) rules can match them', () => {
+    const { events, written } = play('appserver-patch-readonly-accept.jsonl', 'allow');
+    const request = events.find((e) => e.type === 'control_request')!.data as EventData<'control_request'>;
+    expect(request).toMatchObject({ tool_name: 'file_change', tool_use_id: 'call_mock_1' });
+    expect(request.input['changes']).toEqual([{ path: '/srv/codex-case/appserver-patch-readonly-accept/work/hello.txt', kind: { type: 'add' }, diff: 'hello from apply_patch\n' }]);
+    expect(written.at(-1)).toEqual({ id: 0, result: { decision: 'accept' } });
+    expect(events.filter((e) => e.type === 'tool_result').map((e) => (e.data as EventData<'tool_result'>).is_error)).toEqual([false]);
+  });
+
+  it('decisions in Codex\'s words: "always" is acceptForSession, a deny with interrupt is cancel (the real client\'s answers in those transcripts)', () => {
+    for (const [name, decision, extra, answer] of [
+      ['appserver-escalate-acceptForSession-2turns.jsonl', 'allow', { scope: 'always' }, 'acceptForSession'],
+      ['appserver-escalate-cancel.jsonl', 'deny', { interrupt: true }, 'cancel'],
+    ] as const) {
+      const { written, clientSent } = play(name, decision, extra);
+      const decisionOf = (messages: Array<Record<string, unknown>>) => messages.filter((m) => m['result'] !== undefined).map((m) => (m['result'] as { decision: string }).decision);
+      expect(decisionOf(written)[0], name).toBe(answer);
+      expect(decisionOf(clientSent)[0], name).toBe(answer);
+    }
+  });
 
   it('token usage is the thread\'s total; junk and an unknown request are said, not dropped', () => {
     const adapter = createCodexAppServerAdapter();

@@ -53,6 +53,16 @@ function toolResultOf(item: Json): EventData<'tool_result'> {
 }
 
 /**
+ * svc's decision in Codex's words: allow → `accept` ("always" → `acceptForSession`, so Codex asks
+ * no more for the same thing this session, beside the svc rule); deny → `decline` (the model
+ * sees the rejection and the turn goes on), or `cancel` with `interrupt` (the turn ends).
+ */
+export function codexDecision(decision: EventData<'control_response'>): 'accept' | 'acceptForSession' | 'decline' | 'cancel' {
+  if (decision.decision === 'allow') return decision.scope === 'always' ? 'acceptForSession' : 'accept';
+  return decision.interrupt ? 'cancel' : 'decline';
+}
+
+/**
  * Codex for interactive workers: `codex app-server` (JSON-RPC over stdio, without the `jsonrpc`
  * member; ../shared/AGENTS.md). The sidecar sends `initialize`, `initialized` and `thread/start`
  * (approvals on request, workspace-write sandbox), and `turn/start` with the prompt once the
@@ -68,6 +78,8 @@ export function createCodexAppServerAdapter(): Adapter {
   /** The JSON-RPC id of each open approval request, by our request id. */
   const rpcIds = new Map<string, unknown>();
   const started = new Set<string>();
+  /** The changes of each file-change item, by item id: its approval request names only the item. */
+  const changesOf = new Map<string, unknown[]>();
   let turns = 0;
 
   function response(parsed: Json, line: string): AgentEvent[] {
@@ -88,6 +100,7 @@ export function createCodexAppServerAdapter(): Adapter {
 
   function item(kind: 'item/started' | 'item/completed', value: Json, line: string): AgentEvent[] {
     const id = text(value['id']) ?? 'unknown';
+    if (value['type'] === 'fileChange' && Array.isArray(value['changes'])) changesOf.set(id, value['changes']);
     switch (value['type']) {
       case 'userMessage':
         return [];
@@ -139,7 +152,13 @@ export function createCodexAppServerAdapter(): Adapter {
       if (approvalTool && 'id' in parsed) {
         const requestId = `${threadId}:${String(parsed['id'])}`;
         rpcIds.set(requestId, parsed['id']);
-        const input: Json = approvalTool === 'command_execution' ? { command: text(params['command']) ?? '', ...(text(params['cwd']) ? { cwd: text(params['cwd']) } : {}) } : { ...(Array.isArray(params['changes']) ? { changes: params['changes'] } : {}), ...(text(params['grantRoot']) ? { grant_root: text(params['grantRoot']) } : {}) };
+        // A file change's request names its item; the item (announced just before) has the paths
+        // the permission engine matches `file_change(<path>)` against.
+        const changes = changesOf.get(text(params['itemId']) ?? '') ?? (Array.isArray(params['changes']) ? params['changes'] : undefined);
+        const input: Json =
+          approvalTool === 'command_execution'
+            ? { command: text(params['command']) ?? '', ...(text(params['cwd']) ? { cwd: text(params['cwd']) } : {}) }
+            : { ...(changes ? { changes } : {}), ...(text(params['grantRoot']) ? { grant_root: text(params['grantRoot']) } : {}) };
         return [
           {
             type: 'control_request',
@@ -187,7 +206,7 @@ export function createCodexAppServerAdapter(): Adapter {
       rpcIds.delete(request.request_id);
       // After a sidecar restart the map is empty: the id is the part after the thread's.
       const fallback = request.request_id.slice(request.request_id.lastIndexOf(':') + 1);
-      return message({ id: id ?? (/^\d+$/.test(fallback) ? Number(fallback) : fallback), result: { decision: decision.decision === 'allow' ? 'accept' : 'decline' } });
+      return message({ id: id ?? (/^\d+$/.test(fallback) ? Number(fallback) : fallback), result: { decision: codexDecision(decision) } });
     },
   };
 }

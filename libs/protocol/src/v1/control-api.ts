@@ -22,6 +22,9 @@ export const PostControlBody = Type.Object(
     updated_input: Type.Optional(JsonObject),
     scope: Type.Optional(DecisionScopeSchema),
     input_pattern: Type.Optional(InputPattern),
+    interrupt: Type.Optional(
+      Type.Boolean({ description: 'With deny: also end the agent\'s turn (Claude Code: the deny\'s interrupt; Codex: cancel). Only with deny.' }),
+    ),
   },
   { additionalProperties: false },
 );

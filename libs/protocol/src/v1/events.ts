@@ -123,6 +123,7 @@ export const ControlResponseData = Type.Object(
     updated_input: Type.Optional(JsonObject),
     scope: Type.Optional(DecisionScopeSchema),
     input_pattern: Type.Optional(Type.String({ maxLength: 1024, description: 'With scope "always": the inputs the added rule covers.' })),
+    interrupt: Type.Optional(Type.Boolean({ description: 'With deny: the agent\'s turn ends too.' })),
     decided_by: Identifier('JWT `sub` of the deciding user, or "policy" / "policy:timeout".'),
     decided_by_name: Type.Optional(Type.String({ maxLength: 256 })),
     decided_by_email: Type.Optional(Type.String({ maxLength: 256 })),
