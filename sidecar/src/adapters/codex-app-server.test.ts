@@ -92,6 +92,30 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     }
   });
 
+  it('a refused attempt Codex reports no item for still shows: tool_use and an error tool_result, before the turn\'s result', () => {
+    const adapter = createCodexAppServerAdapter();
+    adapter.launch({ command: 'codex', args: [], prompt: 'x', autonomous: false });
+    const [request] = adapter.parseLine(JSON.stringify({ method: 'item/commandExecution/requestApproval', id: 7, params: { itemId: 'call_9', command: 'curl evil.example', reason: 'needs network' } }), 'stdout');
+    const data = request!.data as EventData<'control_request'>;
+    expect(JSON.parse(adapter.formatDecision({ request_id: data.request_id, decision: 'deny', message: 'no network', decided_by: 'alice' }, data))).toEqual({ id: 7, result: { decision: 'decline' } });
+    const events = adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'completed' } } }), 'stdout');
+    expect(events).toEqual([
+      { type: 'tool_use', data: { tool_use_id: 'call_9', name: 'command_execution', input: { command: 'curl evil.example' } } },
+      { type: 'tool_result', data: { tool_use_id: 'call_9', content: 'declined by alice: no network', is_error: true } },
+      { type: 'result', data: { subtype: 'success', is_error: false, num_turns: 1 } },
+    ]);
+  });
+
+  it('a stream failure Codex retries is a warning, one it gives up on an error; a failed turn is a failed result', () => {
+    const adapter = createCodexAppServerAdapter();
+    const [retrying] = adapter.parseLine(JSON.stringify({ method: 'error', params: { error: { message: 'stream disconnected' }, willRetry: true } }), 'stdout');
+    expect(retrying!.data).toMatchObject({ level: 'warn', message: 'stream disconnected', details: { will_retry: true } });
+    const [final] = adapter.parseLine(JSON.stringify({ method: 'error', params: { error: { message: 'exceeded retry limit' }, willRetry: false } }), 'stdout');
+    expect(final!.data).toMatchObject({ level: 'error', message: 'exceeded retry limit' });
+    const [result] = adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'failed', error: { message: 'exceeded retry limit' } } } }), 'stdout');
+    expect(result).toEqual({ type: 'result', data: { subtype: 'failed', is_error: true, num_turns: 1, text: 'exceeded retry limit' } });
+  });
+
   it('token usage is the thread\'s total; junk and an unknown request are said, not dropped', () => {
     const adapter = createCodexAppServerAdapter();
     expect(adapter.parseLine('{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":1001,"cachedInputTokens":200,"outputTokens":51}}}}', 'stdout')).toEqual([

@@ -80,6 +80,11 @@ export function createCodexAppServerAdapter(): Adapter {
   const started = new Set<string>();
   /** The changes of each file-change item, by item id: its approval request names only the item. */
   const changesOf = new Map<string, unknown[]>();
+  /**
+   * Requests answered decline or cancel, by item id, until Codex reports the item: a rejected
+   * patch or escalation may leave no item at all, and the history must still show the attempt.
+   */
+  const refused = new Map<string, { request: EventData<'control_request'>; message: string }>();
   let turns = 0;
 
   function response(parsed: Json, line: string): AgentEvent[] {
@@ -119,7 +124,24 @@ export function createCodexAppServerAdapter(): Adapter {
       started.add(id);
       events.push({ type: 'tool_use', data: { tool_use_id: id, name: tool.name, input: tool.input } });
     }
-    if (kind === 'item/completed') events.push({ type: 'tool_result', data: toolResultOf(value) });
+    if (kind === 'item/completed') {
+      refused.delete(id);
+      events.push({ type: 'tool_result', data: toolResultOf(value) });
+    }
+    return events;
+  }
+
+  /** The refused attempts Codex reported no item for: a `tool_use` and an error `tool_result` each. */
+  function unreportedRefusals(): AgentEvent[] {
+    const events: AgentEvent[] = [];
+    for (const [id, { request, message: reason }] of refused) {
+      if (!started.has(id)) {
+        started.add(id);
+        events.push({ type: 'tool_use', data: { tool_use_id: id, name: request.tool_name, input: request.input } });
+      }
+      events.push({ type: 'tool_result', data: { tool_use_id: id, content: reason, is_error: true } });
+    }
+    refused.clear();
     return events;
   }
 
@@ -190,10 +212,14 @@ export function createCodexAppServerAdapter(): Adapter {
           const turn = isObject(params['turn']) ? params['turn'] : {};
           const status = text(turn['status']) ?? 'completed';
           const error = isObject(turn['error']) ? text(turn['error']['message']) : undefined;
-          return [{ type: 'result', data: { subtype: status === 'completed' ? 'success' : status, is_error: status === 'failed', num_turns: turns, ...(error ? { text: error } : {}) } }];
+          return [...unreportedRefusals(), { type: 'result', data: { subtype: status === 'completed' ? 'success' : status, is_error: status === 'failed', num_turns: turns, ...(error ? { text: error } : {}) } }];
         }
-        case 'error':
-          return [{ type: 'system', data: { level: 'error', message: text(params['message']) ?? line, subtype: 'agent_error' } }];
+        case 'error': {
+          // A stream failure Codex will retry is a warning; one it gives up on, an error.
+          const error = isObject(params['error']) ? params['error'] : {};
+          const willRetry = params['willRetry'] === true;
+          return [{ type: 'system', data: { level: willRetry ? 'warn' : 'error', message: text(error['message']) ?? text(params['message']) ?? line, subtype: 'agent_error', details: { will_retry: willRetry } } }];
+        }
         default:
           // A request we do not know would leave Codex waiting: say so loudly.
           if ('id' in parsed) return [{ type: 'system', data: { level: 'warn', message: `Codex asked ${method}, which the sidecar does not answer`, subtype: 'unanswered_request', details: { line: line.slice(0, 4096) } } }];
@@ -202,6 +228,9 @@ export function createCodexAppServerAdapter(): Adapter {
     },
 
     formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string {
+      if (decision.decision === 'deny' && request.tool_use_id) {
+        refused.set(request.tool_use_id, { request, message: `${decision.interrupt ? 'cancelled' : 'declined'} by ${decision.decided_by}${decision.message ? `: ${decision.message}` : ''}` });
+      }
       const id = rpcIds.get(request.request_id);
       rpcIds.delete(request.request_id);
       // After a sidecar restart the map is empty: the id is the part after the thread's.
