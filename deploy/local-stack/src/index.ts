@@ -80,7 +80,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       await startControl({ nc: await connectAs('control'), db: database.db, logger, instance }),
     ];
     for (const service of services) stops.push(() => service.stop());
-    const gateway = await startGateway({ nc: await connectAs('gateway'), logger, instance, config: { ...options.gateway, stateDir } });
+    // The NATS this stack runs on is the one egress tunnels must never reach.
+    const gateway = await startGateway({ nc: await connectAs('gateway'), logger, instance, config: { ...options.gateway, stateDir, natsUrl } });
     stops.push(() => gateway.stop());
     // After the gateway: sandboxes call it, so its address must be known.
     const sessionConfig: SessionConfig = {
