@@ -63,10 +63,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const nc = await connectBus({ servers: natsUrl, name: 'local-stack', logger, credentials: credentials?.operator });
     stops.push(() => nc.drain());
     await ensureStreams(nc);
+    const serviceConnections: NatsConnection[] = [];
     const connectAs = async (user: NatsServiceUser): Promise<NatsConnection> => {
       if (!credentials) return nc;
       const own = await connectBus({ servers: natsUrl, name: `${user}-local`, logger, credentials: credentials[user] });
       stops.push(() => own.drain());
+      serviceConnections.push(own);
       return own;
     };
 
@@ -91,6 +93,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     };
     const session = await startSession({ nc: await connectAs('session'), db: database.db, logger, instance, config: sessionConfig });
     stops.push(() => session.stop());
+    // The services subscribed on their own connections: once each has flushed, the server has
+    // their subscriptions, and a request on the stack's connection finds them.
+    await Promise.all(serviceConnections.map((connection) => connection.flush()));
     const demo = options.demo
       ? await requestJson<Session>(nc, subjects.rpc.createSession, { viewer: { sub: LOCAL_USER, admin: false }, body: { template: 'demo' } } satisfies CreateSessionRpcType)
       : undefined;
