@@ -5,7 +5,7 @@ import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
 import { connectBus, ensureStreams, launchNatsServer, requestJson, type NatsConnection, type NatsCredentials, type NatsServerProcess, type NatsServiceUser } from '@svc/bus';
-import { subjects, type CreateSessionRpcType, type Session } from '@svc/protocol';
+import { CodedError, subjects, type CreateSessionRpcType, type Session } from '@svc/protocol';
 import { readConfig, type Logger } from '@svc/service-kit';
 import { openDatabase, type StoreKind } from '@svc/store';
 
@@ -36,6 +36,8 @@ export interface LocalStack {
   gatewayUrl: string;
   /** The demo session and its worker, when started with `demo: true`. */
   demo?: Session | undefined;
+  /** Why the demo session could not start, when it could not (the stack runs on without it). */
+  demoRefused?: string | undefined;
   store: StoreKind;
   stop(): Promise<void>;
 }
@@ -96,10 +98,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // The services subscribed on their own connections: once each has flushed, the server has
     // their subscriptions, and a request on the stack's connection finds them.
     await Promise.all(serviceConnections.map((connection) => connection.flush()));
-    const demo = options.demo
-      ? await requestJson<Session>(nc, subjects.rpc.createSession, { viewer: { sub: LOCAL_USER, admin: false }, body: { template: 'demo' } } satisfies CreateSessionRpcType)
-      : undefined;
-    return { natsUrl, natsCredentials: credentials, nc, gatewayUrl: gateway.url, demo, store: database.kind, stop };
+    let demo: Session | undefined;
+    let demoRefused: string | undefined;
+    if (options.demo) {
+      try {
+        demo = await requestJson<Session>(nc, subjects.rpc.createSession, { viewer: { sub: LOCAL_USER, admin: false }, body: { template: 'demo' } } satisfies CreateSessionRpcType);
+      } catch (err) {
+        // The stack works without its demo (e.g. no bubblewrap, so no sealed sandbox): say why.
+        if (!(err instanceof CodedError)) throw err;
+        demoRefused = err.message;
+      }
+    }
+    return { natsUrl, natsCredentials: credentials, nc, gatewayUrl: gateway.url, demo, demoRefused, store: database.kind, stop };
   } catch (err) {
     await stop();
     throw err;

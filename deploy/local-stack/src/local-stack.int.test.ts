@@ -43,6 +43,23 @@ describe('local stack — one process', () => {
     }
   }, 90_000);
 
+  it('without bubblewrap the stack still starts; its demo (a sealed sandbox) is refused and the reason given', async () => {
+    const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-local-unsealed-'));
+    try {
+      const gateway = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: '0', SVC_GATEWAY_PUBLIC_URL: 'http://127.0.0.1' });
+      const stack = await startLocalStack({ stateDir, gateway, logger, demo: true, session: { sandboxIsolation: 'process' } });
+      try {
+        expect(stack.demo).toBeUndefined();
+        expect(stack.demoRefused).toMatch(/asks for a sealed sandbox .*install bubblewrap/);
+        expect((await fetch(`${stack.gatewayUrl}/healthz`)).status).toBe(200);
+      } finally {
+        await stack.stop();
+      }
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('starts nats-server, the embedded store and every service, and stops cleanly; a restart reuses the state', async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-local-'));
     try {

@@ -70,6 +70,7 @@ try {
             `  watch it and answer its prompt in your terminal: npm run svc -- login && npm run svc -- attach ${stack.demo.worker_id}`,
           ]
         : []),
+      ...(stack.demoRefused ? [`The demo session could not start: ${stack.demoRefused}`] : []),
       'Press Ctrl+C to stop.',
       '',
     ].join('\n'),
