@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ListResponseOf, Session, StoredEvent } from '@svc/protocol';
+import { dieWithParent } from '@svc/service-kit';
 import { waitFor } from '@svc/test-support';
 
 /** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
@@ -16,7 +17,10 @@ export interface SidecarProcess {
 
 /** Runs svc-sidecar with the config file, as a sandbox would. */
 export function startSidecar(configFile: string): SidecarProcess {
-  const child = spawn(SIDECAR, [], { env: { ...process.env, SVC_SIDECAR_CONFIG: configFile }, stdio: ['ignore', 'ignore', 'pipe'] });
+  // It ends with the test's process even when that is killed (its agent is its own process group: a
+  // sidecar started again on the same state kills what a killed one left).
+  const launch = dieWithParent(SIDECAR, []);
+  const child = spawn(launch.command, launch.args, { env: { ...process.env, SVC_SIDECAR_CONFIG: configFile }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return { pid: child.pid!, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))), stderr: () => stderr };

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, homedir, tmpdir } from 'node:os';
 import path from 'node:path';
+import { dieWithParent } from '@svc/service-kit';
 import { generateNatsCredentials, natsAuthorizationConfig, type NatsCredentials } from './nats-auth.js';
 
 /** The oldest nats-server we support (JetStream features we rely on arrived in 2.10). */
@@ -94,7 +95,9 @@ export async function launchNatsServer(options: NatsServerOptions = {}): Promise
   const args = ['-c', configFile, '-js', '-sd', storeDir, '-a', host, '-p', String(options.port ?? -1), '--ports_file_dir', portsDir];
   // Its own process group: a Ctrl+C in the terminal reaches only us, and we stop the server
   // after draining our connections to it (else it would die first and the drain would fail).
-  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, GOMAXPROCS: natsServerThreads() } });
+  // It ends with this process even when this process is killed (no exit handler runs then).
+  const launch = dieWithParent(binary, args);
+  const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, GOMAXPROCS: natsServerThreads() } });
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   let stderr = '';

@@ -4,3 +4,4 @@ export * from './shutdown.js';
 export * from './version.js';
 export * from './common-settings.js';
 export * from './running-service.js';
+export * from './child-processes.js';

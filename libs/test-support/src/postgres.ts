@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { dieWithParent } from '@svc/service-kit';
 import { existsSync, readdirSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -87,7 +88,9 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
   const launch = async (port: number): Promise<ChildProcess> => {
     const settings = ['-c', `port=${port}`, '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${root}`, '-c', 'max_connections=200'];
     if (!options.durable) settings.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
-    const child = spawn(path.join(binDir, 'postgres'), ['-D', dataDir, ...settings], { stdio: ['ignore', 'ignore', 'pipe'], ...ids });
+    // It ends with the test's process even when that is killed (a timed-out worker, say).
+    const launch = dieWithParent(path.join(binDir, 'postgres'), ['-D', dataDir, ...settings]);
+    const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'ignore', 'pipe'], ...ids });
     try {
       await waitUntilReady(child);
       return child;

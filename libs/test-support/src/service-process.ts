@@ -1,3 +1,4 @@
+import { dieWithParent } from '@svc/service-kit';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +33,9 @@ export interface ServiceProcessOptions {
 
 /** Starts one service from its built `main.js` as its own process, configured only by `SVC_*` variables. */
 export function startServiceProcess(service: ServiceName, env: Record<string, string>, options: ServiceProcessOptions = {}): ServiceProcess {
-  const child: ChildProcess = spawn(process.execPath, [...(options.nodeArgs ?? []), mainOf(service)], {
+  // It ends with the test's process even when that is killed.
+  const launch = dieWithParent(process.execPath, [...(options.nodeArgs ?? []), mainOf(service)]);
+  const child: ChildProcess = spawn(launch.command, launch.args, {
     env: { ...process.env, ...env },
     stdio: ['ignore', options.discardStdout ? 'ignore' : 'pipe', 'pipe'],
   });
