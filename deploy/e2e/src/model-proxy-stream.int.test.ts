@@ -56,9 +56,10 @@ describe('the model proxy streams, it does not buffer: agent → sidecar → gat
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('each chunk reaches the agent within 50 ms of the upstream sending it (chunks 200 ms apart)', async () => {
+  /** A worker whose agent is the stream timer, under the real sidecar: its history, and the timer's lines, once it has exited. */
+  async function runStreamTimer(name: string) {
     const worker = await stack.createWorker('e2e-user', { model: { apis: ['anthropic'] } });
-    const sidecar = await startSidecarWith(dir, 'stream', {
+    const sidecar = await startSidecarWith(dir, name, {
       adapter: 'generic',
       worker_id: worker.worker_id,
       control_plane_url: stack.gatewayUrl,
@@ -67,9 +68,15 @@ describe('the model proxy streams, it does not buffer: agent → sidecar → gat
       agent: { command: process.execPath, args: [standInAgent('stream-timer')] },
     });
     expect(await sidecar.exited, sidecar.stderr()).toBe(0);
-    const lines = (await controlClient(stack.gatewayUrl, await stack.userToken('e2e-user')).events(worker.worker_id))
+    const history = await controlClient(stack.gatewayUrl, await stack.userToken('e2e-user')).events(worker.worker_id);
+    const lines = history
       .filter((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.message.startsWith('{'))
       .map((e) => JSON.parse(e.data.message) as { event?: number; at?: number; done?: boolean; status?: number });
+    return { history, lines };
+  }
+
+  it('each chunk reaches the agent within 50 ms of the upstream sending it (chunks 200 ms apart)', async () => {
+    const { lines } = await runStreamTimer('stream');
     expect(lines.at(-1)).toEqual({ done: true, status: 200 });
     const receivedAt = lines.filter((line) => line.event !== undefined).map((line) => line.at!);
     const sentAt = upstream.sentAt.at(-1)!;
@@ -82,20 +89,9 @@ describe('the model proxy streams, it does not buffer: agent → sidecar → gat
 
   it('an upstream that is down: the agent gets a 502 at once, nothing hangs, the worker runs on to its own end; the history says why', async () => {
     await upstream.stop();
-    const worker = await stack.createWorker('e2e-user', { model: { apis: ['anthropic'] } });
     const started = Date.now();
-    const sidecar = await startSidecarWith(dir, 'upstream-down', {
-      adapter: 'generic',
-      worker_id: worker.worker_id,
-      control_plane_url: stack.gatewayUrl,
-      auth_token: worker.token,
-      model_proxy: { apis: ['anthropic'] },
-      agent: { command: process.execPath, args: [standInAgent('stream-timer')] },
-    });
-    expect(await sidecar.exited, sidecar.stderr()).toBe(0);
+    const { history, lines } = await runStreamTimer('upstream-down');
     expect(Date.now() - started).toBeLessThan(5000);
-    const history = await controlClient(stack.gatewayUrl, await stack.userToken('e2e-user')).events(worker.worker_id);
-    const lines = history.filter((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.message.startsWith('{')).map((e) => JSON.parse(e.data.message) as { done?: boolean; status?: number });
     expect(lines.at(-1)).toEqual({ done: true, status: 502 });
     expect(history.some((e) => e.type === 'system' && (e.data as { subtype?: string }).subtype === 'model_upstream_failed')).toBe(true);
   }, 30_000);
