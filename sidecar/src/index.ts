@@ -2,7 +2,6 @@
 export * from './adapters/adapter.js';
 export { claudeCodeAdapter } from './adapters/claude-code.js';
 export { genericAdapter } from './adapters/generic.js';
-export { createCodexExecAdapter } from './adapters/codex.js';
 export * from './config.js';
 export * from './permissions.js';
 export { runSidecar, type SidecarRun } from './runner.js';

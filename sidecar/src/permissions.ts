@@ -45,14 +45,21 @@ function globToRegExp(glob: string): RegExp {
 export interface Rule {
   source: string;
   matches(toolName: string, input: Record<string, unknown>, mode?: MatchMode): boolean;
+  /** Whether the rule is about this tool at all (its name glob matches, whatever its pattern). */
+  namesTool(toolName: string): boolean;
+  /** Whether it matches every call of this tool: no pattern, or one of only `*`. */
+  coversEveryCall(toolName: string): boolean;
 }
 
 export function parseRule(source: string): Rule {
   const withArgument = /^([^()]+)\((.*)\)$/s.exec(source.trim());
   const name = globToRegExp((withArgument ? withArgument[1]! : source).trim());
   const argument = withArgument ? globToRegExp(withArgument[2]!) : undefined;
+  const everyInput = !withArgument || /^\*+$/.test(withArgument[2]!);
   return {
     source,
+    namesTool: (toolName) => name.test(toolName),
+    coversEveryCall: (toolName) => everyInput && name.test(toolName),
     matches(toolName, input, mode = 'some') {
       if (!name.test(toolName)) return false;
       if (!argument) return true;

@@ -8,7 +8,6 @@ import { LIFECYCLE_SUBTYPES, withdrawnRequestId, type EventData, type ListRespon
 import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
 import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
-import { createCodexExecAdapter } from './adapters/codex.js';
 import { genericAdapter } from './adapters/generic.js';
 import type { LoadedSidecarConfig } from './config.js';
 import { createDecisionPoller } from './decision-poller.js';
@@ -18,11 +17,14 @@ import { startEgressProxy } from './egress-proxy.js';
 import { startModelProxy } from './model-proxy.js';
 import { createPermissionEngine } from './permissions.js';
 
-/** The adapter for one run (codex keeps per-run totals, so each run gets its own). */
-/** The adapter for a config: Codex runs as `codex exec` when nobody is asked, as `codex app-server` when people decide. */
-export function adapterFor(name: LoadedSidecarConfig['adapter'], autonomous: boolean): Adapter {
+/**
+ * The adapter for one run (Codex's keeps the state of its JSON-RPC session, so each run gets its
+ * own). Codex always runs as `codex app-server`, autonomous or not: only there does it ask, so
+ * only there can the permission engine refuse.
+ */
+export function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
   if (name === 'claude-code') return claudeCodeAdapter;
-  if (name === 'codex') return autonomous ? createCodexExecAdapter() : createCodexAppServerAdapter();
+  if (name === 'codex') return createCodexAppServerAdapter();
   return genericAdapter;
 }
 
@@ -57,7 +59,7 @@ export interface SidecarRun {
  * and every event is delivered.
  */
 export async function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): Promise<SidecarRun> {
-  const adapter = adapterFor(config.adapter, config.autonomous);
+  const adapter = adapterFor(config.adapter);
   const client = createControlPlaneClient(config.control_plane_url, config.token, { socketPath: config.control_plane_socket });
   // The agent's model traffic goes through the control plane, which holds the keys.
   const modelProxy = config.model_proxy ? await startModelProxy({ apis: config.model_proxy.apis, workerId: config.worker_id, client, warn }) : undefined;
@@ -66,8 +68,9 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   const egressProxy = config.egress_proxy ? await startEgressProxy({ workerId: config.worker_id, client, warn }) : undefined;
   // Before the agent starts, so a run the adapter cannot do stops before anything starts.
   let plan: LaunchPlan;
+  const launch = { command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous, permissions: config.permissions, modelBaseUrls };
   try {
-    plan = adapter.launch({ command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous, modelBaseUrls });
+    plan = adapter.launch(launch);
   } catch (err) {
     await Promise.all([modelProxy?.close(), egressProxy?.close()]);
     client.close();
@@ -88,10 +91,12 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   };
   void refreshRules();
 
+  // The proxy's variables win: a template cannot point the agent past the model proxy.
+  const agentEnv = { ...process.env, ...config.agent.env, ...egressProxy?.agentEnv, ...modelProxy?.agentEnv };
+  const preflight = (await adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? [];
   const agent = spawn(plan.command, plan.args, {
     cwd: config.agent.cwd,
-    // The proxy's variables win: a template cannot point the agent past the model proxy.
-    env: { ...process.env, ...config.agent.env, ...egressProxy?.agentEnv, ...modelProxy?.agentEnv },
+    env: agentEnv,
     stdio: ['pipe', 'pipe', 'pipe'],
     // Its own process group: a signal reaches everything it started.
     detached: true,
@@ -103,6 +108,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   agent.stdin?.on('error', () => {}); // the agent closed its stdin: nothing more to tell it
   for (const line of plan.stdinLines) writeToAgent(`${line}\n`);
   if (plan.closeStdin) agent.stdin?.end();
+  for (const event of preflight) outbox.push(event);
   outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: LIFECYCLE_SUBTYPES.agentStart, details: { pid: agent.pid ?? null, adapter: adapter.name, config_file: config.source, ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}), ...(modelBaseUrls ? { model_proxy: modelBaseUrls } : {}) } } });
 
   function handle(event: AgentEvent): void {

@@ -8,6 +8,9 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
+// `codex sandbox -- true`, the sidecar's check that Codex's own sandbox works here: it does.
+if (process.argv[2] === 'sandbox') process.exit(0);
+
 const lines = readFileSync(process.env.TRANSCRIPT, 'utf8')
   .split('\n')
   .filter((line) => line.trim() !== '')

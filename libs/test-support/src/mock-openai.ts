@@ -1,33 +1,55 @@
 import type { ServerResponse } from 'node:http';
 import { startModelStandIn, type ModelStandIn } from './model-stand-in.js';
 
-/** One model turn the mock plays: some text, then optionally one call of Codex's `exec_command` tool. */
+/**
+ * One model turn the mock plays: some text, then optionally one tool call — Codex's
+ * `exec_command` (a shell command) or its `apply_patch` (a patch in Codex's own format).
+ */
 export interface ResponsesTurn {
   text: string;
   /** `cmd` runs in a shell; `escalate` asks to run it outside the sandbox (Codex then asks for approval when its policy is on-request). */
   command?: { cmd: string; escalate?: boolean; justification?: string };
+  /** The patch text, from `*** Begin Patch` to `*** End Patch` (see `addFilePatch`). */
+  patch?: string;
+}
+
+/** A patch adding one file, in the format Codex's `apply_patch` tool takes. */
+export function addFilePatch(file: string, lines: readonly string[]): string {
+  return ['*** Begin Patch', `*** Add File: ${file}`, ...lines.map((line) => `+${line}`), '*** End Patch', ''].join('\n');
 }
 
 /** The stand-in; `url` is the `base_url` of a Codex model provider (it ends in /v1). */
 export type MockOpenAI = ModelStandIn;
 
+export interface MockOpenAIOptions {
+  /**
+   * An upstream in trouble: the first model request's stream ends in `response.failed`, and
+   * every later request gets HTTP 500.
+   */
+  failing?: boolean;
+}
+
 function sse(response: ServerResponse, type: string, data: Record<string, unknown>): void {
   response.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
 }
 
-/** Whether the conversation's last input item hands back a tool's output (the model's next turn follows a call). */
-function afterToolOutput(body: Record<string, unknown>): boolean {
+/** How many tool outputs the conversation already holds: the index of the turn the model plays next. */
+function toolOutputsIn(body: Record<string, unknown>): number {
   const input = Array.isArray(body['input']) ? (body['input'] as Array<{ type?: string }>) : [];
-  return input.at(-1)?.type === 'function_call_output';
+  return input.filter((item) => item.type === 'function_call_output' || item.type === 'custom_tool_call_output').length;
 }
+
+const USAGE = { input_tokens: 1000, input_tokens_details: { cached_tokens: 200 }, output_tokens: 50, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1050 };
 
 /**
  * A stand-in for the OpenAI Responses API on loopback, for running the real Codex CLI offline
  * (../shared/AGENTS.md: a `mock` model provider with `wire_api = "responses"`): `POST
- * /v1/responses` answers with a streamed (SSE) response — `turns[0]` for a conversation that does
- * not end in a tool's output (its text and its `exec_command` call), `turns[1]` for one that does.
+ * /v1/responses` answers with a streamed (SSE) response. A conversation holding n tool outputs
+ * gets `turns[n]` (the last turn once they run out): a script per conversation, whatever
+ * else the stand-in serves meanwhile.
  */
-export async function startMockOpenAI(turns: [ResponsesTurn, ResponsesTurn]): Promise<MockOpenAI> {
+export async function startMockOpenAI(turns: readonly ResponsesTurn[], options: MockOpenAIOptions = {}): Promise<MockOpenAI> {
+  if (turns.length === 0) throw new Error('the OpenAI stand-in needs at least one turn to play');
   let responses = 0;
   return startModelStandIn({
     name: 'OpenAI',
@@ -37,10 +59,19 @@ export async function startMockOpenAI(turns: [ResponsesTurn, ResponsesTurn]): Pr
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not here","type":"invalid_request_error"}}');
     },
     respond(body, response) {
-      const turn = afterToolOutput(body) ? turns[1] : turns[0];
       const id = `resp_mock_${++responses}`;
+      if (options.failing && responses > 1) {
+        response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"The stand-in upstream is failing","type":"server_error"}}');
+        return;
+      }
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       sse(response, 'response.created', { response: { id } });
+      if (options.failing) {
+        sse(response, 'response.failed', { response: { id, status: 'failed', error: { code: 'server_error', message: 'The stand-in upstream failed mid-stream' } } });
+        response.end();
+        return;
+      }
+      const turn = turns[Math.min(toolOutputsIn(body), turns.length - 1)]!;
       sse(response, 'response.output_item.done', { output_index: 0, item: { type: 'message', role: 'assistant', id: `msg_mock_${responses}`, content: [{ type: 'output_text', text: turn.text }] } });
       if (turn.command) {
         const args = {
@@ -50,9 +81,11 @@ export async function startMockOpenAI(turns: [ResponsesTurn, ResponsesTurn]): Pr
         };
         sse(response, 'response.output_item.done', { output_index: 1, item: { type: 'function_call', id: `fc_mock_${responses}`, call_id: `call_mock_${responses}`, name: 'exec_command', arguments: JSON.stringify(args) } });
       }
-      sse(response, 'response.completed', {
-        response: { id, usage: { input_tokens: 1000, input_tokens_details: { cached_tokens: 200 }, output_tokens: 50, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1050 } },
-      });
+      if (turn.patch !== undefined) {
+        // apply_patch is a freeform ("custom") tool: its input is the patch text itself.
+        sse(response, 'response.output_item.done', { output_index: 1, item: { type: 'custom_tool_call', id: `ctc_mock_${responses}`, call_id: `call_mock_${responses}`, name: 'apply_patch', input: turn.patch } });
+      }
+      sse(response, 'response.completed', { response: { id, usage: USAGE } });
       response.end();
     },
   });

@@ -1,4 +1,5 @@
 import type { EventData, EventType, ModelApi } from '@svc/protocol';
+import type { PermissionLists } from '../permissions.js';
 
 /** An event as an adapter makes it; the sidecar adds `uid` (`<boot-id>:<n>`) and `ts` when it sends it. */
 export type AgentEvent = { [K in EventType]: { type: K; data: EventData<K> } }[EventType];
@@ -16,6 +17,8 @@ export interface AgentLaunch {
   prompt?: string | undefined;
   /** Autonomous: nobody is asked (the permission engine allows what is not denied). */
   autonomous: boolean;
+  /** The worker's permission lists (an adapter may set the agent's own guard rails from them). */
+  permissions?: PermissionLists | undefined;
   /** The sidecar's model proxy, per API: the base URL the agent must use (it holds no key of its own). */
   modelBaseUrls?: Partial<Record<ModelApi, string>> | undefined;
 }
@@ -49,6 +52,11 @@ export interface Adapter {
    * Codex app-server's `turn/start` once the thread exists), taken after each `parseLine`.
    */
   takeOutgoing?(): string[];
+  /**
+   * Checks, before the agent starts, what the adapter depends on in this environment (with the
+   * agent's own cwd and environment); what it finds becomes events of the run.
+   */
+  preflight?(launch: AgentLaunch, spawn: { cwd?: string | undefined; env: NodeJS.ProcessEnv }): Promise<AgentEvent[]>;
 }
 
 /** A raw line nobody could parse, kept whole for the viewers. */

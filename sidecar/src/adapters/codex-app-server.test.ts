@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -124,5 +125,69 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     expect(adapter.parseLine('not json', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'warn', subtype: 'unparsed_line' } });
     expect(adapter.parseLine('{"method":"item/tool/requestUserInput","id":7,"params":{}}', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'warn', subtype: 'unanswered_request' } });
     expect(adapter.parseLine('{"id":1,"error":{"message":"bad sandbox"}}', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'error', message: 'Codex refused request 1: bad sandbox' } });
+  });
+
+  it('thread/start asks for the sandbox the lists call for: read-only by default, workspace-write when every file change is approved and nothing limits commands', () => {
+    const threadStart = (permissions?: { auto_approve: string[]; deny: string[]; ask: string[] }, autonomous = false) => {
+      const plan = createCodexAppServerAdapter().launch({ command: 'codex', args: [], prompt: 'x', autonomous, permissions });
+      return (JSON.parse(plan.stdinLines.find((line) => line.includes('thread/start'))!) as { params: unknown }).params;
+    };
+    expect(threadStart()).toEqual({ approvalPolicy: 'on-request', sandbox: 'read-only' });
+    expect(threadStart({ auto_approve: ['file_change'], deny: [], ask: [] })).toEqual({ approvalPolicy: 'on-request', sandbox: 'workspace-write' });
+    expect(threadStart({ auto_approve: ['file_change(*)'], deny: ['command_execution(rm *)'], ask: [] }, true)).toEqual({ approvalPolicy: 'on-request', sandbox: 'read-only' });
+  });
+
+  it('at the end of a turn, a call Codex recorded in its rollout but made no item for (a command its sandbox refused) shows as tool_use and an error tool_result with the output the model saw', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-codex-rollout-'));
+    try {
+      const rollout = path.join(dir, 'rollout.jsonl');
+      const record = (payload: Record<string, unknown>) => `${JSON.stringify({ timestamp: '2026-11-24T17:24:50.000Z', type: 'response_item', payload })}\n`;
+      writeFileSync(
+        rollout,
+        record({ type: 'function_call', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo hello > out.txt', login: false }), call_id: 'call_1' }) +
+          record({ type: 'function_call_output', call_id: 'call_1', output: 'Process exited with code 1\nOutput:\n/bin/bash: line 1: out.txt: Read-only file system\n' }) +
+          record({ type: 'function_call', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo hi' }), call_id: 'call_2' }) +
+          record({ type: 'function_call_output', call_id: 'call_2', output: 'Process exited with code 0\nOutput:\nhi\n' }),
+      );
+      const adapter = createCodexAppServerAdapter();
+      adapter.launch({ command: 'codex', args: [], prompt: 'x', autonomous: false });
+      adapter.parseLine(JSON.stringify({ id: 1, result: { thread: { id: 't1', path: rollout }, model: 'gpt-5.5' } }), 'stdout');
+      // call_2 had its item: it is not repeated.
+      adapter.parseLine(JSON.stringify({ method: 'item/started', params: { item: { type: 'commandExecution', id: 'call_2', command: 'echo hi' } } }), 'stdout');
+      adapter.parseLine(JSON.stringify({ method: 'item/completed', params: { item: { type: 'commandExecution', id: 'call_2', command: 'echo hi', aggregatedOutput: 'hi\n', exitCode: 0, status: 'completed' } } }), 'stdout');
+      const events = adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'completed' } } }), 'stdout');
+      expect(events).toEqual([
+        { type: 'tool_use', data: { tool_use_id: 'call_1', name: 'command_execution', input: { command: 'echo hello > out.txt' } } },
+        { type: 'tool_result', data: { tool_use_id: 'call_1', content: expect.stringContaining('Read-only file system'), is_error: true } },
+        { type: 'result', data: { subtype: 'success', is_error: false, num_turns: 1 } },
+      ]);
+      // The next turn reads on from where this one stopped.
+      writeFileSync(rollout, record({ type: 'custom_tool_call', name: 'apply_patch', input: '*** Begin Patch\n*** Add File: a.txt\n+a\n*** End Patch\n', call_id: 'call_3' }) + record({ type: 'custom_tool_call_output', call_id: 'call_3', output: 'patch rejected by user' }), { flag: 'a' });
+      expect(adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'completed' } } }), 'stdout').slice(0, 2)).toEqual([
+        { type: 'tool_use', data: { tool_use_id: 'call_3', name: 'file_change', input: { changes: [{ path: 'a.txt' }] } } },
+        { type: 'tool_result', data: { tool_use_id: 'call_3', content: 'patch rejected by user', is_error: true } },
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a cancelled turn (a denial with interrupt) is an interrupted result that says so', () => {
+    const adapter = createCodexAppServerAdapter();
+    expect(adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'interrupted' } } }), 'stdout')).toEqual([
+      { type: 'result', data: { subtype: 'interrupted', is_error: false, num_turns: 1, text: 'the turn was cancelled: a denial ended it' } },
+    ]);
+  });
+
+  it('the preflight says which sandbox Codex runs with, and warns when Codex\'s own sandbox cannot start here', async () => {
+    const adapter = createCodexAppServerAdapter();
+    const launch = { command: 'false', args: [], prompt: 'x', autonomous: false };
+    adapter.launch(launch);
+    const broken = await adapter.preflight!(launch, { env: process.env });
+    expect(broken.map((e) => (e.data as EventData<'system'>).subtype)).toEqual(['codex_settings', 'codex_sandbox_unavailable']);
+    expect(broken[0]!.data).toMatchObject({ level: 'info', details: { sandbox: 'read-only', approval_policy: 'on-request' } });
+    expect(broken[1]!.data).toMatchObject({ level: 'warn' });
+    const working = await adapter.preflight!({ ...launch, command: 'true' }, { env: process.env });
+    expect(working.map((e) => (e.data as EventData<'system'>).subtype)).toEqual(['codex_settings']);
   });
 });

@@ -1,8 +1,12 @@
+import { execFile } from 'node:child_process';
 import type { EventData } from '@svc/protocol';
 import { codexProviderArgs } from './codex-provider.js';
+import { pathsOfPatch, readRolloutCalls, type RolloutCall } from './codex-rollout.js';
+import { codexSettingsFor, type CodexSettings } from './codex-settings.js';
 import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
 
 const INITIALIZE_ID = 0;
+const NO_LISTS = { auto_approve: [], deny: [], ask: [] };
 const THREAD_START_ID = 1;
 const TURN_START_ID = 2;
 
@@ -41,6 +45,25 @@ function toolOf(item: Json): { name: string; input: Json } | undefined {
   }
 }
 
+/** A call from Codex's rollout as svc's tool: `exec_command` is `command_execution`, `apply_patch` `file_change`. */
+function toolOfCall(call: RolloutCall): { name: string; input: Json } {
+  if (call.name === 'apply_patch') return { name: 'file_change', input: { changes: pathsOfPatch(call.input).map((path) => ({ path })) } };
+  let args: unknown;
+  try {
+    args = JSON.parse(call.input);
+  } catch {
+    args = undefined;
+  }
+  if (call.name === 'exec_command' && isObject(args)) return { name: 'command_execution', input: { command: text(args['cmd']) ?? '' } };
+  return { name: call.name, input: isObject(args) ? args : { input: call.input } };
+}
+
+/** Whether the output Codex gave the model reports success: an exit code of 0 (a call Codex made no item for rarely succeeded). */
+function callFailed(output: string | undefined): boolean {
+  const code = output === undefined ? undefined : /(?:Process exited with code|Exit code:) (-?\d+)/.exec(output);
+  return code ? code[1] !== '0' : true;
+}
+
 function toolResultOf(item: Json): EventData<'tool_result'> {
   const id = text(item['id']) ?? 'unknown';
   const status = text(item['status']);
@@ -63,12 +86,44 @@ export function codexDecision(decision: EventData<'control_response'>): 'accept'
 }
 
 /**
- * Codex for interactive workers: `codex app-server` (JSON-RPC over stdio, without the `jsonrpc`
+ * Runs `codex sandbox -- true` as the agent would run: whether Codex's own sandbox works here
+ * (inside bubblewrap it nests namespaces; a Pod may forbid them). When it does not, commands Codex
+ * runs inside it fail, so a command only does anything after it asked to leave the sandbox.
+ */
+function probeCodexSandbox(launch: AgentLaunch, settings: CodexSettings, spawn: { cwd?: string | undefined; env: NodeJS.ProcessEnv }): Promise<AgentEvent[]> {
+  return new Promise((resolve) => {
+    execFile(launch.command, ['sandbox', '-c', `sandbox_mode="${settings.sandbox}"`, '--', 'true'], { cwd: spawn.cwd, env: spawn.env, timeout: 20_000 }, (err, _stdout, stderr) => {
+      const settingsEvent: AgentEvent = {
+        type: 'system',
+        data: { level: 'info', message: `Codex runs with its ${settings.sandbox} sandbox and approvals ${settings.approvalPolicy}: ${settings.reason}`, subtype: 'codex_settings', details: { sandbox: settings.sandbox, approval_policy: settings.approvalPolicy } },
+      };
+      if (!err) return resolve([settingsEvent]);
+      const why = stderr.trim().split('\n').at(-1) || err.message;
+      resolve([
+        settingsEvent,
+        {
+          type: 'system',
+          data: {
+            level: 'warn',
+            message: `Codex's own sandbox does not work here (${why}): every command Codex runs inside it fails, so a command does something only after it asked to leave the sandbox; file changes and escalations still go to the permission engine`,
+            subtype: 'codex_sandbox_unavailable',
+            details: { error: why.slice(0, 1024) },
+          },
+        },
+      ]);
+    });
+  });
+}
+
+/**
+ * Codex, interactive or autonomous: `codex app-server` (JSON-RPC over stdio, without the `jsonrpc`
  * member; ../shared/AGENTS.md). The sidecar sends `initialize`, `initialized` and `thread/start`
- * (approvals on request, workspace-write sandbox), and `turn/start` with the prompt once the
- * thread exists. Codex's approval requests become `control_request`s (request id
- * `<thread>:<json-rpc id>`, unique across restarts), and a decision is answered on the request's
- * own id with `accept` or `decline`. Items map as for `codex exec`; token usage is `progress`;
+ * (approvals on request, the sandbox `codexSettingsFor` picks from the permission lists), and
+ * `turn/start` with the prompt once the thread exists. Codex's approval requests become
+ * `control_request`s (request id `<thread>:<json-rpc id>`, unique across restarts) that the
+ * permission engine decides — at once when the worker is autonomous — and a decision is answered
+ * on the request's own id. Items become `tool_use`/`tool_result`/`assistant`; calls Codex made no
+ * item for are found in its rollout when the turn ends; token usage is `progress`;
  * `turn/completed` is the `result`, after which stdin closes and app-server exits.
  */
 export function createCodexAppServerAdapter(): Adapter {
@@ -86,6 +141,9 @@ export function createCodexAppServerAdapter(): Adapter {
    */
   const refused = new Map<string, { request: EventData<'control_request'>; message: string }>();
   let turns = 0;
+  let settings: CodexSettings | undefined;
+  /** Codex's own record of the thread, and how far it has been read. */
+  let rollout: { path: string; offset: number } | undefined;
 
   function response(parsed: Json, line: string): AgentEvent[] {
     if (isObject(parsed['error'])) {
@@ -95,10 +153,11 @@ export function createCodexAppServerAdapter(): Adapter {
     if (parsed['id'] === THREAD_START_ID) {
       const thread = isObject(result['thread']) ? result['thread'] : {};
       threadId = text(thread['id']) ?? threadId;
+      if (text(thread['path'])) rollout = { path: text(thread['path'])!, offset: 0 };
       if (prompt !== undefined) {
         outgoing.push(message({ method: 'turn/start', id: TURN_START_ID, params: { threadId, input: [{ type: 'text', text: prompt, text_elements: [] }] } }));
       }
-      return [{ type: 'system', data: { level: 'info', message: `Codex started (model ${text(result['model']) ?? 'unknown'})`, subtype: 'init', details: { thread_id: threadId, model: text(result['model']) ?? null, approval_policy: text(result['approvalPolicy']) ?? null } } }];
+      return [{ type: 'system', data: { level: 'info', message: `Codex started (model ${text(result['model']) ?? 'unknown'})`, subtype: 'init', details: { thread_id: threadId, model: text(result['model']) ?? null, approval_policy: text(result['approvalPolicy']) ?? null, sandbox: isObject(result['sandbox']) ? (text(result['sandbox']['type']) ?? null) : null } } }];
     }
     return [];
   }
@@ -145,20 +204,43 @@ export function createCodexAppServerAdapter(): Adapter {
     return events;
   }
 
+  /**
+   * The calls of the turn Codex recorded in its rollout but reported no item for (a command its
+   * sandbox refused, a patch that failed to apply): a `tool_use` and a `tool_result` with the
+   * output the model was given.
+   */
+  function unreportedCalls(): AgentEvent[] {
+    if (!rollout) return [];
+    const read = readRolloutCalls(rollout.path, rollout.offset);
+    rollout.offset = read.offset;
+    const events: AgentEvent[] = [];
+    for (const call of read.calls) {
+      if (started.has(call.callId)) continue;
+      started.add(call.callId);
+      const tool = toolOfCall(call);
+      events.push({ type: 'tool_use', data: { tool_use_id: call.callId, name: tool.name, input: tool.input } });
+      events.push({ type: 'tool_result', data: { tool_use_id: call.callId, content: call.output ?? 'Codex recorded no output for this call', is_error: callFailed(call.output) } });
+    }
+    return events;
+  }
+
   return {
     name: 'codex',
     endsAfterResult: true,
     takeOutgoing: () => outgoing.splice(0),
 
+    preflight: (launch, spawn) => probeCodexSandbox(launch, settings ?? codexSettingsFor(launch.permissions ?? NO_LISTS, launch.autonomous), spawn),
+
     launch(launch: AgentLaunch): LaunchPlan {
       prompt = launch.prompt;
+      settings = codexSettingsFor(launch.permissions ?? NO_LISTS, launch.autonomous);
       return {
         command: launch.command,
         args: [...codexProviderArgs(launch), 'app-server', ...launch.args],
         stdinLines: [
           JSON.stringify({ method: 'initialize', id: INITIALIZE_ID, params: { clientInfo: { name: 'svc-sidecar', title: 'svc', version: '0.1.0' }, capabilities: { experimentalApi: false } } }),
           JSON.stringify({ method: 'initialized' }),
-          JSON.stringify({ method: 'thread/start', id: THREAD_START_ID, params: { approvalPolicy: 'on-request', sandbox: 'workspace-write' } }),
+          JSON.stringify({ method: 'thread/start', id: THREAD_START_ID, params: { approvalPolicy: settings.approvalPolicy, sandbox: settings.sandbox } }),
         ],
       };
     },
@@ -212,7 +294,8 @@ export function createCodexAppServerAdapter(): Adapter {
           const turn = isObject(params['turn']) ? params['turn'] : {};
           const status = text(turn['status']) ?? 'completed';
           const error = isObject(turn['error']) ? text(turn['error']['message']) : undefined;
-          return [...unreportedRefusals(), { type: 'result', data: { subtype: status === 'completed' ? 'success' : status, is_error: status === 'failed', num_turns: turns, ...(error ? { text: error } : {}) } }];
+          const summary = error ?? (status === 'interrupted' ? 'the turn was cancelled: a denial ended it' : undefined);
+          return [...unreportedRefusals(), ...unreportedCalls(), { type: 'result', data: { subtype: status === 'completed' ? 'success' : status, is_error: status === 'failed', num_turns: turns, ...(summary ? { text: summary } : {}) } }];
         }
         case 'error': {
           // A stream failure Codex will retry is a warning; one it gives up on, an error.

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { CodedError } from '@svc/protocol';
 import { parseTemplate, type Template } from './template.js';
 
-/** The templates shipped with svc (`demo`, `claude`, `codex`), beside `src/` and `dist/`. */
+/** The templates shipped with svc (`demo`, `claude`, `codex`, `codex-auto`), beside `src/` and `dist/`. */
 export const BUILT_IN_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
 
 export interface TemplateCatalog {

@@ -67,9 +67,9 @@ describe('templates', () => {
     expect(broken.message).toMatch(/^templates\/t\.toml: not valid TOML \(line 1, column \d+\)/);
   });
 
-  it('ships built-in templates that all parse: demo, claude, codex', async () => {
+  it('ships built-in templates that all parse: demo, claude, codex, codex-auto', async () => {
     const files = (await readdir(BUILT_IN_TEMPLATES_DIR)).filter((f) => f.endsWith('.toml')).sort();
-    expect(files).toEqual(['claude.toml', 'codex.toml', 'demo.toml']);
+    expect(files).toEqual(['claude.toml', 'codex-auto.toml', 'codex.toml', 'demo.toml']);
     for (const file of files) {
       const template = parseTemplate(path.basename(file, '.toml'), await readFile(path.join(BUILT_IN_TEMPLATES_DIR, file), 'utf8'), file);
       expect(template.sidecar).toBeDefined();
