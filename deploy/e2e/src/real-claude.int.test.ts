@@ -1,25 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type StoredEvent, type Worker } from '@svc/protocol';
 import { startMockAnthropic, waitFor, type MockAnthropic } from '@svc/test-support';
 import { processesWithEnv } from './host-processes.js';
+import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS } from './real-agents.js';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
-
-const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-/** The releases to test, from the one place that pins them. */
-const VERSIONS = /CLAUDE_CODE_VERSIONS="([^"]+)"/.exec(readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8'))![1]!.split(' ');
-
-function claudeBinary(version: string): string {
-  const binary = path.join(WORKSPACE, `.cache/agents/claude-code-${version}/node_modules/.bin/claude`);
-  if (!existsSync(binary)) throw new Error(`Claude Code ${version} is not installed at ${binary}; run: bash deploy/dev-setup.sh`);
-  return binary;
-}
 
 const TOOL_INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
 /** The model key: the gateway's only. */
@@ -30,7 +20,7 @@ const MODEL_KEY = `sk-ant-e2e-${randomBytes(8).toString('hex')}`;
  * model is a stand-in (`startMockAnthropic`, on loopback): its first turn asks to run
  * `echo hello > out.txt` with Bash, its second says it is done.
  */
-describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) => {
+describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar', (version) => {
   let stack: E2eStack;
   let mock: MockAnthropic;
   let dir: string;
@@ -70,23 +60,7 @@ describe.each(VERSIONS)('the real Claude Code %s under svc-sidecar', (version) =
       worker_id: worker.worker_id,
       control_plane_url: stack.gatewayUrl,
       auth_token: worker.token,
-      agent: {
-        command: claudeBinary(version),
-        cwd: workspace,
-        prompt: 'Create out.txt containing hello',
-        env: {
-          HOME: home,
-          ANTHROPIC_BASE_URL: mock.url,
-          ANTHROPIC_API_KEY: 'sk-test',
-          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-          DISABLE_AUTOUPDATER: '1',
-          DISABLE_TELEMETRY: '1',
-          DISABLE_ERROR_REPORTING: '1',
-          CLAUDE_CODE_TMPDIR: home,
-          // As root the CLI refuses some modes unless it is told it runs in a sandbox.
-          IS_SANDBOX: '1',
-        },
-      },
+      agent: claudeAgent({ version, cwd: workspace, home, baseUrl: mock.url, prompt: 'Create out.txt containing hello' }),
       decision_wait_ms: 5000,
       ...extra,
     };

@@ -1,40 +1,39 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredEvent, Worker } from '@svc/protocol';
-import { startMockOpenAI, waitFor, type MockOpenAI, type ResponsesTurn } from '@svc/test-support';
+import type { EventData, ListResponseOf, PermissionRule, StoredEvent, Worker } from '@svc/protocol';
+import { addFilePatch, startMockOpenAI, waitFor, type MockOpenAI, type MockOpenAIOptions, type ResponsesTurn } from '@svc/test-support';
 import { processesWithEnv } from './host-processes.js';
+import { codexAgent, codexBinary, CODEX_VERSION } from './real-agents.js';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
-
-const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-/** The release to test, from the one place that pins it. */
-const VERSION = /CODEX_VERSION=(\S+)/.exec(readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8'))![1]!;
-
-function codexBinary(): string {
-  const binary = path.join(WORKSPACE, `.cache/agents/codex-${VERSION}/node_modules/.bin/codex`);
-  if (!existsSync(binary)) throw new Error(`Codex ${VERSION} is not installed at ${binary}; run: bash deploy/dev-setup.sh`);
-  return binary;
-}
 
 /** The model key: the gateway's only. */
 const MODEL_KEY = `sk-proj-e2e-${randomBytes(8).toString('hex')}`;
 
-const ESCALATED: [ResponsesTurn, ResponsesTurn] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } }, { text: 'Done.' }];
-const SANDBOXED: [ResponsesTurn, ResponsesTurn] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt' } }, { text: 'Done.' }];
+const ESCALATED: ResponsesTurn[] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } }, { text: 'Done.' }];
+const PATCH: ResponsesTurn[] = [{ text: 'I will add hello.txt.', patch: addFilePatch('hello.txt', ['hello']) }, { text: 'Done.' }];
+/** The same escalation twice in one conversation: after acceptForSession the second is not asked. */
+const SAME_ESCALATION_TWICE: ResponsesTurn[] = [
+  { text: 'Appending once.', command: { cmd: 'echo hello >> out.txt', escalate: true, justification: 'Append to out.txt' } },
+  { text: 'Appending again.', command: { cmd: 'echo hello >> out.txt', escalate: true, justification: 'Append to out.txt' } },
+  { text: 'Done.' },
+];
+
+const systemOf = (events: StoredEvent[], subtype: string) => events.filter((e): e is StoredEvent<'system'> => e.type === 'system' && (e.data as EventData<'system'>).subtype === subtype);
+const ofType = <K extends StoredEvent['type']>(events: StoredEvent[], type: K): Array<StoredEvent<K>> => events.filter((e) => e.type === type) as Array<StoredEvent<K>>;
 
 /**
  * The real Codex CLI under the real sidecar against the real control plane; only the model is a
- * stand-in (`startMockOpenAI`, the Responses API on loopback): its first turn calls Codex's
- * `exec_command` tool to write out.txt, its second says it is done. Interactive workers run
- * `codex app-server` (the command asks to leave the sandbox, so Codex asks for approval);
- * autonomous ones run `codex exec`.
+ * stand-in (`startMockOpenAI`, the Responses API on loopback) that plays a script per
+ * conversation: calls of Codex's `exec_command` (escalated or not) and `apply_patch`. Codex runs
+ * as `codex app-server` for interactive and autonomous workers alike, with the sandbox the
+ * permission lists call for (read-only here: every patch and every escalation is asked).
  */
-describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
+describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
   let stack: E2eStack;
   let dir: string;
   let userToken: string;
@@ -70,29 +69,18 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
 
   const api = () => controlClient(stack.gatewayUrl, userToken);
 
-  async function run(name: string, turns: [ResponsesTurn, ResponsesTurn], extra: Record<string, unknown>, args: string[] = []) {
-    const mock = await startMockOpenAI(turns);
+  async function run(name: string, turns: readonly ResponsesTurn[], extra: Record<string, unknown>, options: { mock?: MockOpenAIOptions; prepare?: (workspace: string) => Promise<void>; command?: string } = {}) {
+    const mock = await startMockOpenAI(turns, options.mock);
     mocks.push(mock);
     const worker = await stack.createWorker('e2e-user');
     const workspace = path.join(dir, name);
-    const home = path.join(dir, `${name}-home`);
-    await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
-    await writeFile(
-      path.join(home, 'config.toml'),
-      ['model = "gpt-5.5"', 'model_provider = "mock"', 'check_for_update_on_startup = false', '', '[model_providers.mock]', 'name = "Mock OpenAI"', `base_url = "${mock.url}"`, 'wire_api = "responses"', 'env_key = "OPENAI_API_KEY"', 'request_max_retries = 1', 'stream_max_retries = 1', ''].join('\n'),
-    );
-    const config = {
-      adapter: 'codex',
-      worker_id: worker.worker_id,
-      control_plane_url: stack.gatewayUrl,
-      auth_token: worker.token,
-      agent: { command: codexBinary(), args, cwd: workspace, prompt: 'Create out.txt containing hello, using the shell.', env: { CODEX_HOME: home, OPENAI_API_KEY: 'sk-test' } },
-      decision_wait_ms: 5000,
-      ...extra,
-    };
+    const agent = await codexAgent({ cwd: workspace, home: path.join(dir, `${name}-home`), baseUrl: mock.url, prompt: 'Create out.txt containing hello, using the shell.' });
+    await options.prepare?.(workspace);
+    if (options.command) agent.command = options.command;
+    const config = { adapter: 'codex', worker_id: worker.worker_id, control_plane_url: stack.gatewayUrl, auth_token: worker.token, agent, decision_wait_ms: 5000, ...extra };
     const sidecar = await startSidecarWith(dir, name, config);
     const events = () => api().events(worker.worker_id);
-    return { worker, exited: sidecar.exited, events, mock, outFile: path.join(workspace, 'out.txt'), stderr: sidecar.stderr };
+    return { worker, workspace, exited: sidecar.exited, events, mock, outFile: path.join(workspace, 'out.txt'), stderr: sidecar.stderr };
   }
 
   const openRequests = (workerId: string) => api().openRequests(workerId);
@@ -152,25 +140,137 @@ describe(`the real Codex ${VERSION} under svc-sidecar`, () => {
     expect(worker.model_usage!.refused).toBeGreaterThanOrEqual(1);
   }, 90_000);
 
-  it('deny: the command does not run and the model is told it was rejected', async () => {
+  it('deny with a message: the command does not run, the model is told it was rejected, the history shows the attempt and the person\'s reason', async () => {
     const agent = await run('deny', ESCALATED, { autonomous: false });
-    const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);
-    expect((await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'deny', message: 'Not in this directory, please.' })).status).toBe(201);
+    const request = await api().oneOpenRequest(agent.worker.worker_id);
+    expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'deny', message: 'Not in this directory, please.' })).status).toBe(201);
     expect(await agent.exited, agent.stderr()).toBe(0);
     expect(existsSync(agent.outFile)).toBe(false);
     expect(toolOutputSeen(agent.mock)).toMatch(/rejected/i);
-    const result = (await agent.events()).find((e): e is StoredEvent<'tool_result'> => e.type === 'tool_result');
-    expect(result!.data).toMatchObject({ is_error: true });
+    const history = await agent.events();
+    expect(ofType(history, 'control_response')[0]!.data).toMatchObject({ decision: 'deny', message: 'Not in this directory, please.' });
+    const use = ofType(history, 'tool_use').find((e) => e.data.name === 'command_execution');
+    expect(ofType(history, 'tool_result').find((e) => e.data.tool_use_id === use!.data.tool_use_id)!.data).toMatchObject({ is_error: true });
   }, 90_000);
 
-  it('autonomous (codex exec): no prompt, the command runs', async () => {
-    // The template's arguments give exec its sandbox (its default is read-only).
-    const agent = await run('autonomous', SANDBOXED, { autonomous: true, permissions: { auto_approve: ['command_execution'], deny: [], ask: [] } }, ['--sandbox', 'workspace-write']);
+  it('a patch, allowed: Codex asks (tool file_change, the path in its input), the file is written', async () => {
+    const agent = await run('patch-allow', PATCH, { autonomous: false });
+    const request = await api().oneOpenRequest(agent.worker.worker_id);
+    expect(request.data.tool_name).toBe('file_change');
+    expect(request.data.input['changes']).toEqual([expect.objectContaining({ path: path.join(agent.workspace, 'hello.txt') })]);
+    expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
     expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(await readFile(path.join(agent.workspace, 'hello.txt'), 'utf8')).toBe('hello\n');
+    const history = await agent.events();
+    expect(systemOf(history, 'codex_settings')[0]!.data.details).toMatchObject({ sandbox: 'read-only', approval_policy: 'on-request' });
+    expect(systemOf(history, 'codex_sandbox_unavailable')).toEqual([]);
+  }, 90_000);
+
+  it('a patch, denied with a message: no file, the model\'s next request carries Codex\'s rejection, the history shows tool_use and an error tool_result', async () => {
+    const agent = await run('patch-deny', PATCH, { autonomous: false });
+    const request = await api().oneOpenRequest(agent.worker.worker_id);
+    expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'deny', message: 'No new files today.' })).status).toBe(201);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(existsSync(path.join(agent.workspace, 'hello.txt'))).toBe(false);
+    expect(toolOutputSeen(agent.mock)).toContain('patch rejected by user');
+    const history = await agent.events();
+    const use = ofType(history, 'tool_use').find((e) => e.data.name === 'file_change')!;
+    expect(ofType(history, 'tool_result').find((e) => e.data.tool_use_id === use.data.tool_use_id)!.data).toMatchObject({ is_error: true });
+    expect(ofType(history, 'control_response')[0]!.data).toMatchObject({ decision: 'deny', message: 'No new files today.' });
+  }, 90_000);
+
+  it('"always": Codex accepts for the session, the same escalation asked again runs without a second request, and the rule is listed by the API', async () => {
+    const agent = await run('always', SAME_ESCALATION_TWICE, { autonomous: false });
+    const request = await api().oneOpenRequest(agent.worker.worker_id);
+    expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'allow', scope: 'always' })).status).toBe(201);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(await readFile(agent.outFile, 'utf8')).toBe('hello\nhello\n');
+    const history = await agent.events();
+    expect(ofType(history, 'control_request')).toHaveLength(1);
+    expect(ofType(history, 'tool_use').filter((e) => e.data.name === 'command_execution')).toHaveLength(2);
+    const rules = await api().get<ListResponseOf<PermissionRule>>(`/v1/workers/${agent.worker.worker_id}/permission-rules`);
+    expect(rules.items).toEqual([expect.objectContaining({ tool_name: 'command_execution', decision: 'allow' })]);
+  }, 90_000);
+
+  it('deny with interrupt: Codex cancels the turn, the result says so, the model is asked nothing more', async () => {
+    const agent = await run('interrupt', ESCALATED, { autonomous: false });
+    const request = await api().oneOpenRequest(agent.worker.worker_id);
+    expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'deny', message: 'Stop here.', interrupt: true })).status).toBe(201);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(existsSync(agent.outFile)).toBe(false);
+    expect(agent.mock.requests()).toHaveLength(1);
+    const history = await agent.events();
+    expect(ofType(history, 'result').at(-1)!.data).toMatchObject({ subtype: 'interrupted', text: expect.stringContaining('cancelled') });
+    expect(ofType(history, 'tool_result').at(-1)!.data).toMatchObject({ is_error: true });
+  }, 90_000);
+
+  it('autonomous with a deny list: rm -rf data is refused by the policy each time Codex asks (in its sandbox or out of it), the directory survives, other commands run unasked', async () => {
+    const turns: ResponsesTurn[] = [
+      { text: 'Removing data.', command: { cmd: 'rm -rf data' } },
+      { text: 'Removing data outside the sandbox.', command: { cmd: 'rm -rf data', escalate: true, justification: 'Remove data' } },
+      { text: 'Writing out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } },
+      { text: 'Done.' },
+    ];
+    const agent = await run('autonomous-deny', turns, { autonomous: true, permissions: { auto_approve: [], deny: ['command_execution(rm *)'], ask: [] } }, { prepare: async (workspace) => void (await mkdir(path.join(workspace, 'data', 'keep'), { recursive: true })) });
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(existsSync(path.join(agent.workspace, 'data', 'keep'))).toBe(true);
     expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
-    const types = (await agent.events()).map((e) => e.type);
-    expect(types).not.toContain('control_request');
-    expect(types).toEqual(expect.arrayContaining(['tool_use', 'tool_result', 'result']));
+    const history = await agent.events();
+    // Codex asks about `rm -rf` even inside its sandbox; each time the policy refuses.
+    const decisions = ofType(history, 'control_response').map((e) => e.data);
+    expect(decisions).toEqual([
+      expect.objectContaining({ decision: 'deny', decided_by: 'policy', message: expect.stringContaining('command_execution(rm *)') }),
+      expect.objectContaining({ decision: 'deny', decided_by: 'policy', message: expect.stringContaining('command_execution(rm *)') }),
+      expect.objectContaining({ decision: 'allow', decided_by: 'policy' }),
+    ]);
+    expect(await openRequests(agent.worker.worker_id)).toEqual([]);
+    // Every attempt is in the history with its outcome, whether or not Codex reported an item.
+    const attempts = ofType(history, 'tool_use').map((e) => e.data.input['command']);
+    expect(attempts).toEqual(['rm -rf data', 'rm -rf data', 'echo hello > out.txt']);
+    const results = ofType(history, 'tool_result').map((e) => e.data.is_error);
+    expect(results).toEqual([true, true, false]);
+  }, 90_000);
+
+  it('autonomous with a patch: the file is written without a person; the engine\'s allow is recorded', async () => {
+    const agent = await run('autonomous-patch', PATCH, { autonomous: true });
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(await readFile(path.join(agent.workspace, 'hello.txt'), 'utf8')).toBe('hello\n');
+    const history = await agent.events();
+    expect(ofType(history, 'control_request').map((e) => e.data.tool_name)).toEqual(['file_change']);
+    expect(ofType(history, 'control_response').map((e) => e.data)).toEqual([expect.objectContaining({ decision: 'allow', decided_by: 'policy' })]);
+  }, 90_000);
+
+  it('a stream that fails upstream (response.failed, then HTTP 500s): warnings, a failed result, the sidecar exits with Codex\'s code, nothing hangs', async () => {
+    const agent = await run('failing', [{ text: 'never seen' }], { autonomous: false }, { mock: { failing: true } });
+    const code = await agent.exited;
+    const history = await agent.events();
+    expect(systemOf(history, 'agent_error').some((e) => e.data.level === 'warn')).toBe(true);
+    expect(ofType(history, 'result').at(-1)!.data).toMatchObject({ subtype: 'failed', is_error: true });
+    const exit = systemOf(history, 'agent_exit').at(-1)!;
+    expect(code).toBe((exit.data.details as { code: number }).code);
+  }, 90_000);
+
+  it('a command Codex\'s read-only sandbox refuses (Codex reports no item for it): the history still shows the attempt, with the error Codex gave the model', async () => {
+    const agent = await run('sandbox-refused', [{ text: 'Writing out.txt in the sandbox.', command: { cmd: 'echo hello > out.txt' } }, { text: 'Done.' }], { autonomous: false });
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(existsSync(agent.outFile)).toBe(false);
+    const history = await agent.events();
+    expect(ofType(history, 'tool_use').map((e) => e.data)).toEqual([expect.objectContaining({ name: 'command_execution', input: expect.objectContaining({ command: 'echo hello > out.txt' }) })]);
+    expect(ofType(history, 'tool_result').map((e) => e.data)).toEqual([expect.objectContaining({ is_error: true, content: expect.stringContaining('Read-only file system') })]);
+  }, 90_000);
+
+  it('where Codex\'s own sandbox cannot start (no nested namespaces), the run says so in a system event and every patch still goes to the engine', async () => {
+    // Codex under a bubblewrap that forbids further user namespaces, as a locked-down Pod might.
+    const wrapper = path.join(dir, 'codex-without-namespaces');
+    await writeFile(wrapper, `#!/bin/sh\nexec bwrap --bind / / --proc /proc --dev /dev --tmpfs /tmp --unshare-user --disable-userns --die-with-parent -- ${codexBinary()} "$@"\n`, { mode: 0o755 });
+    const agent = await run('no-nested-sandbox', PATCH, { autonomous: false }, { command: wrapper });
+    const request = await api().oneOpenRequest(agent.worker.worker_id);
+    expect(request.data.tool_name).toBe('file_change');
+    expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    expect(await agent.exited, agent.stderr()).toBe(0);
+    expect(await readFile(path.join(agent.workspace, 'hello.txt'), 'utf8')).toBe('hello\n');
+    const [unavailable] = systemOf(await agent.events(), 'codex_sandbox_unavailable');
+    expect(unavailable!.data).toMatchObject({ level: 'warn', message: expect.stringContaining('namespace') });
   }, 90_000);
 
   it('a tool on the deny list is refused without a prompt; the history records the policy\'s decision', async () => {

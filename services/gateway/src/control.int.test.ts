@@ -235,6 +235,12 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect((answer.json() as Decision).data).toMatchObject({ scope: 'always', input_pattern: 'npm test*', decided_by: 'alice' });
     const rules = (await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(workerToken) })).json() as ListResponseOf<PermissionRule>;
     expect(rules.items).toEqual([expect.objectContaining({ tool_name: 'Bash', input_pattern: 'npm test*', decision: 'allow', added_by: 'alice', request_id: requestId })]);
+    // The worker's owner lists them too; someone who may not see the worker is told it does not exist.
+    const asOwner = (await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(alice) })).json() as ListResponseOf<PermissionRule>;
+    expect(asOwner.items).toEqual(rules.items);
+    const stranger = await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(await gw.userToken('mallory')) });
+    expect(stranger.statusCode).toBe(404);
+    expect(stranger.json()).toMatchObject({ code: 'worker_not_found' });
   });
 
   it('a deny may end the agent\'s turn (interrupt: true), kept in the decision; interrupt with allow is 400 and decides nothing', async () => {

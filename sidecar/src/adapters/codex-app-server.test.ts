@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { validateIncomingEvent, type EventData } from '@svc/protocol';
 import type { AgentEvent } from './adapter.js';
-import { createCodexAppServerAdapter } from './codex-app-server.js';
+import { createCodexAppServerAdapter, modelCommandOf } from './codex-app-server.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test/fixtures/codex');
 
@@ -64,7 +64,7 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
       for (const [n, event] of events.entries()) expect(validateIncomingEvent({ ...event, uid: `b:${n}`, ts: '2026-11-22T09:00:00.000Z' }).ok, JSON.stringify(event)).toBe(true);
       expect(events.filter((e) => e.type === 'assistant').map((e) => (e.data as EventData<'assistant'>).kind)).toEqual(['thinking', 'text', 'text']);
       const request = events.find((e) => e.type === 'control_request')!.data as EventData<'control_request'>;
-      expect(request).toMatchObject({ tool_name: 'command_execution', input: { command: "/bin/bash -c 'echo hello | tee out.txt'" }, tool_use_id: 'call_mock_1', description: 'Mock model wants to write out.txt outside the sandbox' });
+      expect(request).toMatchObject({ tool_name: 'command_execution', input: { command: 'echo hello | tee out.txt' }, tool_use_id: 'call_mock_1', description: 'Mock model wants to write out.txt outside the sandbox' });
       expect(request.request_id).toMatch(/^[0-9a-f-]{36}:0$/);
       const result = events.find((e) => e.type === 'tool_result')!.data as EventData<'tool_result'>;
       expect(result).toEqual(decision === 'allow' ? { tool_use_id: 'call_mock_1', content: 'hello\n', is_error: false } : { tool_use_id: 'call_mock_1', content: 'declined', is_error: true });
@@ -189,5 +189,14 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     expect(broken[1]!.data).toMatchObject({ level: 'warn' });
     const working = await adapter.preflight!({ ...launch, command: 'true' }, { env: process.env });
     expect(working.map((e) => (e.data as EventData<'system'>).subtype)).toEqual(['codex_settings']);
+  });
+
+  it('a command is matched as the model wrote it: Codex\'s shell wrapper is taken off, anything else is kept whole', () => {
+    expect(modelCommandOf("/bin/bash -c 'rm -rf data'")).toBe('rm -rf data');
+    expect(modelCommandOf("bash -lc 'echo '\\''quoted'\\'' > out.txt'")).toBe("echo 'quoted' > out.txt");
+    expect(modelCommandOf('/bin/sh -c "echo \\"hi\\" \\$HOME"')).toBe('echo "hi" $HOME');
+    expect(modelCommandOf('rm -rf data')).toBe('rm -rf data');
+    expect(modelCommandOf("/bin/bash -c 'a' extra")).toBe("/bin/bash -c 'a' extra");
+    expect(modelCommandOf("/bin/bash -c 'unterminated")).toBe("/bin/bash -c 'unterminated");
   });
 });

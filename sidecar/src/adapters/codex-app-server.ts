@@ -32,10 +32,51 @@ const APPROVALS: Record<string, string> = {
   'item/fileChange/requestApproval': 'file_change',
 };
 
+/** POSIX shell words of a command line (quotes and backslashes), or undefined for anything fancier. */
+function shellWords(line: string): string[] | undefined {
+  const words: string[] = [];
+  let word: string | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end < 0) return undefined;
+      word = (word ?? '') + line.slice(i + 1, end);
+      i = end;
+    } else if (c === '"') {
+      let j = i + 1;
+      let part = '';
+      for (; j < line.length && line[j] !== '"'; j++) part += line[j] === '\\' && /["\\$`]/.test(line[j + 1] ?? '') ? line[++j] : line[j];
+      if (j >= line.length) return undefined;
+      word = (word ?? '') + part;
+      i = j;
+    } else if (c === '\\') {
+      word = (word ?? '') + (line[++i] ?? '');
+    } else if (/\s/.test(c)) {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else {
+      word = (word ?? '') + c;
+    }
+  }
+  if (word !== undefined) words.push(word);
+  return words;
+}
+
+/**
+ * The command line the model asked for. Codex reports it wrapped in its shell
+ * (`/bin/bash -c 'rm -rf data'`); rules like `command_execution(rm *)` are about what is inside.
+ */
+export function modelCommandOf(command: string): string {
+  const words = shellWords(command);
+  if (words?.length === 3 && /(^|\/)(ba|z|da)?sh$/.test(words[0]!) && /^-l?c$/.test(words[1]!)) return words[2]!;
+  return command;
+}
+
 function toolOf(item: Json): { name: string; input: Json } | undefined {
   switch (item['type']) {
     case 'commandExecution':
-      return { name: 'command_execution', input: { command: text(item['command']) ?? '', ...(text(item['cwd']) ? { cwd: text(item['cwd']) } : {}) } };
+      return { name: 'command_execution', input: { command: modelCommandOf(text(item['command']) ?? ''), ...(text(item['cwd']) ? { cwd: text(item['cwd']) } : {}) } };
     case 'fileChange':
       return { name: 'file_change', input: { changes: Array.isArray(item['changes']) ? item['changes'] : [] } };
     case 'mcpToolCall':
@@ -54,7 +95,7 @@ function toolOfCall(call: RolloutCall): { name: string; input: Json } {
   } catch {
     args = undefined;
   }
-  if (call.name === 'exec_command' && isObject(args)) return { name: 'command_execution', input: { command: text(args['cmd']) ?? '' } };
+  if (call.name === 'exec_command' && isObject(args)) return { name: 'command_execution', input: { command: text(args['cmd']) ?? '', ...(text(args['workdir']) ? { cwd: text(args['workdir']) } : {}) } };
   return { name: call.name, input: isObject(args) ? args : { input: call.input } };
 }
 
@@ -133,6 +174,8 @@ export function createCodexAppServerAdapter(): Adapter {
   /** The JSON-RPC id of each open approval request, by our request id. */
   const rpcIds = new Map<string, unknown>();
   const started = new Set<string>();
+  /** Items whose `tool_result` is out: each call gets exactly one. */
+  const finished = new Set<string>();
   /** The changes of each file-change item, by item id: its approval request names only the item. */
   const changesOf = new Map<string, unknown[]>();
   /**
@@ -183,8 +226,9 @@ export function createCodexAppServerAdapter(): Adapter {
       started.add(id);
       events.push({ type: 'tool_use', data: { tool_use_id: id, name: tool.name, input: tool.input } });
     }
-    if (kind === 'item/completed') {
+    if (kind === 'item/completed' && !finished.has(id)) {
       refused.delete(id);
+      finished.add(id);
       events.push({ type: 'tool_result', data: toolResultOf(value) });
     }
     return events;
@@ -198,16 +242,17 @@ export function createCodexAppServerAdapter(): Adapter {
         started.add(id);
         events.push({ type: 'tool_use', data: { tool_use_id: id, name: request.tool_name, input: request.input } });
       }
-      events.push({ type: 'tool_result', data: { tool_use_id: id, content: reason, is_error: true } });
+      if (!finished.has(id)) events.push({ type: 'tool_result', data: { tool_use_id: id, content: reason, is_error: true } });
+      finished.add(id);
     }
     refused.clear();
     return events;
   }
 
   /**
-   * The calls of the turn Codex recorded in its rollout but reported no item for (a command its
-   * sandbox refused, a patch that failed to apply): a `tool_use` and a `tool_result` with the
-   * output the model was given.
+   * The calls of the turn Codex recorded in its rollout but reported no item, or no completed
+   * item, for (a command its sandbox refused, a patch that failed to apply): a `tool_use` where
+   * none was sent, and a `tool_result` with the output the model was given.
    */
   function unreportedCalls(): AgentEvent[] {
     if (!rollout) return [];
@@ -215,10 +260,13 @@ export function createCodexAppServerAdapter(): Adapter {
     rollout.offset = read.offset;
     const events: AgentEvent[] = [];
     for (const call of read.calls) {
-      if (started.has(call.callId)) continue;
-      started.add(call.callId);
-      const tool = toolOfCall(call);
-      events.push({ type: 'tool_use', data: { tool_use_id: call.callId, name: tool.name, input: tool.input } });
+      if (finished.has(call.callId)) continue;
+      finished.add(call.callId);
+      if (!started.has(call.callId)) {
+        started.add(call.callId);
+        const tool = toolOfCall(call);
+        events.push({ type: 'tool_use', data: { tool_use_id: call.callId, name: tool.name, input: tool.input } });
+      }
       events.push({ type: 'tool_result', data: { tool_use_id: call.callId, content: call.output ?? 'Codex recorded no output for this call', is_error: callFailed(call.output) } });
     }
     return events;
@@ -261,7 +309,7 @@ export function createCodexAppServerAdapter(): Adapter {
         const changes = changesOf.get(text(params['itemId']) ?? '') ?? (Array.isArray(params['changes']) ? params['changes'] : undefined);
         const input: Json =
           approvalTool === 'command_execution'
-            ? { command: text(params['command']) ?? '', ...(text(params['cwd']) ? { cwd: text(params['cwd']) } : {}) }
+            ? { command: modelCommandOf(text(params['command']) ?? ''), ...(text(params['cwd']) ? { cwd: text(params['cwd']) } : {}) }
             : { ...(changes ? { changes } : {}), ...(text(params['grantRoot']) ? { grant_root: text(params['grantRoot']) } : {}) };
         return [
           {

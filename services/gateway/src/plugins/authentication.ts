@@ -6,9 +6,10 @@ import { CodedError, createChecker, isEndedStatus, WorkerId, type WorkerRecord }
 
 /**
  * Who may call a route: `public` (no credential), `user` (an OIDC JWT; the default, so a route
- * that forgets to say is closed), or `worker` (the worker token of the worker named by `:id`).
+ * that forgets to say is closed), `worker` (the worker token of the worker named by `:id`), or
+ * `worker-or-user` (either; the route still checks that the user may see the worker).
  */
-export type RouteAuth = 'public' | 'user' | 'worker';
+export type RouteAuth = 'public' | 'user' | 'worker' | 'worker-or-user';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -108,12 +109,13 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
       } catch (err) {
         return done(err as Error);
       }
-      const known = auth === 'user' && !looksLikeWorkerToken(token) ? options.users.remembered(token) : undefined;
+      const workerToken = looksLikeWorkerToken(token);
+      const known = auth !== 'worker' && !workerToken ? options.users.remembered(token) : undefined;
       if (known) {
         request.principal = known;
         return done();
       }
-      if (auth === 'worker') return authenticateWorker(request, token, done);
+      if (auth === 'worker' || (auth === 'worker-or-user' && workerToken)) return authenticateWorker(request, token, done);
       authenticateUser(token).then(
         (principal) => {
           request.principal = principal;

@@ -160,14 +160,17 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
   app.get(
     '/v1/workers/:id/permission-rules',
     {
-      config: { auth: 'worker' },
+      config: { auth: 'worker-or-user' },
       schema: {
         tags: ['control'],
-        summary: 'The rules people added with scope "always" (the sidecar applies them)',
+        summary: 'The rules people added with scope "always": the sidecar applies them, the worker\'s owner may list them',
         params: WorkerParams,
         response: { 200: PermissionRulesResponse, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema },
       },
     },
-    async (request) => requestJson<ListResponseOf<PermissionRule>>(nc, subjects.rpc.permissionRules, { worker_id: request.params.id }, { requestId: request.id, retries: 1 }),
+    async (request) => {
+      await authorizeWorker(request, workers, request.params.id);
+      return requestJson<ListResponseOf<PermissionRule>>(nc, subjects.rpc.permissionRules, { worker_id: request.params.id }, { requestId: request.id, retries: 1 });
+    },
   );
 };

@@ -1,0 +1,56 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const PINNED = readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8');
+
+/** The Claude Code releases to test, from the one place that pins them (.ci/versions.env). */
+export const CLAUDE_CODE_VERSIONS = /CLAUDE_CODE_VERSIONS="([^"]+)"/.exec(PINNED)![1]!.split(' ');
+/** The Codex release to test. */
+export const CODEX_VERSION = /CODEX_VERSION=(\S+)/.exec(PINNED)![1]!;
+
+function installed(name: string): string {
+  const binary = path.join(WORKSPACE, `.cache/agents/${name}/node_modules/.bin/${name.startsWith('codex') ? 'codex' : 'claude'}`);
+  if (!existsSync(binary)) throw new Error(`${name} is not installed at ${binary}; run: bash deploy/dev-setup.sh`);
+  return binary;
+}
+
+export const claudeBinary = (version: string): string => installed(`claude-code-${version}`);
+export const codexBinary = (): string => installed(`codex-${CODEX_VERSION}`);
+
+/** The sidecar config's `agent` for the real Claude Code against a model stand-in at `baseUrl`, its HOME in `home`. */
+export function claudeAgent(options: { version: string; cwd: string; home: string; baseUrl: string; prompt: string }) {
+  return {
+    command: claudeBinary(options.version),
+    cwd: options.cwd,
+    prompt: options.prompt,
+    env: {
+      HOME: options.home,
+      ANTHROPIC_BASE_URL: options.baseUrl,
+      ANTHROPIC_API_KEY: 'sk-test',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      CLAUDE_CODE_TMPDIR: options.home,
+      // As root the CLI refuses some modes unless it is told it runs in a sandbox.
+      IS_SANDBOX: '1',
+    },
+  };
+}
+
+/**
+ * The sidecar config's `agent` for the real Codex against a Responses API stand-in at `baseUrl`
+ * (../shared/AGENTS.md): its `CODEX_HOME` (which must not be under /tmp) gets a config.toml with
+ * a `mock` provider that retries once, and `gpt-5.5`, a model in Codex's catalog.
+ */
+export async function codexAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string; args?: string[] }) {
+  await Promise.all([options.cwd, options.home].map((dir) => mkdir(dir, { recursive: true })));
+  await writeFile(
+    path.join(options.home, 'config.toml'),
+    ['model = "gpt-5.5"', 'model_provider = "mock"', 'check_for_update_on_startup = false', '', '[model_providers.mock]', 'name = "Mock OpenAI"', `base_url = "${options.baseUrl}"`, 'wire_api = "responses"', 'env_key = "OPENAI_API_KEY"', 'request_max_retries = 1', 'stream_max_retries = 1', ''].join('\n'),
+  );
+  return { command: codexBinary(), args: options.args ?? [], cwd: options.cwd, prompt: options.prompt, env: { CODEX_HOME: options.home, OPENAI_API_KEY: 'sk-test' } };
+}
