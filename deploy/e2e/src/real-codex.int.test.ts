@@ -118,7 +118,11 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
       return view.model_usage?.input_tokens === 1000 * seen.length ? view : undefined;
     });
     expect(worker.model_usage).toMatchObject({ input_tokens: 1000 * seen.length, output_tokens: 50 * seen.length, cache_read_tokens: 200 * seen.length });
-    expect(JSON.stringify(await api().events(session.worker_id))).not.toContain(MODEL_KEY);
+    const history = await api().events(session.worker_id);
+    expect(JSON.stringify(history)).not.toContain(MODEL_KEY);
+    // Codex's own sandbox nests inside svc's bubblewrap sandbox.
+    expect(systemOf(history, 'codex_settings')).toHaveLength(1);
+    expect(systemOf(history, 'codex_sandbox_unavailable')).toEqual([]);
   }, 90_000);
 
   it('a session budget below two turns: the proxy refuses the second model request (the provider\'s insufficient_quota), Codex stops, the history shows the cap', async () => {
