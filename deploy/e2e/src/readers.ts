@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
 import type { ListResponseOf, StoredEvent, StreamFrame } from '@svc/protocol';
+import type { FailedAnswer } from './load.js';
 
 /**
  * What one reader (a WebSocket viewer or a poller) has received, per worker. Every event is
@@ -32,19 +33,32 @@ export class ReceivedEvents {
 /** A viewer of several workers: one WebSocket per worker, as the terminal UI opens them. */
 export class StreamViewer {
   readonly received: ReceivedEvents;
+  /** How many times a stream that closed was opened again (with `reconnect`). */
+  reconnects = 0;
   private readonly sockets = new Map<string, WebSocket>();
+  private closing = false;
 
   constructor(
     name: string,
     private readonly gatewayUrl: string,
     private readonly token: string,
+    /** `reconnect`: a stream that closes (the gateway went away) is opened again after the last id seen, as `svc attach` does. */
+    private readonly options: { reconnect?: boolean } = {},
   ) {
     this.received = new ReceivedEvents(name);
   }
 
   /** Opens (or re-opens) the stream of each worker after the last id this viewer saw. */
   async watch(workerIds: string[]): Promise<void> {
+    this.closing = false;
     await Promise.all(workerIds.map((workerId) => this.open(workerId)));
+  }
+
+  /** Opens the stream again after a pause, until it opens (or the viewer disconnects). */
+  private reopen(workerId: string): void {
+    if (this.closing) return;
+    this.reconnects++;
+    setTimeout(() => void this.open(workerId).catch(() => this.reopen(workerId)), 200);
   }
 
   private open(workerId: string): Promise<void> {
@@ -56,7 +70,10 @@ export class StreamViewer {
       if (frame.kind === 'event') this.received.add(workerId, frame.event);
     });
     return new Promise((resolve, reject) => {
-      socket.once('open', () => resolve());
+      socket.once('open', () => {
+        if (this.options.reconnect) socket.once('close', () => this.reopen(workerId));
+        resolve();
+      });
       socket.once('unexpected-response', (request, response) => {
         request.destroy();
         reject(new Error(`${this.received.name}: the stream of ${workerId} answered HTTP ${response.statusCode}`));
@@ -67,6 +84,7 @@ export class StreamViewer {
 
   /** Closes every stream and waits until each is closed: a viewer dropping off mid-stream. */
   async disconnect(): Promise<void> {
+    this.closing = true;
     const closing = [...this.sockets.values()].map((socket) => new Promise<void>((resolve) => (socket.readyState === WebSocket.CLOSED ? resolve() : socket.once('close', () => resolve()))));
     for (const socket of this.sockets.values()) socket.close();
     await Promise.all(closing);
@@ -79,6 +97,8 @@ export class Poller {
   readonly received: ReceivedEvents;
   /** Polls answered 503/504 (no event-ingest replica could answer) and asked again. */
   retried = 0;
+  /** Every poll that was not answered 200 (or not answered at all: status 0). */
+  readonly failures: FailedAnswer[] = [];
   private stopped = false;
   private loops: Promise<void>[] = [];
 
@@ -93,11 +113,15 @@ export class Poller {
   poll(workerIds: string[], until: (workerId: string) => boolean): void {
     this.loops = workerIds.map(async (workerId) => {
       while (!this.stopped && !until(workerId)) {
+        const started = Date.now();
         const response = await fetch(`${this.gatewayUrl}/v1/workers/${workerId}/sdk-events?after_id=${this.received.lastId(workerId)}&limit=1000`, {
           headers: { authorization: `Bearer ${this.token}` },
-        });
-        // A real client waits and asks again when no replica can answer for a moment.
-        if (response.status === 503 || response.status === 504) {
+          signal: AbortSignal.timeout(10_000),
+        }).catch(() => undefined);
+        // A real client waits and asks again when the gateway, or a replica behind it, cannot answer for a moment.
+        if (!response || response.status >= 500) {
+          const body = response ? ((await response.json().catch(() => ({}))) as { code?: string }) : {};
+          this.failures.push({ at: started, status: response?.status ?? 0, code: body.code, retryAfter: response?.headers.get('retry-after'), tookMs: Date.now() - started });
           this.retried++;
           await new Promise((resolve) => setTimeout(resolve, 100));
           continue;

@@ -32,8 +32,10 @@ export interface E2eStack {
   startIngestReplica(replicaIndex: number): ServiceProcess;
   userToken(sub: string): Promise<string>;
   createWorker(owner: string, extra?: Omit<CreateWorkerRequestType, 'owner'>): Promise<CreateWorkerResultType>;
-  /** Stops the gateway (SIGTERM), and returns the function that starts it again on the same port. */
-  stopGateway(): Promise<() => Promise<void>>;
+  /** Stops the gateway (SIGTERM, or SIGKILL: a crash), and returns the function that starts it again on the same port. */
+  stopGateway(how?: 'stop' | 'kill'): Promise<() => Promise<void>>;
+  /** Each event-ingest replica's probe URL (`…/readyz`), when the stack was asked for them. */
+  ingestProbeUrls: string[];
   /** Every service process running now. */
   processes(): ServiceProcess[];
   /** Every service's output, for a failing test's message. */
@@ -46,9 +48,20 @@ export interface E2eStack {
  * every service started from its built `main.js` as its own process (two event-ingest replicas
  * unless told otherwise). Resolves once `GET /v1/status` says every service is up.
  */
-export async function startStack(options: { ingestReplicas?: number; sessionEnv?: Record<string, string>; gatewayEnv?: Record<string, string> } = {}): Promise<E2eStack> {
+export interface StackOptions {
+  ingestReplicas?: number;
+  sessionEnv?: Record<string, string>;
+  gatewayEnv?: Record<string, string>;
+  /** Postgres with `fsync` and `synchronous_commit` on: a test of durability needs them. */
+  durablePostgres?: boolean;
+  /** Give each event-ingest replica a probe port (`/healthz`, `/readyz`). */
+  ingestProbes?: boolean;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<E2eStack> {
   const replicas = options.ingestReplicas ?? 2;
-  const [nats, postgres, issuer]: [NatsServerProcess, PostgresProcess, TestIssuer] = await Promise.all([startNatsServer(), startPostgres(), startTestIssuer('svc')]);
+  const [nats, postgres, issuer]: [NatsServerProcess, PostgresProcess, TestIssuer] = await Promise.all([startNatsServer(), startPostgres({ durable: options.durablePostgres ?? false }), startTestIssuer('svc')]);
+  const ingestProbePorts = options.ingestProbes ? await Promise.all(Array.from({ length: replicas }, () => freePort())) : [];
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
@@ -66,7 +79,14 @@ export async function startStack(options: { ingestReplicas?: number; sessionEnv?
     ...options.gatewayEnv,
   };
   const startIngestReplica = (replicaIndex: number) =>
-    startServiceProcess('event-ingest', { ...env, ...natsUser('event-ingest'), SVC_INSTANCE: `ingest-${replicaIndex}`, SVC_INGEST_REPLICA_INDEX: String(replicaIndex), SVC_INGEST_REPLICA_COUNT: String(replicas) });
+    startServiceProcess('event-ingest', {
+      ...env,
+      ...natsUser('event-ingest'),
+      SVC_INSTANCE: `ingest-${replicaIndex}`,
+      SVC_INGEST_REPLICA_INDEX: String(replicaIndex),
+      SVC_INGEST_REPLICA_COUNT: String(replicas),
+      ...(ingestProbePorts[replicaIndex] ? { SVC_HEALTH_PORT: String(ingestProbePorts[replicaIndex]) } : {}),
+    });
   const ingest = Array.from({ length: replicas }, (_, index) => startIngestReplica(index));
   const sandboxesDir = path.join(stateDir, 'sandboxes');
   const sessionEnv = { ...env, ...natsUser('session'), SVC_SANDBOXES_DIR: sandboxesDir, SVC_SANDBOX_CONTROL_PLANE_URL: gatewayUrl, ...options.sessionEnv };
@@ -101,8 +121,10 @@ export async function startStack(options: { ingestReplicas?: number; sessionEnv?
     startIngestReplica,
     userToken: (sub) => issuer.sign({ sub }),
     createWorker: (owner, extra = {}) => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner, ...extra }),
-    async stopGateway() {
-      await gateway.stop();
+    ingestProbeUrls: ingestProbePorts.map((probePort) => `http://127.0.0.1:${probePort}/readyz`),
+    async stopGateway(how = 'stop') {
+      if (how === 'kill') await gateway.kill();
+      else await gateway.stop();
       return async () => {
         gateway = startServiceProcess('gateway', gatewayEnv);
         await gatewayReady();

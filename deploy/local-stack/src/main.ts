@@ -42,7 +42,9 @@ try {
   const stack = await startLocalStack({ ...config, natsCredentials, gateway, logger });
   shutdown.add({ name: 'local stack', close: () => stack.stop() });
   if (config.healthPort) {
-    const probes = await serveHealthProbes({ nc: stack.nc, port: config.healthPort });
+    const probes = await serveHealthProbes({ port: config.healthPort });
+    probes.watch(stack.nc);
+    probes.started();
     shutdown.add({ name: 'probes', close: () => probes.close() });
   }
   process.stdout.write(

@@ -188,7 +188,7 @@ describe('bus — against a real nats-server', () => {
     const waiting = requestJson(other, 'svc.rpc.test.never', {}, { timeoutMs: 5000 });
     await other.flush();
     await other.close();
-    await expect(waiting).rejects.toMatchObject({ code: 'unavailable' });
+    await expect(waiting).rejects.toMatchObject({ code: 'bus_unavailable' });
     await server2.stop();
   });
 

@@ -1,3 +1,4 @@
+import { CodedError } from '@svc/protocol';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ConfigError, type Logger } from '@svc/service-kit';
 
@@ -83,6 +84,16 @@ export function trackConnection(nc: NatsConnection): { connected(): boolean } {
     }
   })();
   return { connected: () => connected && !nc.isClosed() && !nc.isDraining() };
+}
+
+/**
+ * Whether `err` says NATS (or JetStream behind it) cannot be reached right now, as opposed to a
+ * request it refused: worth waiting out at start.
+ */
+export function isBusUnavailable(err: unknown): boolean {
+  if (err instanceof CodedError) return err.code === 'bus_unavailable' || err.code === 'unavailable' || err.code === 'timeout';
+  if (!(err instanceof Error)) return false;
+  return ['TimeoutError', 'NoRespondersError', 'ConnectionError', 'RequestError', 'ClosedConnectionError'].includes(err.name) || /timeout|no responders|disconnect|connection closed|503/i.test(err.message);
 }
 
 /** A service's NATS credentials from its settings (`SVC_NATS_USER`, `SVC_NATS_PASSWORD`), if it has any. */

@@ -2,7 +2,7 @@ import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import { CodedError, headers } from '@svc/protocol';
 import { decode, encode, headersWith } from './codec.js';
 import type { SendOptions } from './messaging.js';
-import { isNoResponders, replyInboxOf, type ExpectedReply } from './reply-inbox.js';
+import { busUnavailable, isNoResponders, replyInboxOf, type ExpectedReply } from './reply-inbox.js';
 
 /** JetStream's answer to a publish: where the message is kept, or that it was a repeat. */
 export interface DurableAck {
@@ -39,6 +39,7 @@ export function createDurablePublisher(nc: NatsConnection, options: { timeoutMs?
   const inbox = replyInboxOf(nc);
   const unacked = new Set<ExpectedReply>();
 
+
   // Messages wait for the end of the event-loop turn and go out together: the client writes to
   // its socket once per batch it is handed, and the requests a server reads in one turn (each
   // its own callback) would otherwise cost a write each — a quarter of a busy gateway's CPU.
@@ -69,6 +70,10 @@ export function createDurablePublisher(nc: NatsConnection, options: { timeoutMs?
 
   return {
     publish(subject, payload, { messageId, requestId, immediate }) {
+      // Without NATS no ack can come: fail now rather than after the timeout (waiting publishes
+      // fail when the connection drops; a message that reached the stream first is kept once,
+      // since the caller's retry carries the same message id).
+      if (!inbox.connected()) return Promise.reject(busUnavailable(`a JetStream publish on ${subject}`));
       const expected = inbox.expect(timeoutMs, () => `a JetStream publish on ${subject}`);
       unacked.add(expected);
       outbox.push({ subject, data: encode(payload), headers: headersWith(requestId, { [headers.messageId]: messageId })!, expected });

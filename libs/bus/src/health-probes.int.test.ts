@@ -25,21 +25,29 @@ describe('health probes (/healthz, /readyz) for the services without HTTP', () =
     await server?.stop();
   });
 
-  it('alive always; ready while NATS is connected and the store answers; a wrong path is 404', async () => {
+  it('alive always; ready once started, while NATS is connected and the store answers, saying which is missing; a wrong path is 404', async () => {
     let storeUp = true;
     const port = await freePort();
-    const probes = await serveHealthProbes({ nc, port, host: '127.0.0.1', probeStore: async () => storeUp });
+    const probes = await serveHealthProbes({ port, host: '127.0.0.1', probeStore: async () => storeUp });
     const get = async (path: string) => {
       const response = await fetch(`http://127.0.0.1:${port}${path}`);
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
+    // From the first moment: alive, and not ready while the service waits for its dependencies.
     expect(await get('/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
+    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'bus_unavailable', message: 'starting: waiting for NATS' } });
+    probes.watch(nc);
+    storeUp = false;
+    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'store_unavailable', message: 'starting: waiting for the store' } });
+    storeUp = true;
+    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'unavailable', message: 'starting' } });
+    probes.started();
     expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ok' } });
     storeUp = false;
-    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'unavailable', message: 'the store does not answer' } });
+    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'store_unavailable', message: 'the store does not answer' } });
     expect((await get('/metrics')).status).toBe(404);
     await nc.close();
-    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'unavailable', message: 'not connected to NATS' } });
+    expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'bus_unavailable', message: 'not connected to NATS' } });
     expect((await get('/healthz')).status).toBe(200);
     await probes.close();
   });

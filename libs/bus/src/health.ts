@@ -27,27 +27,42 @@ export function serveHealth(nc: NatsConnection, service: ServiceName, options: H
   );
 }
 
+/** The probes of one process: it tells them when it has a NATS connection and when it has started. */
+export interface HealthProbes {
+  /** The service's NATS connection, once it has one: `/readyz` follows its state from then on. */
+  watch(nc: NatsConnection): void;
+  /** The service finished starting (migrations applied, subscriptions made). */
+  started(): void;
+  close(): Promise<void>;
+}
+
 /**
- * `GET /healthz` (the process is alive) and `GET /readyz` (connected to NATS, and the store
- * answers when there is one) on `port`, for Kubernetes probes of the services that serve no
- * HTTP of their own. Plain node:http: nothing else listens on that port.
+ * `GET /healthz` (the process is alive) and `GET /readyz` (started, connected to NATS, and the
+ * store answers when there is one) on `port`, for Kubernetes probes of the services that serve
+ * no HTTP of their own. They answer from the first moment of the process: a service waiting for
+ * NATS or Postgres at start is alive and not ready, and says which one it waits for. Plain
+ * node:http: nothing else listens on that port.
  */
-export async function serveHealthProbes(options: { nc: NatsConnection; port: number; host?: string; probeStore?: (() => Promise<boolean>) | undefined }): Promise<{ close(): Promise<void> }> {
-  const connection = trackConnection(options.nc);
+export async function serveHealthProbes(options: { port: number; host?: string; probeStore?: (() => Promise<boolean>) | undefined }): Promise<HealthProbes> {
+  let connection: { connected(): boolean } | undefined;
+  let started = false;
   const server = createServer((request, response) => {
     const answer = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (request.url === '/healthz') return answer(200, { status: 'ok' });
     if (request.url !== '/readyz') return answer(404, { code: 'not_found', message: `${request.url} is not a probe: /healthz or /readyz` });
-    if (!connection.connected()) return answer(503, { code: 'unavailable', message: 'not connected to NATS' });
-    if (!options.probeStore) return answer(200, { status: 'ok' });
-    options.probeStore().then(
-      (up) => (up ? answer(200, { status: 'ok' }) : answer(503, { code: 'unavailable', message: 'the store does not answer' })),
-      () => answer(503, { code: 'unavailable', message: 'the store does not answer' }),
-    );
+    if (!connection?.connected()) return answer(503, { code: 'bus_unavailable', message: connection ? 'not connected to NATS' : 'starting: waiting for NATS' });
+    const storeDown = () => answer(503, { code: 'store_unavailable', message: started ? 'the store does not answer' : 'starting: waiting for the store' });
+    const ready = () => (started ? answer(200, { status: 'ok' }) : answer(503, { code: 'unavailable', message: 'starting' }));
+    if (!options.probeStore) return ready();
+    options.probeStore().then((up) => (up ? ready() : storeDown()), storeDown);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host ?? '0.0.0.0', resolve);
   });
-  return { close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    watch: (nc) => void (connection = trackConnection(nc)),
+    started: () => void (started = true),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

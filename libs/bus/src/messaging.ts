@@ -3,7 +3,7 @@ import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transp
 import { CodedError, headers, isErrorCode, type RpcReply, type SchemaChecker, describeFieldErrors } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import { decode, encode, headersWith } from './codec.js';
-import { isNoResponders, replyInboxOf } from './reply-inbox.js';
+import { busUnavailable, isNoResponders, replyInboxOf } from './reply-inbox.js';
 
 /** What a handler learns about the message besides its payload. */
 export interface MessageContext {
@@ -68,6 +68,8 @@ export async function requestJson<Result>(nc: NatsConnection, subject: string, p
   const inbox = replyInboxOf(nc);
   let msg: Msg;
   for (let attempt = 0; ; attempt++) {
+    // Nobody can answer while NATS is unreachable: say so now, not after the timeout.
+    if (!inbox.connected()) throw busUnavailable(`a request on ${subject}`);
     const expected = inbox.expect(options.timeoutMs ?? 5000, () => `a request on ${subject}`);
     try {
       nc.publish(subject, data, { reply: expected.reply, ...(h ? { headers: h } : {}) });

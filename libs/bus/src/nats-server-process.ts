@@ -65,6 +65,10 @@ export interface NatsServerProcess {
   credentials: NatsCredentials;
   /** The permission violations the server reported so far (a service publishing or subscribing beyond its subjects), at most 100. */
   permissionViolations(): string[];
+  /** Kills the server (SIGKILL), keeping its store: a crash. */
+  kill(): Promise<void>;
+  /** Starts a killed server again on the same port, store and credentials. */
+  restart(): Promise<void>;
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes a temporary store. */
   stop(): Promise<void>;
 }
@@ -92,35 +96,67 @@ export async function launchNatsServer(options: NatsServerOptions = {}): Promise
   // The config holds only who may connect (mode 0600); the command line says everything else.
   const configFile = path.join(portsDir, 'nats.conf');
   await writeFile(configFile, natsAuthorizationConfig(credentials), { mode: 0o600 });
-  const args = ['-c', configFile, '-js', '-sd', storeDir, '-a', host, '-p', String(options.port ?? -1), '--ports_file_dir', portsDir];
-  // Its own process group: a Ctrl+C in the terminal reaches only us, and we stop the server
-  // after draining our connections to it (else it would die first and the drain would fail).
-  // It ends with this process even when this process is killed (no exit handler runs then).
-  const launch = dieWithParent(binary, args);
-  const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, GOMAXPROCS: natsServerThreads() } });
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
   let stderr = '';
   const violations: string[] = [];
-  let partial = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-8192);
-    const lines = (partial + chunk.toString()).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) if (/(Publish|Subscription) Violation/.test(line) && violations.length < 100) violations.push(line);
-  });
 
+  /** Runs nats-server on `port` (-1: a free one) and resolves with its URL once it accepts clients. */
+  async function run(port: number): Promise<{ child: ChildProcess; url: string }> {
+    await Promise.all((await readdir(portsDir)).filter((name) => name.endsWith('.ports')).map((name) => rm(path.join(portsDir, name), { force: true })));
+    const args = ['-c', configFile, '-js', '-sd', storeDir, '-a', host, '-p', String(port), '--ports_file_dir', portsDir];
+    // Its own process group: a Ctrl+C in the terminal reaches only us, and we stop the server
+    // after draining our connections to it (else it would die first and the drain would fail).
+    // It ends with this process even when this process is killed (no exit handler runs then).
+    const launch = dieWithParent(binary, args);
+    const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, GOMAXPROCS: natsServerThreads() } });
+    let partial = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-8192);
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (/(Publish|Subscription) Violation/.test(line) && violations.length < 100) violations.push(line);
+    });
+    try {
+      return { child, url: await waitForPortsFile(child, portsDir, () => stderr) };
+    } catch (err) {
+      await stopChild(child);
+      throw err;
+    }
+  }
+
+  let child: ChildProcess | undefined;
+  const killOnExit = () => child?.kill('SIGKILL');
+  process.once('exit', killOnExit);
   const cleanup = async () => {
     process.off('exit', killOnExit);
-    await stopChild(child);
+    if (child) await stopChild(child);
     await rm(portsDir, { recursive: true, force: true });
     if (temporary) await rm(storeDir, { recursive: true, force: true });
   };
 
   try {
-    const url = await waitForPortsFile(child, portsDir, () => stderr);
+    const started = await run(options.port ?? -1);
+    child = started.child;
+    const url = started.url;
     const port = Number(new URL(url).port);
-    return { url, port, storeDir, pid: child.pid!, credentials, permissionViolations: () => [...violations], stop: cleanup };
+    return {
+      url,
+      port,
+      storeDir,
+      get pid() {
+        return child!.pid!;
+      },
+      credentials,
+      permissionViolations: () => [...violations],
+      async kill() {
+        const exited = new Promise<void>((resolve) => (child!.exitCode !== null || child!.signalCode !== null ? resolve() : child!.once('exit', () => resolve())));
+        child!.kill('SIGKILL');
+        await exited;
+      },
+      async restart() {
+        child = (await run(port)).child;
+      },
+      stop: cleanup,
+    };
   } catch (err) {
     await cleanup();
     throw err;

@@ -17,7 +17,12 @@ export interface ExpectedReply {
 
 export interface ReplyInbox {
   expect(timeoutMs: number, describe: () => string): ExpectedReply;
+  /** Whether the connection is up: while it is not, no reply can come, so do not ask. */
+  connected(): boolean;
 }
+
+/** The error of a request or publish made, or waiting, while NATS is unreachable. */
+export const busUnavailable = (what = 'the request'): CodedError => new CodedError('bus_unavailable', `NATS is unreachable, so ${what} could not be answered; retry shortly`);
 
 interface Waiting {
   deadline: number;
@@ -68,11 +73,30 @@ function createReplyInbox(nc: NatsConnection): ReplyInbox {
   });
   void subscription.closed.finally(() => {
     for (const byToken of waiting.values()) {
-      for (const entry of byToken.values()) entry.reject(new CodedError('unavailable', `the NATS connection closed before ${entry.describe()} was answered`));
+      for (const entry of byToken.values()) entry.reject(new CodedError('bus_unavailable', `the NATS connection closed before ${entry.describe()} was answered`));
     }
     waiting.clear();
     clearInterval(sweep);
   });
+
+  // When the connection drops, no reply will come to what is waiting: fail it now rather than
+  // at its deadline (a request sent just before may still be carried out; its retry is safe).
+  let connected = !nc.isClosed();
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect' || status.type === 'reconnecting') {
+        if (connected) {
+          for (const byToken of waiting.values()) {
+            for (const entry of byToken.values()) entry.reject(busUnavailable(entry.describe()));
+            byToken.clear();
+          }
+        }
+        connected = false;
+      } else if (status.type === 'reconnect') {
+        connected = true;
+      }
+    }
+  })();
 
   function sweepOverdue(): void {
     const now = Date.now();
@@ -111,6 +135,7 @@ function createReplyInbox(nc: NatsConnection): ReplyInbox {
       }
       return { reply: `${prefix}${token}`, answer, fail: (err) => take(token)?.reject(err) };
     },
+    connected: () => connected && !nc.isClosed(),
   };
 }
 

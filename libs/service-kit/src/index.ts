@@ -5,3 +5,4 @@ export * from './version.js';
 export * from './common-settings.js';
 export * from './running-service.js';
 export * from './child-processes.js';
+export * from './retry.js';

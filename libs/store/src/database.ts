@@ -3,6 +3,7 @@ import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations/index.js';
 import { createPGliteDialect } from './pglite-dialect.js';
+import { unavailableAsTypedError } from './store-errors.js';
 import type { Database } from './schema.js';
 
 const INT8_OID = 20;
@@ -27,12 +28,18 @@ export type DatabaseLocation =
 /** Opens Postgres (when given a URL) or embedded PGlite; bigints are read as decimal strings on both. */
 export async function openDatabase(location: DatabaseLocation): Promise<StoreDatabase> {
   if ('url' in location) {
-    const pool = new pg.Pool({ connectionString: location.url, max: location.poolSize ?? 10 });
-    // pg already reads int8 as a string; say so explicitly, as PGlite is told the same.
-    pool.on('connect', (client) => client.setTypeParser?.(INT8_OID, (value: string) => value));
+    // A connection attempt that hangs (a black-holed host) fails after 5 s instead of forever.
+    const pool = new pg.Pool({ connectionString: location.url, max: location.poolSize ?? 10, connectionTimeoutMillis: 5000 });
+    pool.on('connect', (client) => {
+      // pg already reads int8 as a string; say so explicitly, as PGlite is told the same.
+      client.setTypeParser?.(INT8_OID, (value: string) => value);
+      // A connection the server drops while it is in use emits 'error' on its client, where the
+      // pool does not listen: unheard, it would end the process. The query fails on its own.
+      client.on('error', (err) => location.onConnectionError?.(err));
+    });
     // An idle connection that the server drops must not crash the process; the pool replaces it.
     pool.on('error', (err) => location.onConnectionError?.(err));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: unavailableAsTypedError(pool) }) });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   const pglite = 'pglite' in location ? location.pglite : createPGlite(location.dataDir);

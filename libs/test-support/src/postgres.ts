@@ -13,8 +13,12 @@ export interface PostgresProcess {
   /** A connection string for the superuser `postgres` on database `postgres`. */
   url: string;
   port: number;
-  /** Stops the server, keeping its data: a store outage. */
-  suspend(): Promise<void>;
+  /**
+   * Stops the server, keeping its data: a store outage. `immediate` is Postgres's immediate
+   * shutdown (SIGQUIT: every connection cut at once, recovery at the next start), as a crash or a
+   * failover looks to clients; the default lets clients finish first.
+   */
+  suspend(mode?: 'smart' | 'immediate'): Promise<void>;
   /** Starts a suspended server again on the same port with the same data. */
   resume(): Promise<void>;
   /** Stops the server (fast shutdown) and deletes its data directory. */
@@ -114,8 +118,9 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     return {
       url: `postgres://postgres@127.0.0.1:${port}/postgres`,
       port,
-      async suspend() {
-        await stopPostgres(child);
+      async suspend(mode = 'smart') {
+        if (mode === 'immediate') await killPostgres(child, 'SIGQUIT');
+        else await stopPostgres(child);
       },
       async resume() {
         child = await launch(port);
@@ -144,6 +149,14 @@ function waitUntilReady(child: ChildProcess): Promise<void> {
       reject(new Error(`postgres exited with code ${code}: ${log.trim()}`));
     });
   });
+}
+
+/** Sends the server a signal and waits for it to exit. */
+async function killPostgres(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill(signal);
+  await exited;
 }
 
 /**

@@ -18,6 +18,8 @@ export interface ServiceProcess {
   readonly pid: number;
   /** Everything the process wrote, for a failing test's message. */
   output(): string;
+  /** Whether it is still running (a fault must not have ended it). */
+  running(): boolean;
   /** SIGTERM, as Kubernetes stops a pod; resolves with the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL: a crash, no clean-up of any kind. */
@@ -49,6 +51,7 @@ export function startServiceProcess(service: ServiceName, env: Record<string, st
     service,
     pid: child.pid!,
     output: () => output,
+    running,
     async stop() {
       if (running()) child.kill('SIGTERM');
       return exited;

@@ -3,7 +3,7 @@ import { nanos } from '@nats-io/transport-node';
 import { decodeJson, publishJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
 import { agentExitCodeOf, isControlEvent, storedBatchMessageId, streams, subjects, validateIncomingEvent, type IncomingEvent, type IncomingEventMessageType, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import type { WorkerEvents } from '@svc/store';
+import { isStoreUnavailable, type WorkerEvents } from '@svc/store';
 import type { Appender } from './shared-commits.js';
 
 /** Most messages appended in one go (per partition). */
@@ -14,6 +14,8 @@ const MAX_BATCH = 500;
  * `working()` however long the store takes, so this is about crashes, not slow commits.
  */
 const ACK_WAIT_MS = 10_000;
+/** The longest pause between two tries of a failed append. */
+const APPEND_RETRY_MAX_MS = 1000;
 /** Messages taken from JetStream but not yet stored; past this the consumer stops pulling. */
 const MAX_BUFFERED = 2 * MAX_BATCH;
 
@@ -84,8 +86,11 @@ export async function consumePartition(nc: NatsConnection, store: Appender, anno
       } catch (err) {
         sendAcks();
         if (stopping) throw err;
-        log.error({ err, workers: batches.length, attempt }, 'append failed; retrying');
-        await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 100 * 2 ** attempt)));
+        // Postgres away (restarting, failing over) is waited out; the pause stays short so
+        // storage resumes within about a second of the database coming back.
+        if (isStoreUnavailable(err)) log.warn({ err: { message: (err as Error).message }, workers: batches.length, attempt }, 'the store is unavailable; retrying the batch');
+        else log.error({ err, workers: batches.length, attempt }, 'append failed; retrying');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(APPEND_RETRY_MAX_MS, 50 * 2 ** attempt)));
       }
     }
   }

@@ -81,7 +81,7 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
     }
   });
 
-  it('readyz answers 503 unavailable once NATS is gone', async () => {
+  it('readyz answers 503 bus_unavailable, with Retry-After, once NATS is gone', async () => {
     const own = await startBusFixture();
     const port = await freePort();
     const config = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(port), SVC_STATE_DIR: stateDir });
@@ -90,7 +90,8 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
       await own.nc.close();
       const response = await fetch(`${gateway.url}/readyz`);
       expect(response.status).toBe(503);
-      expect(await response.json()).toMatchObject({ code: 'unavailable' });
+      expect(response.headers.get('retry-after')).toBe('1');
+      expect(await response.json()).toMatchObject({ code: 'bus_unavailable' });
     } finally {
       await gateway.stop().catch(() => {});
       await own.stop();

@@ -24,6 +24,10 @@ export const ERROR_CODES = {
   rate_limited: 429,
   internal: 500,
   unavailable: 503,
+  /** The database does not answer (down, restarting, unreachable): retry after `Retry-After`. */
+  store_unavailable: 503,
+  /** NATS, the bus between the services, is unreachable: retry after `Retry-After`. */
+  bus_unavailable: 503,
   timeout: 504,
 } as const;
 

@@ -54,8 +54,17 @@ export function toCodedError(error: FastifyError | CodedError | Error): CodedErr
   return new CodedError('internal', 'internal error', undefined, { cause: error });
 }
 
-/** Answers with a coded error as an `APIError`. */
+/**
+ * How long a client should wait before trying again, in seconds, for an answer that says a
+ * dependency is away (503) or was too slow (504): short, since the gateway fails fast and the
+ * services reconnect within about a second.
+ */
+const RETRY_AFTER_S: Partial<Record<CodedError['code'], number>> = { bus_unavailable: 1, store_unavailable: 2, unavailable: 2, timeout: 1 };
+
+/** Answers with a coded error as an `APIError` (503 and 504 with `Retry-After`). */
 export function sendApiError(reply: FastifyReply, coded: CodedError): void {
+  const retryAfter = RETRY_AFTER_S[coded.code];
+  if (retryAfter !== undefined && !reply.hasHeader('retry-after')) void reply.header('retry-after', String(retryAfter));
   void reply.code(coded.status).type('application/json').send(coded.toBody());
 }
 

@@ -27,7 +27,7 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
     '/readyz',
     { config: { auth: 'public', rateLimit: false }, schema: { tags: ['health'], summary: 'Ready to serve: connected to NATS', response: { 200: Ok, 503: APIErrorSchema } } },
     async () => {
-      if (!natsUp()) throw new CodedError('unavailable', 'not connected to NATS');
+      if (!natsUp()) throw new CodedError('bus_unavailable', 'not connected to NATS');
       return { status: 'ok' as const };
     },
   );
