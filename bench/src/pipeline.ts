@@ -40,6 +40,8 @@ export interface Pipeline {
   nc: NatsConnection;
   postgresUrl: string;
   gateway: ServiceProcess;
+  /** Every service process (event-ingest, session, control, gateway). */
+  processes: ServiceProcess[];
   userToken: string;
   createWorker(options?: Omit<CreateWorkerRequestType, 'owner'>): Promise<CreateWorkerResultType>;
   /** Waits until event-ingest has stored everything posted so far, so one figure's backlog does not weigh on the next. */
@@ -81,6 +83,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     nc,
     postgresUrl: postgres.url,
     gateway: processes[3]!,
+    processes,
     userToken,
     createWorker: (options = {}) => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench', ...options }),
     async drained() {
