@@ -5,6 +5,8 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { constants } from 'node:os';
 import { LIFECYCLE_SUBTYPES, withdrawnRequestId, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
+// Only this module of the kit: the sidecar's single executable stays small.
+import { dieWithParent } from '@svc/service-kit/child-processes';
 import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
 import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
@@ -94,7 +96,10 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   // The proxy's variables win: a template cannot point the agent past the model proxy.
   const agentEnv = { ...process.env, ...config.agent.env, ...egressProxy?.agentEnv, ...modelProxy?.agentEnv };
   const preflight = (await adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? [];
-  const agent = spawn(plan.command, plan.args, {
+  // The agent dies with the sidecar however the sidecar dies (a SIGKILL runs no handler): a
+  // sidecar started again finds no agent of the last run writing into the same workspace.
+  const launchAgent = dieWithParent(plan.command, plan.args);
+  const agent = spawn(launchAgent.command, launchAgent.args, {
     cwd: config.agent.cwd,
     env: agentEnv,
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,8 +1,13 @@
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StatusResponseType } from '@svc/protocol';
-import { waitFor } from '@svc/test-support';
-import { expectEverythingOnceInOrder, startLoad, unexpectedFailures, type Load } from './load.js';
+import type { ListResponseOf, StatusResponseType, StoredEvent } from '@svc/protocol';
+import { standInAgent, startMockAnthropic, waitFor } from '@svc/test-support';
+import { expectEverythingOnceInOrder, startLoad, unexpectedFailures, type FailedAnswer, type Load } from './load.js';
+import { claudeAgent, CLAUDE_CODE_VERSIONS } from './real-agents.js';
+import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 
 const OWNER = 'chaos-user';
@@ -21,11 +26,19 @@ describe('chaos: one fault at a time under load', () => {
   let stack: E2eStack;
   let userToken: string;
 
+  let dir: string;
+
   beforeAll(async () => {
-    stack = await startStack({ ingestReplicas: 2, durablePostgres: true, ingestProbes: true });
+    // A sidecar gone silent is noticed after 10 s (90 s in production), so a scenario can see it.
+    stack = await startStack({ ingestReplicas: 2, durablePostgres: true, ingestProbes: true, sessionEnv: { SVC_SIDECAR_LOST_AFTER_MS: '10000' } });
     userToken = await stack.userToken(OWNER);
+    // Not under /tmp: the real Claude Code keeps its HOME here.
+    dir = await mkdtemp(path.join(homedir(), '.cache', 'svc-chaos-'));
   }, 120_000);
-  afterAll(() => stack?.stop());
+  afterAll(async () => {
+    await stack?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
 
   const pids = () => stack.processes().map((p) => `${p.service}:${p.pid}`);
   const load = () => startLoad(stack, { owner: OWNER, userToken, ...LOAD });
@@ -139,4 +152,135 @@ describe('chaos: one fault at a time under load', () => {
       await finish(running, `event-ingest ${replica} killed`);
     }, 180_000);
   }
+
+  it('control killed (SIGKILL) while people decide for 10 agents: every decision reaches its agent exactly once, each stored once', async () => {
+    const ASKS = 20;
+    const before = pids().filter((p) => !p.startsWith('control:'));
+    const agents = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        const worker = await stack.createWorker(OWNER);
+        const receipts = path.join(dir, `receipts-${i}`);
+        const sidecar = await startSidecarWith(dir, `asker-${i}`, {
+          adapter: 'claude-code',
+          worker_id: worker.worker_id,
+          control_plane_url: stack.gatewayUrl,
+          auth_token: worker.token,
+          agent: { command: standInAgent('ask-repeatedly'), prompt: 'go', env: { ASKS: String(ASKS), RECEIPTS: receipts } },
+          decision_wait_ms: 2000,
+        });
+        return { worker, receipts, sidecar };
+      }),
+    );
+    // People decide every open request as it comes; a request they cannot make now they make again.
+    const failures: FailedAnswer[] = [];
+    let deciding = true;
+    const get = async (url: string) => fetch(`${stack.gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
+    const note = async (started: number, response: Response | undefined) => {
+      const body = response ? ((await response.json().catch(() => ({}))) as { code?: string }) : {};
+      failures.push({ at: started, status: response?.status ?? 0, code: body.code, retryAfter: response?.headers.get('retry-after'), tookMs: Date.now() - started });
+    };
+    const deciders = agents.map(async ({ worker }) => {
+      while (deciding) {
+        const started = Date.now();
+        const open = await get(`/v1/workers/${worker.worker_id}/control/requests?state=open`);
+        if (open?.status !== 200) {
+          await note(started, open);
+          await sleep(100);
+          continue;
+        }
+        for (const request of ((await open.json()) as ListResponseOf<StoredEvent<'control_request'>>).items) {
+          const decidedAt = Date.now();
+          const answer = await controlClient(stack.gatewayUrl, userToken).decide(worker.worker_id, { request_id: request.data.request_id, decision: 'allow' }).catch(() => undefined);
+          if (answer?.status === 201 || answer?.status === 409) await answer.arrayBuffer();
+          else await note(decidedAt, answer);
+        }
+        await sleep(20);
+      }
+    });
+    await sleep(1_500);
+    const restart = await stack.killService('control');
+    await sleep(1_000);
+    restart();
+    const codes = await Promise.all(agents.map((agent) => agent.sidecar.exited));
+    deciding = false;
+    await Promise.all(deciders);
+    expect(codes, stack.outputs()).toEqual(agents.map(() => 0));
+    for (const agent of agents) {
+      const received = (await readFile(agent.receipts, 'utf8')).trim().split('\n').map((line) => line.split(' ')[0]);
+      expect(received).toHaveLength(ASKS);
+      expect(new Set(received).size).toBe(ASKS);
+      const stored = await controlClient(stack.gatewayUrl, userToken).events(agent.worker.worker_id);
+      expect(stored.filter((e) => e.type === 'control_response')).toHaveLength(ASKS);
+    }
+    console.info(`chaos: control killed: ${agents.length * ASKS} decisions delivered once each; ${failures.length} answers were not a success (${[...new Set(failures.map((f) => `${f.status} ${f.code ?? ''}`.trim()))].join(', ') || 'none'})`);
+    expect(failures.filter((a) => a.status !== 0 && !((a.status === 503 || a.status === 504) && a.code !== undefined && a.retryAfter))).toEqual([]);
+    expect(pids().filter((p) => !p.startsWith('control:'))).toEqual(before);
+  }, 180_000);
+
+  it('the gateway unreachable for 60 s under a running real Claude Code: the agent is never blocked, everything it printed is stored once, in order, afterwards', async () => {
+    const STEPS = 12;
+    // Its model is reached directly; every step runs a shell command that takes a second.
+    const turns = Array.from({ length: STEPS }, (_, n) => ({ text: `Step ${n + 1}.`, tool: { name: 'Bash', input: { command: `sleep 1 && echo step ${n + 1}`, description: `Step ${n + 1}` } } }));
+    const mock = await startMockAnthropic([...turns, { text: 'Done.' }]);
+    try {
+      const worker = await stack.createWorker(OWNER);
+      const workspace = path.join(dir, 'claude-workspace');
+      const home = path.join(dir, 'claude-home');
+      await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
+      const sidecar = await startSidecarWith(dir, 'claude-through-outage', {
+        adapter: 'claude-code',
+        worker_id: worker.worker_id,
+        control_plane_url: stack.gatewayUrl,
+        auth_token: worker.token,
+        autonomous: true,
+        permissions: { auto_approve: ['Bash'], deny: [], ask: [] },
+        agent: claudeAgent({ version: CLAUDE_CODE_VERSIONS.at(-1)!, cwd: workspace, home, baseUrl: mock.url, prompt: 'Run the steps.' }),
+        decision_wait_ms: 2000,
+      });
+      const api = controlClient(stack.gatewayUrl, userToken);
+      await waitFor('the agent under way', async () => (await api.events(worker.worker_id)).some((e) => e.type === 'assistant'), 60_000, 100);
+      const restart = await stack.stopGateway('kill');
+      const downAt = Date.now();
+      // The agent goes on without the control plane: it finishes its steps while the gateway is away.
+      await waitFor('the agent done with its model', () => mock.requests().filter((body) => JSON.stringify(body).includes('Run the steps.')).length >= STEPS + 1, 58_000, 100);
+      const agentDoneAfterMs = Date.now() - downAt;
+      await sleep(60_000 - (Date.now() - downAt));
+      await restart();
+      expect(await sidecar.exited, sidecar.stderr()).toBe(0);
+      const stored = await api.events(worker.worker_id);
+      // The sidecar numbers what it sends `<boot>:<n>`: every one stored once, in its order, ids 1, 2, 3…
+      const uids = stored.map((e) => e.uid);
+      const boot = uids[0]!.split(':')[0]!;
+      expect(uids).toEqual(uids.map((_, n) => `${boot}:${n}`));
+      expect(stored.map((e) => e.id)).toEqual(stored.map((_, n) => String(n + 1)));
+      expect(stored.filter((e) => e.type === 'tool_result')).toHaveLength(STEPS);
+      expect(stored.at(-1)).toMatchObject({ type: 'system', data: { subtype: 'agent_exit' } });
+      console.info(`chaos: gateway away 60 s: the agent finished its ${STEPS} steps ${agentDoneAfterMs} ms into the outage; ${stored.length} events stored once, in order, afterwards`);
+    } finally {
+      await mock.stop();
+    }
+  }, 240_000);
+
+  it('session killed (SIGKILL) during spawns: nothing hangs — every session ends failed, saying why, within 40 s of the restart, and new sessions spawn', async () => {
+    const api = controlClient(stack.gatewayUrl, userToken);
+    const created = await Promise.all(Array.from({ length: 4 }, () => api.createSession({ template: 'demo' })));
+    const restart = await stack.killService('session');
+    const killedAt = Date.now();
+    await sleep(500);
+    restart();
+    const statusOf = async (id: string) => {
+      const response = await fetch(`${stack.gatewayUrl}/v1/sessions/${id}`, { headers: { authorization: `Bearer ${userToken}` } });
+      return response.status === 200 ? ((await response.json()) as { status: string; failure?: { step: string; reason: string } }) : undefined;
+    };
+    const ended = await waitFor('every session ended', async () => {
+      const sessions = await Promise.all(created.map((session) => statusOf(session.id)));
+      return sessions.every((session) => session && ['failed', 'completed', 'stopped'].includes(session.status)) ? sessions : undefined;
+    }, 60_000, 250);
+    console.info(`chaos: session killed during 4 spawns: all ended ${Date.now() - killedAt} ms later (${ended.map((s) => `${s!.status}: ${s!.failure?.reason.split(':')[0] ?? ''}`).join(', ')})`);
+    expect(Date.now() - killedAt).toBeLessThan(40_000 + 500);
+    // The local sandboxes died with the session service; whatever had not finished spawning says so.
+    for (const session of ended) expect(session!.failure?.reason ?? '').toMatch(/^(spawn_interrupted|sidecar_lost)/);
+    const again = await api.createSession({ template: 'demo' });
+    await api.oneOpenRequest(again.worker_id);
+  }, 120_000);
 });

@@ -36,6 +36,8 @@ export interface E2eStack {
   stopGateway(how?: 'stop' | 'kill'): Promise<() => Promise<void>>;
   /** Each event-ingest replica's probe URL (`…/readyz`), when the stack was asked for them. */
   ingestProbeUrls: string[];
+  /** Kills a service (SIGKILL: a crash), and returns the function that starts it again. */
+  killService(service: 'session' | 'control'): Promise<() => void>;
   /** Every service process running now. */
   processes(): ServiceProcess[];
   /** Every service's output, for a failing test's message. */
@@ -90,9 +92,10 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
   const ingest = Array.from({ length: replicas }, (_, index) => startIngestReplica(index));
   const sandboxesDir = path.join(stateDir, 'sandboxes');
   const sessionEnv = { ...env, ...natsUser('session'), SVC_SANDBOXES_DIR: sandboxesDir, SVC_SANDBOX_CONTROL_PLANE_URL: gatewayUrl, ...options.sessionEnv };
-  const others = [startServiceProcess('session', sessionEnv), startServiceProcess('control', { ...env, ...natsUser('control') })];
+  const othersEnv = { session: sessionEnv, control: { ...env, ...natsUser('control') } };
+  const others = { session: startServiceProcess('session', othersEnv.session), control: startServiceProcess('control', othersEnv.control) };
   let gateway = startServiceProcess('gateway', gatewayEnv);
-  const everyProcess = () => [...ingest, ...others, gateway];
+  const everyProcess = () => [...ingest, others.session, others.control, gateway];
   const outputs = () => everyProcess().map((p) => `--- ${p.service}\n${p.output()}`).join('\n');
   const statusToken = await issuer.sign({ sub: 'e2e-status' });
   const gatewayReady = () =>
@@ -128,6 +131,12 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
       return async () => {
         gateway = startServiceProcess('gateway', gatewayEnv);
         await gatewayReady();
+      };
+    },
+    async killService(service) {
+      await others[service].kill();
+      return () => {
+        others[service] = startServiceProcess(service, othersEnv[service]);
       };
     },
     processes: everyProcess,

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // A stand-in for the Claude Code CLI for bench/sidecar: it speaks the CLI's stream-json (the
 // shapes in sidecar/test/fixtures/claude-code) and asks for permission ASKS times, one request
-// at a time, each with a fresh request_id. For each decision it appends "<request_id> <ms>" to
-// RECEIPTS (ms on the machine's wall clock with sub-ms precision, as the bench measures), then
-// ends the turn with a `result` and exits when stdin closes.
+// at a time, each with a fresh request_id. For each decision it receives (a repeat included: a
+// test counts them) it appends "<request_id> <ms>" to RECEIPTS (ms on the machine's wall clock
+// with sub-ms precision, as the bench measures); after the last one it ends the turn with a
+// `result` and exits when stdin closes.
 import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
@@ -28,9 +29,8 @@ const stdin = createInterface({ input: process.stdin });
 stdin.on('line', (line) => {
   const message = JSON.parse(line);
   if (message.type === 'user') return ask();
-  if (message.type === 'control_response' && message.response?.request_id === pending) {
-    appendFileSync(process.env.RECEIPTS, `${pending} ${now()}\n`);
-    ask();
-  }
+  if (message.type !== 'control_response') return;
+  appendFileSync(process.env.RECEIPTS, `${message.response?.request_id} ${now()}\n`);
+  if (message.response?.request_id === pending) ask();
 });
 stdin.on('close', () => process.exit(0));

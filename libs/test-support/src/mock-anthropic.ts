@@ -14,20 +14,20 @@ function sse(response: ServerResponse, event: string, data: unknown): void {
   response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
-/** Whether the conversation's last message hands back a tool result (the model's next turn follows a tool call). */
-function afterToolResult(body: Record<string, unknown>): boolean {
+/** How many tool results the conversation already holds: the index of the turn the model plays next. */
+function toolResultsIn(body: Record<string, unknown>): number {
   const messages = Array.isArray(body['messages']) ? (body['messages'] as Array<{ role?: string; content?: unknown }>) : [];
-  const last = messages.at(-1);
-  return Array.isArray(last?.content) && last.content.some((block) => typeof block === 'object' && block !== null && (block as { type?: string }).type === 'tool_result');
+  return messages.filter((message) => Array.isArray(message.content) && message.content.some((block) => typeof block === 'object' && block !== null && (block as { type?: string }).type === 'tool_result')).length;
 }
 
 /**
  * A stand-in for the Anthropic Messages API on loopback, for running the real Claude Code CLI
  * offline (../shared/AGENTS.md): `POST /v1/messages` answers with a streamed (SSE) assistant
- * message — `turns[0]` for a conversation that does not end in a tool result (its text and its
- * tool call), `turns[1]` for one that does. `HEAD /` answers 200 (2.1.197 checks it).
+ * message — a conversation holding n tool results gets `turns[n]` (the last turn once they run
+ * out): a script per conversation. `HEAD /` answers 200 (2.1.197 checks it).
  */
-export async function startMockAnthropic(turns: [ScriptedTurn, ScriptedTurn]): Promise<MockAnthropic> {
+export async function startMockAnthropic(turns: readonly ScriptedTurn[]): Promise<MockAnthropic> {
+  if (turns.length === 0) throw new Error('the Anthropic stand-in needs at least one turn to play');
   let messages = 0;
   return startModelStandIn({
     name: 'Anthropic',
@@ -37,7 +37,7 @@ export async function startMockAnthropic(turns: [ScriptedTurn, ScriptedTurn]): P
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"type":"error","error":{"type":"not_found_error","message":"not here"}}');
     },
     respond(body, response) {
-      const turn = afterToolResult(body) ? turns[1] : turns[0];
+      const turn = turns[Math.min(toolResultsIn(body), turns.length - 1)]!;
       const id = `msg_mock_${String(++messages).padStart(4, '0')}`;
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       sse(response, 'message_start', {

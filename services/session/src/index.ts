@@ -48,6 +48,11 @@ export interface SessionDeps {
   hostEnv?: Readonly<Record<string, string | undefined>>;
 }
 
+/** How often a replica says a spawn it runs is still under way. */
+const SPAWN_HEARTBEAT_MS = 5_000;
+/** A spawn silent this long lost its replica (killed, or cut off from the store): it is failed. */
+const SPAWN_SILENT_MS = 20_000;
+
 /**
  * Starts the session service: the session API's operations, the spawn pipeline, worker
  * lifecycle (agent exits, sidecar liveness), sandbox logs, and the worker registry.
@@ -92,6 +97,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
     logger: log,
     sidecarLostAfterMs: config.sidecarLostAfterMs,
     spawnTimeoutMs: 10 * 60_000,
+    spawnSilentMs: SPAWN_SILENT_MS,
     watchdogIntervalMs: Math.min(5000, Math.floor(config.sidecarLostAfterMs / 4)),
     killGraceMs: config.killGraceMs,
   });
@@ -127,7 +133,13 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
         log.info({ sessionId, workerId: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
         const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body });
         spawning.add(spawn);
-        void spawn.finally(() => spawning.delete(spawn));
+        // While this replica spawns it, the session says so: if the replica dies, the watchdog
+        // of another (or of this one, restarted) sees the spawn fall silent and fails it.
+        const heartbeat = setInterval(() => void store.touchSpawn(sessionId).catch(() => {}), SPAWN_HEARTBEAT_MS);
+        void spawn.finally(() => {
+          clearInterval(heartbeat);
+          spawning.delete(spawn);
+        });
         return row.session;
       },
       { logger: log, queue, checker: createChecker(CreateSessionRpc) },

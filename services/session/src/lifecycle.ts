@@ -16,6 +16,8 @@ export interface LifecycleDeps {
   sidecarLostAfterMs: number;
   /** A spawn still unfinished after this long (its replica died) is `failed`. */
   spawnTimeoutMs: number;
+  /** A spawn whose session has not been touched this long lost the replica running it. */
+  spawnSilentMs: number;
   /** How often the watchdog looks. */
   watchdogIntervalMs: number;
   killGraceMs: number;
@@ -27,7 +29,8 @@ export interface LifecycleDeps {
  *   `completed`, anything else → `failed`, and the worker's token is revoked;
  * - a watchdog (every replica; status changes are compare-and-set, so two replicas agree):
  *   a running worker's sidecar silent for `sidecarLostAfterMs` → `failed` (`sidecar_lost`), and
- *   its sandbox stopped; a spawn unfinished after `spawnTimeoutMs` → `failed`.
+ *   its sandbox stopped; a spawn unfinished after `spawnTimeoutMs`, or silent for `spawnSilentMs`
+ *   (the replica running it died: it touches the session every few seconds) → `failed`.
  */
 export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Promise<void> }> {
   const log = deps.logger.child({ component: 'lifecycle' });
@@ -66,6 +69,10 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
         if (now - Date.parse(session.created_at) > deps.spawnTimeoutMs) {
           log.warn(ids, 'the spawn did not finish in time');
           await failSession(deps, ids, { step: 'spawn', reason: `spawn_interrupted: not running after ${Math.round(deps.spawnTimeoutMs / 1000)} s` });
+        } else if (now - Date.parse(session.updated_at) > deps.spawnSilentMs) {
+          log.warn(ids, 'the spawn fell silent: the session service running it went away');
+          await failSession(deps, ids, { step: 'spawn', reason: `spawn_interrupted: the session service spawning it stopped (no sign of it for ${Math.round(deps.spawnSilentMs / 1000)} s); create the session again` });
+          if (row.sandbox) await deps.provider.open(row.sandbox).stop(deps.killGraceMs);
         }
         continue;
       }

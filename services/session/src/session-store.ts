@@ -64,6 +64,11 @@ export function createSessionStore(db: Kysely<Database>) {
       return rows.map(toSessionRow);
     },
 
+    /** A spawn still under way says so: its `updated_at` is now (the watchdog fails a spawn that stops saying it). */
+    async touchSpawn(id: string): Promise<void> {
+      await db.updateTable('sessions').set({ updated_at: new Date() }).where('id', '=', id).where('status', 'in', ['pending', 'provisioning']).execute();
+    },
+
     async setSandbox(id: string, sandbox: SandboxHandle): Promise<void> {
       await db.updateTable('sessions').set({ sandbox: JSON.stringify(sandbox), updated_at: new Date() }).where('id', '=', id).execute();
     },
