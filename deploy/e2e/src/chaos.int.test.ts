@@ -53,6 +53,8 @@ describe('chaos: one fault at a time under load', () => {
     }, 30_000, 100);
   }
 
+  const status = async () => (await (await fetch(`${stack.gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as StatusResponseType;
+
   /** The time until a new event is stored, counted from `since`: the store's row count grows. */
   async function storageResumesAfter(since: number): Promise<number> {
     const client = new pg.Client({ connectionString: stack.postgres.url });
@@ -96,6 +98,7 @@ describe('chaos: one fault at a time under load', () => {
         expect(read.status).toBe(503);
         expect(read.headers.get('retry-after')).not.toBeNull();
         expect(await read.json()).toMatchObject({ code: 'store_unavailable' });
+        expect(await status()).toMatchObject({ status: 'degraded', store: 'down', nats: 'up' });
       }
       await sleep(downMs - (Date.now() - suspendedAt));
       await stack.postgres.resume();
@@ -115,7 +118,9 @@ describe('chaos: one fault at a time under load', () => {
     await sleep(2_000);
     const killedAt = Date.now();
     await stack.nats.kill();
-    await sleep(3_000);
+    await sleep(1_500);
+    expect(await status()).toMatchObject({ status: 'degraded', nats: 'down' });
+    await sleep(1_500);
     await stack.nats.restart();
     const restartedAt = Date.now();
     await sleep(3_000);

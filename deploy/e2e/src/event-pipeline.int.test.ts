@@ -131,6 +131,8 @@ describe('the event pipeline end to end — every service its own process, real 
         throw new Error(`${String(err)} (${short})\n${stack.outputs()}`);
       });
       await Promise.all(pollers.map((poller) => poller.finished()));
+      // A poll a replica's crash left unanswered is a 503/504 to ask again, never anything else.
+      expect(pollers.flatMap((poller) => poller.failures).filter((failure) => failure.status !== 503 && failure.status !== 504)).toEqual([]);
       for (const reader of everyReader) expectEveryEventOnceInOrder(reader, workers);
 
       // Every uid posted again: nothing new is stored, nobody receives anything more.
