@@ -116,7 +116,6 @@ export class Poller {
         const started = Date.now();
         const response = await fetch(`${this.gatewayUrl}/v1/workers/${workerId}/sdk-events?after_id=${this.received.lastId(workerId)}&limit=1000`, {
           headers: { authorization: `Bearer ${this.token}` },
-          signal: AbortSignal.timeout(10_000),
         }).catch(() => undefined);
         // A real client waits and asks again when the gateway, or a replica behind it, cannot answer for a moment.
         if (!response || response.status >= 500) {

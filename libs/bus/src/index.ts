@@ -8,3 +8,4 @@ export * from './durable-publisher.js';
 export * from './worker-directory.js';
 export * from './model-usage.js';
 export * from './nats-auth.js';
+export * from './service-main.js';

@@ -3,12 +3,14 @@ import type { EventData } from '@svc/protocol';
 import { codexProviderArgs } from './codex-provider.js';
 import { pathsOfPatch, readRolloutCalls, type RolloutCall } from './codex-rollout.js';
 import { codexSettingsFor, type CodexSettings } from './codex-settings.js';
+import { modelCommandOf } from './shell-command.js';
 import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
 
 const INITIALIZE_ID = 0;
-const NO_LISTS = { auto_approve: [], deny: [], ask: [] };
 const THREAD_START_ID = 1;
 const TURN_START_ID = 2;
+/** A worker with no permission lists: everything is asked (or, autonomous, allowed). */
+const NO_LISTS = { auto_approve: [], deny: [], ask: [] };
 
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
 const message = (body: Json) => `${JSON.stringify(body)}\n`;
@@ -31,47 +33,6 @@ const APPROVALS: Record<string, string> = {
   'item/commandExecution/requestApproval': 'command_execution',
   'item/fileChange/requestApproval': 'file_change',
 };
-
-/** POSIX shell words of a command line (quotes and backslashes), or undefined for anything fancier. */
-function shellWords(line: string): string[] | undefined {
-  const words: string[] = [];
-  let word: string | undefined;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (c === "'") {
-      const end = line.indexOf("'", i + 1);
-      if (end < 0) return undefined;
-      word = (word ?? '') + line.slice(i + 1, end);
-      i = end;
-    } else if (c === '"') {
-      let j = i + 1;
-      let part = '';
-      for (; j < line.length && line[j] !== '"'; j++) part += line[j] === '\\' && /["\\$`]/.test(line[j + 1] ?? '') ? line[++j] : line[j];
-      if (j >= line.length) return undefined;
-      word = (word ?? '') + part;
-      i = j;
-    } else if (c === '\\') {
-      word = (word ?? '') + (line[++i] ?? '');
-    } else if (/\s/.test(c)) {
-      if (word !== undefined) words.push(word);
-      word = undefined;
-    } else {
-      word = (word ?? '') + c;
-    }
-  }
-  if (word !== undefined) words.push(word);
-  return words;
-}
-
-/**
- * The command line the model asked for. Codex reports it wrapped in its shell
- * (`/bin/bash -c 'rm -rf data'`); rules like `command_execution(rm *)` are about what is inside.
- */
-export function modelCommandOf(command: string): string {
-  const words = shellWords(command);
-  if (words?.length === 3 && /(^|\/)(ba|z|da)?sh$/.test(words[0]!) && /^-l?c$/.test(words[1]!)) return words[2]!;
-  return command;
-}
 
 function toolOf(item: Json): { name: string; input: Json } | undefined {
   switch (item['type']) {
