@@ -288,4 +288,30 @@ describe('chaos: one fault at a time under load', () => {
     const again = await api.createSession({ template: 'demo' });
     await api.oneOpenRequest(again.worker_id);
   }, 120_000);
+
+  it('event-ingest started while Postgres is away: it waits (alive, /readyz 503 saying so) instead of exiting, and is ready once Postgres is back', async () => {
+    await stack.ingest[0]!.kill();
+    await stack.postgres.suspend('immediate');
+    stack.ingest[0] = stack.startIngestReplica(0);
+    const probe = async () => {
+      const response = await fetch(stack.ingestProbeUrls[0]!).catch(() => undefined);
+      return response ? { status: response.status, body: (await response.json()) as { code?: string; message?: string } } : undefined;
+    };
+    const waiting = await waitFor('the probe saying it waits for the store', async () => {
+      const answer = await probe();
+      return answer?.body.code === 'store_unavailable' ? answer : undefined;
+    }, 30_000, 100);
+    expect(waiting).toEqual({ status: 503, body: { code: 'store_unavailable', message: 'starting: waiting for the store' } });
+    await sleep(3_000);
+    expect(stack.ingest[0]!.running(), stack.ingest[0]!.output()).toBe(true);
+    expect((await probe())?.status).toBe(503);
+    await stack.postgres.resume();
+    const resumedAt = Date.now();
+    await waitFor('ready', async () => (await probe())?.status === 200, 30_000, 50);
+    console.info(`chaos: event-ingest started during a Postgres outage: ready ${Date.now() - resumedAt} ms after Postgres's return`);
+    expect(stack.ingest[0]!.running()).toBe(true);
+    const running = await load();
+    await sleep(2_000);
+    await finish(running, 'after a start during an outage');
+  }, 120_000);
 });
