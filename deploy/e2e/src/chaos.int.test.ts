@@ -158,8 +158,9 @@ describe('chaos: one fault at a time under load', () => {
     }, 180_000);
   }
 
-  it('control killed (SIGKILL) while people decide for 10 agents: every decision reaches its agent exactly once, each stored once', async () => {
+  it('control killed (SIGKILL) while people decide for 10 agents, under load: every decision reaches its agent exactly once, each stored once', async () => {
     const ASKS = 20;
+    const running = await load();
     const before = pids().filter((p) => !p.startsWith('control:'));
     const agents = await Promise.all(
       Array.from({ length: 10 }, async (_, i) => {
@@ -220,10 +221,12 @@ describe('chaos: one fault at a time under load', () => {
     console.info(`chaos: control killed: ${agents.length * ASKS} decisions delivered once each; ${failures.length} answers were not a success (${[...new Set(failures.map((f) => `${f.status} ${f.code ?? ''}`.trim()))].join(', ') || 'none'})`);
     expect(failures.filter((a) => a.status !== 0 && !((a.status === 503 || a.status === 504) && a.code !== undefined && a.retryAfter))).toEqual([]);
     expect(pids().filter((p) => !p.startsWith('control:'))).toEqual(before);
+    await finish(running, 'control killed (the event load)');
   }, 180_000);
 
-  it('the gateway unreachable for 60 s under a running real Claude Code: the agent is never blocked, everything it printed is stored once, in order, afterwards', async () => {
+  it('the gateway unreachable for 60 s under a running real Claude Code, and under load: the agent is never blocked, everything it printed is stored once, in order, afterwards', async () => {
     const STEPS = 12;
+    const running = await load();
     // Its model is reached directly; every step runs a shell command that takes a second.
     const turns = Array.from({ length: STEPS }, (_, n) => ({ text: `Step ${n + 1}.`, tool: { name: 'Bash', input: { command: `sleep 1 && echo step ${n + 1}`, description: `Step ${n + 1}` } } }));
     const mock = await startMockAnthropic([...turns, { text: 'Done.' }]);
@@ -261,13 +264,15 @@ describe('chaos: one fault at a time under load', () => {
       expect(stored.filter((e) => e.type === 'tool_result')).toHaveLength(STEPS);
       expect(stored.at(-1)).toMatchObject({ type: 'system', data: { subtype: 'agent_exit' } });
       console.info(`chaos: gateway away 60 s: the agent finished its ${STEPS} steps ${agentDoneAfterMs} ms into the outage; ${stored.length} events stored once, in order, afterwards`);
+      await finish(running, 'gateway away 60 s (the event load)');
     } finally {
       await mock.stop();
     }
   }, 240_000);
 
-  it('session killed (SIGKILL) during spawns: nothing hangs — every session ends failed, saying why, within 40 s of the restart, and new sessions spawn', async () => {
+  it('session killed (SIGKILL) during spawns, under load: nothing hangs — every session ends failed, saying why, within 40 s of the restart, and new sessions spawn', async () => {
     const api = controlClient(stack.gatewayUrl, userToken);
+    const running = await load();
     const created = await Promise.all(Array.from({ length: 4 }, () => api.createSession({ template: 'demo' })));
     const restart = await stack.killService('session');
     const killedAt = Date.now();
@@ -287,6 +292,7 @@ describe('chaos: one fault at a time under load', () => {
     for (const session of ended) expect(session!.failure?.reason ?? '').toMatch(/^(spawn_interrupted|sidecar_lost)/);
     const again = await api.createSession({ template: 'demo' });
     await api.oneOpenRequest(again.worker_id);
+    await finish(running, 'session killed (the event load)');
   }, 120_000);
 
   it('event-ingest started while Postgres is away: it waits (alive, /readyz 503 saying so) instead of exiting, and is ready once Postgres is back', async () => {

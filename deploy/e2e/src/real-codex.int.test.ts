@@ -266,7 +266,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
   it('where Codex\'s own sandbox cannot start (no nested namespaces), the run says so in a system event and every patch still goes to the engine', async () => {
     // Codex under a bubblewrap that forbids further user namespaces, as a locked-down Pod might.
     const wrapper = path.join(dir, 'codex-without-namespaces');
-    await writeFile(wrapper, `#!/bin/sh\nexec bwrap --bind / / --proc /proc --dev /dev --tmpfs /tmp --unshare-user --disable-userns --die-with-parent -- ${codexBinary()} "$@"\n`, { mode: 0o755 });
+    await writeFile(wrapper, `#!/bin/sh\nexec bwrap --bind / / --proc /proc --dev /dev --unshare-user --disable-userns --die-with-parent -- ${codexBinary()} "$@"\n`, { mode: 0o755 });
     const agent = await run('no-nested-sandbox', PATCH, { autonomous: false }, { command: wrapper });
     const request = await api().oneOpenRequest(agent.worker.worker_id);
     expect(request.data.tool_name).toBe('file_change');

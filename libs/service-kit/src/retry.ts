@@ -17,7 +17,7 @@ export interface RetryOptions {
  * rather than exiting, which on Kubernetes would turn a short blip into crash-loop back-off.
  */
 export async function retryWithBackoff<T>(what: string, task: () => Promise<T>, options: RetryOptions): Promise<T> {
-  const maxDelay = options.maxDelayMs ?? 5000;
+  const maxDelay = options.maxDelayMs ?? 1000;
   let delay = options.initialDelayMs ?? 100;
   for (let attempt = 1; ; attempt++) {
     try {
