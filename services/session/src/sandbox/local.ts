@@ -248,6 +248,9 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly s
       const lines = text.split('\n');
       pending = lines.pop() ?? '';
       for (const line of lines.slice(Math.max(0, lines.length - tail))) yield line;
+      // Once the program is seen to have exited, the file is read once more: what it wrote just
+      // before it exited (after the last read) is not lost.
+      let exited = false;
       while (follow && !abort.aborted) {
         const size = await stat(logFile).then((s) => s.size).catch(() => undefined);
         if (size === undefined) return;
@@ -261,10 +264,14 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly s
           for (const line of parts) yield line;
           continue;
         }
-        const pids = await readPids();
-        if (pids && !alive(pids.launcher)) {
+        if (exited) {
           if (pending !== '') yield pending;
           return;
+        }
+        const pids = await readPids();
+        if (pids && !alive(pids.launcher)) {
+          exited = true;
+          continue;
         }
         await sleep(100, undefined, { signal: abort }).catch(() => {});
       }
