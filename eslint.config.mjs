@@ -4,19 +4,23 @@ import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 /**
- * Who may import whom, by scope. `sidecar` and `cli` never reach store or bus. Test code may
- * also use the test harness (scope:test), which itself may use anything.
+ * Who may import whom, by scope. `sidecar` and `cli` never reach store or bus. The gateway
+ * (scope:edge) reaches the services over the bus, never the database: the store (scope:store)
+ * belongs to the services behind it. Test code may also use the test harness (scope:test),
+ * which itself may use anything, and a gateway test may seed the store.
  */
 const scopeConstraints = (testCode) => {
   const harness = testCode ? ['scope:test'] : [];
   return [
     { sourceTag: 'scope:contract', onlyDependOnLibsWithTags: [...harness] },
     { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
-    { sourceTag: 'scope:server', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', ...harness] },
+    { sourceTag: 'scope:store', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
+    { sourceTag: 'scope:server', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:store', 'scope:edge', ...harness] },
+    { sourceTag: 'scope:edge', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', ...harness, ...(testCode ? ['scope:store'] : [])] },
     { sourceTag: 'scope:sandbox', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
     { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
-    { sourceTag: 'scope:test', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:test'] },
-    { sourceTag: 'scope:bench', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:sandbox', 'scope:test'] },
+    { sourceTag: 'scope:test', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:store', 'scope:edge', 'scope:test'] },
+    { sourceTag: 'scope:bench', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:store', 'scope:edge', 'scope:sandbox', 'scope:test'] },
   ];
 };
 
