@@ -1,6 +1,7 @@
 import { NatsServerNotFoundError, readNatsCredentialsDir, serveHealthProbes } from '@svc/bus';
 import { booleanSetting, choiceSetting, ConfigError, createGracefulShutdown, createLogger, integerSetting, optionalStringSetting, readConfig, redactUrl, stringSetting } from '@svc/service-kit';
 import { gatewaySettings } from '@svc/gateway';
+import { sessionSettings } from '@svc/session';
 import { startLocalStack } from './index.js';
 
 const localSettings = {
@@ -14,6 +15,7 @@ const localSettings = {
   demo: booleanSetting('SVC_DEMO', { default: true }),
   /** A port for the Kubernetes probes `/healthz` and `/readyz` (0: none). */
   healthPort: integerSetting('SVC_HEALTH_PORT', { default: 0, min: 0, max: 65535 }),
+  killGraceMs: sessionSettings.killGraceMs,
 };
 
 function readSettings() {
@@ -32,7 +34,8 @@ function readSettings() {
 const { config, gateway } = readSettings();
 
 const logger = createLogger({ name: 'svc-local', level: config.logLevel });
-const shutdown = createGracefulShutdown({ logger });
+// Stopping the sandboxes may take their kill grace: the deadline leaves room for it.
+const shutdown = createGracefulShutdown({ logger, timeoutMs: config.killGraceMs + 10_000 });
 shutdown.installSignalHandlers();
 
 // Starting takes a few seconds (nats-server, the store's migrations, a sandbox): say so first.

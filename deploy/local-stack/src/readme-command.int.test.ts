@@ -54,7 +54,7 @@ describe('the README\'s first command — the local stack as a newcomer starts i
     await waitFor('3 demo events over the WebSocket', () => ids.length >= 3, 20_000);
     expect(ids.slice(0, 3)).toEqual(['1', '2', '3']);
     socket.close();
-    expect(await stop(first.child)).toBe(0);
+    expect(await stop(first.child), first.banner()).toBe(0);
 
     const second = up(stateDir, port);
     await waitFor('the banner again', () => second.banner().includes('Press Ctrl+C to stop.'), 60_000).catch((err: unknown) => {
@@ -63,6 +63,6 @@ describe('the README\'s first command — the local stack as a newcomer starts i
     const { token: again } = (await (await fetch(`${gateway}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
     const listed = (await (await fetch(`${gateway}/v1/workers/${workerId}/sdk-events`, { headers: { authorization: `Bearer ${again}` } })).json()) as { total: number };
     expect(listed.total).toBeGreaterThanOrEqual(3);
-    expect(await stop(second.child)).toBe(0);
+    expect(await stop(second.child), second.banner()).toBe(0);
   }, 150_000);
 });

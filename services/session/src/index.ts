@@ -89,6 +89,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
     },
   };
   const spawning = new Set<Promise<void>>();
+  const stopping = new AbortController();
   const lifecycle = await startLifecycle({
     nc: deps.nc,
     registry,
@@ -131,7 +132,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
         });
         const row = await store.insert({ id: sessionId, worker_id: worker.worker_id, owner: viewer.sub, template: template.name, has_sidecar: template.sidecar !== undefined });
         log.info({ sessionId, workerId: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
-        const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body });
+        const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body, stopping: stopping.signal });
         spawning.add(spawn);
         // While this replica spawns it, the session says so: if the replica dies, the watchdog
         // of another (or of this one, restarted) sees the spawn fall silent and fails it.
@@ -204,6 +205,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
       health.unsubscribe();
       for (const rpc of rpcs) rpc.unsubscribe();
       registryRpcs.stop();
+      stopping.abort();
       await Promise.allSettled([...spawning]);
       await lifecycle.stop();
       await provider.close(config.killGraceMs);

@@ -6,7 +6,8 @@ import { start } from './index.js';
 
 const config = readConfig({ ...commonSettings, ...storeSettings, ...sessionSettings });
 const logger = createLogger({ name: 'session', level: config.logLevel, base: { instance: config.instance } });
-const shutdown = createGracefulShutdown({ logger });
+// Stopping sandboxes may take their kill grace: the deadline leaves room for it.
+const shutdown = createGracefulShutdown({ logger, timeoutMs: config.killGraceMs + 10_000 });
 shutdown.installSignalHandlers();
 
 // Opening makes a pool, not a connection: it works with Postgres still away.

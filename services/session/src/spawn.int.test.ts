@@ -8,6 +8,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { incomingMessageId, kvBuckets, partitionOfWorker, subjects, type EventData, type SessionLogMessageType, type SidecarConfig, type StoredEvent, type WorkerRecord } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { ADMIN, ALICE, BOB, startSessionFixture, type SessionFixture } from '../test/fixture.js';
+import { createSessionStore } from './session-store.js';
 
 const sleeper = `
 [agent]
@@ -188,6 +189,23 @@ on_timeout = "allow"
       const failed = await other.waitForStatus(created.id, 'failed');
       expect(failed.failure).toEqual({ step: 'sidecar.select_binary', reason: expect.stringMatching(/not at \/nonexistent\/svc-sidecar: build it with `npx nx run @svc\/sidecar:executable`/) as unknown as string });
       expect(await readdir(other.sandboxesDir)).toEqual([]);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('a session service that stops during a spawn fails the session at once (spawn_interrupted) and undoes the sandbox, without waiting for the spawn', async () => {
+    const other = await startSessionFixture();
+    try {
+      await other.writeTemplate('s', `[agent]\ncommand = "sleep"\nargs = ["600"]\n[sidecar]\nadapter = "generic"\n`);
+      const created = await other.create(ALICE, { template: 's' });
+      const started = Date.now();
+      await other.service.stop();
+      expect(Date.now() - started).toBeLessThan(5000);
+      const stored = await createSessionStore(other.database.db).get(created.id);
+      expect(stored?.session.status).toBe('failed');
+      expect(stored?.session.failure?.reason).toMatch(/^spawn_interrupted: the session service stopped during the spawn/);
+      expect(await readdir(other.sandboxesDir).catch(() => [])).toEqual([]);
     } finally {
       await other.stop();
     }

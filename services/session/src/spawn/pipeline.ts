@@ -57,6 +57,8 @@ export interface SpawnRequest {
   token: string;
   template: Template;
   body: CreateSessionBodyType;
+  /** Aborted when this session service stops: the spawn ends at its next step, failed, and undone. */
+  stopping?: AbortSignal;
 }
 
 /** Checks a template against a request before anything is made (step 1): a refusal is `400`. */
@@ -155,6 +157,9 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
   };
   const step = async <T>(number: string, name: string, work: () => Promise<T>, extra?: (result: T) => Record<string, unknown>): Promise<T> => {
     current = name;
+    // A stopping service does not hold its shutdown for a spawn (copying a sidecar binary can take
+    // seconds): the session fails now, saying why, rather than when a watchdog notices.
+    if (request.stopping?.aborted) throw new StepFailure(name, 'spawn_interrupted: the session service stopped during the spawn; create the session again');
     // A session deleted meanwhile (on any replica) has ended its worker: stop here and undo.
     const { status } = await deps.registry.get(workerId);
     if (isEndedStatus(status)) throw new StepFailure(name, `the session was ${status} before this step`);
