@@ -10,7 +10,7 @@ import { eventFactory } from './test-events.js';
  * A stand-in of the gateway's event stream on loopback: it sends the events after `after_id`,
  * then a `live` frame, and lets a test drop the connection the way a network would.
  */
-async function startStreamServer(options: { refuse?: number } = {}) {
+async function startStreamServer(options: { refuse?: number; skip?: string } = {}) {
   const event = eventFactory();
   const events = Array.from({ length: 10 }, (_, i) => event('assistant', { text: `e${i + 1}` }));
   const connections: string[] = [];
@@ -21,14 +21,20 @@ async function startStreamServer(options: { refuse?: number } = {}) {
   server.on('connection', (socket, request) => {
     const afterId = Number(new URL(request.url ?? '/', 'http://x').searchParams.get('after_id'));
     connections.push(String(afterId));
-    for (const e of events.slice(afterId, afterId + 5)) socket.send(JSON.stringify({ kind: 'event', event: e }));
+    for (const e of events.slice(afterId, afterId + 5)) if (e.id !== options.skip) socket.send(JSON.stringify({ kind: 'event', event: e }));
     if (afterId + 5 >= events.length) socket.send(JSON.stringify({ kind: 'live', last_id: String(events.length) }));
     // The first connection drops after 5 events, like a network failure.
     else setTimeout(() => socket.terminate(), 20);
   });
   await new Promise((resolve) => server.once('listening', resolve));
   const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, connections, close: () => new Promise((resolve) => server.close(resolve)) };
+  const reads: string[] = [];
+  // The list endpoint's stand-in: what a refill reads.
+  const read = async (afterId: string) => {
+    reads.push(afterId);
+    return events.filter((e) => BigInt(e.id) > BigInt(afterId)).slice(0, 5);
+  };
+  return { url, connections, read, reads, close: () => new Promise((resolve) => server.close(resolve)) };
 }
 
 describe('following the event stream', () => {
@@ -41,7 +47,7 @@ describe('following the event stream', () => {
     const server = await startStreamServer();
     cleanups.push(server.close);
     const model = new AttachModel({ readOnly: false });
-    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), backoffMs: () => 50, onFatal: () => {} });
+    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), read: server.read, backoffMs: () => 50, onFatal: () => {} });
     cleanups.push(() => stream.close());
     await waitFor('all ten events, live', () => model.events.length === 10 && model.connection.kind === 'live');
     expect(model.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
@@ -49,12 +55,23 @@ describe('following the event stream', () => {
     expect(model.notices.map((n) => n.text)).toContain('reconnected; resumed after event #5');
   });
 
+  it('a frame that skips an id: the hole is read from the list endpoint first, so the model still gets every event once, in order', async () => {
+    const server = await startStreamServer({ skip: '3' });
+    cleanups.push(server.close);
+    const model = new AttachModel({ readOnly: false });
+    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), read: server.read, backoffMs: () => 50, onFatal: () => {} });
+    cleanups.push(() => stream.close());
+    await waitFor('all ten events, live', () => model.events.length === 10 && model.connection.kind === 'live');
+    expect(model.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
+    expect(server.reads).toEqual(['2']);
+  });
+
   it('a refused stream (HTTP 404 on the upgrade) is fatal, with the reason', async () => {
     const server = await startStreamServer({ refuse: 404 });
     cleanups.push(server.close);
     const model = new AttachModel({ readOnly: false });
     let fatal: string | undefined;
-    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), backoffMs: () => 50, onFatal: (message) => (fatal = message) });
+    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), read: server.read, backoffMs: () => 50, onFatal: (message) => (fatal = message) });
     cleanups.push(() => stream.close());
     await waitFor('the refusal', () => fatal);
     expect(fatal).toBe('HTTP 404');
@@ -63,7 +80,7 @@ describe('following the event stream', () => {
 
   it('while the server is away it says it is reconnecting, with the attempt and the wait', async () => {
     const model = new AttachModel({ readOnly: false });
-    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`ws://127.0.0.1:9/?after_id=${afterId}`), backoffMs: (attempt) => attempt * 100, onFatal: () => {} });
+    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`ws://127.0.0.1:9/?after_id=${afterId}`), read: () => Promise.resolve([]), backoffMs: (attempt) => attempt * 100, onFatal: () => {} });
     cleanups.push(() => stream.close());
     await waitFor('a second attempt', () => model.connection.kind === 'reconnecting' && model.connection.attempt >= 2);
     expect(model.connection).toMatchObject({ kind: 'reconnecting', inMs: expect.any(Number) as unknown as number });

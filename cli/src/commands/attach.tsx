@@ -1,5 +1,5 @@
 import { render } from 'ink';
-import { isEndedStatus, type StoredEvent, type Worker } from '@svc/protocol';
+import { EVENT_LIST_LIMIT, isEndedStatus, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
 import { ApiError, createApi } from '../api.js';
 import { AttachApp, type ExitReason } from '../attach/components/AttachApp.js';
 import { followEventStream } from '../attach/event-stream.js';
@@ -49,6 +49,7 @@ Examples
     const stream = followEventStream({
       model,
       open: (afterId) => api.socket(`/v1/workers/${encodeURIComponent(workerId)}/sdk-events/stream?after_id=${afterId}`),
+      read: async (afterId) => (await api.request<ListResponseOf<StoredEvent>>('GET', `/v1/workers/${encodeURIComponent(workerId)}/sdk-events?after_id=${afterId}&limit=${EVENT_LIST_LIMIT.max}`)).items,
       onFatal: (message) => {
         fatal = message;
         app.unmount();

@@ -5,6 +5,8 @@ export * from './nats-server-process.js';
 export * from './health.js';
 export * from './stored-events.js';
 export * from './durable-publisher.js';
+export * from './incoming-events.js';
+export * from './partition-consumer.js';
 export * from './worker-directory.js';
 export * from './model-usage.js';
 export * from './nats-auth.js';

@@ -1,23 +1,20 @@
-import type { DurablePublisher } from '@svc/bus';
+import type { IncomingEventPublisher } from '@svc/bus';
 import {
   CodedError,
   controlResponseUid,
   DEFAULT_DENY_MESSAGE,
-  storedBatchMessageId,
-  subjects,
   type DecideRequestType,
   type DecisionPolicy,
   type EventData,
   type IncomingEvent,
   type StoredEvent,
-  type StoredEventBatchType,
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import { createEventStore, type Database, type Kysely } from '@svc/store';
 import type { ControlQueries, StoredRequest } from './control-queries.js';
 
-const ANNOUNCE_ATTEMPTS = 5;
-const ANNOUNCE_RETRY_MS = 500;
+const HAND_OVER_ATTEMPTS = 5;
+const HAND_OVER_RETRY_MS = 500;
 
 /** A decision as an event to append: every decision on a request has one uid, so the first one wins. */
 function decisionEvent(data: EventData<'control_response'>): IncomingEvent {
@@ -30,7 +27,8 @@ export const TIMEOUT_DECIDER = 'policy:timeout';
 export interface DecisionsDeps {
   db: Kysely<Database>;
   queries: ControlQueries;
-  announcer: DurablePublisher;
+  /** Hands each stored decision to event-ingest, which announces it in the worker's order. */
+  incoming: IncomingEventPublisher;
   /** The worker's decision deadline (from its template). */
   policyOf(workerId: string): Promise<DecisionPolicy>;
   logger: Logger;
@@ -68,22 +66,23 @@ export function createDecisions(deps: DecisionsDeps) {
   async function storeDeadlineDecision(workerId: string, data: EventData<'control_response'>): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
     const [appended] = await createEventStore(deps.db).append(workerId, [decisionEvent(data)]);
     const stored = appended!.event as StoredEvent<'control_response'>;
-    if (!appended!.duplicate) announce(workerId, stored);
+    if (!appended!.duplicate) handOver(workerId, stored);
     return { event: stored, duplicate: appended!.duplicate };
   }
 
   /**
-   * Viewers and long polls hear of a decision like any stored event. The decider's answer does
-   * not wait for JetStream's ack (the decision is stored; the ack is another hop, ~2 ms of a
-   * decision's round trip): a failed announcement is tried again, and a long poll that never
-   * hears of it still finds the decision in the store at its deadline.
+   * Viewers and long polls hear of a decision like any stored event, from event-ingest, the one
+   * announcer: the decision goes to it on the worker's incoming partition. The decider's answer
+   * does not wait for JetStream's ack (the decision is stored; the ack is another hop): a failed
+   * hand-over is tried again; if it never arrives, event-ingest still announces the decision
+   * before the worker's next event (it fills holes from the store), and a long poll finds it in
+   * the store at its deadline.
    */
-  function announce(workerId: string, event: StoredEvent<'control_response'>, attempt = 1, immediate = false): void {
-    const announcement: StoredEventBatchType = { worker_id: workerId, events: [event] };
-    deps.announcer.publish(subjects.storedEvent(workerId), announcement, { messageId: storedBatchMessageId(announcement), immediate }).catch((err: unknown) => {
-      if (attempt >= ANNOUNCE_ATTEMPTS) return log.error({ err, workerId, eventId: event.id }, 'a decision could not be announced; pollers will read it from the store');
-      log.warn({ err, workerId, eventId: event.id, attempt }, 'announcing a decision failed; trying again');
-      setTimeout(() => announce(workerId, event, attempt + 1), ANNOUNCE_RETRY_MS * attempt).unref();
+  function handOver(workerId: string, event: StoredEvent<'control_response'>, attempt = 1): void {
+    deps.incoming.publishStored(workerId, event).catch((err: unknown) => {
+      if (attempt >= HAND_OVER_ATTEMPTS) return log.error({ err, worker_id: workerId, event_id: event.id }, 'a decision could not be handed to event-ingest; it is announced with the worker\'s next event');
+      log.warn({ err, worker_id: workerId, event_id: event.id, attempt }, 'handing a decision to event-ingest failed; trying again');
+      setTimeout(() => handOver(workerId, event, attempt + 1), HAND_OVER_RETRY_MS * attempt).unref();
     });
   }
 
@@ -112,8 +111,8 @@ export function createDecisions(deps: DecisionsDeps) {
 
     /**
      * A person's decision: checks, in order, that the request exists, is not withdrawn, has not
-     * expired and is undecided. The announcement goes out through `afterReply` (the decider's
-     * answer and the announcement then leave in one socket write).
+     * expired and is undecided. The hand-over goes out through `afterReply` (the decider's
+     * answer and the hand-over then leave in one socket write).
      */
     async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType, afterReply: (task: () => void) => void): Promise<StoredEvent<'control_response'>> {
       const data: EventData<'control_response'> = {
@@ -143,7 +142,7 @@ export function createDecisions(deps: DecisionsDeps) {
         case 'expired':
           throw refusal(await expire(outcome.request, policy));
         case 'stored':
-          afterReply(() => announce(workerId, outcome.decision, 1, true));
+          afterReply(() => handOver(workerId, outcome.decision));
           log.info({ workerId, requestId: body.request_id, decision: body.decision, decidedBy: decidedBy.sub }, 'decided');
           return outcome.decision;
       }

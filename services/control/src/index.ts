@@ -1,4 +1,4 @@
-import { createDurablePublisher, createWorkerDirectory, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
+import { createIncomingEventPublisher, createWorkerDirectory, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
 import {
   ControlRequestsRpc,
   createChecker,
@@ -39,7 +39,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   const applied = await migrateToLatest(deps.db);
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
   const queries = createControlQueries(deps.db);
-  const announcer = createDurablePublisher(deps.nc);
+  const incoming = createIncomingEventPublisher(deps.nc);
   const workers = await createWorkerDirectory(deps.nc, log);
 
   // The workers' records as a watch keeps them (a decision needs its worker's deadline policy
@@ -48,7 +48,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
     return (await workers.get(workerId))?.decision_policy ?? DEFAULT_DECISION_POLICY;
   }
 
-  const decisions = createDecisions({ db: deps.db, queries, announcer, policyOf, logger: log });
+  const decisions = createDecisions({ db: deps.db, queries, incoming, policyOf, logger: log });
   const deadlines = createDeadlines({ policyOf, expire: decisions.expire, logger: log });
 
   // Requests and withdrawals as event-ingest stores them. Subscribed before the store is read,
@@ -109,7 +109,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       for (const rpc of rpcs) rpc.unsubscribe();
       controlEvents.unsubscribe();
       deadlines.stop();
-      announcer.close();
+      incoming.close();
       await workers.stop();
     },
   };

@@ -1,7 +1,8 @@
 import { createDurablePublisher, serveHealth, type NatsConnection } from '@svc/bus';
-import { partitionsOfReplica } from '@svc/protocol';
+import { partitionsOfReplica, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
 import { createEventStore, migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createAnnouncer } from './announcer.js';
 import { consumePartition } from './ingest.js';
 import { sharedCommits } from './shared-commits.js';
 import { serveEventQueries } from './queries.js';
@@ -14,11 +15,14 @@ export interface EventIngestDeps {
   /** This replica's index (a StatefulSet ordinal) and the replica count: they pick its partitions. */
   replicaIndex: number;
   replicaCount: number;
+  /** Tests only: drops the announcements for which it returns true, as if lost on the way. */
+  dropAnnouncement?: ((batch: StoredEventBatchType) => boolean) | undefined;
 }
 
 /**
  * Starts event-ingest: migrates the event tables (it owns them), consumes the partitions of
- * incoming events this replica owns, and answers event queries.
+ * incoming events this replica owns, announces what it stores (the one announcer of stored
+ * events), and answers event queries.
  */
 export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'event-ingest', replica: deps.replicaIndex });
@@ -26,7 +30,14 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const applied = await migrateToLatest(deps.db);
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
   const store = createEventStore(deps.db);
-  const announcer = createDurablePublisher(deps.nc);
+  const publisher = createDurablePublisher(deps.nc);
+  const announcer = createAnnouncer({
+    nc: deps.nc,
+    publisher,
+    readAfter: (workerId, afterId, limit) => store.list(workerId, { afterId, limit }),
+    logger: log,
+    dropAnnouncement: deps.dropAnnouncement,
+  });
   // The partitions' appends share commits (shared-commits.ts).
   const appender = sharedCommits(store);
   const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, appender, announcer, partition, log)));
@@ -38,7 +49,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
       health.unsubscribe();
       queries.unsubscribe();
       await Promise.all(consumers.map((consumer) => consumer.stop()));
-      announcer.close();
+      publisher.close();
     },
   };
 }

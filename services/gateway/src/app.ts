@@ -21,6 +21,7 @@ import { workerRoutes } from './routes/workers.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
 import { createRefusedAddresses, natsEndpoints, parseRefusedEntry } from './egress/refused-addresses.js';
 import { serveEgressTunnels } from './egress/tunnels.js';
+import { createFollowerStats, type FollowerStats } from '@svc/protocol';
 import { createLiveFeeds } from './live-feeds.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 
@@ -28,6 +29,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Read by @fastify/cors (which does not declare it): `false` turns CORS off for the route. */
     cors?: false;
+  }
+  interface FastifyInstance {
+    /** The refills of this gateway's event followers (WebSocket streams, long-poll decision logs). */
+    followers: FollowerStats;
   }
 }
 
@@ -110,8 +115,10 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   });
   const live = createLiveFeeds(options.nc, app.log);
   await app.register(sdkEventRoutes, { nc: options.nc, workers: options.workers });
-  await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams });
-  await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live });
+  const followers = createFollowerStats();
+  app.decorate('followers', followers);
+  await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams, followers });
+  await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live, followers });
   await app.register(sessionRoutes, { nc: options.nc, streams });
   const ledger = await createModelUsageLedger(options.nc);
   await app.register(workerRoutes, { workers: options.workers, ledger });

@@ -1,56 +1,71 @@
 import { describe, expect, it } from 'vitest';
-import type { StoredEvent } from '@svc/protocol';
+import { createFollowerStats, type StoredEvent } from '@svc/protocol';
 import { DecisionLog } from './decision-feeds.js';
 
 const event = (id: number, type: StoredEvent['type'] = 'assistant') => ({ id: String(id), worker_id: 'w', type, uid: `u${id}`, ts: '2026-11-22T00:00:00.000Z', data: {} }) as StoredEvent;
 const decision = (id: number) => event(id, 'control_response');
 const ids = (page: { items: StoredEvent[] } | undefined) => page?.items.map((e) => e.id);
 
+/** The worker's stored events as a refill reads them; `settled` waits for reads under way. */
+function storeOf(events: StoredEvent[]) {
+  let reading: Promise<unknown> = Promise.resolve();
+  return {
+    read: (afterId: string) => {
+      const read = new Promise<StoredEvent[]>((resolve) => setTimeout(() => resolve(events.filter((e) => BigInt(e.id) > BigInt(afterId))), 1));
+      reading = read;
+      return read;
+    },
+    settled: async () => {
+      await reading;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    },
+  };
+}
+
 /** A log seeded by a store read at head `lastId` that found `decisions` after `afterId`. */
 function seededLog(afterId: string, lastId: string, decisions: StoredEvent[], total = decisions.length, limit = 100): DecisionLog {
-  const log = new DecisionLog();
+  const log = new DecisionLog({ read: storeOf([]).read });
   log.seeded(afterId, { items: decisions, total, last_id: lastId }, limit);
   return log;
 }
 
 describe('DecisionLog — what a long poll may answer without reading the store', () => {
   it('knows nothing before a store read, and nothing when the read gave no head', () => {
-    const log = new DecisionLog();
+    const log = new DecisionLog({ read: storeOf([]).read });
     log.heard(decision(1));
     expect(log.after('0', 10)).toBeUndefined();
     log.seeded('0', { items: [], total: 0 }, 10);
     expect(log.after('0', 10)).toBeUndefined();
   });
 
-  it('after a read, decisions in a run of ids that follows the head without a gap, in id order, even when announced out of order', () => {
+  it('after a read, the decisions announced after the head, in id order', () => {
     const log = seededLog('5', '10', [decision(7)], 3);
-    for (const heard of [event(12), decision(13), event(11), decision(14)]) log.heard(heard);
+    for (const heard of [event(11), event(12), decision(13), decision(14)]) log.heard(heard);
     expect(log.after('5', 10)).toEqual({ items: [decision(7), decision(13), decision(14)], total: 5 });
     expect(ids(log.after('13', 10))).toEqual(['14']);
     expect(ids(log.after('7', 1))).toEqual(['13']);
   });
 
   it('announcements heard during the read count from the head the read returned', () => {
-    const log = new DecisionLog();
+    const log = new DecisionLog({ read: storeOf([]).read });
     log.heard(decision(10));
     log.heard(decision(11));
     log.seeded('0', { items: [decision(10)], total: 1, last_id: '10' }, 100);
     expect(log.after('0', 10)).toEqual({ items: [decision(10), decision(11)], total: 2 });
   });
 
-  it('a decision heard past a missing id sends the poll to the store; the missing one arriving proves both', () => {
-    const log = seededLog('0', '10', []);
+  it('a decision heard past a missing id (a lost announcement): the store fills the hole, counted as a refill, then both are proven', async () => {
+    const store = storeOf([event(11), decision(12)]);
+    const stats = createFollowerStats();
+    const delivered: string[] = [];
+    const log = new DecisionLog({ read: store.read, stats, onDecision: (d) => void delivered.push(d.id) });
+    log.seeded('0', { items: [], total: 0, last_id: '10' }, 100);
     log.heard(decision(12));
-    expect(log.after('0', 10)).toBeUndefined();
-    log.heard(event(11));
+    expect(log.after('0', 10)).toEqual({ items: [], total: 0 });
+    await store.settled();
     expect(ids(log.after('0', 10))).toEqual(['12']);
-  });
-
-  it('only an event heard past a missing id still answers what is proven up to the head', () => {
-    const log = seededLog('0', '10', [decision(4)]);
-    log.heard(event(12));
-    expect(ids(log.after('0', 10))).toEqual(['4']);
-    expect(log.after('11', 10)).toBeUndefined();
+    expect(delivered).toEqual(['12']);
+    expect(stats.refills).toBe(1);
   });
 
   it('an announcement heard twice counts once; events at or before the head are ignored', () => {
@@ -66,14 +81,13 @@ describe('DecisionLog — what a long poll may answer without reading the store'
     expect(log.after('50', 2)).toEqual({ items: [], total: 10 });
   });
 
-  it('an older read does not undo a newer one; a newer one starts over from its head', () => {
+  it('a later read adds nothing: the announcements carry the log on from the first', () => {
     const log = seededLog('0', '10', [decision(9)]);
     log.heard(decision(11));
     log.seeded('0', { items: [decision(9)], total: 1, last_id: '9' }, 100);
-    expect(ids(log.after('0', 10))).toEqual(['9', '11']);
     log.seeded('11', { items: [decision(20)], total: 5, last_id: '20' }, 100);
-    expect(log.after('0', 10)).toBeUndefined();
-    expect(log.after('11', 10)).toEqual({ items: [decision(20)], total: 5 });
+    expect(ids(log.after('0', 10))).toEqual(['9', '11']);
+    expect(log.after('11', 10)).toEqual({ items: [], total: 2 });
   });
 
   it('keeps the latest 256 decisions: a cursor older than those goes to the store', () => {
@@ -84,10 +98,11 @@ describe('DecisionLog — what a long poll may answer without reading the store'
     expect(log.after('44', 1000)?.total).toBe(300);
   });
 
-  it('too much held past a missing id: the log starts over from the store', () => {
-    const log = seededLog('0', '0', []);
-    for (let id = 2; id <= 1026; id++) log.heard(event(id));
-    log.heard(event(1));
+  it('a refill that fails: the log starts over from the store', async () => {
+    const log = new DecisionLog({ read: () => Promise.reject(new Error('bus_unavailable')) });
+    log.seeded('0', { items: [], total: 0, last_id: '0' }, 10);
+    log.heard(event(2));
+    await new Promise((resolve) => setTimeout(resolve, 5));
     expect(log.after('0', 10)).toBeUndefined();
   });
 

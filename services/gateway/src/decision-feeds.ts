@@ -1,5 +1,5 @@
-import type { NatsConnection } from '@svc/bus';
-import type { StoredEvent } from '@svc/protocol';
+import { listStoredEvents, type NatsConnection } from '@svc/bus';
+import { EVENT_LIST_LIMIT, EventFollower, type FollowerStats, type StoredEvent } from '@svc/protocol';
 import type { LiveFeeds } from './live-feeds.js';
 
 /** A page of decisions as the pending poll answers it. */
@@ -10,72 +10,73 @@ export interface DecisionPage {
 
 /** Decisions kept in memory per worker: a sidecar's cursor is at most this far behind in practice. */
 const KEPT_DECISIONS = 256;
-/** Announcements held while a missing id is awaited; more means something is lost, so start over from the store. */
-const HELD_AHEAD = 1024;
+
+export interface DecisionLogOptions {
+  /** The worker's stored events after `afterId` (a page of at most `EVENT_LIST_LIMIT.max`): fills a hole. */
+  read(afterId: string): Promise<readonly StoredEvent[]>;
+  /** Each decision once delivered in order. */
+  onDecision?(decision: StoredEvent): void;
+  stats?: FollowerStats;
+}
 
 /**
  * What this gateway knows of one worker's decisions: a store read (the worker's head id and its
- * decision count, taken with the page) and the announcements heard since. Ids are per worker and
- * have no holes, so announced events that follow the head one by one prove that nothing in
- * between was missed; an event after a missing id is held until the id arrives (announcements of
- * event-ingest and of the control service may cross) or the next store read.
+ * decision count, taken with the page), then the worker's announced events in order through an
+ * `EventFollower` (which refills from the store should an announcement be lost).
  *
- * Invariant while `head` is known: every event with id ≤ `head` has been accounted for, `total`
- * is the number of decisions among them, and `kept` holds every decision with id > `floor`.
+ * Invariant while seeded: every event with id ≤ the follower's `lastId` has been accounted for,
+ * `total` is the number of decisions among them, and `kept` holds every decision with id > `floor`.
  */
 export class DecisionLog {
-  private head: bigint | undefined;
+  private follower: EventFollower;
+  private seeded_ = false;
   private total = 0;
   private floor = 0n;
   private kept: Array<{ id: bigint; event: StoredEvent }> = [];
-  private readonly ahead = new Map<bigint, StoredEvent>();
 
-  /** An announced event of the worker. */
+  constructor(private readonly options: DecisionLogOptions) {
+    this.follower = this.newFollower();
+  }
+
+  /** An announced event of the worker (heard from before the first store read). */
   heard(event: StoredEvent): void {
-    const id = BigInt(event.id);
-    if (this.head !== undefined && id <= this.head) return;
-    if (this.ahead.size >= HELD_AHEAD) this.forget();
-    this.ahead.set(id, event);
-    this.advance();
+    this.follower.heard(event);
   }
 
   /**
    * A store read: `page` holds the decisions after `afterId` (at most `limit`), `last_id` the
-   * worker's head when `total` was counted, read before the page.
+   * worker's head when `total` was counted, read before the page. The first read starts the log;
+   * later ones add nothing (announcements carry it on from there).
    */
   seeded(afterId: string, page: DecisionPage & { last_id?: string | undefined }, limit: number): void {
-    if (page.last_id === undefined) return;
+    if (this.seeded_ || page.last_id === undefined) return;
+    this.seeded_ = true;
     const head = BigInt(page.last_id);
-    if (this.head !== undefined && head <= this.head) return;
-    this.head = head;
     this.total = page.total;
     const cursor = BigInt(afterId);
+    this.kept = [];
     if (page.items.length < limit && cursor <= head) {
       // The page holds every decision after the cursor, so every one up to the head.
       this.floor = cursor;
-      this.kept = [];
       for (const event of page.items) {
         const id = BigInt(event.id);
         if (id <= head) this.keep(event, id);
       }
     } else {
       this.floor = head;
-      this.kept = [];
     }
-    for (const id of this.ahead.keys()) if (id <= head) this.ahead.delete(id);
-    this.advance();
+    this.follower.restartAt(page.last_id);
+    void this.follower.start({ replay: false });
   }
 
   /**
-   * The decisions after `afterId` up to the head, when this log can prove them all; undefined
-   * when only the store can say (nothing read yet, a cursor outside what is kept, or a decision
-   * heard beyond a missing id).
+   * The decisions after `afterId` up to what the follower has delivered, when this log can prove
+   * them all; undefined when only the store can say (nothing read yet, or a cursor outside what is kept).
    */
   after(afterId: string, limit: number): DecisionPage | undefined {
-    if (this.head === undefined) return undefined;
+    if (!this.seeded_) return undefined;
     const cursor = BigInt(afterId);
-    if (cursor < this.floor || cursor > this.head) return undefined;
-    for (const held of this.ahead.values()) if (held.type === 'control_response') return undefined;
+    if (cursor < this.floor || cursor > this.follower.lastId) return undefined;
     // `kept` is in id order: find where the cursor falls, scanning back from the newest (a
     // sidecar's cursor is usually at or near the end).
     let first = this.kept.length;
@@ -84,27 +85,33 @@ export class DecisionLog {
     return { items, total: this.total };
   }
 
-  private advance(): void {
-    if (this.head === undefined) return;
-    for (let next = this.ahead.get(this.head + 1n); next; next = this.ahead.get(this.head + 1n)) {
-      this.ahead.delete(this.head + 1n);
-      this.head += 1n;
-      if (next.type !== 'control_response') continue;
-      this.total += 1;
-      this.keep(next, this.head);
-    }
+  /** Start over from the store (announcements may have been lost, or a refill failed). */
+  forget(): void {
+    this.follower.stop();
+    this.follower = this.newFollower();
+    this.seeded_ = false;
+    this.total = 0;
+    this.kept = [];
+  }
+
+  private newFollower(): EventFollower {
+    return new EventFollower('0', {
+      read: this.options.read,
+      pageSize: EVENT_LIST_LIMIT.max,
+      deliver: (event) => {
+        if (event.type !== 'control_response') return;
+        this.total += 1;
+        this.keep(event);
+        this.options.onDecision?.(event);
+      },
+      onError: () => this.forget(),
+      ...(this.options.stats ? { stats: this.options.stats } : {}),
+    });
   }
 
   private keep(decision: StoredEvent, id = BigInt(decision.id)): void {
     this.kept.push({ id, event: decision });
     if (this.kept.length > KEPT_DECISIONS) this.floor = this.kept.shift()!.id;
-  }
-
-  /** Start over from the store (announcements may have been lost). */
-  forget(): void {
-    this.head = undefined;
-    this.kept = [];
-    this.ahead.clear();
   }
 }
 
@@ -112,7 +119,7 @@ export class DecisionLog {
 export interface DecisionFeed {
   readonly log: DecisionLog;
   /**
-   * Resolves true as soon as a decision with id > `afterId` is announced, false after `waitMs` or
+   * Resolves true as soon as a decision with id > `afterId` is delivered in order, false after `waitMs` or
    * when `hangUp` fires.
    */
   nextDecision(afterId: string, waitMs: number, hangUp: { once(event: 'close', listener: () => void): unknown; off(event: 'close', listener: () => void): unknown }): Promise<boolean>;
@@ -131,7 +138,7 @@ export interface DecisionFeeds {
  * poll cost the next decision a NATS round trip to event-ingest and a query. A worker's log is
  * kept `lingerMs` after its last poll ends (the next poll usually follows within milliseconds).
  */
-export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options: { lingerMs?: number } = {}): DecisionFeeds {
+export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options: { lingerMs?: number; stats?: FollowerStats } = {}): DecisionFeeds {
   const lingerMs = options.lingerMs ?? 30_000;
   const feeds = new Map<string, { log: DecisionLog; waiters: Set<(decision: StoredEvent) => void>; polls: number; stopWatching(): void; linger?: NodeJS.Timeout }>();
   // Announcements sent while the connection is down, or dropped for a slow consumer, are lost:
@@ -145,12 +152,13 @@ export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options
   function feedOf(workerId: string) {
     let feed = feeds.get(workerId);
     if (!feed) {
-      const log = new DecisionLog();
       const waiters = new Set<(decision: StoredEvent) => void>();
-      const stopWatching = live.watch(workerId, (event) => {
-        log.heard(event);
-        if (event.type === 'control_response') for (const waiter of waiters) waiter(event);
+      const log = new DecisionLog({
+        read: async (afterId) => (await listStoredEvents(nc, { worker_id: workerId, after_id: afterId, limit: EVENT_LIST_LIMIT.max })).items,
+        onDecision: (decision) => waiters.forEach((waiter) => waiter(decision)),
+        ...(options.stats ? { stats: options.stats } : {}),
       });
+      const stopWatching = live.watch(workerId, (event) => log.heard(event));
       feed = { log, waiters, polls: 0, stopWatching };
       feeds.set(workerId, feed);
     }

@@ -7,7 +7,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
 import { createOidcVerifier, generateWorkerToken, hashWorkerToken, type LocalIssuer } from '@svc/auth';
 import { createWorkerDirectory, ensureStreams, type WorkerDirectory } from '@svc/bus';
-import { kvBuckets, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
+import { kvBuckets, type StoredEventBatchType, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { sessionSettings, start as startSession } from '@svc/session';
 import { start as startControl } from '@svc/control';
@@ -82,6 +82,8 @@ export interface FixtureOptions {
   postgres?: boolean;
   /** With `services`: how many control replicas (default 1). */
   controlReplicas?: number;
+  /** With `services`: event-ingest drops the announcements for which this returns true (as if lost). */
+  dropAnnouncement?: (batch: StoredEventBatchType) => boolean;
 }
 
 export async function startGatewayFixture(
@@ -100,7 +102,7 @@ export async function startGatewayFixture(
     database = await openDatabase(postgres ? { url: postgres.url } : {});
     const opened = database;
     stopServices.push(() => opened.close());
-    const ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
+    const ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1, dropAnnouncement: fixtureOptions.dropAnnouncement });
     const sandboxes = await mkdtemp(path.join(tmpdir(), 'svc-gw-sandboxes-'));
     stopServices.push(() => rm(sandboxes, { recursive: true, force: true }));
     const session = await startSession({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'session-0', config: readConfig(sessionSettings, { SVC_SANDBOXES_DIR: sandboxes }) });

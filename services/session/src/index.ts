@@ -1,19 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { createDurablePublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
+import { createIncomingEventPublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
 import {
   CodedError,
   createChecker,
   CreateSessionRpc,
   FollowLogsRpc,
-  incomingMessageId,
   isEndedStatus,
   ListSessionsRpc,
-  partitionOfWorker,
   SessionRpc,
   subjects,
   type CreateSessionRpcType,
   type FollowLogsRpcType,
-  type IncomingEventMessageType,
   type ListResponseOf,
   type ListSessionsRpcType,
   type Session,
@@ -66,7 +63,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
   const registry = await createWorkerRegistry(deps.nc, log);
   const store = createSessionStore(deps.db);
   const templates = createTemplateCatalog({ dir: config.templatesDir });
-  const publisher = createDurablePublisher(deps.nc);
+  const publisher = createIncomingEventPublisher(deps.nc);
   const hostEnv = deps.hostEnv ?? process.env;
 
   // A live sidecar polls at least every decision wait; its liveness is written at most every
@@ -84,8 +81,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
     sandboxPath: config.sandboxPath,
     logger: log,
     async emit(workerId, uid, data) {
-      const message: IncomingEventMessageType = { worker_id: workerId, event: { type: 'system', uid, ts: new Date().toISOString(), data }, received_at: new Date().toISOString() };
-      await publisher.publish(subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, uid) });
+      await publisher.publish(workerId, { type: 'system', uid, ts: new Date().toISOString(), data });
     },
   };
   const spawning = new Set<Promise<void>>();

@@ -15,3 +15,4 @@ export * from './stream.js';
 export * from './sidecar-config.js';
 export * from './model-proxy.js';
 export * from './egress.js';
+export * from './event-follower.js';

@@ -15,6 +15,17 @@ export const IncomingEventMessage = Type.Object(
 export type IncomingEventMessageType = Static<typeof IncomingEventMessage>;
 
 /**
+ * What the control service publishes to the same subject after it stored a decision itself (a
+ * decision is checked and appended in one transaction, `svc_decide`): event-ingest, the one
+ * announcer of stored events, announces it in its place in the worker's id order.
+ */
+export const StoredElsewhereMessage = Type.Object({ worker_id: WorkerId, stored: StoredEventSchema }, { additionalProperties: false });
+export type StoredElsewhereMessageType = Static<typeof StoredElsewhereMessage>;
+
+/** Either message of `svc.events.incoming.<partition>.<worker>`. */
+export type IncomingMessageType = IncomingEventMessageType | StoredElsewhereMessageType;
+
+/**
  * What `svc.events.stored.<worker>` carries: the events of one worker that one commit stored,
  * in id order (one message per commit, not per event: a busy worker's events cost one bus
  * message per batch). Its JetStream message id is `storedBatchMessageId`. A batch may repeat

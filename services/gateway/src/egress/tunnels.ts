@@ -3,22 +3,19 @@ import type { IncomingMessage, Server } from 'node:http';
 import net, { type Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { createWorkerTokenVerifier } from '@svc/auth';
-import { createDurablePublisher, requestJson, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { createIncomingEventPublisher, requestJson, type NatsConnection, type WorkerDirectory } from '@svc/bus';
 import {
   controlWithdrawnData,
   DEFAULT_DECISION_TIMEOUT_S,
   EGRESS_SUBTYPE,
   EGRESS_TOOL,
   egressRuleMatches,
-  incomingMessageId,
   isEndedStatus,
   parseEgressTarget,
-  partitionOfWorker,
   subjects,
   type EgressTarget,
   type EventData,
   type IncomingEvent,
-  type IncomingEventMessageType,
   type ListResponseOf,
   type PermissionRule,
   type WorkerRecord,
@@ -62,13 +59,12 @@ function networkRuleMatches(rule: string, target: string): boolean {
  */
 export function serveEgressTunnels(options: EgressTunnelOptions): { close(): void } {
   const log = options.logger.child({ component: 'egress' });
-  const publisher = createDurablePublisher(options.nc);
+  const publisher = createIncomingEventPublisher(options.nc);
   const tokens = createWorkerTokenVerifier();
   const open = new Set<Socket>();
 
   const record = (workerId: string, event: Omit<IncomingEvent, 'ts'>) => {
-    const message: IncomingEventMessageType = { worker_id: workerId, event: { ...event, ts: new Date().toISOString() } as IncomingEvent, received_at: new Date().toISOString() };
-    return publisher.publish(subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, event.uid) }).catch((err: unknown) => log.warn({ err, worker_id: workerId }, 'could not record an egress event'));
+    return publisher.publish(workerId, { ...event, ts: new Date().toISOString() } as IncomingEvent).catch((err: unknown) => log.warn({ err, worker_id: workerId }, 'could not record an egress event'));
   };
 
   function answer(socket: Socket, status: number, reason: string): void {

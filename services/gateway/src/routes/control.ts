@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { publishJson, requestJson, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { listStoredEvents, publishJson, requestJson, type NatsConnection, type WorkerDirectory } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -15,12 +15,12 @@ import {
   subjects,
   WorkerParams,
   type DecideRequestType,
+  type FollowerStats,
   type ListResponseOf,
   type PermissionRule,
   type StoredEvent,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
-import { listStoredEvents } from '../event-queries.js';
 import { createDecisionFeeds, type DecisionPage } from '../decision-feeds.js';
 import type { LiveFeeds } from '../live-feeds.js';
 
@@ -28,6 +28,7 @@ export interface ControlRoutesOptions {
   nc: NatsConnection;
   workers: WorkerDirectory;
   live: LiveFeeds;
+  followers: FollowerStats;
 }
 
 /**
@@ -59,8 +60,8 @@ const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSche
  * (`GET …/control/pending`, a long poll with `wait_ms`), the open requests for late joiners, and
  * the rules added with "always". Decisions are stored by the control service.
  */
-export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = async (app, { nc, workers, live }) => {
-  const decisions = createDecisionFeeds(nc, live);
+export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = async (app, { nc, workers, live, followers }) => {
+  const decisions = createDecisionFeeds(nc, live, { stats: followers });
   const reportAlive = createAliveReporter(nc);
   app.post(
     '/v1/workers/:id/control',
@@ -116,7 +117,7 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       // The store's page also tells the log where the worker's head is; announcements heard
       // meanwhile (the feed watched before the read) may prove more than the page holds.
       const readStore = async (): Promise<DecisionPage> => {
-        const page = await listStoredEvents(nc, query, request.id);
+        const page = await listStoredEvents(nc, query, { requestId: request.id });
         feed.log.seeded(afterId, page, limit);
         return page.items.length > 0 ? { items: page.items, total: page.total } : (feed.log.after(afterId, limit) ?? { items: [], total: page.total });
       };

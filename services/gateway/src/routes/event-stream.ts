@@ -1,9 +1,8 @@
 import type { WebSocket } from 'ws';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { NatsConnection, WorkerDirectory } from '@svc/bus';
-import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type StoredEvent, type StreamFrame } from '@svc/protocol';
+import { listStoredEvents, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, EventFollower, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type FollowerStats, type StreamFrame } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
-import { listStoredEvents } from '../event-queries.js';
 import type { LiveFeeds, LiveFrame } from '../live-feeds.js';
 
 /** The open WebSockets, so a shutdown can tell each client why (and an event viewer where to resume). */
@@ -31,17 +30,17 @@ export interface EventStreamOptions {
   workers: WorkerDirectory;
   live: LiveFeeds;
   streams: OpenStreams;
+  /** Counts the refills of this gateway's followers. */
+  followers: FollowerStats;
   /** How often the server pings an idle client, in ms. */
   pingIntervalMs?: number;
 }
 
 /**
  * `WS /v1/workers/{id}/sdk-events/stream?after_id=N`: the stored events after N, then live ones,
- * each exactly once and in id order (docs/event-stream.md). Watching starts before the replay and
- * live events wait while the store is read, so nothing falls between replay and live; a live
- * event whose id skips ahead (a lost announcement) is refilled from the store first.
+ * each exactly once and in id order (docs/event-stream.md), through an `EventFollower`.
  */
-export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (app, { nc, workers, live, streams, pingIntervalMs = 15_000 }) => {
+export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (app, { nc, workers, live, streams, followers, pingIntervalMs = 15_000 }) => {
   app.route({
     method: 'GET',
     url: '/v1/workers/:id/sdk-events/stream',
@@ -62,76 +61,36 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
     },
     wsHandler: (socket, request) => {
       const workerId = request.params.id;
-      const log = request.log.child({ stream: workerId });
-      let lastId = BigInt(request.query.after_id ?? '0');
+      const log = request.log.child({ worker_id: workerId });
       let closed = false;
-      // While the store is being read (the replay, or refilling a hole), live events wait here.
-      let catchingUp = true;
-      let held: Array<[StoredEvent, LiveFrame]> = [];
-
       // Text frames, whether given a string or the UTF-8 a live feed encoded once for everyone.
       const send = (frame: string | Buffer) => {
         if (!closed) socket.send(frame, { binary: false });
       };
-      const deliver = (event: StoredEvent, frame?: LiveFrame) => {
-        send(frame ? frame() : JSON.stringify({ kind: 'event', event } satisfies StreamFrame));
-        lastId = BigInt(event.id);
-      };
-
-      /** Sends every stored event after `lastId`, page by page. */
-      const readStore = async () => {
-        for (;;) {
-          const page = await listStoredEvents(nc, { worker_id: workerId, after_id: lastId.toString(), limit: EVENT_LIST_LIMIT.max }, request.id);
-          for (const event of page.items) deliver(event);
-          if (page.items.length < EVENT_LIST_LIMIT.max || closed) return;
-        }
-      };
-
-      /** Reads the store, then what arrived meanwhile; again while a held event reveals a hole. */
-      const catchUp = async () => {
-        catchingUp = true;
-        try {
-          await readStore();
-          while (held.length > 0 && !closed) {
-            const waiting = held;
-            held = [];
-            for (const [index, [event, frame]] of waiting.entries()) {
-              const id = BigInt(event.id);
-              if (id <= lastId) continue; // already sent (replayed or refilled)
-              if (id > lastId + 1n) {
-                held = [...waiting.slice(index), ...held];
-                await readStore();
-                break;
-              }
-              deliver(event, frame);
-            }
-          }
-          catchingUp = false;
-        } catch (err) {
+      const follower = new EventFollower<LiveFrame>(request.query.after_id ?? '0', {
+        read: async (afterId) => (await listStoredEvents(nc, { worker_id: workerId, after_id: afterId, limit: EVENT_LIST_LIMIT.max }, { requestId: request.id })).items,
+        pageSize: EVENT_LIST_LIMIT.max,
+        deliver: (event, frame) => send(frame ? frame() : JSON.stringify({ kind: 'event', event } satisfies StreamFrame)),
+        onError: (err) => {
           log.error({ err }, 'event stream failed');
-          socket.close(STREAM_CLOSE.unavailable, JSON.stringify({ resume_after_id: lastId.toString() }));
-        }
-      };
-
+          closed = true;
+          socket.close(STREAM_CLOSE.unavailable, JSON.stringify({ resume_after_id: follower.lastId.toString() }));
+        },
+        stats: followers,
+      });
       // Watching starts before the replay, so nothing falls between the two.
-      const stopWatching = live.watch(workerId, (event, frame) => {
-        if (catchingUp) return void held.push([event, frame]);
-        const id = BigInt(event.id);
-        if (id <= lastId) return; // already sent (replayed or refilled)
-        if (id === lastId + 1n) return deliver(event, frame);
-        held.push([event, frame]); // a hole: the store has what we missed
-        void catchUp();
-      });
-      void catchUp().then(() => {
-        if (!closed) send(JSON.stringify({ kind: 'live', last_id: lastId.toString() } satisfies StreamFrame));
+      const stopWatching = live.watch(workerId, (event, frame) => follower.heard(event, frame));
+      void follower.start().then(() => {
+        if (!closed) send(JSON.stringify({ kind: 'live', last_id: follower.lastId.toString() } satisfies StreamFrame));
       });
 
-      streams.add(socket, () => JSON.stringify({ resume_after_id: lastId.toString() }));
+      streams.add(socket, () => JSON.stringify({ resume_after_id: follower.lastId.toString() }));
       const ping = setInterval(() => socket.ping(), pingIntervalMs);
       socket.on('close', () => {
         closed = true;
         clearInterval(ping);
         stopWatching();
+        follower.stop();
         streams.delete(socket);
       });
     },

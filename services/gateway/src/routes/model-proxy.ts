@@ -1,17 +1,13 @@
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { createDurablePublisher, type ModelUsageLedger, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { createIncomingEventPublisher, type ModelUsageLedger, type NatsConnection, type WorkerDirectory } from '@svc/bus';
 import {
   budgetReached,
   CodedError,
-  incomingMessageId,
   MODEL_APIS,
   MODEL_PROXY_SUBTYPES,
-  partitionOfWorker,
-  subjects,
   type IncomingEvent,
-  type IncomingEventMessageType,
   type ModelApi,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
@@ -74,7 +70,7 @@ function forwardedHeaders(incoming: IncomingHttpHeaders, dropped: ReadonlySet<st
  * in the provider's error shape, and the history says why.
  */
 export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = async (app, { nc, workers, ledger, upstreams }) => {
-  const publisher = createDurablePublisher(nc);
+  const publisher = createIncomingEventPublisher(nc);
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
 
   // The body streams on to the upstream as it arrives: no parser reads it here.
@@ -89,9 +85,8 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
   });
 
   const record = (workerId: string, requestId: string | undefined, event: IncomingEvent) => {
-    const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: new Date().toISOString() };
     return publisher
-      .publish(subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, event.uid), ...(requestId ? { requestId } : {}) })
+      .publish(workerId, event, { requestId })
       .catch((err: unknown) => app.log.warn({ err, worker_id: workerId }, 'could not record a model proxy event'));
   };
   const usage = createUsageRecorder({

@@ -1,28 +1,23 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createDurablePublisher, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { createIncomingEventPublisher, listStoredEvents, type NatsConnection, type WorkerDirectory } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
   describeFieldErrors,
   EVENT_LIST_LIMIT,
-  incomingMessageId,
   ListSdkEventsQuery,
   ListSdkEventsResponse,
   MAX_EVENTS_PER_POST,
-  partitionOfWorker,
   PostSdkEventsBody,
   PostSdkEventsResponse,
-  subjects,
   validateIncomingEvent,
   WorkerParams,
   type EventType,
   type FieldError,
   type IncomingEvent,
-  type IncomingEventMessageType,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
-import { listStoredEvents } from '../event-queries.js';
 
 export interface SdkEventRoutesOptions {
   nc: NatsConnection;
@@ -57,7 +52,7 @@ const errorResponses = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIError
 
 /** `POST` (sidecar) and `GET` (viewers) `/v1/workers/{id}/sdk-events`. */
 export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = async (app, { nc, workers }) => {
-  const publisher = createDurablePublisher(nc);
+  const publisher = createIncomingEventPublisher(nc);
   app.addHook('onClose', async () => publisher.close());
 
   app.post(
@@ -77,15 +72,9 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
     async (request, reply) => {
       const workerId = request.params.id;
       const events = request.body as unknown as IncomingEvent[];
-      const subject = subjects.incomingEvent(partitionOfWorker(workerId), workerId);
       const receivedAt = new Date().toISOString();
       // Published in order on one connection, so the stream keeps the producer's order.
-      await Promise.all(
-        events.map((event) => {
-          const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: receivedAt };
-          return publisher.publish(subject, message, { messageId: incomingMessageId(workerId, event.uid), requestId: request.id });
-        }),
-      );
+      await Promise.all(events.map((event) => publisher.publish(workerId, event, { requestId: request.id, receivedAt })));
       return reply.code(202).send({ accepted: events.length });
     },
   );
@@ -106,7 +95,7 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       const workerId = request.params.id;
       await authorizeWorker(request, workers, workerId);
       const types = request.query.types ? ([...new Set(request.query.types.split(','))] as EventType[]) : undefined;
-      return listStoredEvents(nc, { worker_id: workerId, after_id: request.query.after_id ?? '0', limit: request.query.limit, ...(types ? { types } : {}) }, request.id);
+      return listStoredEvents(nc, { worker_id: workerId, after_id: request.query.after_id ?? '0', limit: request.query.limit, ...(types ? { types } : {}) }, { requestId: request.id });
     },
   );
 };

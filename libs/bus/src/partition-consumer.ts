@@ -1,0 +1,49 @@
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, jetstream, jetstreamManager, type ConsumerMessages } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import { streams, subjects } from '@svc/protocol';
+import type { NatsConnection } from './connection.js';
+
+export type { JsMsg } from '@nats-io/jetstream';
+
+/**
+ * How long a message may stay unacknowledged before JetStream delivers it again: after a replica
+ * dies, its unacknowledged messages wait this long. A consumer keeps messages in hand alive with
+ * `working()` however long storing them takes, so this is about crashes, not slow commits.
+ */
+export const PARTITION_ACK_WAIT_MS = 10_000;
+
+/** The durable consumer of one partition: its name is stable so a restarted replica resumes it. */
+export function partitionConsumerName(partition: number): string {
+  return `event-ingest-p${partition}`;
+}
+
+function isConsumerNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
+}
+
+/**
+ * The incoming messages of one partition (`SVC_EVENTS_INCOMING`), in stream order, for the one
+ * event-ingest replica that owns it (docs/event-ingest.md). Each must be acknowledged once stored.
+ */
+export async function consumeIncomingPartition(nc: NatsConnection, partition: number): Promise<ConsumerMessages> {
+  const jsm = await jetstreamManager(nc);
+  const name = partitionConsumerName(partition);
+  // A restarted replica must get its partition's unacknowledged messages first and in order. The
+  // consumer a dead process left behind would hold those back until their ack deadline and hand
+  // out newer ones meanwhile, which breaks per-worker order. On a work-queue stream the messages
+  // still there are exactly those not yet stored, so a fresh consumer delivers them in stream
+  // order. (Only one replica owns a partition at a time.)
+  await jsm.consumers.delete(streams.incomingEvents.name, name).catch((err: unknown) => {
+    if (!isConsumerNotFound(err)) throw err;
+  });
+  await jsm.consumers.add(streams.incomingEvents.name, {
+    durable_name: name,
+    filter_subject: subjects.incomingPartition(partition),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(PARTITION_ACK_WAIT_MS),
+    max_ack_pending: 20_000,
+  });
+  const consumer = await jetstream(nc).consumers.get(streams.incomingEvents.name, name);
+  return consumer.consume({ max_messages: 1000 });
+}
