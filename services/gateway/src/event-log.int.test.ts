@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { requestJson, subscribeStoredEvents, type StoredEventSubscription } from '@svc/bus';
 import { createFollowerStats, subjects, type CreateWorkerResultType, type IncomingEvent, type StoredEvent, type StoredEventBatchType, type StreamFrame } from '@svc/protocol';
 import { systemEvent, waitFor } from '@svc/test-support';
-import { startGatewayFixture, type FixtureOptions, type GatewayFixture } from '../test/fixture.js';
+import { startGatewayFixture, type FixtureOptions } from '../test/fixture.js';
 
 const EVENTS = 1000;
 const REQUESTS = 200;
