@@ -20,7 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { ListResponseOf, StoredEvent } from '@svc/protocol';
 import { claudeCodeAdapter } from '@svc/sidecar';
-import { standInAgent, waitFor } from '@svc/test-support';
+import { waitFor } from '@svc/test-support';
+import { standInAgent } from '@svc/test-support/stand-ins';
 import { agent, call, percentile, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, decisions: { type: 'string', default: '200' } } });

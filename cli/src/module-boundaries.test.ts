@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lintAsIf } from '@svc/test-support';
+import { lintAsIf } from '@svc/test-support/lint';
 
 describe('cli — module boundaries', () => {
   it.each(['@svc/store', '@svc/bus', '@svc/gateway'])('importing %s fails lint', async (imported) => {

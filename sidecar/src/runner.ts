@@ -1,13 +1,10 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { constants } from 'node:os';
-import { LIFECYCLE_SUBTYPES, withdrawnRequestId, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
-// Only this module of the kit: the sidecar's single executable stays small.
-import { dieWithParent } from '@svc/service-kit/child-processes';
-import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
+import { LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
+import type { Adapter, LaunchPlan } from './adapters/adapter.js';
+import { killLeftoverAgent, startAgentProcess } from './agent-process.js';
+import { createEventRouting } from './event-routing.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
 import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
 import { genericAdapter } from './adapters/generic.js';
@@ -30,23 +27,6 @@ export function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
   return genericAdapter;
 }
 
-/** The agent never outlives its sidecar unobserved: a group left by a previous run is killed first. */
-function killLeftoverAgent(pgidFile: string, warn: (message: string) => void): void {
-  let pgid: number;
-  try {
-    pgid = Number(readFileSync(pgidFile, 'utf8').trim());
-  } catch {
-    return;
-  }
-  if (!Number.isInteger(pgid) || pgid <= 1) return;
-  try {
-    process.kill(-pgid, 'SIGKILL');
-    warn(`killed the agent group ${pgid} left by a previous sidecar`);
-  } catch {
-    // Already gone.
-  }
-}
-
 export interface SidecarRun {
   /** Resolves with the agent's exit code (128 + signal number when a signal ended it). */
   exited: Promise<number>;
@@ -55,10 +35,10 @@ export interface SidecarRun {
 }
 
 /**
- * Runs the agent under the sidecar: its lines become events (through the adapter), its tool
- * requests go through the permission engine (and to a person when it says ask), decisions come
- * back from the long poll and go to its stdin exactly once. Resolves when the agent has exited
- * and every event is delivered.
+ * Runs the agent under the sidecar: the agent's process (`agent-process.ts`), its lines turned
+ * into events by the adapter and routed (`event-routing.ts`: to the outbox, tool requests
+ * through the permission engine or to a person, decisions from the long poll back to its stdin
+ * exactly once). `exited` resolves when the agent has exited and every event is delivered.
  */
 export async function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): Promise<SidecarRun> {
   const adapter = adapterFor(config.adapter);
@@ -84,9 +64,6 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   const bootId = randomBytes(6).toString('base64url');
   const outbox = createOutbox({ client, workerId: config.worker_id, bootId, stateDir: config.state_dir, bufferMaxBytes: config.buffer_max_bytes, warn });
   const engine = createPermissionEngine(config.permissions, { autonomous: config.autonomous });
-  /** Requests a person must decide, by request id, until the decision is written. */
-  const open = new Map<string, EventData<'control_request'>>();
-
   const refreshRules = async () => {
     const outcome = await client.send('GET', `/v1/workers/${config.worker_id}/permission-rules`);
     if (outcome.ok) engine.setAddedRules((outcome.body as ListResponseOf<PermissionRule>).items);
@@ -96,65 +73,31 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   // The proxy's variables win: a template cannot point the agent past the model proxy.
   const agentEnv = { ...process.env, ...config.agent.env, ...egressProxy?.agentEnv, ...modelProxy?.agentEnv };
   const preflight = (await adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? [];
-  // The agent dies with the sidecar however the sidecar dies (a SIGKILL runs no handler): a
-  // sidecar started again finds no agent of the last run writing into the same workspace.
-  const launchAgent = dieWithParent(plan.command, plan.args);
-  const agent = spawn(launchAgent.command, launchAgent.args, {
-    cwd: config.agent.cwd,
-    env: agentEnv,
-    stdio: ['pipe', 'pipe', 'pipe'],
-    // Its own process group: a signal reaches everything it started.
-    detached: true,
+  const agent = startAgentProcess({ command: plan.command, args: plan.args, cwd: config.agent.cwd, env: agentEnv, pgidFile });
+  const routing = createEventRouting({
+    adapter,
+    engine,
+    record: (event) => outbox.push(event),
+    toAgent: (bytes) => agent.write(bytes),
+    closeAgentInput: () => agent.closeStdin(),
+    onRuleAdded: () => void refreshRules(),
   });
-  if (agent.pid) writeFileSync(pgidFile, String(agent.pid));
-  const writeToAgent = (bytes: string) => {
-    if (bytes && agent.stdin?.writable) agent.stdin.write(bytes);
-  };
-  agent.stdin?.on('error', () => {}); // the agent closed its stdin: nothing more to tell it
-  for (const line of plan.stdinLines) writeToAgent(`${line}\n`);
-  if (plan.closeStdin) agent.stdin?.end();
+  for (const line of plan.stdinLines) agent.write(`${line}\n`);
+  if (plan.closeStdin) agent.closeStdin();
   for (const event of preflight) outbox.push(event);
   outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: LIFECYCLE_SUBTYPES.agentStart, details: { pid: agent.pid ?? null, adapter: adapter.name, config_file: config.source, ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}), ...(modelBaseUrls ? { model_proxy: modelBaseUrls } : {}) } } });
 
-  function handle(event: AgentEvent): void {
-    if (event.type === 'control_request') {
-      outbox.push(event);
-      const verdict = engine.decide(event.data.tool_name, event.data.input);
-      if (verdict.decision === 'ask') {
-        open.set(event.data.request_id, event.data);
-        return;
-      }
-      // The policy decided: recorded like a person's decision, so the history shows it.
-      const decision: EventData<'control_response'> = { request_id: event.data.request_id, decision: verdict.decision, message: verdict.reason, decided_by: 'policy' };
-      outbox.push({ type: 'control_response', data: decision });
-      writeToAgent(adapter.formatDecision(decision, event.data));
-      return;
+  const readers = agent.readLines((line, stream) => {
+    // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
+    if (stream === 'stderr') warn(`agent stderr: ${line}`);
+    for (const event of adapter.parseLine(line, stream)) routing.fromAgent(event);
+    for (const reply of adapter.takeOutgoing?.() ?? []) agent.write(reply);
+    // A full disk buffer stops the reading: the agent waits on its pipe, nothing is lost.
+    if (!outbox.hasRoom()) {
+      for (const reader of readers) reader.pause();
+      void outbox.room().then(() => readers.forEach((reader) => reader.resume()));
     }
-    if (event.type === 'system') {
-      const withdrawn = withdrawnRequestId(event);
-      if (withdrawn !== undefined) open.delete(withdrawn);
-    }
-    outbox.push(event);
-    if (event.type === 'result' && adapter.endsAfterResult) agent.stdin?.end();
-  }
-
-  for (const [stream, source] of [
-    ['stdout', agent.stdout!],
-    ['stderr', agent.stderr!],
-  ] as const) {
-    const lines = createInterface({ input: source, crlfDelay: Infinity });
-    lines.on('line', (line) => {
-      // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
-      if (stream === 'stderr') warn(`agent stderr: ${line}`);
-      for (const event of adapter.parseLine(line, stream)) handle(event);
-      for (const reply of adapter.takeOutgoing?.() ?? []) writeToAgent(reply);
-      // A full disk buffer stops the reading: the agent waits on its pipe, nothing is lost.
-      if (!outbox.hasRoom()) {
-        lines.pause();
-        void outbox.room().then(() => lines.resume());
-      }
-    });
-  }
+  });
 
   const poller = createDecisionPoller({
     client,
@@ -163,61 +106,29 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     waitMs: config.decision_wait_ms,
     pollIntervalMs: config.poll_interval_ms,
     warn,
-    onDecision(decision) {
-      const request = open.get(decision.data.request_id);
-      if (decision.data.decided_by === 'policy' || !request) return; // ours, or not this agent's
-      open.delete(decision.data.request_id);
-      writeToAgent(adapter.formatDecision(decision.data, request));
-      if (decision.data.scope === 'always') void refreshRules();
-    },
+    onDecision: (decision) => routing.fromPerson(decision),
   });
 
-  let killTimer: NodeJS.Timeout | undefined;
   /** Set by SIGTERM: the sandbox is going away, so draining gets a deadline too. */
   let terminating = false;
-  const exited = new Promise<number>((resolve) => {
-    let finished = false;
-    const finish = (exitCode: number, data: EventData<'system'>) => {
-      if (finished) return;
-      finished = true;
-      clearTimeout(killTimer);
-      rmSync(pgidFile, { force: true });
-      outbox.push({ type: 'system', data });
-      void (async () => {
-        await poller.stop();
-        await Promise.all([modelProxy?.close(), egressProxy?.close()]);
-        await outbox.close(terminating ? config.kill_grace_ms : undefined);
-        client.close();
-        resolve(exitCode);
-      })();
-    };
-    agent.on('error', (err) => {
-      // It never ran (e.g. the command does not exist): there will be no exit status.
-      if (agent.pid === undefined) finish(127, { level: 'error', message: `the agent could not start: ${err.message}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: 127 } });
-    });
-    agent.on('close', (code, signal) => {
-      const exitCode = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : 1);
-      finish(exitCode, { level: exitCode === 0 ? 'info' : 'warn', message: `agent exited with ${signal ? `signal ${signal}` : `code ${code}`}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code, signal } });
-    });
+  const exited = agent.exited.then(async (exit) => {
+    const data: EventData<'system'> =
+      exit.startError !== undefined
+        ? { level: 'error', message: `the agent could not start: ${exit.startError}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: 127 } }
+        : { level: exit.exitCode === 0 ? 'info' : 'warn', message: `agent exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: exit.code, signal: exit.signal } };
+    outbox.push({ type: 'system', data });
+    await poller.stop();
+    await Promise.all([modelProxy?.close(), egressProxy?.close()]);
+    await outbox.close(terminating ? config.kill_grace_ms : undefined);
+    client.close();
+    return exit.exitCode;
   });
 
   return {
     exited,
     terminate() {
       terminating = true;
-      if (!agent.pid) return;
-      try {
-        process.kill(-agent.pid, 'SIGTERM');
-      } catch {
-        return;
-      }
-      killTimer = setTimeout(() => {
-        try {
-          process.kill(-agent.pid!, 'SIGKILL');
-        } catch {
-          // Gone meanwhile.
-        }
-      }, config.kill_grace_ms);
+      agent.terminate(config.kill_grace_ms);
     },
   };
 }

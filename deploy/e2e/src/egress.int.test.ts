@@ -5,7 +5,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson } from '@svc/bus';
 import { subjects, type EgressPolicy, type ListResponseOf, type PermissionRule, type StoredEvent } from '@svc/protocol';
-import { standInAgent, waitFor } from '@svc/test-support';
+import { waitFor } from '@svc/test-support';
+import { standInAgent } from '@svc/test-support/stand-ins';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 

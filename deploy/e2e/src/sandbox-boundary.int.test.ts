@@ -7,7 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type EventData, type ListResponseOf, type StoredEvent } from '@svc/protocol';
-import { startMockAnthropic, waitFor, type MockAnthropic } from '@svc/test-support';
+import { waitFor } from '@svc/test-support';
+import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
 import { startStack, type E2eStack } from './stack.js';
 
 /** The agent: a shell script that looks around (agents/sandbox-probe.sh). */

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateWorkerResultType, ListResponseOf, StoredEvent } from '@svc/protocol';
-import { standInAgent, waitFor } from '@svc/test-support';
+import { waitFor } from '@svc/test-support';
+import { standInAgent } from '@svc/test-support/stand-ins';
 import { controlClient, startSidecar } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 

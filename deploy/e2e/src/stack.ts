@@ -4,18 +4,7 @@ import path from 'node:path';
 import { connectBus, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
 import { subjects, type CreateWorkerRequestType, type CreateWorkerResultType, type StatusResponseType } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
-import {
-  freePort,
-  startNatsServer,
-  startPostgres,
-  startServiceProcess,
-  startTestIssuer,
-  waitFor,
-  type NatsServerProcess,
-  type PostgresProcess,
-  type ServiceProcess,
-  type TestIssuer,
-} from '@svc/test-support';
+import { freePort, startNatsServer, startPostgres, startServiceProcess, startTestIssuer, waitFor, type NatsServerProcess, type PostgresProcess, type ServiceProcess, type TestIssuer } from '@svc/test-support';
 
 export interface E2eStack {
   gatewayUrl: string;

@@ -6,7 +6,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { connectBus, findNatsServerBinary, natsPermissionsFile, NATS_SERVICE_USERS, stopChild } from '@svc/bus';
 import { EVENT_PARTITIONS, partitionsOfReplica, subjects } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
-import { CHART_DIR, freePort, lintChart, renderChart, waitFor, type Manifest } from '@svc/test-support';
+import { freePort, waitFor } from '@svc/test-support';
+import { CHART_DIR, lintChart, renderChart, type Manifest } from '@svc/test-support/helm';
 
 const PROFILES = ['single.yaml', 'distributed-external.yaml', 'distributed-bundled.yaml'] as const;
 type Profile = (typeof PROFILES)[number];

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
@@ -8,7 +8,7 @@ import { CodedError, createChecker, kvBuckets, streams, subjects } from '@svc/pr
 import { createGracefulShutdown, createLogger } from '@svc/service-kit';
 import { launchNatsServer as startNatsServer, natsServerThreads, type NatsServerProcess } from './nats-server-process.js';
 import { connectBus, type NatsConnection } from './connection.js';
-import { publishDurable, publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
+import { publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
 import { ensureStreams } from './streams.js';
 import { createDurablePublisher } from './durable-publisher.js';
 
@@ -45,10 +45,11 @@ describe('bus — against a real nats-server', () => {
 
   it('durable publish — a repeated message id is acknowledged as a duplicate and stored once', async () => {
     await ensureStreams(nc);
-    const js = jetstream(nc);
+    const publisher = createDurablePublisher(nc);
     const subject = subjects.incomingEvent(1, 'wrk_dup');
-    const first = await publishDurable(js, subject, { n: 1 }, { messageId: 'wrk_dup:u1', requestId: 'req-1' });
-    const again = await publishDurable(js, subject, { n: 1 }, { messageId: 'wrk_dup:u1' });
+    const first = await publisher.publish(subject, { n: 1 }, { messageId: 'wrk_dup:u1', requestId: 'req-1' });
+    const again = await publisher.publish(subject, { n: 1 }, { messageId: 'wrk_dup:u1' });
+    publisher.close();
     expect(first.duplicate).toBe(false);
     expect(again.duplicate).toBe(true);
     expect(again.seq).toBe(first.seq);

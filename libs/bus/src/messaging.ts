@@ -1,4 +1,3 @@
-import type { JetStreamClient, PubAck } from '@nats-io/jetstream';
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { CodedError, headers, isErrorCode, type RpcReply, type SchemaChecker, describeFieldErrors } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
@@ -33,15 +32,6 @@ function contextOf(msg: Msg): MessageContext {
 export function publishJson(nc: NatsConnection, subject: string, payload: unknown, options: SendOptions = {}): void {
   const h = headersWith(options.requestId);
   nc.publish(subject, encode(payload), h ? { headers: h } : {});
-}
-
-/**
- * Publishes to JetStream and resolves with the server's ack (the message is durable).
- * `messageId` becomes `Nats-Msg-Id`: a repeat within the stream's window is dropped (`ack.duplicate`).
- */
-export function publishDurable(js: JetStreamClient, subject: string, payload: unknown, options: SendOptions & { messageId: string }): Promise<PubAck> {
-  const h = headersWith(options.requestId);
-  return js.publish(subject, encode(payload), { msgID: options.messageId, ...(h ? { headers: h } : {}) });
 }
 
 export interface RequestOptions extends SendOptions {
@@ -133,7 +123,7 @@ export function serveRpc<Request, Result>(
       } else if (err instanceof SyntaxError) {
         reply = { ok: false, error: { code: 'invalid_request', message: 'the request is not valid JSON' } };
       } else {
-        log.error({ err, requestId: context.requestId }, 'request handler failed');
+        log.error({ err, request_id: context.requestId }, 'request handler failed');
         reply = { ok: false, error: { code: 'internal', message: 'internal error' } };
       }
     }
@@ -142,7 +132,7 @@ export function serveRpc<Request, Result>(
       try {
         task();
       } catch (err) {
-        log.error({ err, requestId: context.requestId }, 'a task after the reply failed');
+        log.error({ err, request_id: context.requestId }, 'a task after the reply failed');
       }
     }
   }
@@ -159,7 +149,7 @@ export function subscribeJson<Payload>(
   return subscribeMessages(nc, subject, options.queue, log, (msg) => {
     Promise.resolve()
       .then(() => handler(decode(msg.data) as Payload, contextOf(msg)))
-      .catch((handlerError: unknown) => log.error({ err: handlerError, requestId: contextOf(msg).requestId }, 'message handler failed'));
+      .catch((handlerError: unknown) => log.error({ err: handlerError, request_id: contextOf(msg).requestId }, 'message handler failed'));
   });
 }
 

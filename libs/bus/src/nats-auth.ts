@@ -42,7 +42,7 @@ const COMMON_PUBLISH = ['_INBOX.>', '$JS.API.>', 'svc.health.>'];
 const COMMON_SUBSCRIBE = ['_INBOX.>'];
 /** JetStream operations that destroy or rewrite what is kept: only the operator (and the owner of the data) may. */
 const DESTRUCTIVE_JS_API = ['$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.STREAM.MSG.DELETE.>', '$JS.API.STREAM.UPDATE.>', '$JS.API.CONSUMER.DELETE.>'];
-/** The subjects only the owners of the event log may publish: a stored event's announcement (decisions included). */
+/** The subjects only event-ingest, the one announcer of stored events, may publish (decisions included: docs/architecture.md). */
 const STORED_ANNOUNCEMENTS = [subjects.storedAll, subjects.lifecycleAll, wildcard(subjects.controlEventsAll)];
 
 /**
@@ -63,8 +63,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
     subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.events.>', subjects.health('event-ingest')] },
   },
   control: {
-    // Decisions are announced by the control service that stores them (docs/control.md).
-    publish: { allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.storedAll, 'svc.rpc.>'], deny: [KV(kvBuckets.workers)] },
+    // A decision it stores goes to event-ingest on the worker's incoming partition; event-ingest announces it.
+    publish: { allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, 'svc.rpc.>'], deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers)] },
     subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.control.>', wildcard(subjects.controlEventsAll), subjects.health('control')] },
   },
   session: {

@@ -1,4 +1,4 @@
-import type { GracefulShutdown, Logger, RunningService } from '@svc/service-kit';
+import { commonSettings, createGracefulShutdown, createLogger, readConfig, type ConfigOf, type GracefulShutdown, type Logger, type RunningService, type Setting } from '@svc/service-kit';
 import { connectBus, natsCredentialsOf, type NatsConnection } from './connection.js';
 import { serveHealthProbes } from './health.js';
 
@@ -34,4 +34,56 @@ export async function runServiceMain<T extends RunningService>(options: ServiceM
   shutdown.add({ name: options.service, close: () => service.stop() });
   probes?.started();
   return service;
+}
+
+/** A service's database as `runService` needs it (`libs/store`'s `openServiceStore` makes one). */
+export interface ServiceStore<Db> {
+  db: Db;
+  /** Whether it answers now (`/readyz`). */
+  probe(): Promise<boolean>;
+  /** Waits for it (with back-off) and brings its tables up to date. */
+  ready(): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+type CommonConfig = ConfigOf<typeof commonSettings>;
+
+export interface RunServiceOptions<S extends Record<string, Setting<unknown>>, Db, T extends RunningService> {
+  service: string;
+  /** The service's own settings, besides `commonSettings` (NATS, log level, instance, probes). */
+  settings: S;
+  /** For a service with a database: opens it (a pool: it works with the database still away). */
+  store?: (config: ConfigOf<S> & CommonConfig, logger: Logger) => Promise<ServiceStore<Db>>;
+  /** How long closing may take (default 10 s). */
+  shutdownTimeoutMs?: (config: ConfigOf<S> & CommonConfig) => number;
+  /** What else must be there before the service starts (its streams): waited for, with back-off. */
+  prepare?: (nc: NatsConnection, logger: Logger) => Promise<unknown>;
+  start(context: { nc: NatsConnection; config: ConfigOf<S> & CommonConfig; logger: Logger; db: Db }): Promise<T>;
+}
+
+/**
+ * A service's whole `main.ts`: reads its configuration, makes its logger and its graceful
+ * shutdown (SIGTERM, SIGINT), opens its database, then `runServiceMain`: probes, NATS, what it
+ * waits for (streams, migrations), the service.
+ */
+export async function runService<S extends Record<string, Setting<unknown>>, Db = undefined, T extends RunningService = RunningService>(options: RunServiceOptions<S, Db, T>): Promise<T> {
+  const config = readConfig({ ...commonSettings, ...options.settings }) as ConfigOf<S> & CommonConfig;
+  const logger = createLogger({ name: options.service, level: config.logLevel, base: { instance: config.instance } });
+  const shutdown = createGracefulShutdown({ logger, ...(options.shutdownTimeoutMs ? { timeoutMs: options.shutdownTimeoutMs(config) } : {}) });
+  shutdown.installSignalHandlers();
+  const store = await options.store?.(config, logger);
+  if (store) shutdown.add({ name: 'database', close: () => store.close() });
+  return runServiceMain({
+    service: options.service,
+    config,
+    logger,
+    shutdown,
+    ...(store ? { probeStore: () => store.probe() } : {}),
+    async prepare(nc) {
+      await options.prepare?.(nc, logger);
+      // The store comes after the bus's streams: the first thing a service asks of its store is its migrations.
+      await store?.ready();
+    },
+    start: (nc) => options.start({ nc, config, logger, db: store?.db as Db }),
+  });
 }

@@ -1,9 +1,8 @@
-import { jetstream } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storedBatchMessageId, subjects, type StoredEvent } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
-import { publishDurable } from './messaging.js';
+import { createDurablePublisher } from './durable-publisher.js';
 import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
 import { ensureStreams } from './streams.js';
 import { subscribeStoredEvents } from './stored-events.js';
@@ -37,7 +36,7 @@ describe('bus — durable subscribers to stored events', () => {
 
   const publish = (...events: StoredEvent[]) => {
     const batch = { worker_id: events[0]!.worker_id, events };
-    return publishDurable(jetstream(nc), subjects.storedEvent(batch.worker_id), batch, { messageId: storedBatchMessageId(batch) });
+    return createDurablePublisher(nc).publish(subjects.storedEvent(batch.worker_id), batch, { messageId: storedBatchMessageId(batch) });
   };
 
   it('receives every worker\'s events in order; a restart with the same name resumes without repeats', async () => {

@@ -1,6 +1,6 @@
 import type { DecisionPolicy } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import type { StoredRequest } from './control-queries.js';
+import type { StoredRequest } from '@svc/store';
 import { deadlineOf } from './decisions.js';
 
 /** Node's timers hold at most 2^31-1 ms; a longer wait is taken in steps. */
@@ -32,7 +32,7 @@ export function createDeadlines(deps: DeadlinesDeps) {
         .expire(request, policy)
         .then(() => timers.delete(key))
         .catch((err: unknown) => {
-          log.error({ err, workerId: request.event.worker_id, requestId: request.event.data.request_id }, 'could not store the timeout decision; retrying');
+          log.error({ err, worker_id: request.event.worker_id, request_id: request.event.data.request_id }, 'could not store the timeout decision; retrying');
           if (!stopped) arm(key, request, Date.now() + 1000, policy);
         });
     }, wait);

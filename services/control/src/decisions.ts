@@ -10,8 +10,7 @@ import {
   type StoredEvent,
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import { createEventStore, type Database, type Kysely } from '@svc/store';
-import type { ControlQueries, StoredRequest } from './control-queries.js';
+import { createEventStore, type ControlRequestLog, type Database, type Kysely, type StoredRequest } from '@svc/store';
 
 const HAND_OVER_ATTEMPTS = 5;
 const HAND_OVER_RETRY_MS = 500;
@@ -26,7 +25,7 @@ export const TIMEOUT_DECIDER = 'policy:timeout';
 
 export interface DecisionsDeps {
   db: Kysely<Database>;
-  queries: ControlQueries;
+  requests: ControlRequestLog;
   /** Hands each stored decision to event-ingest, which announces it in the worker's order. */
   incoming: IncomingEventPublisher;
   /** The worker's decision deadline (from its template). */
@@ -90,7 +89,7 @@ export function createDecisions(deps: DecisionsDeps) {
   async function expire(request: StoredRequest, policy: DecisionPolicy): Promise<StoredEvent<'control_response'>> {
     const { request_id: requestId, tool_name: toolName } = request.event.data;
     // The sidecar's policy may have decided it (a decision under another uid): nothing to expire.
-    const current = await deps.queries.findRequest(request.event.worker_id, requestId);
+    const current = await deps.requests.findRequest(request.event.worker_id, requestId);
     if (current?.decision) return current.decision;
     const data: EventData<'control_response'> = {
       request_id: requestId,
@@ -102,7 +101,7 @@ export function createDecisions(deps: DecisionsDeps) {
       decided_by: TIMEOUT_DECIDER,
     };
     const { event, duplicate } = await storeDeadlineDecision(request.event.worker_id, data);
-    if (!duplicate) log.info({ workerId: request.event.worker_id, requestId, decision: policy.on_timeout }, 'deadline passed; the policy decided');
+    if (!duplicate) log.info({ worker_id: request.event.worker_id, request_id: requestId, decision: policy.on_timeout }, 'deadline passed; the policy decided');
     return event;
   }
 
@@ -130,7 +129,7 @@ export function createDecisions(deps: DecisionsDeps) {
       if (body.interrupt && body.decision !== 'deny') throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
       const rule = body.scope === 'always' ? (body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }) : undefined;
-      const outcome = await deps.queries.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data), rule);
+      const outcome = await deps.requests.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data), rule);
       switch (outcome.kind) {
         case 'not_found':
           throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);
@@ -143,7 +142,7 @@ export function createDecisions(deps: DecisionsDeps) {
           throw refusal(await expire(outcome.request, policy));
         case 'stored':
           afterReply(() => handOver(workerId, outcome.decision));
-          log.info({ workerId, requestId: body.request_id, decision: body.decision, decidedBy: decidedBy.sub }, 'decided');
+          log.info({ worker_id: workerId, request_id: body.request_id, decision: body.decision, decided_by: decidedBy.sub }, 'decided');
           return outcome.decision;
       }
     },

@@ -16,8 +16,8 @@ import {
   type StoredEventBatchType,
 } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
-import { createControlQueries } from './control-queries.js';
+import { createControlRequestLog, migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createPermissionRules } from './permission-rules.js';
 import { createDeadlines } from './deadlines.js';
 import { createDecisions } from './decisions.js';
 
@@ -38,7 +38,8 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'control' });
   const applied = await migrateToLatest(deps.db);
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
-  const queries = createControlQueries(deps.db);
+  const requests = createControlRequestLog(deps.db);
+  const rules = createPermissionRules(deps.db);
   const incoming = createIncomingEventPublisher(deps.nc);
   const workers = await createWorkerDirectory(deps.nc, log);
 
@@ -48,7 +49,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
     return (await workers.get(workerId))?.decision_policy ?? DEFAULT_DECISION_POLICY;
   }
 
-  const decisions = createDecisions({ db: deps.db, queries, incoming, policyOf, logger: log });
+  const decisions = createDecisions({ db: deps.db, requests, incoming, policyOf, logger: log });
   const deadlines = createDeadlines({ policyOf, expire: decisions.expire, logger: log });
 
   // Requests and withdrawals as event-ingest stores them. Subscribed before the store is read,
@@ -67,7 +68,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       }
     },
   });
-  const open = await queries.allOpenRequests();
+  const open = await requests.allOpenRequests();
   await Promise.all(open.map((request) => deadlines.watch(request)));
   if (open.length > 0) log.info({ open: open.length }, 'keeping the deadlines of open requests');
 
@@ -87,7 +88,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       deps.nc,
       subjects.rpc.controlRequests,
       async (request) => {
-        const items = (await queries.listRequests(request.worker_id, request.state)).map((r) => r.event);
+        const items = (await requests.listRequests(request.worker_id, request.state)).map((r) => r.event);
         return { items, total: items.length };
       },
       { logger: log, queue, checker: createChecker(ControlRequestsRpc) },
@@ -96,7 +97,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       deps.nc,
       subjects.rpc.permissionRules,
       async (request) => {
-        const items = await queries.listRules(request.worker_id);
+        const items = await rules.listRules(request.worker_id);
         return { items, total: items.length };
       },
       { logger: log, queue, checker: createChecker(GetWorkerRequest) },

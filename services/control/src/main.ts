@@ -1,23 +1,10 @@
-import { runServiceMain } from '@svc/bus';
-import { commonSettings, createGracefulShutdown, createLogger, retryWithBackoff, readConfig } from '@svc/service-kit';
-import { databaseLocationOf, isStoreUnavailable, migrateToLatest, openDatabase, pingDatabase, storeSettings } from '@svc/store';
+import { runService } from '@svc/bus';
+import { openServiceStore, storeSettings } from '@svc/store';
 import { start } from './index.js';
 
-const config = readConfig({ ...commonSettings, ...storeSettings });
-const logger = createLogger({ name: 'control', level: config.logLevel, base: { instance: config.instance } });
-const shutdown = createGracefulShutdown({ logger });
-shutdown.installSignalHandlers();
-
-// Opening makes a pool, not a connection: it works with Postgres still away.
-const database = await openDatabase(databaseLocationOf(config));
-shutdown.add({ name: 'database', close: () => database.close() });
-await runServiceMain({
+await runService({
   service: 'control',
-  config,
-  logger,
-  shutdown,
-  probeStore: () => pingDatabase(database.db),
-  // Migrations are the first thing start() asks of the store: once they are through, it is there.
-  prepare: () => retryWithBackoff('waiting for the store', () => migrateToLatest(database.db), { logger, retryable: isStoreUnavailable }),
-  start: (nc) => start({ nc, db: database.db, logger, instance: config.instance }),
+  settings: storeSettings,
+  store: openServiceStore,
+  start: ({ nc, db, logger, config }) => start({ nc, db, logger, instance: config.instance }),
 });

@@ -1,8 +1,7 @@
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureStreams, publishDurable, requestJson } from '@svc/bus';
+import { createDurablePublisher, createIncomingEventPublisher, ensureStreams, requestJson } from '@svc/bus';
 import {
-  incomingMessageId,
   LIFECYCLE_SUBTYPES,
   partitionOfWorker,
   streams,
@@ -41,12 +40,10 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     await Promise.all([bus?.stop(), postgres?.stop()]);
   });
 
-  const js = () => jetstream(bus.nc);
   async function post(workerId: string, events: IncomingEvent[]) {
-    for (const event of events) {
-      const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: new Date().toISOString() };
-      await publishDurable(js(), subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: incomingMessageId(workerId, event.uid) });
-    }
+    const publisher = createIncomingEventPublisher(bus.nc);
+    for (const event of events) await publisher.publish(workerId, event);
+    publisher.close();
   }
   const list = (workerId: string, afterId = '0') => requestJson<ListResponseOf<StoredEvent>>(bus.nc, subjects.rpc.listEvents, { worker_id: workerId, after_id: afterId, limit: 1000 });
 
@@ -99,7 +96,7 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     await waitFor('r1 stored', async () => (await list(workerId)).total === 1);
     // A different JetStream message id gets past JetStream's de-duplication; the store catches it.
     const message: IncomingEventMessageType = { worker_id: workerId, event: systemEvent('r1'), received_at: new Date().toISOString() };
-    await publishDurable(js(), subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: 'another-id' });
+    await createDurablePublisher(bus.nc).publish(subjects.incomingEvent(partitionOfWorker(workerId), workerId), message, { messageId: 'another-id' });
     await post(workerId, [systemEvent('r2')]);
     await waitFor('r2 stored', async () => (await list(workerId)).total === 2);
     expect((await list(workerId)).items.map((e) => e.uid)).toEqual(['r1', 'r2']);

@@ -32,10 +32,10 @@ export function createLiveFeeds(nc: NatsConnection, logger: FastifyBaseLogger): 
         try {
           batch = msg.json<StoredEventBatchType>();
         } catch {
-          log.error({ worker: workerId }, 'an announcement that is not JSON was ignored');
+          log.error({ worker_id: workerId }, 'an announcement that is not JSON was ignored');
           return;
         }
-        if (!Array.isArray(batch.events)) return log.error({ worker: workerId }, 'an announcement without events was ignored');
+        if (!Array.isArray(batch.events)) return log.error({ worker_id: workerId }, 'an announcement without events was ignored');
         for (const event of batch.events) {
           let encoded: Buffer | undefined;
           const frame = () => (encoded ??= Buffer.from(JSON.stringify({ kind: 'event', event } satisfies StreamFrame)));

@@ -2,7 +2,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type ModelAccess, type StoredEvent, type Worker } from '@svc/protocol';
-import { startMockAnthropic, startMockOpenAI, waitFor, type MockAnthropic, type MockOpenAI } from '@svc/test-support';
+import { waitFor } from '@svc/test-support';
+import { startMockAnthropic, startMockOpenAI, type MockAnthropic, type MockOpenAI } from '@svc/test-support/stand-ins';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
 const ANTHROPIC_KEY = 'sk-ant-gateway-test-key';

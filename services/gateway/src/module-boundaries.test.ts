@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lintAsIf } from '@svc/test-support';
+import { lintAsIf } from '@svc/test-support/lint';
 
 describe('gateway — module boundaries', () => {
   it('importing the store fails lint: the gateway reaches the services over the bus, never the database', async () => {

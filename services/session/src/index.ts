@@ -27,6 +27,7 @@ import type { SandboxProvider } from './sandbox/provider.js';
 import { createSessionStore } from './session-store.js';
 import { egressPolicyOf, modelAccessOf, runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
 import { createTemplateCatalog } from './templates/catalog.js';
+import { setSessionStatus } from './session-status.js';
 import { createWorkerRegistry, LIVENESS_WRITE_INTERVAL_MS, serveWorkerRegistry } from './worker-registry.js';
 
 export { sessionSettings, CHECKOUT_SIDECAR_BINARY, type SessionConfig } from './config.js';
@@ -127,7 +128,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
           ...(egress ? { egress } : {}),
         });
         const row = await store.insert({ id: sessionId, worker_id: worker.worker_id, owner: viewer.sub, template: template.name, has_sidecar: template.sidecar !== undefined });
-        log.info({ sessionId, workerId: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
+        log.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
         const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body, stopping: stopping.signal });
         spawning.add(spawn);
         // While this replica spawns it, the session says so: if the replica dies, the watchdog
@@ -160,17 +161,12 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
         // Ended first, so the agent's exit on SIGTERM cannot turn it into failed; then nothing
         // the sandbox still sends is accepted, and the sandbox goes.
         if (!isEndedStatus(session.status)) {
-          try {
-            await registry.setStatus(session.worker_id, 'stopped');
-            await store.setStatus(session.id, 'stopped');
-          } catch (err) {
-            if (!(err instanceof CodedError && err.code === 'worker_ended')) throw err;
-          }
+          await setSessionStatus({ registry, store }, { workerId: session.worker_id, sessionId: session.id }, 'stopped');
         }
-        await registry.revoke(session.worker_id).catch((err: unknown) => log.warn({ err, sessionId: session.id }, 'could not revoke the worker token'));
+        await registry.revoke(session.worker_id).catch((err: unknown) => log.warn({ err, session_id: session.id }, 'could not revoke the worker token'));
         const latest = (await store.get(session.id))!;
         if (latest.sandbox) await provider.open(latest.sandbox).destroy(config.killGraceMs);
-        log.info({ sessionId: session.id, workerId: session.worker_id }, 'session deleted: sandbox destroyed, token revoked');
+        log.info({ session_id: session.id, worker_id: session.worker_id }, 'session deleted: sandbox destroyed, token revoked');
         return latest.session;
       },
       { logger: log, queue, checker: createChecker(SessionRpc) },

@@ -3,7 +3,7 @@ import { agentExitCodeOf, CodedError } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { SandboxProvider } from './sandbox/provider.js';
 import type { SessionStore } from './session-store.js';
-import { failSession } from './spawn/pipeline.js';
+import { endSession, failSession } from './session-status.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
 export interface LifecycleDeps {
@@ -44,19 +44,19 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
       const code = agentExitCodeOf(event);
       if (code === undefined) return;
       const status = code === 0 ? 'completed' : 'failed';
-      try {
-        await deps.registry.setStatus(event.worker_id, status);
-      } catch (err) {
-        // Not a worker of ours (gone), or already ended (stopped first): nothing to do.
-        if (err instanceof CodedError && (err.code === 'worker_ended' || err.code === 'worker_not_found')) return;
-        throw err;
-      }
       const session = await deps.store.byWorker(event.worker_id);
-      if (session) await deps.store.setStatus(session.session.id, status, code === 0 ? undefined : { step: 'agent', reason: `the agent exited with code ${code}` });
       // The session has ended: its token goes too (DESIGN.md). The exit is the sidecar's last
       // event, so everything it had to send is stored by now.
-      await deps.registry.revoke(event.worker_id);
-      log.info({ workerId: event.worker_id, code, status }, 'the agent exited; its token is revoked');
+      try {
+        const failure = code === 0 ? undefined : { step: 'agent', reason: `the agent exited with code ${code}` };
+        // Already ended (stopped first): nothing to do.
+        if (!(await endSession(deps, { workerId: event.worker_id, sessionId: session?.session.id }, status, failure))) return;
+      } catch (err) {
+        // Not a worker of ours (gone): nothing to do.
+        if (err instanceof CodedError && err.code === 'worker_not_found') return;
+        throw err;
+      }
+      log.info({ worker_id: event.worker_id, code, status }, 'the agent exited; its token is revoked');
     },
   });
 
@@ -65,12 +65,13 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
     for (const row of await deps.store.underWay()) {
       const { session } = row;
       const ids = { sessionId: session.id, workerId: session.worker_id };
+      const logKeys = { session_id: session.id, worker_id: session.worker_id };
       if (session.status !== 'running') {
         if (now - Date.parse(session.created_at) > deps.spawnTimeoutMs) {
-          log.warn(ids, 'the spawn did not finish in time');
+          log.warn(logKeys, 'the spawn did not finish in time');
           await failSession(deps, ids, { step: 'spawn', reason: `spawn_interrupted: not running after ${Math.round(deps.spawnTimeoutMs / 1000)} s` });
         } else if (now - Date.parse(session.updated_at) > deps.spawnSilentMs) {
-          log.warn(ids, 'the spawn fell silent: the session service running it went away');
+          log.warn(logKeys, 'the spawn fell silent: the session service running it went away');
           await failSession(deps, ids, { step: 'spawn', reason: `spawn_interrupted: the session service spawning it stopped (no sign of it for ${Math.round(deps.spawnSilentMs / 1000)} s); create the session again` });
           if (row.sandbox) await deps.provider.open(row.sandbox).stop(deps.killGraceMs);
         }
@@ -81,7 +82,7 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
       if (!worker || worker.status !== 'running') continue;
       const lastSeen = Math.max(Date.parse(worker.last_seen_at ?? worker.updated_at), Date.parse(worker.updated_at));
       if (now - lastSeen <= deps.sidecarLostAfterMs) continue;
-      log.warn({ ...ids, lastSeen: new Date(lastSeen).toISOString() }, 'the sidecar went silent');
+      log.warn({ ...logKeys, last_seen: new Date(lastSeen).toISOString() }, 'the sidecar went silent');
       await failSession(deps, ids, { step: 'liveness', reason: `sidecar_lost: no poll for ${Math.round((now - lastSeen) / 1000)} s` });
       if (row.sandbox) await deps.provider.open(row.sandbox).stop(deps.killGraceMs);
     }

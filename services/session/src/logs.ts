@@ -13,7 +13,7 @@ const LINES_PER_MESSAGE = 200;
  */
 export function followSandboxLogs(options: { nc: NatsConnection; sandbox: Sandbox | undefined; request: FollowLogsRpcType; logger: Logger }): void {
   const { nc, sandbox, request } = options;
-  const log = options.logger.child({ component: 'logs', sessionId: request.session_id, followId: request.follow_id });
+  const log = options.logger.child({ component: 'logs', session_id: request.session_id, follow_id: request.follow_id });
   const send = (message: SessionLogMessageType) => nc.publish(request.deliver_to, JSON.stringify(message));
   if (!sandbox) {
     send({ kind: 'end', reason: 'the session has no sandbox (it failed before one was made)' });

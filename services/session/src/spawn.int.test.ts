@@ -3,9 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishDurable, requestJson } from '@svc/bus';
-import { jetstream } from '@nats-io/jetstream';
-import { incomingMessageId, kvBuckets, partitionOfWorker, subjects, type EventData, type SessionLogMessageType, type SidecarConfig, type StoredEvent, type WorkerRecord } from '@svc/protocol';
+import { createIncomingEventPublisher, requestJson } from '@svc/bus';
+import { kvBuckets, subjects, type EventData, type SessionLogMessageType, type SidecarConfig, type StoredEvent, type WorkerRecord } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { ADMIN, ALICE, BOB, startSessionFixture, type SessionFixture } from '../test/fixture.js';
 import { createSessionStore } from './session-store.js';
@@ -130,11 +129,11 @@ on_timeout = "allow"
   });
 
   it('ends a worker on its agent_exit event: code 0 completed, else failed with the code', async () => {
-    const js = jetstream(fixture.bus.nc);
+    const incoming = createIncomingEventPublisher(fixture.bus.nc);
     const exit = async (workerId: string, code: number) => {
       const data: EventData<'system'> = { level: 'info', message: `agent exited with code ${code}`, subtype: 'agent_exit', details: { code, signal: null } };
       const uid = `test:exit`;
-      await publishDurable(js, subjects.incomingEvent(partitionOfWorker(workerId), workerId), { worker_id: workerId, event: { type: 'system', uid, ts: new Date().toISOString(), data }, received_at: new Date().toISOString() }, { messageId: incomingMessageId(workerId, uid) });
+      await incoming.publish(workerId, { type: 'system', uid, ts: new Date().toISOString(), data });
     };
     const good = await fixture.create(ALICE, { template: 'sleeper' });
     const bad = await fixture.create(ALICE, { template: 'sleeper' });

@@ -83,7 +83,7 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
         throw new CodedError('conflict', `worker ${workerId} already exists`, undefined, { cause: err });
       }
       nc.publish(subjects.workerStatus(workerId), JSON.stringify(visible(record)));
-      log.info({ workerId, owner: request.owner }, 'worker created');
+      log.info({ worker_id: workerId, owner: request.owner }, 'worker created');
       return { worker_id: workerId, token };
     },
 
@@ -103,7 +103,7 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
         }
         return { ...record, status, updated_at: new Date().toISOString() };
       });
-      log.info({ workerId, status }, 'worker status changed');
+      log.info({ worker_id: workerId, status }, 'worker status changed');
       return visible(next);
     },
 
@@ -113,7 +113,7 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
         const { token_hash: _revoked, ...rest } = record;
         return { ...rest, updated_at: new Date().toISOString() };
       });
-      log.info({ workerId }, 'worker token revoked');
+      log.info({ worker_id: workerId }, 'worker token revoked');
     },
   };
 }
@@ -169,7 +169,7 @@ function recordLiveness(nc: NatsConnection, kv: KV, log: Logger, intervalMs: num
         const record = entry.json<WorkerRecord>();
         const seen: WorkerRecord = { ...record, last_seen_at: new Date(now).toISOString() };
         await kv.update(workerId, JSON.stringify(seen), entry.revision);
-      })().catch((error: unknown) => log.debug({ err: error, workerId }, 'liveness not recorded this time'));
+      })().catch((error: unknown) => log.debug({ err: error, worker_id: workerId }, 'liveness not recorded this time'));
     },
   });
 }

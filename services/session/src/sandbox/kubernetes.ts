@@ -222,7 +222,7 @@ export function createKubernetesProvider(options: KubernetesProviderOptions): Sa
       const body = sandboxPod(spec, spec.image ?? options.defaultImage);
       const name = body.metadata!.name!;
       await core.createNamespacedPod({ namespace, body });
-      log.info({ pod: name, workerId: spec.workerId }, 'sandbox pod created');
+      log.info({ pod: name, worker_id: spec.workerId }, 'sandbox pod created');
       const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
       for (;;) {
         const current = await core.readNamespacedPod({ name, namespace });

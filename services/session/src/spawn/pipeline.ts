@@ -16,6 +16,7 @@ import type { Sandbox, SandboxProvider } from '../sandbox/provider.js';
 import type { SessionStore } from '../session-store.js';
 import type { Template } from '../templates/template.js';
 import type { WorkerRegistry } from '../worker-registry.js';
+import { failSession, setSessionStatus } from '../session-status.js';
 
 /** The spec's paths inside every sandbox (step 6 and step 6.5). */
 export const SANDBOX_PATHS = {
@@ -140,7 +141,7 @@ class StepFailure extends Error {
  */
 export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<void> {
   const { workerId, sessionId, template } = request;
-  const log = deps.logger.child({ sessionId, workerId, template: template.name });
+  const log = deps.logger.child({ session_id: sessionId, worker_id: workerId, template: template.name });
   const undo: Array<{ what: string; run: () => Promise<void> }> = [];
   let sandbox: Sandbox | undefined;
   let current = 'validate';
@@ -181,8 +182,7 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
       await deps.emit(workerId, `spawn:validate:warning:${index}`, { level: 'warn', subtype: 'template_warning', message: warning });
     }
     await report('2', 'allocate_worker', Date.now(), 'done', { worker_id: workerId, session_id: sessionId });
-    await deps.registry.setStatus(workerId, 'provisioning');
-    await deps.store.setStatus(sessionId, 'provisioning');
+    await setSessionStatus(deps, { sessionId, workerId }, 'provisioning');
 
     sandbox = await step('3', 'create_sandbox', async () => {
       const made = await deps.provider.create({ workerId, image: template.agent.image, sealed: template.sandbox.sealed });
@@ -216,13 +216,8 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
     }
 
     await step('7', 'finalize', async () => {
-      try {
-        await deps.registry.setStatus(workerId, 'running');
-        await deps.store.setStatus(sessionId, 'running');
-      } catch (err) {
-        // The agent may already have finished (a very short run): its end status stands.
-        if (!(err instanceof CodedError && err.code === 'worker_ended')) throw err;
-      }
+      // The agent may already have finished (a very short run): then its end status stands.
+      await setSessionStatus(deps, { sessionId, workerId }, 'running');
     });
   } catch (err) {
     const failure = err instanceof StepFailure ? err : new StepFailure(current, (err as Error).message);
@@ -317,16 +312,3 @@ function resolveCommand(box: Sandbox, command: string): string {
     return command;
   }
 }
-
-/** Ends a session as `failed` with where and why, and refuses its token from now on. */
-export async function failSession(deps: Pick<SpawnDeps, 'registry' | 'store'>, ids: { sessionId: string; workerId: string }, failure: { step: string; reason: string }): Promise<void> {
-  try {
-    await deps.registry.setStatus(ids.workerId, 'failed');
-  } catch (err) {
-    if (!(err instanceof CodedError && err.code === 'worker_ended')) throw err;
-    return;
-  }
-  await deps.store.setStatus(ids.sessionId, 'failed', failure);
-  await deps.registry.revoke(ids.workerId);
-}
-

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import { CONTROL_WITHDRAWN_SUBTYPE, type IncomingEvent, type PermissionRule, type StoredEvent } from '@svc/protocol';
-import type { Database } from '@svc/store';
+import { CONTROL_WITHDRAWN_SUBTYPE, type IncomingEvent,  type StoredEvent } from '@svc/protocol';
+import type { Database } from './schema.js';
 
 /** A control request as stored, with when it was stored (its deadline counts from then). */
 export interface StoredRequest {
@@ -58,8 +58,12 @@ const firstDecision = sql`(SELECT json_build_object('id', d.id::text, 'uid', d.u
   WHERE d.worker_id = r.worker_id AND d.type = 'control_response' AND d.data->>'request_id' = r.data->>'request_id' ORDER BY d.id LIMIT 1)`;
 const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worker_id AND w.type = 'system' AND w.data->>'subtype' = ${CONTROL_WITHDRAWN_SUBTYPE} AND (w.data->'details')->>'request_id' = r.data->>'request_id')`;
 
-/** The control channel's reads and its one table of its own; every read is an index lookup (migration 2026-11-22T1000-control). */
-export function createControlQueries(db: Kysely<Database>) {
+/**
+ * The event log's control requests, as the control service needs them: a request with its
+ * decision or withdrawal, a person's decision checked and appended in one round trip, the
+ * requests of a worker by state. Every read is an index lookup (migration 2026-11-22T1000-control).
+ */
+export function createControlRequestLog(db: Kysely<Database>) {
   return {
     /**
      * The worker's `control_request` with this `request_id` (the first, if the agent repeated
@@ -110,20 +114,7 @@ export function createControlQueries(db: Kysely<Database>) {
         ORDER BY r.stored_at`.execute(db);
       return rows.map(toStored);
     },
-
-    async listRules(workerId: string): Promise<PermissionRule[]> {
-      const rows = await db.selectFrom('permission_rules').selectAll().where('worker_id', '=', workerId).orderBy('rule_id').execute();
-      return rows.map((row) => ({
-        rule_id: row.rule_id,
-        tool_name: row.tool_name,
-        ...(row.input_pattern === null ? {} : { input_pattern: row.input_pattern }),
-        decision: row.decision,
-        added_by: row.added_by,
-        request_id: row.request_id,
-        added_at: row.added_at.toISOString(),
-      }));
-    },
   };
 }
 
-export type ControlQueries = ReturnType<typeof createControlQueries>;
+export type ControlRequestLog = ReturnType<typeof createControlRequestLog>;

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import type { EventData, StoredEvent } from '@svc/protocol';
+import type { AgentEvent } from './adapters/adapter.js';
+import { createEventRouting } from './event-routing.js';
+import { createPermissionEngine } from './permissions.js';
+
+const request = (requestId: string, command: string): AgentEvent => ({ type: 'control_request', data: { request_id: requestId, tool_name: 'Bash', input: { command } } });
+const personDecides = (requestId: string, extra: Partial<EventData<'control_response'>> = {}): StoredEvent<'control_response'> => ({
+  id: '9',
+  worker_id: 'wrk_1',
+  type: 'control_response',
+  uid: `control_response:${requestId}`,
+  ts: '2026-11-24T00:00:00.000Z',
+  data: { request_id: requestId, decision: 'allow', decided_by: 'alice', ...extra },
+});
+
+/** The routing with a real permission engine, an adapter that writes each decision as one line, and what reached each side. */
+function route(options: { autonomous?: boolean; endsAfterResult?: boolean } = {}) {
+  const recorded: AgentEvent[] = [];
+  const toAgent: string[] = [];
+  const seen = { closed: 0, rulesAdded: 0 };
+  const routing = createEventRouting({
+    adapter: { formatDecision: (decision) => `${decision.request_id}:${decision.decision}\n`, endsAfterResult: options.endsAfterResult ?? false },
+    engine: createPermissionEngine({ auto_approve: ['Bash(ls*)'], deny: ['Bash(rm *)'], ask: [] }, { autonomous: options.autonomous ?? false }),
+    record: (event) => void recorded.push(event),
+    toAgent: (bytes) => void toAgent.push(bytes),
+    closeAgentInput: () => void seen.closed++,
+    onRuleAdded: () => void seen.rulesAdded++,
+  });
+  return { routing, recorded, toAgent, seen };
+}
+
+describe('the sidecar\'s event routing', () => {
+  it('a request the lists decide: recorded with the policy\'s decision, written to the agent at once, nobody asked', () => {
+    const { routing, recorded, toAgent } = route();
+    routing.fromAgent(request('r1', 'ls -la'));
+    routing.fromAgent(request('r2', 'rm -rf data'));
+    expect(recorded.map((event) => event.type)).toEqual(['control_request', 'control_response', 'control_request', 'control_response']);
+    expect(recorded[3]!.data).toMatchObject({ request_id: 'r2', decision: 'deny', decided_by: 'policy', message: 'denied by the rule Bash(rm *)' });
+    expect(toAgent).toEqual(['r1:allow\n', 'r2:deny\n']);
+    expect(routing.waiting()).toBe(0);
+  });
+
+  it('a request nobody listed waits for a person; the decision reaches the agent once; another agent\'s, a repeat or the policy\'s own are ignored', () => {
+    const { routing, toAgent, seen } = route();
+    routing.fromAgent(request('r1', 'npm test'));
+    expect(routing.waiting()).toBe(1);
+    routing.fromPerson(personDecides('other-agents-request'));
+    routing.fromPerson(personDecides('r1', { decided_by: 'policy' }));
+    expect(toAgent).toEqual([]);
+    routing.fromPerson(personDecides('r1', { scope: 'always' }));
+    routing.fromPerson(personDecides('r1'));
+    expect(toAgent).toEqual(['r1:allow\n']);
+    expect(seen.rulesAdded).toBe(1);
+    expect(routing.waiting()).toBe(0);
+  });
+
+  it('autonomous: what would be asked is allowed at once; a withdrawn request stops waiting', () => {
+    const autonomous = route({ autonomous: true });
+    autonomous.routing.fromAgent(request('r1', 'npm test'));
+    expect(autonomous.toAgent).toEqual(['r1:allow\n']);
+
+    const { routing, toAgent } = route();
+    routing.fromAgent(request('r2', 'npm test'));
+    routing.fromAgent({ type: 'system', data: { level: 'info', message: 'withdrawn', subtype: 'control_withdrawn', details: { request_id: 'r2' } } });
+    routing.fromPerson(personDecides('r2'));
+    expect(toAgent).toEqual([]);
+  });
+
+  it('every other event is recorded in order; a result ends the agent\'s input when its adapter says so', () => {
+    const { routing, recorded, seen } = route({ endsAfterResult: true });
+    routing.fromAgent({ type: 'assistant', data: { text: 'hi' } });
+    routing.fromAgent({ type: 'result', data: { subtype: 'success', is_error: false } });
+    expect(recorded.map((event) => event.type)).toEqual(['assistant', 'result']);
+    expect(seen.closed).toBe(1);
+  });
+});

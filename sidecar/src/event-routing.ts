@@ -1,0 +1,62 @@
+import { withdrawnRequestId, type EventData, type StoredEvent } from '@svc/protocol';
+import type { Adapter, AgentEvent } from './adapters/adapter.js';
+import type { PermissionEngine } from './permissions.js';
+
+export interface EventRoutingOptions {
+  adapter: Pick<Adapter, 'formatDecision' | 'endsAfterResult'>;
+  engine: Pick<PermissionEngine, 'decide'>;
+  /** Where every event goes (the outbox: to the control plane, in order). */
+  record(event: AgentEvent): void;
+  /** Writes to the agent's stdin. */
+  toAgent(bytes: string): void;
+  /** The agent's stdin is done with (its adapter ends after a result). */
+  closeAgentInput(): void;
+  /** A person added an "always" rule: the engine should learn it. */
+  onRuleAdded(): void;
+}
+
+/**
+ * Where each event of the agent goes, and each decision: every event is recorded; a tool request
+ * goes through the permission engine, and its policy decision is recorded and written to the agent
+ * at once, or the request waits for a person's decision from the long poll (written to the agent
+ * once, and only for a request of this agent that is still open).
+ */
+export function createEventRouting(options: EventRoutingOptions) {
+  /** Requests a person must decide, by request id, until the decision is written. */
+  const open = new Map<string, EventData<'control_request'>>();
+
+  return {
+    fromAgent(event: AgentEvent): void {
+      if (event.type === 'control_request') {
+        options.record(event);
+        const verdict = options.engine.decide(event.data.tool_name, event.data.input);
+        if (verdict.decision === 'ask') {
+          open.set(event.data.request_id, event.data);
+          return;
+        }
+        // The policy decided: recorded like a person's decision, so the history shows it.
+        const decision: EventData<'control_response'> = { request_id: event.data.request_id, decision: verdict.decision, message: verdict.reason, decided_by: 'policy' };
+        options.record({ type: 'control_response', data: decision });
+        options.toAgent(options.adapter.formatDecision(decision, event.data));
+        return;
+      }
+      if (event.type === 'system') {
+        const withdrawn = withdrawnRequestId(event);
+        if (withdrawn !== undefined) open.delete(withdrawn);
+      }
+      options.record(event);
+      if (event.type === 'result' && options.adapter.endsAfterResult) options.closeAgentInput();
+    },
+
+    fromPerson(decision: StoredEvent<'control_response'>): void {
+      const request = open.get(decision.data.request_id);
+      if (decision.data.decided_by === 'policy' || !request) return; // ours, or not this agent's
+      open.delete(decision.data.request_id);
+      options.toAgent(options.adapter.formatDecision(decision.data, request));
+      if (decision.data.scope === 'always') options.onRuleAdded();
+    },
+
+    /** Requests waiting for a person. */
+    waiting: (): number => open.size,
+  };
+}

@@ -1,0 +1,59 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { IncomingEvent, StoredEvent } from '@svc/protocol';
+
+/**
+ * The two gateway routes a sidecar's outbox and decision poller use, on loopback: `POST
+ * …/sdk-events` (stores by uid, once) and `GET …/control/pending` (the decisions after the
+ * cursor). `down` answers 503 with Retry-After, as the gateway does when a dependency is away.
+ */
+export async function startControlPlaneStandIn() {
+  const received: IncomingEvent[] = [];
+  const uids = new Set<string>();
+  const decisions: Array<StoredEvent<'control_response'>> = [];
+  const polls: string[] = [];
+  const state = { down: false };
+  const server = http.createServer((request, response) => {
+    const url = new URL(request.url ?? '/', 'http://stand-in');
+    const answer = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+      response.writeHead(status, { 'content-type': 'application/json', ...headers });
+      response.end(JSON.stringify(body));
+    };
+    if (state.down) return answer(503, { code: 'store_unavailable', message: 'the store is unavailable' }, { 'retry-after': '0' });
+    if (request.method === 'POST' && url.pathname.endsWith('/sdk-events')) {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      request.on('end', () => {
+        const { events } = JSON.parse(body) as { events: IncomingEvent[] };
+        for (const event of events) {
+          if (uids.has(event.uid)) continue;
+          uids.add(event.uid);
+          received.push(event);
+        }
+        answer(202, { accepted: events.length });
+      });
+      return;
+    }
+    if (request.method === 'GET' && url.pathname.endsWith('/control/pending')) {
+      const after = BigInt(url.searchParams.get('after_id') ?? '0');
+      polls.push(after.toString());
+      const items = decisions.filter((decision) => BigInt(decision.id) > after);
+      // No long wait here: an empty answer after a short pause, like a long poll that timed out.
+      if (items.length === 0) return void setTimeout(() => answer(200, { items: [], total: decisions.length }), 20);
+      return answer(200, { items, total: decisions.length });
+    }
+    answer(404, { code: 'not_found', message: url.pathname });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received,
+    decisions,
+    polls,
+    state,
+    decide(id: number, requestId: string): void {
+      decisions.push({ id: String(id), worker_id: 'wrk_1', type: 'control_response', uid: `control_response:${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, decision: 'allow', decided_by: 'alice' } });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
