@@ -1,6 +1,6 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ListResponseOf, StoredEvent } from '@svc/protocol';
+import { apiPaths, type ListResponseOf, type StoredEvent } from '@svc/protocol';
 import { backoffMs, type ControlPlaneClient } from './http-client.js';
 
 export interface DecisionPollerOptions {
@@ -41,7 +41,7 @@ export function createDecisionPoller(options: DecisionPollerOptions) {
 
   const loop = (async () => {
     for (let failures = 0; !abort.signal.aborted; ) {
-      const outcome = await options.client.send('GET', `/v1/workers/${options.workerId}/control/pending?after_id=${cursor}&wait_ms=${options.waitMs}&limit=100`, undefined, abort.signal);
+      const outcome = await options.client.send('GET', apiPaths.pendingDecisions(options.workerId, { after_id: cursor, wait_ms: options.waitMs, limit: 100 }), undefined, abort.signal);
       if (abort.signal.aborted) return;
       if (!outcome.ok) {
         if (failures === 0) options.warn(`decision poll failed (${outcome.reason}); trying again`);

@@ -1,6 +1,6 @@
 import { appendFileSync, closeSync, existsSync, openSync, readSync, renameSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { MAX_EVENTS_PER_POST, type IncomingEvent } from '@svc/protocol';
+import { apiPaths, MAX_EVENTS_PER_POST, SYSTEM_SUBTYPES, type IncomingEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
 import { backoffMs, type ControlPlaneClient } from './http-client.js';
 
@@ -100,7 +100,7 @@ export function createOutbox(options: OutboxOptions) {
   /** Posts one batch until it is taken; a 400 is narrowed down to the event it is about. */
   async function deliver(batch: IncomingEvent[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      const outcome = await options.client.send('POST', `/v1/workers/${options.workerId}/sdk-events`, { events: batch });
+      const outcome = await options.client.send('POST', apiPaths.sdkEvents(options.workerId), { events: batch });
       if (outcome.ok) return;
       if (outcome.retryable) {
         if (abandoned) throw new Error('abandoned: the events stay on disk for the next start');
@@ -115,7 +115,7 @@ export function createOutbox(options: OutboxOptions) {
       if (outcome.reason.includes(' 400 ')) {
         // The control plane refuses this event: keep a trace of it rather than lose it silently.
         options.warn(`the control plane refused event ${batch[0]!.uid}: ${outcome.reason}`);
-        const note: IncomingEvent = { type: 'system', uid: `${batch[0]!.uid}:refused`, ts: new Date().toISOString(), data: { level: 'warn', message: `an event of type ${batch[0]!.type} was refused by the control plane`, subtype: 'event_refused' } };
+        const note: IncomingEvent = { type: 'system', uid: `${batch[0]!.uid}:refused`, ts: new Date().toISOString(), data: { level: 'warn', message: `an event of type ${batch[0]!.type} was refused by the control plane`, subtype: SYSTEM_SUBTYPES.eventRefused } };
         await deliver([note]);
         return;
       }

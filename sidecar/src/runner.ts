@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
+import { apiPaths, LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
 import type { Adapter, LaunchPlan } from './adapters/adapter.js';
 import { killLeftoverAgent, startAgentProcess } from './agent-process.js';
 import { createEventRouting } from './event-routing.js';
@@ -65,7 +65,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   const outbox = createOutbox({ client, workerId: config.worker_id, bootId, stateDir: config.state_dir, bufferMaxBytes: config.buffer_max_bytes, warn });
   const engine = createPermissionEngine(config.permissions, { autonomous: config.autonomous });
   const refreshRules = async () => {
-    const outcome = await client.send('GET', `/v1/workers/${config.worker_id}/permission-rules`);
+    const outcome = await client.send('GET', apiPaths.permissionRules(config.worker_id));
     if (outcome.ok) engine.setAddedRules((outcome.body as ListResponseOf<PermissionRule>).items);
   };
   void refreshRules();

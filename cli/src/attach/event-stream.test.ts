@@ -43,26 +43,26 @@ describe('following the event stream', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  it('reconnects after a drop and resumes after the last id it saw: every event once, in order, said on screen', async () => {
-    const server = await startStreamServer();
+  /** Follows the stand-in's ten events into a model until live; every one must arrive once, in order. */
+  async function followAll(options: { skip?: string } = {}) {
+    const server = await startStreamServer(options);
     cleanups.push(server.close);
     const model = new AttachModel({ readOnly: false });
     const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), read: server.read, backoffMs: () => 50, onFatal: () => {} });
     cleanups.push(() => stream.close());
     await waitFor('all ten events, live', () => model.events.length === 10 && model.connection.kind === 'live');
     expect(model.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
+    return { server, model };
+  }
+
+  it('reconnects after a drop and resumes after the last id it saw: every event once, in order, said on screen', async () => {
+    const { server, model } = await followAll();
     expect(server.connections).toEqual(['0', '5']);
     expect(model.notices.map((n) => n.text)).toContain('reconnected; resumed after event #5');
   });
 
   it('a frame that skips an id: the hole is read from the list endpoint first, so the model still gets every event once, in order', async () => {
-    const server = await startStreamServer({ skip: '3' });
-    cleanups.push(server.close);
-    const model = new AttachModel({ readOnly: false });
-    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), read: server.read, backoffMs: () => 50, onFatal: () => {} });
-    cleanups.push(() => stream.close());
-    await waitFor('all ten events, live', () => model.events.length === 10 && model.connection.kind === 'live');
-    expect(model.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
+    const { server } = await followAll({ skip: '3' });
     expect(server.reads).toEqual(['2']);
   });
 

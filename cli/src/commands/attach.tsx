@@ -1,5 +1,5 @@
 import { render } from 'ink';
-import { EVENT_LIST_LIMIT, isEndedStatus, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
+import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
 import { ApiError, createApi } from '../api.js';
 import { AttachApp, type ExitReason } from '../attach/components/AttachApp.js';
 import { followEventStream } from '../attach/event-stream.js';
@@ -40,7 +40,7 @@ Examples
     const workerId = cli.input[1];
     if (!workerId) throw new CliError('svc attach needs a worker id (svc sessions list shows them)', EXIT.usage);
     const api = createApi(await resolveConnection(cli.flags));
-    const worker = await api.request<Worker>('GET', `/v1/workers/${encodeURIComponent(workerId)}`);
+    const worker = await api.request<Worker>('GET', apiPaths.worker(workerId));
     const model = new AttachModel({ readOnly: cli.flags.readOnly || isEndedStatus(worker.status) });
     if (!cli.flags.readOnly && isEndedStatus(worker.status)) model.notify(`read-only: the worker is ${worker.status}`, 'info');
 
@@ -48,8 +48,8 @@ Examples
     let exitReason = 'quit' as ExitReason;
     const stream = followEventStream({
       model,
-      open: (afterId) => api.socket(`/v1/workers/${encodeURIComponent(workerId)}/sdk-events/stream?after_id=${afterId}`),
-      read: async (afterId) => (await api.request<ListResponseOf<StoredEvent>>('GET', `/v1/workers/${encodeURIComponent(workerId)}/sdk-events?after_id=${afterId}&limit=${EVENT_LIST_LIMIT.max}`)).items,
+      open: (afterId) => api.socket(apiPaths.eventStream(workerId, afterId)),
+      read: async (afterId) => (await api.request<ListResponseOf<StoredEvent>>('GET', apiPaths.sdkEvents(workerId, { after_id: afterId, limit: EVENT_LIST_LIMIT.max }))).items,
       onFatal: (message) => {
         fatal = message;
         app.unmount();
@@ -59,7 +59,7 @@ Examples
     const watchEnd = setInterval(() => {
       if (model.readOnly || model.agentExit === undefined) return;
       api
-        .request<Worker>('GET', `/v1/workers/${encodeURIComponent(workerId)}`)
+        .request<Worker>('GET', apiPaths.worker(workerId))
         .then((latest) => {
           if (isEndedStatus(latest.status)) model.setReadOnly(`the worker is ${latest.status}`);
         })
@@ -68,7 +68,7 @@ Examples
 
     const decide = (requestId: string, decision: 'allow' | 'deny') => {
       model.decided(requestId);
-      api.request<StoredEvent<'control_response'>>('POST', `/v1/workers/${encodeURIComponent(workerId)}/control`, { request_id: requestId, decision }).catch((err: unknown) => {
+      api.request<StoredEvent<'control_response'>>('POST', apiPaths.control(workerId), { request_id: requestId, decision }).catch((err: unknown) => {
         if (err instanceof ApiError && err.code === 'worker_ended') model.setReadOnly('the worker has ended');
         model.notify(`the decision was not taken: ${err instanceof Error ? err.message : String(err)}`, 'error');
       });

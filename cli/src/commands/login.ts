@@ -1,4 +1,5 @@
 import { text } from 'node:stream/consumers';
+import { apiPaths } from '@svc/protocol';
 import { ApiError, createApi } from '../api.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { printJson } from '../output.js';
@@ -31,7 +32,7 @@ Examples
     let token = cli.flags.token === '-' ? (await text(process.stdin)).trim() : cli.flags.token;
     if (token === undefined) {
       try {
-        token = (await createApi(connection).request<{ token: string }>('POST', '/v1/local/token')).token;
+        token = (await createApi(connection).request<{ token: string }>('POST', apiPaths.localToken)).token;
       } catch (err) {
         if (err instanceof ApiError && (err.status === 404 || err.status === 403)) {
           throw new CliError(`${connection.url} gives no local tokens (it is not a local stack, or you are not on its machine): log in with --token from your identity provider`);
@@ -41,7 +42,7 @@ Examples
     }
     if (!token) throw new CliError('the token is empty', EXIT.usage);
     // A token the gateway refuses is not worth saving.
-    await createApi({ url: connection.url, token }).request('GET', '/v1/sessions?limit=1');
+    await createApi({ url: connection.url, token }).request('GET', apiPaths.sessions({ limit: 1 }));
     const file = await saveConfig({ url: connection.url, token });
     const sub = subjectOf(token);
     if (cli.flags.json) printJson({ url: connection.url, config_file: file, sub });

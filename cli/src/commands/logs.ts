@@ -1,4 +1,4 @@
-import type { SessionLogMessageType } from '@svc/protocol';
+import { apiPaths, type SessionLogMessageType } from '@svc/protocol';
 import { createApi } from '../api.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { resolveConnection } from '../settings.js';
@@ -26,8 +26,8 @@ Examples
     if (!id) throw new CliError('svc logs needs a session id', EXIT.usage);
     const api = createApi(await resolveConnection(cli.flags));
     // Checked first, so a wrong id or token is a clear API error rather than a refused upgrade.
-    await api.request('GET', `/v1/sessions/${encodeURIComponent(id)}`);
-    const socket = api.socket(`/v1/sessions/${encodeURIComponent(id)}/logs?tail=${cli.flags.tail}`);
+    await api.request('GET', apiPaths.session(id));
+    const socket = api.socket(apiPaths.sessionLogs(id, { tail: cli.flags.tail }));
     return new Promise<number>((resolve) => {
       socket.on('message', (data) => {
         const frame = JSON.parse(String(data)) as SessionLogMessageType;

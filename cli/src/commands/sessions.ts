@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ListResponseOf, Session } from '@svc/protocol';
+import { apiPaths, type ListResponseOf, type Session } from '@svc/protocol';
 import { createApi } from '../api.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { printJson, printTable, withProgress } from '../output.js';
@@ -58,7 +58,7 @@ Examples
           env[pair.slice(0, at)] = pair.slice(at + 1);
         }
         const overrides = { ...(Object.keys(env).length > 0 ? { env } : {}), ...(cli.flags.autonomous !== undefined ? { autonomous: cli.flags.autonomous } : {}) };
-        let session = await api.request<Session>('POST', '/v1/sessions', {
+        let session = await api.request<Session>('POST', apiPaths.sessions(), {
           template: cli.flags.template,
           ...(cli.flags.prompt !== undefined ? { prompt: cli.flags.prompt } : {}),
           ...(Object.keys(overrides).length > 0 ? { overrides } : {}),
@@ -69,7 +69,7 @@ Examples
             (async () => {
               while (session.status === 'pending' || session.status === 'provisioning') {
                 await sleep(100);
-                session = await api.request<Session>('GET', `/v1/sessions/${session.id}`);
+                session = await api.request<Session>('GET', apiPaths.session(session.id));
               }
               return session;
             })(),
@@ -80,11 +80,7 @@ Examples
         return session.status === 'failed' ? EXIT.failed : EXIT.ok;
       }
       case 'list': {
-        const query = new URLSearchParams();
-        if (cli.flags.status) query.set('status', cli.flags.status);
-        if (cli.flags.limit !== undefined) query.set('limit', String(cli.flags.limit));
-        if (cli.flags.offset !== undefined) query.set('offset', String(cli.flags.offset));
-        const page = await api.request<ListResponseOf<Session>>('GET', `/v1/sessions${query.size > 0 ? `?${query}` : ''}`);
+        const page = await api.request<ListResponseOf<Session>>('GET', apiPaths.sessions({ status: cli.flags.status || undefined, limit: cli.flags.limit, offset: cli.flags.offset }));
         if (cli.flags.json) printJson(page);
         else {
           printTable(['SESSION', 'WORKER', 'TEMPLATE', 'STATUS', 'CREATED', 'FAILURE'], page.items.map(describe));
@@ -97,8 +93,8 @@ Examples
         if (!id) throw new CliError(`svc sessions ${action} needs a session id`, EXIT.usage);
         const session =
           action === 'get'
-            ? await api.request<Session>('GET', `/v1/sessions/${encodeURIComponent(id)}`)
-            : await withProgress(`deleting ${id}`, api.request<Session>('DELETE', `/v1/sessions/${encodeURIComponent(id)}`));
+            ? await api.request<Session>('GET', apiPaths.session(id))
+            : await withProgress(`deleting ${id}`, api.request<Session>('DELETE', apiPaths.session(id)));
         show(session);
         return EXIT.ok;
       }

@@ -1,4 +1,4 @@
-import type { StatusResponseType } from '@svc/protocol';
+import { apiPaths, type StatusResponseType } from '@svc/protocol';
 import { createApi } from '../api.js';
 import { EXIT } from '../exit-codes.js';
 import { printJson, printTable } from '../output.js';
@@ -23,7 +23,7 @@ Examples
   flags,
   async run(cli) {
     const api = createApi(await resolveConnection(cli.flags));
-    const status = await api.request<StatusResponseType>('GET', '/v1/status');
+    const status = await api.request<StatusResponseType>('GET', apiPaths.status);
     if (cli.flags.json) printJson(status);
     else {
       process.stdout.write(`${api.url}: ${status.status} (version ${status.version}; NATS ${status.nats}, store ${status.store})\n`);

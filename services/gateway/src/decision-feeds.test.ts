@@ -68,6 +68,17 @@ describe('DecisionLog — what a long poll may answer without reading the store'
     expect(stats.refills).toBe(1);
   });
 
+  it('a decision this gateway took is proven at once when it follows on from the log; otherwise its announcement brings it', () => {
+    const log = seededLog('0', '10', []);
+    log.offer(decision(12));
+    expect(log.after('0', 10)).toEqual({ items: [], total: 0 });
+    log.offer(decision(11));
+    expect(ids(log.after('0', 10))).toEqual(['11']);
+    log.heard(decision(11));
+    log.heard(decision(12));
+    expect(log.after('0', 10)).toEqual({ items: [decision(11), decision(12)], total: 2 });
+  });
+
   it('an announcement heard twice counts once; events at or before the head are ignored', () => {
     const log = seededLog('0', '2', []);
     for (const heard of [decision(2), decision(3), decision(3), event(4)]) log.heard(heard);

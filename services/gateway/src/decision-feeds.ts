@@ -29,7 +29,7 @@ export interface DecisionLogOptions {
  */
 export class DecisionLog {
   private follower: EventFollower;
-  private seeded_ = false;
+  private isSeeded = false;
   private total = 0;
   private floor = 0n;
   private kept: Array<{ id: bigint; event: StoredEvent }> = [];
@@ -49,8 +49,8 @@ export class DecisionLog {
    * later ones add nothing (announcements carry it on from there).
    */
   seeded(afterId: string, page: DecisionPage & { last_id?: string | undefined }, limit: number): void {
-    if (this.seeded_ || page.last_id === undefined) return;
-    this.seeded_ = true;
+    if (this.isSeeded || page.last_id === undefined) return;
+    this.isSeeded = true;
     const head = BigInt(page.last_id);
     this.total = page.total;
     const cursor = BigInt(afterId);
@@ -74,7 +74,7 @@ export class DecisionLog {
    * them all; undefined when only the store can say (nothing read yet, or a cursor outside what is kept).
    */
   after(afterId: string, limit: number): DecisionPage | undefined {
-    if (!this.seeded_) return undefined;
+    if (!this.isSeeded) return undefined;
     const cursor = BigInt(afterId);
     if (cursor < this.floor || cursor > this.follower.lastId) return undefined;
     // `kept` is in id order: find where the cursor falls, scanning back from the newest (a
@@ -85,11 +85,16 @@ export class DecisionLog {
     return { items, total: this.total };
   }
 
+  /** A decision this gateway took (the control service's answer): see `EventFollower.offer`. */
+  offer(decision: StoredEvent): void {
+    if (this.isSeeded) this.follower.offer(decision);
+  }
+
   /** Start over from the store (announcements may have been lost, or a refill failed). */
   forget(): void {
     this.follower.stop();
     this.follower = this.newFollower();
-    this.seeded_ = false;
+    this.isSeeded = false;
     this.total = 0;
     this.kept = [];
   }
@@ -130,6 +135,11 @@ export interface DecisionFeed {
 export interface DecisionFeeds {
   /** The worker's feed; watching starts before this returns, so a read made after it misses nothing. */
   open(workerId: string): DecisionFeed;
+  /**
+   * A decision this gateway took, as the control service answered it (stored): a poll waiting here
+   * gets it without waiting for its announcement, when it follows on from what the log has.
+   */
+  decided(decision: StoredEvent): void;
 }
 
 /**
@@ -166,6 +176,9 @@ export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options
   }
 
   return {
+    decided(decision) {
+      feeds.get(decision.worker_id)?.log.offer(decision);
+    },
     open(workerId) {
       const feed = feedOf(workerId);
       clearTimeout(feed.linger);

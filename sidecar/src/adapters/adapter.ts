@@ -1,4 +1,4 @@
-import type { EventData, EventType, ModelApi } from '@svc/protocol';
+import { SYSTEM_SUBTYPES, type EventData, type EventType, type ModelApi } from '@svc/protocol';
 import type { PermissionLists } from '../permissions.js';
 
 /** An event as an adapter makes it; the sidecar adds `uid` (`<boot-id>:<n>`) and `ts` when it sends it. */
@@ -61,7 +61,7 @@ export interface Adapter {
 
 /** A raw line nobody could parse, kept whole for the viewers. */
 export function unparsedLine(line: string, stream: AgentStream, why: string): AgentEvent {
-  return { type: 'system', data: { level: 'warn', message: line, stream, subtype: 'unparsed_line', details: { reason: why } } };
+  return { type: 'system', data: { level: 'warn', message: line, stream, subtype: SYSTEM_SUBTYPES.unparsedLine, details: { reason: why } } };
 }
 
 export type Json = Record<string, unknown>;

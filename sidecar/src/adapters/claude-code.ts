@@ -1,4 +1,4 @@
-import { controlWithdrawnData, DEFAULT_DENY_MESSAGE, type EventData } from '@svc/protocol';
+import { controlWithdrawnData, DEFAULT_DENY_MESSAGE, SYSTEM_SUBTYPES, type EventData } from '@svc/protocol';
 import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
 
 /** The id of the handshake the sidecar sends first; the CLI's answer is reported, not forwarded. */
@@ -22,20 +22,20 @@ function assistantEvents(message: Json): AgentEvent[] {
     if (block['type'] === 'tool_use') {
       return [{ type: 'tool_use', data: { tool_use_id: text(block['id']) ?? 'unknown', name: text(block['name']) ?? 'unknown', input: isObject(block['input']) ? block['input'] : {} } }];
     }
-    return [{ type: 'system', data: { level: 'debug', message: `assistant block of type ${String(block['type'])}`, subtype: 'assistant_block', details: block } }];
+    return [{ type: 'system', data: { level: 'debug', message: `assistant block of type ${String(block['type'])}`, subtype: SYSTEM_SUBTYPES.assistantBlock, details: block } }];
   });
 }
 
 function userEvents(message: Json): AgentEvent[] {
   const content = message['content'];
-  if (typeof content === 'string') return [{ type: 'system', data: { level: 'info', message: content, subtype: 'user_message' } }];
+  if (typeof content === 'string') return [{ type: 'system', data: { level: 'info', message: content, subtype: SYSTEM_SUBTYPES.userMessage } }];
   const blocks = Array.isArray(content) ? content : [];
   return blocks.flatMap((block): AgentEvent[] => {
     if (!isObject(block)) return [];
     if (block['type'] === 'tool_result') {
       return [{ type: 'tool_result', data: { tool_use_id: text(block['tool_use_id']) ?? 'unknown', content: contentText(block['content']), is_error: block['is_error'] === true } }];
     }
-    if (block['type'] === 'text') return [{ type: 'system', data: { level: 'info', message: text(block['text']) ?? '', subtype: 'user_message' } }];
+    if (block['type'] === 'text') return [{ type: 'system', data: { level: 'info', message: text(block['text']) ?? '', subtype: SYSTEM_SUBTYPES.userMessage } }];
     return [];
   });
 }
@@ -83,7 +83,7 @@ function controlRequestEvent(line: Json): AgentEvent {
   const request = isObject(line['request']) ? line['request'] : {};
   const requestId = text(line['request_id']) ?? 'unknown';
   if (request['subtype'] !== 'can_use_tool') {
-    return { type: 'system', data: { level: 'debug', message: `agent control request ${String(request['subtype'])}`, subtype: 'agent_control_request', details: { request_id: requestId } } };
+    return { type: 'system', data: { level: 'debug', message: `agent control request ${String(request['subtype'])}`, subtype: SYSTEM_SUBTYPES.agentControlRequest, details: { request_id: requestId } } };
   }
   const description = text(request['description']);
   const toolUseId = text(request['tool_use_id']);
@@ -137,7 +137,7 @@ export const claudeCodeAdapter: Adapter = {
         return [{ type: 'system', data: controlWithdrawnData(text(parsed['request_id']) ?? 'unknown') }];
       case 'control_response': {
         const response = isObject(parsed['response']) ? parsed['response'] : {};
-        return [{ type: 'system', data: { level: 'debug', message: `agent answered control request ${String(response['request_id'])} (${String(response['subtype'])})`, subtype: 'agent_control_response' } }];
+        return [{ type: 'system', data: { level: 'debug', message: `agent answered control request ${String(response['request_id'])} (${String(response['subtype'])})`, subtype: SYSTEM_SUBTYPES.agentControlResponse } }];
       }
       case 'stream_event':
         // Partial deltas (only with --include-partial-messages): the whole blocks follow as `assistant` lines.

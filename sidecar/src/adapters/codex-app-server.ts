@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import type { EventData } from '@svc/protocol';
+import { SYSTEM_SUBTYPES, type EventData } from '@svc/protocol';
 import { codexProviderArgs } from './codex-provider.js';
 import { pathsOfPatch, readRolloutCalls, type RolloutCall } from './codex-rollout.js';
 import { codexSettingsFor, type CodexSettings } from './codex-settings.js';
@@ -97,7 +97,7 @@ function probeCodexSandbox(launch: AgentLaunch, settings: CodexSettings, spawn: 
     execFile(launch.command, ['sandbox', '-c', `sandbox_mode="${settings.sandbox}"`, '--', 'true'], { cwd: spawn.cwd, env: spawn.env, timeout: 20_000 }, (err, _stdout, stderr) => {
       const settingsEvent: AgentEvent = {
         type: 'system',
-        data: { level: 'info', message: `Codex runs with its ${settings.sandbox} sandbox and approvals ${settings.approvalPolicy}: ${settings.reason}`, subtype: 'codex_settings', details: { sandbox: settings.sandbox, approval_policy: settings.approvalPolicy } },
+        data: { level: 'info', message: `Codex runs with its ${settings.sandbox} sandbox and approvals ${settings.approvalPolicy}: ${settings.reason}`, subtype: SYSTEM_SUBTYPES.codexSettings, details: { sandbox: settings.sandbox, approval_policy: settings.approvalPolicy } },
       };
       if (!err) return resolve([settingsEvent]);
       const why = stderr.trim().split('\n').at(-1) || err.message;
@@ -108,7 +108,7 @@ function probeCodexSandbox(launch: AgentLaunch, settings: CodexSettings, spawn: 
           data: {
             level: 'warn',
             message: `Codex's own sandbox does not work here (${why}): every command Codex runs inside it fails, so a command does something only after it asked to leave the sandbox; file changes and escalations still go to the permission engine`,
-            subtype: 'codex_sandbox_unavailable',
+            subtype: SYSTEM_SUBTYPES.codexSandboxUnavailable,
             details: { error: why.slice(0, 1024) },
           },
         },
@@ -151,7 +151,7 @@ export function createCodexAppServerAdapter(): Adapter {
 
   function response(parsed: Json, line: string): AgentEvent[] {
     if (isObject(parsed['error'])) {
-      return [{ type: 'system', data: { level: 'error', message: `Codex refused request ${String(parsed['id'])}: ${text(parsed['error']['message']) ?? line}`, subtype: 'agent_error' } }];
+      return [{ type: 'system', data: { level: 'error', message: `Codex refused request ${String(parsed['id'])}: ${text(parsed['error']['message']) ?? line}`, subtype: SYSTEM_SUBTYPES.agentError } }];
     }
     const result = isObject(parsed['result']) ? parsed['result'] : {};
     if (parsed['id'] === THREAD_START_ID) {
@@ -161,7 +161,7 @@ export function createCodexAppServerAdapter(): Adapter {
       if (prompt !== undefined) {
         outgoing.push(message({ method: 'turn/start', id: TURN_START_ID, params: { threadId, input: [{ type: 'text', text: prompt, text_elements: [] }] } }));
       }
-      return [{ type: 'system', data: { level: 'info', message: `Codex started (model ${text(result['model']) ?? 'unknown'})`, subtype: 'init', details: { thread_id: threadId, model: text(result['model']) ?? null, approval_policy: text(result['approvalPolicy']) ?? null, sandbox: isObject(result['sandbox']) ? (text(result['sandbox']['type']) ?? null) : null } } }];
+      return [{ type: 'system', data: { level: 'info', message: `Codex started (model ${text(result['model']) ?? 'unknown'})`, subtype: SYSTEM_SUBTYPES.init, details: { thread_id: threadId, model: text(result['model']) ?? null, approval_policy: text(result['approvalPolicy']) ?? null, sandbox: isObject(result['sandbox']) ? (text(result['sandbox']['type']) ?? null) : null } } }];
     }
     return [];
   }
@@ -181,7 +181,7 @@ export function createCodexAppServerAdapter(): Adapter {
       }
     }
     const tool = toolOf(value);
-    if (!tool) return [{ type: 'system', data: { level: 'debug', message: `codex item ${String(value['type'])}`, subtype: 'codex_item', details: { line: line.slice(0, 4096) } } }];
+    if (!tool) return [{ type: 'system', data: { level: 'debug', message: `codex item ${String(value['type'])}`, subtype: SYSTEM_SUBTYPES.codexItem, details: { line: line.slice(0, 4096) } } }];
     const events: AgentEvent[] = [];
     if (!started.has(id)) {
       started.add(id);
@@ -310,12 +310,12 @@ export function createCodexAppServerAdapter(): Adapter {
           // A stream failure Codex will retry is a warning; one it gives up on, an error.
           const error = isObject(params['error']) ? params['error'] : {};
           const willRetry = params['willRetry'] === true;
-          return [{ type: 'system', data: { level: willRetry ? 'warn' : 'error', message: text(error['message']) ?? text(params['message']) ?? line, subtype: 'agent_error', details: { will_retry: willRetry } } }];
+          return [{ type: 'system', data: { level: willRetry ? 'warn' : 'error', message: text(error['message']) ?? text(params['message']) ?? line, subtype: SYSTEM_SUBTYPES.agentError, details: { will_retry: willRetry } } }];
         }
         default:
           // A request we do not know would leave Codex waiting: say so loudly.
-          if ('id' in parsed) return [{ type: 'system', data: { level: 'warn', message: `Codex asked ${method}, which the sidecar does not answer`, subtype: 'unanswered_request', details: { line: line.slice(0, 4096) } } }];
-          return [{ type: 'system', data: { level: 'debug', message: method, subtype: 'codex_notification' } }];
+          if ('id' in parsed) return [{ type: 'system', data: { level: 'warn', message: `Codex asked ${method}, which the sidecar does not answer`, subtype: SYSTEM_SUBTYPES.unansweredRequest, details: { line: line.slice(0, 4096) } } }];
+          return [{ type: 'system', data: { level: 'debug', message: method, subtype: SYSTEM_SUBTYPES.codexNotification } }];
       }
     },
 

@@ -3,6 +3,7 @@ import { DecisionSchema, DecisionScopeSchema, type EventData } from './events.js
 import { storedEventSchemaOf, type StoredEvent } from './envelope.js';
 import { EventCursorQuery, ListResponse } from './lists.js';
 import { EventId, JsonObject, WorkerId } from './primitives.js';
+import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /** Longest a pending-decision long poll may wait, in milliseconds. */
 export const MAX_PENDING_WAIT_MS = 30_000;
@@ -67,7 +68,7 @@ export const DEFAULT_DENY_MESSAGE = 'The user denied this tool call.';
  * a `system` event with this `subtype` and `details: {request_id}`. The request closes for every
  * viewer, and a later decision is refused with `409 request_closed`.
  */
-export const CONTROL_WITHDRAWN_SUBTYPE = 'control_withdrawn';
+export const CONTROL_WITHDRAWN_SUBTYPE = SYSTEM_SUBTYPES.controlWithdrawn;
 
 /** The `data` of the `system` event that reports a withdrawn request. */
 export function controlWithdrawnData(requestId: string): EventData<'system'> {

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /**
  * Egress (docs/egress.md): a sealed sandbox reaches nothing but its model and the gateway. What
@@ -51,4 +52,4 @@ export function egressRuleMatches(rule: string, target: string): boolean {
 }
 
 /** `system` event subtype of a tunnel opened or refused (every one is recorded). */
-export const EGRESS_SUBTYPE = 'egress';
+export const EGRESS_SUBTYPE = SYSTEM_SUBTYPES.egress;

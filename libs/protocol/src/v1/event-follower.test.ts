@@ -85,6 +85,20 @@ describe('EventFollower', () => {
     expect(gap.stats.refills).toBe(1);
   });
 
+  it('offer: an event known to be stored is delivered only when it follows on with nothing waiting; its announcement is then a repeat', async () => {
+    const head = { value: 2 };
+    const store = storeOf(head, 100);
+    const { follower, ids, stats } = follow('0', store);
+    expect(follower.offer(eventOf(1))).toBe(false); // not started
+    await follower.start();
+    expect(follower.offer(eventOf(4))).toBe(false); // 3 first
+    expect(follower.offer(eventOf(3))).toBe(true);
+    follower.heard(eventOf(3));
+    follower.heard(eventOf(4));
+    expect(ids()).toEqual([1, 2, 3, 4]);
+    expect(stats.refills).toBe(0);
+  });
+
   it('a failed store read stops it and says so; nothing is delivered after', async () => {
     const errors: unknown[] = [];
     const delivered: string[] = [];

@@ -77,6 +77,18 @@ export class EventFollower<Live = undefined> {
     this.refill();
   }
 
+  /**
+   * An event known to be stored, from somewhere other than the announcements (the gateway that
+   * took a decision has it in the control service's answer): delivered only when it follows on
+   * from `lastId` with nothing waiting, else left to its announcement. True when delivered.
+   */
+  offer(event: StoredEvent): boolean {
+    if (this.stopped || !this.started || this.catchingUp || this.held.length > 0) return false;
+    if (BigInt(event.id) !== this.lastId + 1n) return false;
+    this.deliver(event, undefined);
+    return true;
+  }
+
   /** Resolves once nothing is being read from the store (every event heard so far is delivered). */
   settled(): Promise<void> {
     return this.catchingUp ?? Promise.resolve();

@@ -16,3 +16,5 @@ export * from './sidecar-config.js';
 export * from './model-proxy.js';
 export * from './egress.js';
 export * from './event-follower.js';
+export * from './system-subtypes.js';
+export * from './api-paths.js';

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /**
  * The model proxy (docs/model-proxy.md): an agent's model traffic goes to a loopback address
@@ -127,4 +128,4 @@ export function budgetReached(usage: ModelUsage, budget: ModelBudget | undefined
 }
 
 /** `system` event subtypes the model proxy reports in a worker's history. */
-export const MODEL_PROXY_SUBTYPES = { budgetExhausted: 'model_budget_exhausted', upstreamFailed: 'model_upstream_failed' } as const;
+export const MODEL_PROXY_SUBTYPES = { budgetExhausted: SYSTEM_SUBTYPES.modelBudgetExhausted, upstreamFailed: SYSTEM_SUBTYPES.modelUpstreamFailed } as const;

@@ -3,6 +3,7 @@ import { ListResponse, PaginationQuery } from './lists.js';
 import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema, ModelBudgetSchema, ModelUsageSchema } from './model-proxy.js';
 import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitives.js';
+import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
 export const WORKER_STATUSES = ['pending', 'provisioning', 'running', 'completed', 'failed', 'stopped'] as const;
@@ -116,7 +117,7 @@ export type WorkerRecord = Static<typeof WorkerRecordSchema>;
  * (`details: {code, signal}`), the session service each spawn step (`details: {step, status}`).
  * The session service ends a worker on `agent_exit`: code 0 → `completed`, else `failed`.
  */
-export const LIFECYCLE_SUBTYPES = { agentStart: 'agent_start', agentExit: 'agent_exit', spawnStep: 'spawn_step' } as const;
+export const LIFECYCLE_SUBTYPES = { agentStart: SYSTEM_SUBTYPES.agentStart, agentExit: SYSTEM_SUBTYPES.agentExit, spawnStep: SYSTEM_SUBTYPES.spawnStep } as const;
 
 /** The agent's exit code, when `event` is the sidecar's report of the agent's exit. */
 export function agentExitCodeOf(event: { type: string; data: unknown }): number | undefined {

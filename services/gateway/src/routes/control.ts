@@ -88,6 +88,9 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
         decided_by: { sub: principal.sub, ...(principal.name ? { name: principal.name } : {}), ...(principal.email ? { email: principal.email } : {}) },
       };
       const stored = await requestJson<StoredEvent<'control_response'>>(nc, subjects.rpc.decide, decide, { requestId: request.id });
+      // A sidecar polling this gateway need not wait for the announcement (one more hop, through
+      // event-ingest) when the decision follows on from what its log has; else the announcement brings it.
+      decisions.decided(stored);
       return reply.code(201).send(stored);
     },
   );

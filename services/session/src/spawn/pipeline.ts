@@ -4,6 +4,7 @@ import {
   EGRESS_TOOL,
   isEndedStatus,
   LIFECYCLE_SUBTYPES,
+  SYSTEM_SUBTYPES,
   type CreateSessionBodyType,
   type EgressPolicy,
   type EventData,
@@ -179,7 +180,7 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
     await report('1', 'validate', Date.now(), 'done', { template: template.name, source: template.source });
     for (const [index, warning] of template.warnings.entries()) {
       log.warn({ template: template.name }, warning);
-      await deps.emit(workerId, `spawn:validate:warning:${index}`, { level: 'warn', subtype: 'template_warning', message: warning });
+      await deps.emit(workerId, `spawn:validate:warning:${index}`, { level: 'warn', subtype: SYSTEM_SUBTYPES.templateWarning, message: warning });
     }
     await report('2', 'allocate_worker', Date.now(), 'done', { worker_id: workerId, session_id: sessionId });
     await setSessionStatus(deps, { sessionId, workerId }, 'provisioning');

@@ -1,0 +1,29 @@
+/** A query string from the parameters that are set (`?a=1&b=2`, or nothing). */
+function query(parameters: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(parameters)) if (value !== undefined) search.set(name, String(value));
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+const worker = (workerId: string) => `/v1/workers/${encodeURIComponent(workerId)}`;
+const session = (sessionId: string) => `/v1/sessions/${encodeURIComponent(sessionId)}`;
+
+/**
+ * The v1 API's paths as clients build them (the sidecar, the CLI): spelled once, here, beside
+ * the schemas of what they carry. The gateway's routes declare the same paths (`/v1/workers/:id/…`).
+ */
+export const apiPaths = {
+  status: '/v1/status',
+  localToken: '/v1/local/token',
+  sessions: (parameters: { limit?: number; offset?: number; status?: string } = {}) => `/v1/sessions${query(parameters)}`,
+  session,
+  sessionLogs: (sessionId: string, parameters: { tail?: number } = {}) => `${session(sessionId)}/logs${query(parameters)}`,
+  worker,
+  sdkEvents: (workerId: string, parameters: { after_id?: string; limit?: number; types?: string } = {}) => `${worker(workerId)}/sdk-events${query(parameters)}`,
+  eventStream: (workerId: string, afterId: string) => `${worker(workerId)}/sdk-events/stream${query({ after_id: afterId })}`,
+  control: (workerId: string) => `${worker(workerId)}/control`,
+  pendingDecisions: (workerId: string, parameters: { after_id: string; wait_ms?: number; limit?: number }) => `${worker(workerId)}/control/pending${query(parameters)}`,
+  controlRequests: (workerId: string, parameters: { state?: string } = {}) => `${worker(workerId)}/control/requests${query(parameters)}`,
+  permissionRules: (workerId: string) => `${worker(workerId)}/permission-rules`,
+} as const;

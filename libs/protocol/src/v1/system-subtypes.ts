@@ -1,0 +1,51 @@
+/**
+ * Every `subtype` a `system` event of svc's own may carry, in one place: producers use these names,
+ * readers (the CLI, the session service, tests) match on them. An agent's own system messages
+ * keep the agent's word for them (Claude Code's `init`, say).
+ */
+export const SYSTEM_SUBTYPES = {
+  /** The sidecar started the agent (`details.pid`, `details.adapter`). */
+  agentStart: 'agent_start',
+  /** The agent exited (`details.code`, `details.signal`): the worker's last event. */
+  agentExit: 'agent_exit',
+  /** One step of the spawn pipeline (`details.step`, `details.status`, `details.duration_ms`). */
+  spawnStep: 'spawn_step',
+  /** A template warning found while validating the spawn. */
+  templateWarning: 'template_warning',
+  /** The agent took back a control request (`details.request_id`). */
+  controlWithdrawn: 'control_withdrawn',
+  /** A network tunnel the gateway opened or refused for the agent. */
+  egress: 'egress',
+  /** The model proxy refused a request: the session's budget is spent. */
+  modelBudgetExhausted: 'model_budget_exhausted',
+  /** The model proxy could not reach the model's API. */
+  modelUpstreamFailed: 'model_upstream_failed',
+  /** The control plane refused an event the sidecar sent (it is dropped, said here). */
+  eventRefused: 'event_refused',
+  /** The agent started (its model, session, settings). */
+  init: 'init',
+  /** An error the agent reported. */
+  agentError: 'agent_error',
+  /** A line of the agent's output that the adapter could not read as an event. */
+  unparsedLine: 'unparsed_line',
+  /** Claude Code: an assistant block of a kind svc has no event for. */
+  assistantBlock: 'assistant_block',
+  /** Claude Code: a user message in the transcript. */
+  userMessage: 'user_message',
+  /** Claude Code: a control request of the agent's that is not a tool permission. */
+  agentControlRequest: 'agent_control_request',
+  /** Claude Code: the agent's answer to a control request of the sidecar's. */
+  agentControlResponse: 'agent_control_response',
+  /** Codex: the sandbox and approval settings the sidecar chose. */
+  codexSettings: 'codex_settings',
+  /** Codex: its own sandbox cannot start here. */
+  codexSandboxUnavailable: 'codex_sandbox_unavailable',
+  /** Codex: an item svc has no event for. */
+  codexItem: 'codex_item',
+  /** Codex: a notification svc has no event for. */
+  codexNotification: 'codex_notification',
+  /** Codex: a request the sidecar does not answer. */
+  unansweredRequest: 'unanswered_request',
+} as const;
+
+export type SystemSubtype = (typeof SYSTEM_SUBTYPES)[keyof typeof SYSTEM_SUBTYPES];
