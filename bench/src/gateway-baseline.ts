@@ -12,7 +12,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import { createLocalIssuer, createOidcVerifier } from '@svc/auth';
-import { connectBus, createWorkerDirectory, launchNatsServer } from '@svc/bus';
+import { connectBus, createWorkerDirectory, natsAuthorization } from '@svc/bus';
+import { launchNatsServer } from '@svc/nats-server';
 import { buildGatewayApp } from '@svc/gateway';
 import { createLogger } from '@svc/service-kit';
 import { PINNED, pinServersToCpu0, runLoad, type LoadResult } from './load-client.js';
@@ -29,7 +30,7 @@ async function main() {
   bare.get('/noop', async () => ({ ok: true }));
   const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
 
-  const nats = await launchNatsServer();
+  const nats = await launchNatsServer({ authorization: natsAuthorization() });
   const nc = await connectBus({ servers: nats.url, name: 'bench', logger, credentials: nats.credentials.operator });
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
   const issuer = await createLocalIssuer({ stateDir, issuer: 'http://127.0.0.1:1' });

@@ -8,7 +8,8 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connectBus, launchNatsServer, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
+import { connectBus, natsAuthorization, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
+import { launchNatsServer } from '@svc/nats-server';
 import { streams, subjects, type CreateWorkerRequestType, type CreateWorkerResultType } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
@@ -50,7 +51,7 @@ export interface Pipeline {
 }
 
 export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
-  const [nats, postgres, issuer] = await Promise.all([launchNatsServer(), startPostgres({ durable: true }), startTestIssuer('svc')]);
+  const [nats, postgres, issuer] = await Promise.all([launchNatsServer({ authorization: natsAuthorization() }), startPostgres({ durable: true }), startTestIssuer('svc')]);
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
   const port = await freePort();
   const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel };

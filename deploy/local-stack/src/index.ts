@@ -4,7 +4,8 @@ import { start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
-import { connectBus, ensureStreams, launchNatsServer, requestJson, type NatsConnection, type NatsCredentials, type NatsServerProcess, type NatsServiceUser } from '@svc/bus';
+import { connectBus, ensureStreams, natsAuthorization, requestJson, type NatsConnection, type NatsCredentials, type NatsServiceUser } from '@svc/bus';
+import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { CodedError, subjects, type CreateSessionRpcType, type Session } from '@svc/protocol';
 import { readConfig, type Logger } from '@svc/service-kit';
 import { openDatabase, type StoreKind } from '@svc/store';
@@ -53,9 +54,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
 
   try {
-    let natsServer: NatsServerProcess | undefined;
+    let natsServer: NatsServerProcess<NatsCredentials> | undefined;
     if (!options.natsUrl) {
-      natsServer = await launchNatsServer({ storeDir: path.join(stateDir, 'nats') });
+      natsServer = await launchNatsServer({ storeDir: path.join(stateDir, 'nats'), authorization: natsAuthorization() });
       stops.push(() => natsServer!.stop());
     }
     const natsUrl = options.natsUrl ?? natsServer!.url;

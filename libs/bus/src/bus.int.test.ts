@@ -6,20 +6,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
 import { CodedError, createChecker, kvBuckets, streams, subjects } from '@svc/protocol';
 import { createGracefulShutdown, createLogger } from '@svc/service-kit';
-import { launchNatsServer as startNatsServer, natsServerThreads, type NatsServerProcess } from './nats-server-process.js';
+import { launchNatsServer as startNatsServer, natsServerThreads, type NatsServerProcess } from '@svc/nats-server';
 import { connectBus, type NatsConnection } from './connection.js';
 import { publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
 import { ensureStreams } from './streams.js';
 import { createDurablePublisher } from './durable-publisher.js';
+import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 
 const logger = createLogger({ name: 'bus-test', level: 'silent' });
 
 describe('bus — against a real nats-server', () => {
-  let server: NatsServerProcess;
+  let server: NatsServerProcess<NatsCredentials>;
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    server = await startNatsServer();
+    server = await startNatsServer({ authorization: natsAuthorization() });
     nc = await connectBus({ servers: server.url, name: 'bus-test', logger, credentials: server.credentials.operator });
   });
 
@@ -183,7 +184,7 @@ describe('bus — against a real nats-server', () => {
     await expect(long).resolves.toBe(400);
     slow.unsubscribe();
 
-    const server2 = await startNatsServer();
+    const server2 = await startNatsServer({ authorization: natsAuthorization() });
     const other = await connectBus({ servers: server2.url, name: 'closing', logger, credentials: server2.credentials.operator });
     other.subscribe('svc.rpc.test.never', { callback: () => {} });
     const waiting = requestJson(other, 'svc.rpc.test.never', {}, { timeoutMs: 5000 });
@@ -218,10 +219,10 @@ describe('bus — against a real nats-server', () => {
 
 describe('bus — connection life', () => {
   it('reconnects by itself after the server restarts on the same port', async () => {
-    const first = await startNatsServer();
+    const first = await startNatsServer({ authorization: natsAuthorization() });
     const nc = await connectBus({ servers: first.url, name: 'reconnect-test', logger, credentials: first.credentials.operator });
     await first.stop();
-    const second = await startNatsServer({ port: first.port, credentials: first.credentials });
+    const second = await startNatsServer({ port: first.port, authorization: natsAuthorization(first.credentials) });
     const reconnected = (async () => {
       for await (const status of nc.status()) if (status.type === 'reconnect') return true;
       return false;
@@ -233,7 +234,7 @@ describe('bus — connection life', () => {
   });
 
   it('the nats-server it starts runs on at most half the machine\'s threads, unless GOMAXPROCS says otherwise', async () => {
-    const server = await startNatsServer();
+    const server = await startNatsServer({ authorization: natsAuthorization() });
     const environ = (await readFile(`/proc/${server.pid}/environ`, 'utf8')).split('\0');
     await server.stop();
     expect(environ).toContain(`GOMAXPROCS=${natsServerThreads()}`);
@@ -242,7 +243,7 @@ describe('bus — connection life', () => {
   });
 
   it('graceful shutdown drains the NATS connection', async () => {
-    const server = await startNatsServer();
+    const server = await startNatsServer({ authorization: natsAuthorization() });
     const nc = await connectBus({ servers: server.url, name: 'shutdown-test', logger, credentials: server.credentials.operator });
     const exits: number[] = [];
     const shutdown = createGracefulShutdown({ logger, exit: (code) => exits.push(code) });

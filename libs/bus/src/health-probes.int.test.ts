@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
 import { serveHealthProbes } from './health.js';
-import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
+import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
+import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -14,10 +15,10 @@ async function freePort(): Promise<number> {
 }
 
 describe('health probes (/healthz, /readyz) for the services without HTTP', () => {
-  let server: NatsServerProcess;
+  let server: NatsServerProcess<NatsCredentials>;
   let nc: NatsConnection;
   beforeAll(async () => {
-    server = await launchNatsServer();
+    server = await launchNatsServer({ authorization: natsAuthorization() });
     nc = await connectBus({ servers: server.url, name: 'probes', logger: createLogger({ name: 't', level: 'silent' }), credentials: server.credentials.operator });
   });
   afterAll(async () => {

@@ -6,8 +6,8 @@ import { connectBus, type NatsConnection } from './connection.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { NATS_PERMISSIONS, NATS_SERVICE_USERS, natsAuthorizationConfig, readNatsCredentialsDir } from './nats-auth.js';
-import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
+import { NATS_PERMISSIONS, NATS_SERVICE_USERS, natsAuthorization, natsAuthorizationConfig, readNatsCredentialsDir, type NatsCredentials } from './nats-auth.js';
+import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { ensureStreams } from './streams.js';
 
 const logger = createLogger({ name: 'nats-auth-test', level: 'silent' });
@@ -29,12 +29,12 @@ async function delivered(publisher: NatsConnection, observer: NatsConnection, su
 }
 
 describe('NATS refuses strangers: every service has its own user and subjects', () => {
-  let server: NatsServerProcess;
+  let server: NatsServerProcess<NatsCredentials>;
   let operator: NatsConnection;
   let gateway: NatsConnection;
 
   beforeAll(async () => {
-    server = await launchNatsServer();
+    server = await launchNatsServer({ authorization: natsAuthorization() });
     operator = await connectBus({ servers: server.url, name: 'operator', logger, credentials: server.credentials.operator });
     await ensureStreams(operator);
     gateway = await connectBus({ servers: server.url, name: 'gateway', logger, credentials: server.credentials.gateway });

@@ -82,6 +82,11 @@ export function generateNatsCredentials(): NatsCredentials {
   return Object.fromEntries(ALL_USERS.map((user) => [user, credential(user)])) as Record<NatsUser, NatsCredential>;
 }
 
+/** Who may connect to a nats-server that `@svc/nats-server` starts: these users (fresh ones by default), and the config admitting them. */
+export function natsAuthorization(credentials: NatsCredentials = generateNatsCredentials()): { credentials: NatsCredentials; config: string } {
+  return { credentials, config: natsAuthorizationConfig(credentials) };
+}
+
 /** The `authorization` block of a nats-server config (JSON is valid NATS config) for these credentials. */
 export function natsAuthorizationConfig(credentials: NatsCredentials): string {
   const users = [

@@ -4,8 +4,9 @@ import { createLogger } from '@svc/service-kit';
 import { connectBus, isBusUnavailable, type NatsConnection } from './connection.js';
 import { createDurablePublisher } from './durable-publisher.js';
 import { requestJson, serveRpc } from './messaging.js';
-import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
+import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { ensureStreams } from './streams.js';
+import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 
 const logger = createLogger({ name: 'bus-outage-test', level: 'silent' });
 const message = (n: number) => ({ worker_id: 'w-outage', event: { type: 'system', uid: `w-outage:${n}`, ts: new Date().toISOString(), data: { level: 'info', message: 'hi' } }, received_at: new Date().toISOString() });
@@ -16,11 +17,11 @@ const message = (n: number) => ({ worker_id: 'w-outage', event: { type: 'system'
  * moment of its return, on the same connection.
  */
 describe('the bus across a nats-server crash (real nats-server, SIGKILL, restart on the same store)', () => {
-  let server: NatsServerProcess;
+  let server: NatsServerProcess<NatsCredentials>;
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    server = await launchNatsServer();
+    server = await launchNatsServer({ authorization: natsAuthorization() });
     nc = await connectBus({ servers: server.url, name: 'outage', logger, credentials: server.credentials.operator });
     await ensureStreams(nc);
   }, 30_000);

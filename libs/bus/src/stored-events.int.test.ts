@@ -3,9 +3,10 @@ import { storedBatchMessageId, subjects, type StoredEvent } from '@svc/protocol'
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
 import { createDurablePublisher } from './durable-publisher.js';
-import { launchNatsServer, type NatsServerProcess } from './nats-server-process.js';
+import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { ensureStreams } from './streams.js';
 import { subscribeStoredEvents } from './stored-events.js';
+import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 
 const logger = createLogger({ name: 'stored-events-test', level: 'silent' });
 
@@ -22,10 +23,10 @@ async function until(condition: () => boolean, timeoutMs = 5000) {
 }
 
 describe('bus — durable subscribers to stored events', () => {
-  let server: NatsServerProcess;
+  let server: NatsServerProcess<NatsCredentials>;
   let nc: NatsConnection;
   beforeAll(async () => {
-    server = await launchNatsServer();
+    server = await launchNatsServer({ authorization: natsAuthorization() });
     nc = await connectBus({ servers: server.url, name: 'test', logger, credentials: server.credentials.operator });
     await ensureStreams(nc);
   });

@@ -20,9 +20,16 @@ export interface WorkerDirectory {
 
 const recordChecker = createChecker<WorkerRecord>(WorkerRecordSchema);
 
+/** The `svc_workers` KV bucket (made if missing): its writer is the session service's worker registry. */
+export function openWorkerRecords(nc: NatsConnection): Promise<KV> {
+  return new Kvm(nc).create(kvBuckets.workers, { history: 1 });
+}
+
+export type { KV } from '@nats-io/kv';
+
 export async function createWorkerDirectory(nc: NatsConnection, logger: Logger): Promise<WorkerDirectory> {
   const log = logger.child({ component: 'worker-directory' });
-  const kv: KV = await new Kvm(nc).create(kvBuckets.workers, { history: 1 });
+  const kv = await openWorkerRecords(nc);
   const records = new Map<string, WorkerRecord>();
   const byTokenHash = new Map<string, string>();
 

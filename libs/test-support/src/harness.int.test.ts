@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { startNatsServer } from './nats.js';
 import { findPostgresBinDir, startPostgres } from './postgres.js';
 import { existsSync } from 'node:fs';
-import { findNatsServerBinary } from '@svc/bus';
+import { findNatsServerBinary } from '@svc/nats-server';
 
 describe('test harness — throwaway servers', () => {
   it('starts a JetStream nats-server on a random port and removes it at stop', async () => {

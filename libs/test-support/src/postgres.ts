@@ -5,7 +5,7 @@ import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { stopChild } from '@svc/bus';
+import { stopChild } from '@svc/nats-server';
 
 export const POSTGRES_INSTALL_HINT = 'install it with: apt-get install postgresql (Debian), or set SVC_POSTGRES_BIN_DIR to the directory holding initdb and postgres';
 

@@ -1,15 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { Kvm, type KV } from '@nats-io/kv';
 import type { Subscription } from '@nats-io/transport-node';
 import { generateWorkerToken, hashWorkerToken } from '@svc/auth';
-import { serveRpc, type NatsConnection } from '@svc/bus';
+import { openWorkerRecords, serveRpc, type KV, type NatsConnection } from '@svc/bus';
 import {
   CodedError,
   createChecker,
   CreateWorkerRequest,
   GetWorkerRequest,
   isEndedStatus,
-  kvBuckets,
   SetWorkerStatusRequest,
   subjects,
   type CreateWorkerRequestType,
@@ -34,7 +32,7 @@ function visible(record: WorkerRecord): VisibleWorker {
  */
 export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
   const log = logger.child({ component: 'worker-registry' });
-  const kv: KV = await new Kvm(nc).create(kvBuckets.workers, { history: 1 });
+  const kv = await openWorkerRecords(nc);
 
   async function read(workerId: string): Promise<{ record: WorkerRecord; revision: number }> {
     const entry = await kv.get(workerId);

@@ -4,7 +4,6 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { availableParallelism, homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { dieWithParent } from '@svc/service-kit';
-import { generateNatsCredentials, natsAuthorizationConfig, type NatsCredentials } from './nats-auth.js';
 
 /** The oldest nats-server we support (JetStream features we rely on arrived in 2.10). */
 export const MIN_NATS_SERVER_VERSION = [2, 10, 0] as const;
@@ -44,7 +43,14 @@ function assertSupportedVersion(binary: string): void {
   }
 }
 
-export interface NatsServerOptions {
+/** Who may connect: the users' credentials, and the `authorization` block that admits them (libs/bus makes both). */
+export interface NatsAuthorization<Credentials> {
+  credentials: Credentials;
+  /** The nats-server config that holds them (JSON is valid NATS config). */
+  config: string;
+}
+
+export interface NatsServerOptions<Credentials> {
   /** Defaults to `findNatsServerBinary()`. */
   binary?: string;
   /** JetStream store directory; a temporary one (removed at stop) when not given. */
@@ -52,17 +58,17 @@ export interface NatsServerOptions {
   /** Client port; a random free one when not given. */
   port?: number;
   host?: string;
-  /** Every user's credentials (fresh random ones when not given): a client without them is refused. */
-  credentials?: NatsCredentials;
+  /** Who may connect: a client without these credentials is refused. */
+  authorization: NatsAuthorization<Credentials>;
 }
 
-export interface NatsServerProcess {
+export interface NatsServerProcess<Credentials> {
   url: string;
   port: number;
   storeDir: string;
   pid: number;
   /** Who may connect, and each service's user (`connectBus({credentials: server.credentials.gateway})`). */
-  credentials: NatsCredentials;
+  credentials: Credentials;
   /** The permission violations the server reported so far (a service publishing or subscribing beyond its subjects), at most 100. */
   permissionViolations(): string[];
   /** Kills the server (SIGKILL), keeping its store: a crash. */
@@ -85,17 +91,17 @@ export function natsServerThreads(env: Record<string, string | undefined> = proc
 }
 
 /** Starts a nats-server with JetStream and resolves once it accepts clients. */
-export async function launchNatsServer(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
+export async function launchNatsServer<Credentials>(options: NatsServerOptions<Credentials>): Promise<NatsServerProcess<Credentials>> {
   const binary = options.binary ?? findNatsServerBinary();
   const temporary = options.storeDir === undefined;
   const storeDir = options.storeDir ?? (await mkdtemp(path.join(tmpdir(), 'svc-nats-')));
   await mkdir(storeDir, { recursive: true });
   const portsDir = await mkdtemp(path.join(tmpdir(), 'svc-nats-ports-'));
   const host = options.host ?? '127.0.0.1';
-  const credentials = options.credentials ?? generateNatsCredentials();
+  const { credentials } = options.authorization;
   // The config holds only who may connect (mode 0600); the command line says everything else.
   const configFile = path.join(portsDir, 'nats.conf');
-  await writeFile(configFile, natsAuthorizationConfig(credentials), { mode: 0o600 });
+  await writeFile(configFile, options.authorization.config, { mode: 0o600 });
   let stderr = '';
   const violations: string[] = [];
 
