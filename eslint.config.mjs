@@ -20,7 +20,10 @@ const scopeConstraints = (testCode) => {
     { sourceTag: 'scope:sandbox', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
     { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', ...harness] },
     { sourceTag: 'scope:test', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:store', 'scope:edge', 'scope:test'] },
-    { sourceTag: 'scope:bench', onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:store', 'scope:edge', 'scope:sandbox', 'scope:test'] },
+    {
+      sourceTag: 'scope:bench',
+      onlyDependOnLibsWithTags: ['scope:contract', 'scope:shared', 'scope:server', 'scope:store', 'scope:edge', 'scope:sandbox', 'scope:test'],
+    },
   ];
 };
 

@@ -3,12 +3,14 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const projectDirs = ['.', ...readdirSync('.')]
-  .flatMap((dir) => (dir === 'node_modules' || dir.startsWith('.') && dir !== '.' ? [] : [dir, ...subdirs(dir)]))
+  .flatMap((dir) => (dir === 'node_modules' || (dir.startsWith('.') && dir !== '.') ? [] : [dir, ...subdirs(dir)]))
   .filter((dir, i, all) => all.indexOf(dir) === i);
 
 function subdirs(dir) {
   try {
-    return readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== 'node_modules').map((d) => path.join(dir, d.name));
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && d.name !== 'node_modules')
+      .map((d) => path.join(dir, d.name));
   } catch {
     return [];
   }

@@ -30,14 +30,20 @@ function eventAt(n: number): Omit<IncomingEvent, 'uid' | 'ts'> {
     case 1:
       return { type: 'tool_use', data: { tool_use_id: `t${n}`, name: 'Bash', input: { command: `npm test -- --grep case-${n}` } } };
     case 2:
-      return { type: 'tool_result', data: { tool_use_id: `t${n - 1}`, content: `PASS src/parser.test.ts\n  ✓ keeps the raw line (${n} ms)\n  ✓ maps the fields\nTests: 2 passed`, is_error: false } };
+      return {
+        type: 'tool_result',
+        data: {
+          tool_use_id: `t${n - 1}`,
+          content: `PASS src/parser.test.ts\n  ✓ keeps the raw line (${n} ms)\n  ✓ maps the fields\nTests: 2 passed`,
+          is_error: false,
+        },
+      };
     case 3:
       return { type: 'progress', data: { input_tokens: n * 10, output_tokens: n, cost_usd: n / 10_000 } };
     default:
       return { type: 'system', data: { level: 'info', message: `checkpoint ${n}` } };
   }
 }
-
 
 const pipeline = await startPipeline({ logLevel: args['log-level'] });
 const socket = `svc-bench-${process.pid}`;
@@ -49,7 +55,13 @@ try {
   for (let i = 0; i < batches.length; i += 4) {
     await Promise.all(
       batches.slice(i, i + 4).map((b) =>
-        post(pipeline, worker, { events: Array.from({ length: Math.min(500, EVENTS - b * 500) }, (_, k) => ({ ...eventAt(b * 500 + k), uid: `e${b * 500 + k}`, ts: new Date().toISOString() })) }),
+        post(pipeline, worker, {
+          events: Array.from({ length: Math.min(500, EVENTS - b * 500) }, (_, k) => ({
+            ...eventAt(b * 500 + k),
+            uid: `e${b * 500 + k}`,
+            ts: new Date().toISOString(),
+          })),
+        }),
       ),
     );
   }
@@ -83,7 +95,11 @@ socket.on('message', (data) => {
   const baseline = JSON.parse(
     (
       await run(process.execPath, [baselineScript, String(baselineStart)], {
-        env: { ...process.env, URL: `${pipeline.gatewayUrl.replace('http', 'ws')}/v1/workers/${worker.worker_id}/sdk-events/stream?after_id=0`, TOKEN: pipeline.userToken },
+        env: {
+          ...process.env,
+          URL: `${pipeline.gatewayUrl.replace('http', 'ws')}/v1/workers/${worker.worker_id}/sdk-events/stream?after_id=0`,
+          TOKEN: pipeline.userToken,
+        },
         encoding: 'utf8',
         maxBuffer: 1 << 20,
       })
@@ -92,18 +108,47 @@ socket.on('message', (data) => {
 
   // svc attach in a real terminal.
   const attachStart = Date.now();
-  await tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'bench', '-x', '120', '-y', '40', '-e', `SVC_URL=${pipeline.gatewayUrl}`, '-e', `SVC_TOKEN=${pipeline.userToken}`, '-e', 'SVC_CONFIG=/nonexistent/config.json', process.execPath, SVC, 'attach', worker.worker_id, '--read-only');
+  await tmux(
+    '-f',
+    '/dev/null',
+    'new-session',
+    '-d',
+    '-s',
+    'bench',
+    '-x',
+    '120',
+    '-y',
+    '40',
+    '-e',
+    `SVC_URL=${pipeline.gatewayUrl}`,
+    '-e',
+    `SVC_TOKEN=${pipeline.userToken}`,
+    '-e',
+    'SVC_CONFIG=/nonexistent/config.json',
+    process.execPath,
+    SVC,
+    'attach',
+    worker.worker_id,
+    '--read-only',
+  );
   const pid = Number((await tmux('display-message', '-p', '-t', 'bench', '#{pane_pid}')).stdout.trim());
   await waitFor('the first screen', async () => /Step \d+:|checkpoint \d+|\[Bash\]/.test((await tmux('capture-pane', '-p', '-t', 'bench')).stdout), 30_000, 10);
   const firstScreen = Date.now() - attachStart;
-  await waitFor('the whole replay', async () => (await tmux('capture-pane', '-p', '-t', 'bench')).stdout.includes(`live · ${EVENTS.toLocaleString('en-US')} events`), 300_000, 50);
+  await waitFor(
+    'the whole replay',
+    async () => (await tmux('capture-pane', '-p', '-t', 'bench')).stdout.includes(`live · ${EVENTS.toLocaleString('en-US')} events`),
+    300_000,
+    50,
+  );
   const allShown = Date.now() - attachStart;
   const rss = await rssMiB(pid, 'VmHWM');
   await tmux('send-keys', '-t', 'bench', 'q');
 
   print(`attach-replay: svc attach --read-only over ${EVENTS.toLocaleString('en-US')} stored events (tmux, 120×40)`);
   process.stdout.write(`  svc:      first screen ${firstScreen} ms; every event in ${(allShown / 1000).toFixed(1)} s; peak RSS ${rss.toFixed(1)} MiB\n`);
-  process.stdout.write(`  baseline: bare ws client: first event frame ${baseline.first} ms; every event in ${(baseline.all / 1000).toFixed(1)} s (${baseline.count}); peak RSS ${baseline.rss.toFixed(1)} MiB\n`);
+  process.stdout.write(
+    `  baseline: bare ws client: first event frame ${baseline.first} ms; every event in ${(baseline.all / 1000).toFixed(1)} s (${baseline.count}); peak RSS ${baseline.rss.toFixed(1)} MiB\n`,
+  );
   verdict('time to first screen (ms)', firstScreen, '≤', 1000);
   verdict('peak RSS (MiB)', rss, '≤', 200);
 } finally {

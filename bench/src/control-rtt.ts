@@ -103,7 +103,9 @@ async function bare(): Promise<Round[]> {
   const rounds = await measure(
     async (index) => void (await call(`${url}/decide`, { method: 'POST', token: 'x', body: { request_id: `req-${index}` } })),
     async (cursor) => {
-      const page = (await call(`${url}/pending?after_id=${cursor}`, { token: 'x', agent: pollAgent })).body as { items: Array<{ id: number; request_id: string }> };
+      const page = (await call(`${url}/pending?after_id=${cursor}`, { token: 'x', agent: pollAgent })).body as {
+        items: Array<{ id: number; request_id: string }>;
+      };
       return { ids: page.items.map((d) => d.request_id), cursor: String(page.items.at(-1)?.id ?? cursor) };
     },
   );
@@ -127,7 +129,12 @@ async function main() {
       await post(pipeline, worker, { events });
     }
     const base = `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}`;
-    await waitFor('every request open', async () => ((await call(`${base}/control/requests?state=open`, { token: pipeline.userToken })).body as { total: number }).total === MADE, 60_000, 100);
+    await waitFor(
+      'every request open',
+      async () => ((await call(`${base}/control/requests?state=open`, { token: pipeline.userToken })).body as { total: number }).total === MADE,
+      60_000,
+      100,
+    );
 
     const rounds = await measure(
       async (index) => {
@@ -136,14 +143,32 @@ async function main() {
         if (answer.status !== 201) throw new Error(`POST control answered ${answer.status}: ${JSON.stringify(answer.body)}`);
       },
       async (cursor) => {
-        const answer = await call(`${base}/control/pending?after_id=${cursor}&wait_ms=${cursor === 'done' ? 0 : 2000}&limit=1000`, { token: worker.token, agent: pollAgent });
+        const answer = await call(`${base}/control/pending?after_id=${cursor}&wait_ms=${cursor === 'done' ? 0 : 2000}&limit=1000`, {
+          token: worker.token,
+          agent: pollAgent,
+        });
         const page = answer.body as ListResponseOf<StoredEvent<'control_response'>>;
         return { ids: page.items.map((d) => d.data.request_id), cursor: page.items.at(-1)?.id ?? cursor };
       },
     );
-    const row = (name: string, sorted: number[]) => ({ path: name, decisions: sorted.length, 'p50 ms': percentile(sorted, 50).toFixed(2), 'p99 ms': percentile(sorted, 99).toFixed(2), 'max ms': sorted.at(-1)!.toFixed(1) });
-    print(`control-rtt: POST /control → the long-polling sidecar has it; ${ROUNDS} rounds of ${DECISIONS} decisions one at a time, after ${WARMUP} uncounted (services log level ${args['log-level']})`);
-    console.table(rounds.map((round, index) => ({ round: index + 1, 'bare p50 ms': percentile(baseline[index]!.times, 50).toFixed(2), 'svc p50 ms': percentile(round.times, 50).toFixed(2), 'svc p99 ms': percentile(round.times, 99).toFixed(2) })));
+    const row = (name: string, sorted: number[]) => ({
+      path: name,
+      decisions: sorted.length,
+      'p50 ms': percentile(sorted, 50).toFixed(2),
+      'p99 ms': percentile(sorted, 99).toFixed(2),
+      'max ms': sorted.at(-1)!.toFixed(1),
+    });
+    print(
+      `control-rtt: POST /control → the long-polling sidecar has it; ${ROUNDS} rounds of ${DECISIONS} decisions one at a time, after ${WARMUP} uncounted (services log level ${args['log-level']})`,
+    );
+    console.table(
+      rounds.map((round, index) => ({
+        round: index + 1,
+        'bare p50 ms': percentile(baseline[index]!.times, 50).toFixed(2),
+        'svc p50 ms': percentile(round.times, 50).toFixed(2),
+        'svc p99 ms': percentile(round.times, 99).toFixed(2),
+      })),
+    );
     const median = medianRound(rounds);
     print('the median round:');
     console.table([

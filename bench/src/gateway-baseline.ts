@@ -18,7 +18,14 @@ import { buildGatewayApp } from '@svc/gateway';
 import { createLogger } from '@svc/service-kit';
 import { PINNED, pinServersToCpu0, runLoad, type LoadResult } from './load-client.js';
 
-const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' }, 'log-level': { type: 'string', default: 'info' } } });
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' },
+    'log-level': { type: 'string', default: 'info' },
+  },
+});
 const autocannon = (url: string, headers: Record<string, string> = {}) => runLoad(url, { seconds: args.seconds, connections: args.connections, headers });
 
 async function main() {
@@ -43,7 +50,12 @@ async function main() {
     settings: { trustedProxies: [], corsOrigins: [], rateLimitMax: 1_000_000_000, rateLimitWindowMs: 60_000, bodyLimitBytes: 1024 * 1024, oidcAudience: 'svc' },
     users,
     workers,
-    routes: [async (app) => { app.get('/v1/bench/noop', async () => ({ ok: true })); app.get('/v1/bench/public', { config: { auth: 'public' } }, async () => ({ ok: true })); }],
+    routes: [
+      async (app) => {
+        app.get('/v1/bench/noop', async () => ({ ok: true }));
+        app.get('/v1/bench/public', { config: { auth: 'public' } }, async () => ({ ok: true }));
+      },
+    ],
   });
   const gatewayUrl = await gateway.listen({ host: '127.0.0.1', port: 0 });
   const token = await issuer.mintUserToken({ sub: 'bench-user', audience: 'svc' });
@@ -66,10 +78,23 @@ async function main() {
   const byRatio = [...rounds].sort((a, b) => a.chain.requests.average / a.bare.requests.average - b.chain.requests.average / b.bare.requests.average);
   const { bare: bareResult, chain: chainResult, public: publicResult } = byRatio[Math.floor(byRatio.length / 2)]!;
 
-  const row = (name: string, r: LoadResult) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx, errors: r.errors });
-  process.stdout.write(`gateway-baseline: ${args.seconds}s per run, ${args.connections} connections, median of ${args.rounds} alternating rounds, log level ${args['log-level']}, autocannon in its own process${PINNED ? ', server on CPU 0 and client on CPU 1' : ''}\n`);
+  const row = (name: string, r: LoadResult) => ({
+    route: name,
+    'req/s': Math.round(r.requests.average),
+    'p50 ms': r.latency.p50,
+    'p99 ms': r.latency.p99,
+    'non-2xx': r.non2xx,
+    errors: r.errors,
+  });
+  process.stdout.write(
+    `gateway-baseline: ${args.seconds}s per run, ${args.connections} connections, median of ${args.rounds} alternating rounds, log level ${args['log-level']}, autocannon in its own process${PINNED ? ', server on CPU 0 and client on CPU 1' : ''}\n`,
+  );
   process.stdout.write(`ratios per round: ${rounds.map((r) => (r.chain.requests.average / r.bare.requests.average).toFixed(2)).join(', ')}\n`);
-  console.table([row('bare Fastify GET /noop', bareResult), row('gateway full chain, JWT', chainResult), row('gateway full chain, public route', publicResult)]);
+  console.table([
+    row('bare Fastify GET /noop', bareResult),
+    row('gateway full chain, JWT', chainResult),
+    row('gateway full chain, public route', publicResult),
+  ]);
   process.stdout.write(`ratio (full chain / bare): ${(chainResult.requests.average / bareResult.requests.average).toFixed(2)}\n`);
 
   await gateway.close();

@@ -19,7 +19,14 @@ import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import pg from 'pg';
 import WebSocket from 'ws';
-import { subjects, type CreateWorkerResultType, type IncomingEvent, type IncomingEventMessageType, type StoredEventBatchType, type StreamFrame } from '@svc/protocol';
+import {
+  subjects,
+  type CreateWorkerResultType,
+  type IncomingEvent,
+  type IncomingEventMessageType,
+  type StoredEventBatchType,
+  type StreamFrame,
+} from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { runLoad, type LoadResult } from './load-client.js';
 import { agent, call, percentile, post, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
@@ -73,7 +80,14 @@ async function singlePost(pipeline: Pipeline) {
   // Every run starts with the store caught up, so no run pays for the previous one's backlog.
   const load = async (url: string) => {
     await pipeline.drained();
-    return runLoad(url, { seconds: String(SECONDS), connections: args.connections, method: 'POST', body, pin: false, headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' } });
+    return runLoad(url, {
+      seconds: String(SECONDS),
+      connections: args.connections,
+      method: 'POST',
+      body,
+      pin: false,
+      headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' },
+    });
   };
   const target = `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`;
   await load(bare.url);
@@ -83,8 +97,16 @@ async function singlePost(pipeline: Pipeline) {
   await bare.close();
   const ratio = (r: { bare: LoadResult; post: LoadResult }) => r.post.requests.average / r.bare.requests.average;
   const middle = [...rounds].sort((a, b) => ratio(a) - ratio(b))[Math.floor(rounds.length / 2)]!;
-  const row = (name: string, r: LoadResult) => ({ route: name, 'req/s': Math.round(r.requests.average), 'p50 ms': r.latency.p50, 'p99 ms': r.latency.p99, 'non-2xx': r.non2xx });
-  print(`1. single-event POST: ${SECONDS}s per run, ${args.connections} connections, median of ${ROUNDS} rounds (ratios ${rounds.map((r) => ratio(r).toFixed(2)).join(', ')})`);
+  const row = (name: string, r: LoadResult) => ({
+    route: name,
+    'req/s': Math.round(r.requests.average),
+    'p50 ms': r.latency.p50,
+    'p99 ms': r.latency.p99,
+    'non-2xx': r.non2xx,
+  });
+  print(
+    `1. single-event POST: ${SECONDS}s per run, ${args.connections} connections, median of ${ROUNDS} rounds (ratios ${rounds.map((r) => ratio(r).toFixed(2)).join(', ')})`,
+  );
   console.table([row('bare Fastify POST /noop', middle.bare), row('POST sdk-events (durable)', middle.post)]);
   verdict('durable POST / bare POST', ratio(middle), '≥', 0.35);
 }
@@ -219,7 +241,15 @@ async function measureDelivery(
   await waitFor('every delivery', () => latencies.length >= expected.deliveries, 30_000).catch(() => undefined);
   for (const viewer of viewers) viewer.close();
   const sorted = latencies.sort((a, b) => a - b);
-  return { sent, deliveries: latencies.length, missing: expected.deliveries - latencies.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN, latencies: sorted };
+  return {
+    sent,
+    deliveries: latencies.length,
+    missing: expected.deliveries - latencies.length,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    max: sorted.at(-1) ?? NaN,
+    latencies: sorted,
+  };
 }
 
 /** Times each event's stages from the moment its POST starts, by uid (`--stages`). */
@@ -232,7 +262,9 @@ function stageClock(pipeline: Pipeline) {
     if (at !== undefined) into.push(performance.now() - at);
   };
   const subscriptions = [
-    pipeline.nc.subscribe(subjects.incomingAll, { callback: (_err, msg) => seen(((JSON.parse(decoder.decode(msg.data)) as IncomingEventMessageType).event as IncomingEvent).uid, stages.published) }),
+    pipeline.nc.subscribe(subjects.incomingAll, {
+      callback: (_err, msg) => seen(((JSON.parse(decoder.decode(msg.data)) as IncomingEventMessageType).event as IncomingEvent).uid, stages.published),
+    }),
     pipeline.nc.subscribe(subjects.storedAll, {
       callback: (_err, msg) => (JSON.parse(decoder.decode(msg.data)) as StoredEventBatchType).events.forEach((stored) => seen(stored.uid, stages.stored)),
     }),
@@ -246,7 +278,12 @@ function stageClock(pipeline: Pipeline) {
         const sorted = [...values].sort((a, b) => a - b);
         return { 'from the POST to': stage, events: sorted.length, 'p50 ms': percentile(sorted, 50).toFixed(2), 'p99 ms': percentile(sorted, 99).toFixed(2) };
       };
-      console.table([row('its JetStream publish', stages.published), row('the 202', stages.answered), row('its stored announcement', stages.stored), row('the viewer', viewer)]);
+      console.table([
+        row('its JetStream publish', stages.published),
+        row('the 202', stages.answered),
+        row('its stored announcement', stages.stored),
+        row('the viewer', viewer),
+      ]);
     },
   };
 }
@@ -276,8 +313,22 @@ async function latency(pipeline: Pipeline) {
   const result = await measureDelivery(pipeline, workers, 1, LATENCY_RATE, undefined, clock);
   print(`3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers for ${SECONDS}s`);
   console.table([
-    { path: 'POST → its WebSocket viewer', events: result.sent, deliveries: result.deliveries, missing: result.missing, 'p50 ms': result.p50.toFixed(2), 'p99 ms': result.p99.toFixed(2), 'max ms': result.max.toFixed(1) },
-    { path: 'bare Fastify POST, round trip (same client and rate)', events: baseline.length, 'p50 ms': percentile(baseline, 50).toFixed(2), 'p99 ms': percentile(baseline, 99).toFixed(2), 'max ms': (baseline.at(-1) ?? NaN).toFixed(1) },
+    {
+      path: 'POST → its WebSocket viewer',
+      events: result.sent,
+      deliveries: result.deliveries,
+      missing: result.missing,
+      'p50 ms': result.p50.toFixed(2),
+      'p99 ms': result.p99.toFixed(2),
+      'max ms': result.max.toFixed(1),
+    },
+    {
+      path: 'bare Fastify POST, round trip (same client and rate)',
+      events: baseline.length,
+      'p50 ms': percentile(baseline, 50).toFixed(2),
+      'p99 ms': percentile(baseline, 99).toFixed(2),
+      'max ms': (baseline.at(-1) ?? NaN).toFixed(1),
+    },
   ]);
   clock?.report(result.latencies);
   verdict('p50 ms', result.p50, '≤', 3);

@@ -35,7 +35,20 @@ export interface LoadOptions {
 export function runLoad(url: string, options: LoadOptions): Promise<LoadResult> {
   const headerArgs = Object.entries(options.headers ?? {}).flatMap(([key, value]) => ['-H', `${key}=${value}`]);
   const bodyArgs = options.body === undefined ? [] : ['-I', '-b', options.body];
-  const command = [process.execPath, autocannonBin, '--json', '-d', options.seconds, '-c', options.connections, '-m', options.method ?? 'GET', ...headerArgs, ...bodyArgs, url];
+  const command = [
+    process.execPath,
+    autocannonBin,
+    '--json',
+    '-d',
+    options.seconds,
+    '-c',
+    options.connections,
+    '-m',
+    options.method ?? 'GET',
+    ...headerArgs,
+    ...bodyArgs,
+    url,
+  ];
   const pinned = (options.pin ?? PINNED) ? ['taskset', '-c', '1', ...command] : command;
   return new Promise((resolve, reject) => {
     const child = spawn(pinned[0]!, pinned.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });

@@ -18,7 +18,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { percentile, startPipeline } from './pipeline.js';
 
-const { values: args } = parseArgs({ options: { requests: { type: 'string', default: '300' }, streams: { type: 'string', default: '100' }, 'stream-kib': { type: 'string', default: '1024' }, 'profile-dir': { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '300' },
+    streams: { type: 'string', default: '100' },
+    'stream-kib': { type: 'string', default: '1024' },
+    'profile-dir': { type: 'string' },
+  },
+});
 const REQUESTS = Number(args.requests);
 const STREAMS = Number(args.streams);
 const STREAM_KIB = Number(args['stream-kib']);
@@ -38,7 +45,9 @@ function startUpstream(): Promise<{ url: string; server: http.Server }> {
     request.on('end', () => {
       const kib = Number(new URL(request.url ?? '/', 'http://x').searchParams.get('kib') ?? '0');
       response.writeHead(200, { 'content-type': 'text/event-stream' });
-      response.write(`event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":10,"output_tokens":1}}}\n\n`);
+      response.write(
+        `event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"claude-sonnet-4-5","usage":{"input_tokens":10,"output_tokens":1}}}\n\n`,
+      );
       let sent = 0;
       const more = () => {
         while (sent < kib / 4) {
@@ -59,16 +68,20 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1000 });
 function stream(url: string, headers: Record<string, string> = {}): Promise<{ firstByteMs: number; totalMs: number; bytes: number; status: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const request = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-api-key': 'placeholder', ...headers } }, (response) => {
-      let firstByteMs = -1;
-      let bytes = 0;
-      response.on('data', (chunk: Buffer) => {
-        if (firstByteMs < 0) firstByteMs = performance.now() - started;
-        bytes += chunk.length;
-      });
-      response.on('end', () => resolve({ firstByteMs, totalMs: performance.now() - started, bytes, status: response.statusCode ?? 0 }));
-      response.on('error', reject);
-    });
+    const request = http.request(
+      url,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-api-key': 'placeholder', ...headers } },
+      (response) => {
+        let firstByteMs = -1;
+        let bytes = 0;
+        response.on('data', (chunk: Buffer) => {
+          if (firstByteMs < 0) firstByteMs = performance.now() - started;
+          bytes += chunk.length;
+        });
+        response.on('end', () => resolve({ firstByteMs, totalMs: performance.now() - started, bytes, status: response.statusCode ?? 0 }));
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
     request.end('{"model":"claude-sonnet-4-5","stream":true,"max_tokens":10,"messages":[]}');
   });
@@ -76,9 +89,17 @@ function stream(url: string, headers: Record<string, string> = {}): Promise<{ fi
 
 async function main() {
   const upstream = await startUpstream();
-  const pipeline = await startPipeline({ logLevel: 'warn', profileDir: args['profile-dir'], gatewayEnv: { SVC_ANTHROPIC_API_KEY: 'sk-ant-bench', SVC_ANTHROPIC_UPSTREAM_URL: upstream.url } });
+  const pipeline = await startPipeline({
+    logLevel: 'warn',
+    profileDir: args['profile-dir'],
+    gatewayEnv: { SVC_ANTHROPIC_API_KEY: 'sk-ant-bench', SVC_ANTHROPIC_UPSTREAM_URL: upstream.url },
+  });
   const worker = await pipeline.createWorker({ model: { apis: ['anthropic'] } });
-  const sidecar = spawn(process.execPath, [fileURLToPath(new URL('./model-proxy-sidecar.js', import.meta.url)), pipeline.gatewayUrl, worker.worker_id, worker.token], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const sidecar = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('./model-proxy-sidecar.js', import.meta.url)), pipeline.gatewayUrl, worker.worker_id, worker.token],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   try {
     const proxyBase = await new Promise<string>((resolve, reject) => {
       sidecar.stdout.once('data', (line: Buffer) => resolve(line.toString().trim()));
@@ -87,7 +108,8 @@ async function main() {
     const direct = (kib: number) => `${upstream.url}/v1/messages?kib=${kib}`;
     const proxied = (kib: number) => `${proxyBase}/v1/messages?kib=${kib}`;
     // The gateway's hop alone: what the sidecar sends it.
-    const viaGateway = (kib: number) => stream(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/model/anthropic/v1/messages?kib=${kib}`, { authorization: `Bearer ${worker.token}` });
+    const viaGateway = (kib: number) =>
+      stream(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/model/anthropic/v1/messages?kib=${kib}`, { authorization: `Bearer ${worker.token}` });
 
     // 1. Time to first byte, alternating, after a warm-up.
     for (let i = 0; i < 50; i++) await Promise.all([stream(direct(4)), stream(proxied(4)), viaGateway(4)]);
@@ -111,14 +133,21 @@ async function main() {
     const started = performance.now();
     const results = await Promise.allSettled(Array.from({ length: STREAMS }, () => stream(proxied(STREAM_KIB))));
     const wallMs = performance.now() - started;
-    const ok = results.filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof stream>>> => r.status === 'fulfilled' && r.value.status === 200 && r.value.bytes >= STREAM_KIB * 1000);
+    const ok = results.filter(
+      (r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof stream>>> =>
+        r.status === 'fulfilled' && r.value.status === 200 && r.value.bytes >= STREAM_KIB * 1000,
+    );
     const mib = ok.reduce((sum, r) => sum + r.value.bytes, 0) / (1024 * 1024);
     const cpu = { gateway: cpuSeconds(pids.gateway) - before.gateway, sidecar: cpuSeconds(pids.sidecar) - before.sidecar };
-    console.log(`${STREAMS} concurrent streams of ${STREAM_KIB} KiB through the proxy: ${ok.length} complete, ${STREAMS - ok.length} errors, ${(wallMs / 1000).toFixed(2)} s, ${(mib / (wallMs / 1000)).toFixed(1)} MiB/s`);
+    console.log(
+      `${STREAMS} concurrent streams of ${STREAM_KIB} KiB through the proxy: ${ok.length} complete, ${STREAMS - ok.length} errors, ${(wallMs / 1000).toFixed(2)} s, ${(mib / (wallMs / 1000)).toFixed(1)} MiB/s`,
+    );
     console.log(`CPU per streamed MiB: gateway ${((cpu.gateway * 1000) / mib).toFixed(2)} ms, sidecar ${((cpu.sidecar * 1000) / mib).toFixed(2)} ms`);
     // The baseline: this process served the same bytes as the upstream (and read them as the client).
     const own = process.cpuUsage(before.upstream);
-    console.log(`  same run, this process (upstream stand-in writing + client reading the same bytes): ${(((own.user + own.system) / 1000) / mib).toFixed(2)} ms per MiB`);
+    console.log(
+      `  same run, this process (upstream stand-in writing + client reading the same bytes): ${((own.user + own.system) / 1000 / mib).toFixed(2)} ms per MiB`,
+    );
   } finally {
     sidecar.kill('SIGTERM');
     await pipeline.stop();

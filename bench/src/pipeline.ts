@@ -51,7 +51,11 @@ export interface Pipeline {
 }
 
 export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
-  const [nats, postgres, issuer] = await Promise.all([launchNatsServer({ authorization: natsAuthorization() }), startPostgres({ durable: true }), startTestIssuer('svc')]);
+  const [nats, postgres, issuer] = await Promise.all([
+    launchNatsServer({ authorization: natsAuthorization() }),
+    startPostgres({ durable: true }),
+    startTestIssuer('svc'),
+  ]);
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
   const port = await freePort();
   const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel };
@@ -59,9 +63,31 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
   const processes = [
     startServiceProcess('event-ingest', { ...env, ...natsUser('event-ingest') }, quiet),
-    startServiceProcess('session', { ...env, ...natsUser('session'), SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'), SVC_SANDBOX_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`, ...options.sessionEnv }, quiet),
+    startServiceProcess(
+      'session',
+      {
+        ...env,
+        ...natsUser('session'),
+        SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'),
+        SVC_SANDBOX_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`,
+        ...options.sessionEnv,
+      },
+      quiet,
+    ),
     startServiceProcess('control', { ...env, ...natsUser('control') }, quiet),
-    startServiceProcess('gateway', { ...env, ...natsUser('gateway'), SVC_GATEWAY_PORT: String(port), SVC_OIDC_ISSUER: issuer.issuer, SVC_OIDC_AUDIENCE: 'svc', SVC_RATE_LIMIT_MAX: '1000000000', ...options.gatewayEnv }, quiet),
+    startServiceProcess(
+      'gateway',
+      {
+        ...env,
+        ...natsUser('gateway'),
+        SVC_GATEWAY_PORT: String(port),
+        SVC_OIDC_ISSUER: issuer.issuer,
+        SVC_OIDC_AUDIENCE: 'svc',
+        SVC_RATE_LIMIT_MAX: '1000000000',
+        ...options.gatewayEnv,
+      },
+      quiet,
+    ),
   ];
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const userToken = await issuer.sign({ sub: 'bench' });
@@ -70,14 +96,24 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
     await rm(stateDir, { recursive: true, force: true });
   };
-  await waitFor('every service up', async () => {
-    const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
-    return response?.status === 200 && ((await response.json()) as { status: string }).status === 'ok';
-  }, 60_000, 200).catch(async (err: unknown) => {
+  await waitFor(
+    'every service up',
+    async () => {
+      const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
+      return response?.status === 200 && ((await response.json()) as { status: string }).status === 'ok';
+    },
+    60_000,
+    200,
+  ).catch(async (err: unknown) => {
     await stopInfrastructure();
     throw err;
   });
-  const nc: NatsConnection = await connectBus({ servers: nats.url, name: 'bench', logger: createLogger({ name: 'bench', level: 'silent' }), credentials: nats.credentials.operator });
+  const nc: NatsConnection = await connectBus({
+    servers: nats.url,
+    name: 'bench',
+    logger: createLogger({ name: 'bench', level: 'silent' }),
+    credentials: nats.credentials.operator,
+  });
   return {
     gatewayUrl,
     stateDir,
@@ -102,7 +138,10 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
 export const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 /** One HTTP exchange over the keep-alive agent: the status and the JSON answer (if any). */
-export function call(url: string, options: { method?: 'GET' | 'POST' | 'DELETE'; token: string; body?: unknown; agent?: http.Agent }): Promise<{ status: number; body: unknown }> {
+export function call(
+  url: string,
+  options: { method?: 'GET' | 'POST' | 'DELETE'; token: string; body?: unknown; agent?: http.Agent },
+): Promise<{ status: number; body: unknown }> {
   const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
   const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${options.token}` };
   if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
@@ -131,4 +170,3 @@ export function verdict(name: string, value: number, relation: '≥' | '≤', ta
   const met = relation === '≥' ? value >= target : value <= target;
   process.stdout.write(`${name}: ${value.toFixed(2)} (target ${relation} ${target}: ${met ? 'met' : 'NOT met'})\n`);
 }
-

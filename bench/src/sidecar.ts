@@ -48,11 +48,17 @@ function linesPerSecond(lines: string[], work: (line: string) => unknown): numbe
 function parsing() {
   const lines = readdirSync(FIXTURES)
     .filter((name) => name.endsWith('.stdout.jsonl'))
-    .flatMap((name) => readFileSync(path.join(FIXTURES, name), 'utf8').split('\n').filter((line) => line.trim() !== ''));
+    .flatMap((name) =>
+      readFileSync(path.join(FIXTURES, name), 'utf8')
+        .split('\n')
+        .filter((line) => line.trim() !== ''),
+    );
   linesPerSecond(lines, (line) => claudeCodeAdapter.parseLine(line, 'stdout')); // warm-up
   const floor = linesPerSecond(lines, (line) => JSON.parse(line));
   const adapter = linesPerSecond(lines, (line) => claudeCodeAdapter.parseLine(line, 'stdout'));
-  print(`1. claude-code lines parsed per second (${lines.length} real transcript lines, average ${Math.round(lines.reduce((n, l) => n + l.length, 0) / lines.length)} bytes)`);
+  print(
+    `1. claude-code lines parsed per second (${lines.length} real transcript lines, average ${Math.round(lines.reduce((n, l) => n + l.length, 0) / lines.length)} bytes)`,
+  );
   console.table([
     { what: 'JSON.parse alone (floor)', 'lines/s': Math.round(floor) },
     { what: 'claudeCodeAdapter.parseLine', 'lines/s': Math.round(adapter) },
@@ -93,7 +99,8 @@ async function memory(pipeline: Pipeline, dir: string) {
   const stored = await waitFor(
     'every line stored',
     async () => {
-      const page = (await call(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events?limit=1`, { token: pipeline.userToken })).body as ListResponseOf<StoredEvent>;
+      const page = (await call(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events?limit=1`, { token: pipeline.userToken }))
+        .body as ListResponseOf<StoredEvent>;
       return page.total >= lines + 2 ? page.total : undefined;
     },
     60_000,
@@ -127,7 +134,8 @@ async function decisionLatency(pipeline: Pipeline, dir: string) {
     const [request] = await waitFor(
       'the next open request',
       async () => {
-        const open = ((await call(`${base}/control/requests?state=open`, { token: pipeline.userToken })).body as ListResponseOf<StoredEvent<'control_request'>>).items;
+        const open = ((await call(`${base}/control/requests?state=open`, { token: pipeline.userToken })).body as ListResponseOf<StoredEvent<'control_request'>>)
+          .items;
         return open.length > 0 ? open : undefined;
       },
       30_000,
@@ -151,7 +159,9 @@ async function decisionLatency(pipeline: Pipeline, dir: string) {
   await exited;
   const sorted = latencies.sort((a, b) => a - b);
   print(`3. decision → agent stdin: POST /control until the stand-in CLI has it, ${DECISIONS} decisions one at a time`);
-  console.table([{ decisions: sorted.length, 'p50 ms': percentile(sorted, 50).toFixed(2), 'p99 ms': percentile(sorted, 99).toFixed(2), 'max ms': sorted.at(-1)!.toFixed(1) }]);
+  console.table([
+    { decisions: sorted.length, 'p50 ms': percentile(sorted, 50).toFixed(2), 'p99 ms': percentile(sorted, 99).toFixed(2), 'max ms': sorted.at(-1)!.toFixed(1) },
+  ]);
   verdict('p50 ms', percentile(sorted, 50), '≤', 10);
 }
 

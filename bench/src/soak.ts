@@ -36,7 +36,9 @@ try {
   const workers = await Promise.all(Array.from({ length: WORKERS }, () => pipeline.createWorker()));
   let received = 0;
   const viewers = workers.map((worker) => {
-    const socket = new WebSocket(`${pipeline.gatewayUrl.replace(/^http/, 'ws')}/v1/workers/${worker.worker_id}/sdk-events/stream?after_id=0`, { headers: { authorization: `Bearer ${pipeline.userToken}` } });
+    const socket = new WebSocket(`${pipeline.gatewayUrl.replace(/^http/, 'ws')}/v1/workers/${worker.worker_id}/sdk-events/stream?after_id=0`, {
+      headers: { authorization: `Bearer ${pipeline.userToken}` },
+    });
     socket.on('message', () => received++);
     return socket;
   });
@@ -61,7 +63,9 @@ try {
     const rss = await Promise.all(pipeline.processes.map((p) => rssMiB(p.pid)));
     const fds = await Promise.all(pipeline.processes.map((p) => openFds(p.pid)));
     samples.push({ atS, rss, fds });
-    process.stdout.write(`t=${atS}s posted=${posted} delivered=${received} ${pipeline.processes.map((p, i) => `${p.service}: ${rss[i]!.toFixed(1)} MiB ${fds[i]} fds`).join(' | ')}\n`);
+    process.stdout.write(
+      `t=${atS}s posted=${posted} delivered=${received} ${pipeline.processes.map((p, i) => `${p.service}: ${rss[i]!.toFixed(1)} MiB ${fds[i]} fds`).join(' | ')}\n`,
+    );
   };
   let baseline: { rss: number[]; fds: number[] } | undefined;
   while (Date.now() - started < MINUTES * 60_000) {
@@ -76,7 +80,9 @@ try {
   print(`soak: ${MINUTES} min at ${RATE} events/s over ${WORKERS} workers, each with a viewer: ${posted} events posted, ${received} delivered to viewers`);
   for (const [i, p] of pipeline.processes.entries()) {
     const growth = (100 * (last.rss[i]! - baseline!.rss[i]!)) / baseline!.rss[i]!;
-    process.stdout.write(`${p.service}: RSS ${baseline!.rss[i]!.toFixed(1)} MiB at ${Math.round(BASELINE_AT_MS / 1000)} s → ${last.rss[i]!.toFixed(1)} MiB at the end (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %); fds ${baseline!.fds[i]} → ${last.fds[i]}\n`);
+    process.stdout.write(
+      `${p.service}: RSS ${baseline!.rss[i]!.toFixed(1)} MiB at ${Math.round(BASELINE_AT_MS / 1000)} s → ${last.rss[i]!.toFixed(1)} MiB at the end (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %); fds ${baseline!.fds[i]} → ${last.fds[i]}\n`,
+    );
     verdict(`${p.service} RSS growth %`, growth, '≤', 15);
     verdict(`${p.service} fd growth`, last.fds[i]! - baseline!.fds[i]!, '≤', 0);
   }

@@ -41,17 +41,23 @@ try {
     if (answer.status !== 201) throw new Error(`POST /v1/sessions answered ${answer.status}: ${JSON.stringify(answer.body)}`);
     const session = answer.body as Session;
     const workerId = session.worker_id;
-    await waitFor(`session ${session.id} running`, async () => {
-      if (runningAt.has(workerId)) return true;
-      const current = (await call(`${pipeline.gatewayUrl}/v1/sessions/${session.id}`, { token: pipeline.userToken })).body as Session;
-      if (current.status === 'failed') throw new Error(`the session failed: ${JSON.stringify(current.failure)}`);
-      return false;
-    }, 30_000, 5);
+    await waitFor(
+      `session ${session.id} running`,
+      async () => {
+        if (runningAt.has(workerId)) return true;
+        const current = (await call(`${pipeline.gatewayUrl}/v1/sessions/${session.id}`, { token: pipeline.userToken })).body as Session;
+        if (current.status === 'failed') throw new Error(`the session failed: ${JSON.stringify(current.failure)}`);
+        return false;
+      },
+      30_000,
+      5,
+    );
     const elapsed = runningAt.get(workerId)! - started;
     if (round >= 2) {
       // The first two warm up (file caches, connections).
       spawnTimes.push(elapsed);
-      const events = (await call(`${pipeline.gatewayUrl}/v1/workers/${workerId}/sdk-events?types=system&limit=100`, { token: pipeline.userToken })).body as ListResponseOf<StoredEvent>;
+      const events = (await call(`${pipeline.gatewayUrl}/v1/workers/${workerId}/sdk-events?types=system&limit=100`, { token: pipeline.userToken }))
+        .body as ListResponseOf<StoredEvent>;
       for (const event of events.items) {
         const details = (event.data as EventData<'system'>).details as { step?: string; duration_ms?: number } | undefined;
         if ((event.data as EventData<'system'>).subtype === 'spawn_step' && details?.step && typeof details.duration_ms === 'number') {
@@ -69,9 +75,32 @@ try {
   for (let round = 0; round < SESSIONS + 2; round++) {
     const dir = path.join(scratch, String(round));
     const started = performance.now();
-    for (const inside of ['workspace', 'etc/svc', 'var/run/svc', 'usr/local/bin', 'var/lib/svc-sidecar', 'tmp']) await mkdir(path.join(dir, inside), { recursive: true });
+    for (const inside of ['workspace', 'etc/svc', 'var/run/svc', 'usr/local/bin', 'var/lib/svc-sidecar', 'tmp'])
+      await mkdir(path.join(dir, inside), { recursive: true });
     await copyFile(CHECKOUT_SIDECAR_BINARY, path.join(dir, 'usr/local/bin/svc-sidecar'));
-    const bwrap = ['--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--bind', path.join(dir, 'workspace'), '/workspace', '--proc', '/proc', '--dev', '/dev', '--unshare-pid', '--'];
+    const bwrap = [
+      '--ro-bind',
+      '/usr',
+      '/usr',
+      '--symlink',
+      'usr/bin',
+      '/bin',
+      '--symlink',
+      'usr/lib',
+      '/lib',
+      '--symlink',
+      'usr/lib64',
+      '/lib64',
+      '--bind',
+      path.join(dir, 'workspace'),
+      '/workspace',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--unshare-pid',
+      '--',
+    ];
     spawnSync('bwrap', [...bwrap, 'true']);
     const child = spawn('bwrap', [...bwrap, 'sleep', '5'], { stdio: 'ignore' });
     await new Promise((resolve) => child.once('spawn', resolve));
@@ -85,7 +114,9 @@ try {
   const p50 = percentile(spawnTimes, 50);
   print(`spawn: POST /v1/sessions (demo) → running, local provider (bubblewrap), ${SESSIONS} sessions one at a time`);
   process.stdout.write(`  svc:      p50 ${p50.toFixed(0)} ms, p90 ${percentile(spawnTimes, 90).toFixed(0)} ms, max ${spawnTimes.at(-1)!.toFixed(0)} ms\n`);
-  process.stdout.write(`  baseline: p50 ${percentile(floor, 50).toFixed(0)} ms (mkdir + copy the 95 MB svc-sidecar + one bwrap run + one bwrap start, done directly)\n`);
+  process.stdout.write(
+    `  baseline: p50 ${percentile(floor, 50).toFixed(0)} ms (mkdir + copy the 95 MB svc-sidecar + one bwrap run + one bwrap start, done directly)\n`,
+  );
   process.stdout.write(`  ratio svc / baseline: ${(p50 / percentile(floor, 50)).toFixed(1)}×\n`);
   process.stdout.write('  median per step (ms, as the session service reports it):\n');
   for (const [step, durations] of stepTotals) {

@@ -68,9 +68,11 @@ async function main() {
     await migrateToLatest(database.db);
     const client = new pg.Client({ connectionString: postgres.url });
     await client.connect();
-    results.push(...(await runBackend('postgres', database.db, async (workerId, firstId, events) => {
-      await client.query(rawInsertSql(events.length), rawParameters(workerId, firstId, events));
-    })));
+    results.push(
+      ...(await runBackend('postgres', database.db, async (workerId, firstId, events) => {
+        await client.query(rawInsertSql(events.length), rawParameters(workerId, firstId, events));
+      })),
+    );
     await client.end();
     await database.close();
   } finally {
@@ -80,9 +82,11 @@ async function main() {
   const pglite = createPGlite();
   const embedded = await openDatabase({ pglite });
   await migrateToLatest(embedded.db);
-  results.push(...(await runBackend('pglite', embedded.db, async (workerId, firstId, events) => {
-    await pglite.query(rawInsertSql(events.length), rawParameters(workerId, firstId, events));
-  })));
+  results.push(
+    ...(await runBackend('pglite', embedded.db, async (workerId, firstId, events) => {
+      await pglite.query(rawInsertSql(events.length), rawParameters(workerId, firstId, events));
+    })),
+  );
   await embedded.close();
 
   process.stdout.write(`store-append: ${SECONDS}s per measurement, median of ${ROUNDS} alternating rounds, one sequential writer, Postgres with fsync on\n`);

@@ -21,7 +21,10 @@ await build({
       name: 'no-devtools',
       setup(builder) {
         builder.onResolve({ filter: /^react-devtools-core$/ }, () => ({ path: 'react-devtools-core', namespace: 'no-devtools' }));
-        builder.onLoad({ filter: /.*/, namespace: 'no-devtools' }, () => ({ contents: 'export default { initialize() {}, connectToDevTools() {} };', loader: 'js' }));
+        builder.onLoad({ filter: /.*/, namespace: 'no-devtools' }, () => ({
+          contents: 'export default { initialize() {}, connectToDevTools() {} };',
+          loader: 'js',
+        }));
       },
     },
   ],

@@ -32,7 +32,11 @@ export function createApi(connection: Connection): Api {
     async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
       let response: Response;
       try {
-        response = await fetch(`${connection.url}${path}`, { method, headers: headers(body !== undefined), ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+        response = await fetch(`${connection.url}${path}`, {
+          method,
+          headers: headers(body !== undefined),
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
       } catch (err) {
         throw new CliError(`cannot reach the gateway at ${connection.url} (${networkReason(err)}); is it running? (\`svc up\` starts a local one)`);
       }

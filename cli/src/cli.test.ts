@@ -40,8 +40,23 @@ describe('svc: commands, help, errors and exit codes', () => {
       seen.push({ method: request.method!, url: request.url!, authorization: request.headers.authorization });
       const json = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       if (request.url === '/v1/sessions/ses_missing') return json(404, { code: 'session_not_found', message: 'session ses_missing does not exist' });
-      if (request.url === '/v1/sessions' || request.url?.startsWith('/v1/sessions?')) return json(200, { items: [{ id: 'ses_1', worker_id: 'wrk_1', template: 'demo', status: 'running', owner: 'me', created_at: '2026-11-22T10:00:00.000Z', updated_at: '2026-11-22T10:00:00.000Z' }], total: 7 });
-      if (request.url === '/v1/local/token' && request.method === 'POST') return json(200, { token: 'aaa.eyJzdWIiOiJsb2NhbC11c2VyIn0.ccc', token_type: 'Bearer', expires_in: 60 });
+      if (request.url === '/v1/sessions' || request.url?.startsWith('/v1/sessions?'))
+        return json(200, {
+          items: [
+            {
+              id: 'ses_1',
+              worker_id: 'wrk_1',
+              template: 'demo',
+              status: 'running',
+              owner: 'me',
+              created_at: '2026-11-22T10:00:00.000Z',
+              updated_at: '2026-11-22T10:00:00.000Z',
+            },
+          ],
+          total: 7,
+        });
+      if (request.url === '/v1/local/token' && request.method === 'POST')
+        return json(200, { token: 'aaa.eyJzdWIiOiJsb2NhbC11c2VyIn0.ccc', token_type: 'Bearer', expires_in: 60 });
       return json(404, { code: 'not_found', message: 'no such route' });
     });
     await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
@@ -71,31 +86,47 @@ describe('svc: commands, help, errors and exit codes', () => {
     expect(await svc('sessions', 'create')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('needs --template') as unknown as string });
     expect(await svc('sessions', 'fly')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('unknown action "fly"') as unknown as string });
     expect(await svc('attach')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('needs a worker id') as unknown as string });
-    expect(await svc('sessions', 'create', '--template', 'demo', '--env', 'NOEQUALS', '--url', gatewayUrl)).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('--env takes KEY=VALUE') as unknown as string });
+    expect(await svc('sessions', 'create', '--template', 'demo', '--env', 'NOEQUALS', '--url', gatewayUrl)).toMatchObject({
+      code: EXIT.usage,
+      stderr: expect.stringContaining('--env takes KEY=VALUE') as unknown as string,
+    });
   });
 
   it('svc up says what to do when the local stack is not built', async () => {
     process.env['SVC_LOCAL_STACK'] = '/nonexistent/main.js';
     try {
-      expect(await svc('up')).toMatchObject({ code: EXIT.failed, stderr: expect.stringContaining('the local stack is not built (/nonexistent/main.js is missing)') as unknown as string });
+      expect(await svc('up')).toMatchObject({
+        code: EXIT.failed,
+        stderr: expect.stringContaining('the local stack is not built (/nonexistent/main.js is missing)') as unknown as string,
+      });
     } finally {
       delete process.env['SVC_LOCAL_STACK'];
     }
   });
 
   it('--raw exits 3: not implemented yet, it needs sandbox terminal support', async () => {
-    expect(await svc('attach', 'wrk_1', '--raw')).toEqual({ code: EXIT.notImplemented, stdout: '', stderr: 'error: not implemented yet: needs sandbox terminal support (--raw would proxy the agent\'s terminal)\n' });
+    expect(await svc('attach', 'wrk_1', '--raw')).toEqual({
+      code: EXIT.notImplemented,
+      stdout: '',
+      stderr: "error: not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)\n",
+    });
   });
 
   it('API errors print as "error: <message> (<code>)" and exit 1; an unreachable gateway says so', async () => {
-    expect(await svc('sessions', 'get', 'ses_missing', '--url', gatewayUrl, '--token', 't')).toEqual({ code: EXIT.failed, stdout: '', stderr: 'error: session ses_missing does not exist (session_not_found)\n' });
+    expect(await svc('sessions', 'get', 'ses_missing', '--url', gatewayUrl, '--token', 't')).toEqual({
+      code: EXIT.failed,
+      stdout: '',
+      stderr: 'error: session ses_missing does not exist (session_not_found)\n',
+    });
     const closed = await freePort();
     const unreachable = await svc('status', '--url', `http://127.0.0.1:${closed}`);
     expect(unreachable.code).toBe(EXIT.failed);
-    expect(unreachable.stderr).toBe(`error: cannot reach the gateway at http://127.0.0.1:${closed} (ECONNREFUSED); is it running? (\`svc up\` starts a local one)\n`);
+    expect(unreachable.stderr).toBe(
+      `error: cannot reach the gateway at http://127.0.0.1:${closed} (ECONNREFUSED); is it running? (\`svc up\` starts a local one)\n`,
+    );
   });
 
-  it('--json prints the API\'s answer; otherwise a table', async () => {
+  it("--json prints the API's answer; otherwise a table", async () => {
     const json = await svc('sessions', 'list', '--json', '--url', gatewayUrl, '--token', 't');
     expect(JSON.parse(json.stdout)).toMatchObject({ total: 7, items: [{ id: 'ses_1' }] });
     const table = await svc('sessions', 'list', '--url', gatewayUrl, '--token', 't', '--status', 'running', '--limit', '5');

@@ -9,7 +9,9 @@ import { statusCommand } from './commands/status.js';
 import { upCommand } from './commands/up.js';
 import { CliError, EXIT } from './exit-codes.js';
 
-export const COMMANDS: Array<Command<AnyFlags>> = [attachCommand, sessionsCommand, logsCommand, statusCommand, loginCommand, upCommand] as unknown as Array<Command<AnyFlags>>;
+export const COMMANDS: Array<Command<AnyFlags>> = [attachCommand, sessionsCommand, logsCommand, statusCommand, loginCommand, upCommand] as unknown as Array<
+  Command<AnyFlags>
+>;
 
 export const MAIN_HELP = `svc: run AI coding agents in sandboxes, watch them live, answer their prompts
 
@@ -51,7 +53,15 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   const help = `Usage\n${command.help}`;
   let cli;
   try {
-    cli = meow(help, { importMeta: importMeta(), argv: [...argv], flags: { ...command.flags, help: { type: 'boolean', shortFlag: 'h' } }, autoHelp: false, autoVersion: false, allowUnknownFlags: false, description: `svc ${command.name}: ${command.summary}` });
+    cli = meow(help, {
+      importMeta: importMeta(),
+      argv: [...argv],
+      flags: { ...command.flags, help: { type: 'boolean', shortFlag: 'h' } },
+      autoHelp: false,
+      autoVersion: false,
+      allowUnknownFlags: false,
+      description: `svc ${command.name}: ${command.summary}`,
+    });
   } catch (err) {
     process.stderr.write(`error: ${(err as Error).message}\n`);
     return EXIT.usage;

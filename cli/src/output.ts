@@ -11,7 +11,11 @@ export function printJson(value: unknown): void {
 /** A plain table: a header row and aligned columns. */
 export function printTable(columns: string[], rows: string[][]): void {
   const widths = columns.map((column, index) => Math.max(column.length, ...rows.map((row) => (row[index] ?? '').length)));
-  const line = (cells: string[]) => cells.map((cell, index) => cell.padEnd(widths[index]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, index) => cell.padEnd(widths[index]!))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`${[line(columns), ...rows.map(line)].join('\n')}\n`);
 }
 

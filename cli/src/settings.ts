@@ -48,7 +48,10 @@ export interface Connection {
 }
 
 /** The gateway and token: flags first, then `SVC_URL`/`SVC_TOKEN`, then the saved config, then the local stack's address. */
-export async function resolveConnection(flags: { url?: string | undefined; token?: string | undefined }, env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
+export async function resolveConnection(
+  flags: { url?: string | undefined; token?: string | undefined },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Connection> {
   const saved = await readSavedConfig(env);
   const url = (flags.url || env['SVC_URL'] || saved.url || DEFAULT_URL).replace(/\/+$/, '');
   if (!/^https?:\/\/\S+$/.test(url)) throw new CliError(`the gateway URL must start with http:// or https://, got "${url}"`, EXIT.usage);

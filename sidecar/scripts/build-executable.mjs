@@ -38,5 +38,7 @@ const executable = path.join(dist, 'svc-sidecar');
 copyFileSync(process.execPath, executable);
 chmodSync(executable, 0o755);
 const postject = path.join(path.dirname(createRequire(import.meta.url).resolve('postject/package.json')), 'dist/cli.js');
-execFileSync(process.execPath, [postject, executable, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], { stdio: 'inherit' });
+execFileSync(process.execPath, [postject, executable, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'], {
+  stdio: 'inherit',
+});
 process.stdout.write(`built ${path.relative(process.cwd(), bundle)} and ${path.relative(process.cwd(), executable)}\n`);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { killLeftoverAgent, startAgentProcess } from './agent-process.js';
 
-describe('the agent\'s process', () => {
+describe("the agent's process", () => {
   const dirs: string[] = [];
   const dir = () => {
     const made = mkdtempSync(path.join(tmpdir(), 'svc-agent-process-'));
@@ -16,7 +16,12 @@ describe('the agent\'s process', () => {
 
   it('reads both streams line by line, takes stdin, records its group while it runs, and reports its exit code', async () => {
     const pgidFile = path.join(dir(), 'agent.pgid');
-    const agent = startAgentProcess({ command: 'sh', args: ['-c', 'echo out; echo err >&2; read answer; echo "got $answer"; exit 3'], env: process.env, pgidFile });
+    const agent = startAgentProcess({
+      command: 'sh',
+      args: ['-c', 'echo out; echo err >&2; read answer; echo "got $answer"; exit 3'],
+      env: process.env,
+      pgidFile,
+    });
     const lines: string[] = [];
     agent.readLines((line, stream) => lines.push(`${stream}:${line}`));
     expect(existsSync(pgidFile)).toBe(true);
@@ -39,7 +44,12 @@ describe('the agent\'s process', () => {
     polite.terminate(5000);
     expect(await polite.exited).toEqual({ exitCode: 143, code: null, signal: 'SIGTERM' });
 
-    const stubborn = startAgentProcess({ command: 'sh', args: ['-c', 'trap "" TERM; echo ready; sleep 60 & wait'], env: process.env, pgidFile: path.join(dir(), 'b.pgid') });
+    const stubborn = startAgentProcess({
+      command: 'sh',
+      args: ['-c', 'trap "" TERM; echo ready; sleep 60 & wait'],
+      env: process.env,
+      pgidFile: path.join(dir(), 'b.pgid'),
+    });
     await new Promise<void>((resolve) => stubborn.readLines((line) => line === 'ready' && resolve()));
     const started = Date.now();
     stubborn.terminate(200);

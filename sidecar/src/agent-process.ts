@@ -48,7 +48,13 @@ export function killLeftoverAgent(pgidFile: string, warn: (message: string) => v
  * the sidecar however the sidecar dies (a SIGKILL runs no handler), its group id in `pgidFile`
  * while it runs so that a sidecar started again can kill a group left behind.
  */
-export function startAgentProcess(options: { command: string; args: readonly string[]; cwd?: string | undefined; env: NodeJS.ProcessEnv; pgidFile: string }): AgentProcess {
+export function startAgentProcess(options: {
+  command: string;
+  args: readonly string[];
+  cwd?: string | undefined;
+  env: NodeJS.ProcessEnv;
+  pgidFile: string;
+}): AgentProcess {
   const launch = dieWithParent(options.command, [...options.args]);
   const agent = spawn(launch.command, launch.args, { cwd: options.cwd, env: options.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   if (agent.pid) writeFileSync(options.pgidFile, String(agent.pid));

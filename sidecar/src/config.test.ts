@@ -39,7 +39,7 @@ describe('sidecar config — validated at start, defaults filled, the token neve
     await expect(parseSidecarConfig({ ...minimal, agent: {} }, 'c')).rejects.toThrow(/\/agent\/command/);
   });
 
-  it('reads the token from auth_token_file (the spec\'s /var/run/svc/token); a missing or empty one is a clear error', async () => {
+  it("reads the token from auth_token_file (the spec's /var/run/svc/token); a missing or empty one is a clear error", async () => {
     const tokenFile = path.join(dir, 'token');
     await writeFile(tokenFile, `${TOKEN}\n`);
     const { auth_token: _inline, ...withoutToken } = minimal;

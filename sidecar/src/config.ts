@@ -34,7 +34,7 @@ export async function parseSidecarConfig(raw: unknown, source: string): Promise<
 /** Reads the JSON file named by `SVC_SIDECAR_CONFIG`. */
 export async function loadSidecarConfig(env: Record<string, string | undefined> = process.env): Promise<LoadedSidecarConfig> {
   const file = env['SVC_SIDECAR_CONFIG'];
-  if (!file) throw new SidecarConfigError('SVC_SIDECAR_CONFIG is not set: it names the sidecar\'s JSON config file');
+  if (!file) throw new SidecarConfigError("SVC_SIDECAR_CONFIG is not set: it names the sidecar's JSON config file");
   let text: string;
   try {
     text = await readFile(file, 'utf8');

@@ -17,7 +17,10 @@ describe('the decision poller', () => {
   async function setUp() {
     const stand = await startControlPlaneStandIn();
     const stateDir = mkdtempSync(path.join(tmpdir(), 'svc-poller-'));
-    cleanups.push(() => stand.close(), () => rmSync(stateDir, { recursive: true, force: true }));
+    cleanups.push(
+      () => stand.close(),
+      () => rmSync(stateDir, { recursive: true, force: true }),
+    );
     const start = (handed: string[], warnings: string[] = []) => {
       const client = createControlPlaneClient(stand.url, 'svc_wt_test');
       const poller = createDecisionPoller({
@@ -28,7 +31,8 @@ describe('the decision poller', () => {
         pollIntervalMs: 10,
         warn: (message) => void warnings.push(message),
         // The cursor on disk has moved past a decision before it is handed on.
-        onDecision: (decision: StoredEvent<'control_response'>) => void handed.push(`${decision.id}@${readFileSync(path.join(stateDir, 'decision-cursor'), 'utf8')}`),
+        onDecision: (decision: StoredEvent<'control_response'>) =>
+          void handed.push(`${decision.id}@${readFileSync(path.join(stateDir, 'decision-cursor'), 'utf8')}`),
       });
       cleanups.push(() => client.close());
       return poller;

@@ -40,12 +40,19 @@ export function createDecisionPoller(options: DecisionPollerOptions) {
   }
 
   const loop = (async () => {
-    for (let failures = 0; !abort.signal.aborted; ) {
-      const outcome = await options.client.send('GET', apiPaths.pendingDecisions(options.workerId, { after_id: cursor, wait_ms: options.waitMs, limit: 100 }), undefined, abort.signal);
+    for (let failures = 0; !abort.signal.aborted;) {
+      const outcome = await options.client.send(
+        'GET',
+        apiPaths.pendingDecisions(options.workerId, { after_id: cursor, wait_ms: options.waitMs, limit: 100 }),
+        undefined,
+        abort.signal,
+      );
       if (abort.signal.aborted) return;
       if (!outcome.ok) {
         if (failures === 0) options.warn(`decision poll failed (${outcome.reason}); trying again`);
-        await new Promise((resolve) => setTimeout(resolve, Math.max(options.pollIntervalMs, backoffMs(failures++, outcome.ok ? undefined : outcome.retryAfterMs))));
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.max(options.pollIntervalMs, backoffMs(failures++, outcome.ok ? undefined : outcome.retryAfterMs))),
+        );
         continue;
       }
       failures = 0;

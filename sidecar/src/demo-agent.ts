@@ -37,7 +37,10 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
     }
     const request = message['request'] as { subtype?: string } | undefined;
     if (message['type'] === 'control_request' && request?.subtype === 'initialize') {
-      write({ type: 'control_response', response: { subtype: 'success', request_id: message['request_id'], response: { commands: [], models: [{ value: 'demo' }] } } });
+      write({
+        type: 'control_response',
+        response: { subtype: 'success', request_id: message['request_id'], response: { commands: [], models: [{ value: 'demo' }] } },
+      });
     } else if (message['type'] === 'user') {
       const content = (message['message'] as { content?: unknown } | undefined)?.content;
       promptArrived(Array.isArray(content) ? content.map((block: { text?: string }) => block.text ?? '').join('') : String(content ?? ''));
@@ -52,17 +55,41 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
   const say = (content: Record<string, unknown>[]) =>
     write({
       type: 'assistant',
-      message: { id: `msg_demo_${++messageCount}`, type: 'message', role: 'assistant', model: 'demo', content, stop_reason: null, usage: { input_tokens: 1200 * messageCount, output_tokens: 40 } },
+      message: {
+        id: `msg_demo_${++messageCount}`,
+        type: 'message',
+        role: 'assistant',
+        model: 'demo',
+        content,
+        stop_reason: null,
+        usage: { input_tokens: 1200 * messageCount, output_tokens: 40 },
+      },
       parent_tool_use_id: null,
       session_id: sessionId,
     });
   const toolResult = (toolUseId: string, content: string, isError: boolean) =>
-    write({ type: 'user', message: { role: 'user', content: [{ tool_use_id: toolUseId, type: 'tool_result', content, is_error: isError }] }, parent_tool_use_id: null, session_id: sessionId });
+    write({
+      type: 'user',
+      message: { role: 'user', content: [{ tool_use_id: toolUseId, type: 'tool_result', content, is_error: isError }] },
+      parent_tool_use_id: null,
+      session_id: sessionId,
+    });
 
   const task = await prompt;
-  write({ type: 'system', subtype: 'init', cwd, session_id: sessionId, tools: ['Glob', 'Write'], model: 'demo', permissionMode: 'default', claude_code_version: 'svc-demo' });
+  write({
+    type: 'system',
+    subtype: 'init',
+    cwd,
+    session_id: sessionId,
+    tools: ['Glob', 'Write'],
+    model: 'demo',
+    permissionMode: 'default',
+    claude_code_version: 'svc-demo',
+  });
   await pause();
-  say([{ type: 'text', text: `Hello! I am the svc demo agent: a script, no model, no API key. You asked: "${task.slice(0, 200)}". I will look around first.` }]);
+  say([
+    { type: 'text', text: `Hello! I am the svc demo agent: a script, no model, no API key. You asked: "${task.slice(0, 200)}". I will look around first.` },
+  ]);
   await pause();
 
   say([{ type: 'tool_use', id: 'toolu_demo_1', name: 'Glob', input: { pattern: '*', path: cwd } }]);
@@ -76,7 +103,18 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
   say([{ type: 'tool_use', id: 'toolu_demo_2', name: 'Write', input: proposed }]);
   const requestId = randomUUID();
   const decision = new Promise<Record<string, unknown>>((resolve) => waiting.set(requestId, resolve));
-  write({ type: 'control_request', request_id: requestId, request: { subtype: 'can_use_tool', tool_name: 'Write', display_name: 'Write', input: proposed, tool_use_id: 'toolu_demo_2', description: 'Write hello.txt in the working directory' } });
+  write({
+    type: 'control_request',
+    request_id: requestId,
+    request: {
+      subtype: 'can_use_tool',
+      tool_name: 'Write',
+      display_name: 'Write',
+      input: proposed,
+      tool_use_id: 'toolu_demo_2',
+      description: 'Write hello.txt in the working directory',
+    },
+  });
   const answer = await decision;
   let summary: string;
   if (answer['behavior'] === 'allow') {

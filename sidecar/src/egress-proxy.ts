@@ -31,7 +31,9 @@ export async function startEgressProxy(options: { workerId: string; client: Cont
           // The gateway's refusal (its reason is the body) goes to the agent as it is.
           let reason = upstreamHead.toString();
           socket.on('data', (chunk: Buffer) => (reason += chunk.toString()));
-          socket.on('close', () => agentSocket.end(`HTTP/1.1 ${status} Refused\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${reason.trim() || 'refused by svc'}\n`));
+          socket.on('close', () =>
+            agentSocket.end(`HTTP/1.1 ${status} Refused\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${reason.trim() || 'refused by svc'}\n`),
+          );
           socket.on('error', () => agentSocket.destroy());
           socket.resume();
           return;
@@ -58,7 +60,14 @@ export async function startEgressProxy(options: { workerId: string; client: Cont
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    agentEnv: { HTTPS_PROXY: url, https_proxy: url, HTTP_PROXY: url, http_proxy: url, NO_PROXY: '127.0.0.1,localhost,::1', no_proxy: '127.0.0.1,localhost,::1' },
+    agentEnv: {
+      HTTPS_PROXY: url,
+      https_proxy: url,
+      HTTP_PROXY: url,
+      http_proxy: url,
+      NO_PROXY: '127.0.0.1,localhost,::1',
+      no_proxy: '127.0.0.1,localhost,::1',
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of tunnels) socket.destroy();

@@ -4,7 +4,10 @@ import type { AgentEvent } from './adapters/adapter.js';
 import { createEventRouting } from './event-routing.js';
 import { createPermissionEngine } from './permissions.js';
 
-const request = (requestId: string, command: string): AgentEvent => ({ type: 'control_request', data: { request_id: requestId, tool_name: 'Bash', input: { command } } });
+const request = (requestId: string, command: string): AgentEvent => ({
+  type: 'control_request',
+  data: { request_id: requestId, tool_name: 'Bash', input: { command } },
+});
 const personDecides = (requestId: string, extra: Partial<EventData<'control_response'>> = {}): StoredEvent<'control_response'> => ({
   id: '9',
   worker_id: 'wrk_1',
@@ -30,8 +33,8 @@ function route(options: { autonomous?: boolean; endsAfterResult?: boolean } = {}
   return { routing, recorded, toAgent, seen };
 }
 
-describe('the sidecar\'s event routing', () => {
-  it('a request the lists decide: recorded with the policy\'s decision, written to the agent at once, nobody asked', () => {
+describe("the sidecar's event routing", () => {
+  it("a request the lists decide: recorded with the policy's decision, written to the agent at once, nobody asked", () => {
     const { routing, recorded, toAgent } = route();
     routing.fromAgent(request('r1', 'ls -la'));
     routing.fromAgent(request('r2', 'rm -rf data'));
@@ -41,7 +44,7 @@ describe('the sidecar\'s event routing', () => {
     expect(routing.waiting()).toBe(0);
   });
 
-  it('a request nobody listed waits for a person; the decision reaches the agent once; another agent\'s, a repeat or the policy\'s own are ignored', () => {
+  it("a request nobody listed waits for a person; the decision reaches the agent once; another agent's, a repeat or the policy's own are ignored", () => {
     const { routing, toAgent, seen } = route();
     routing.fromAgent(request('r1', 'npm test'));
     expect(routing.waiting()).toBe(1);
@@ -67,7 +70,7 @@ describe('the sidecar\'s event routing', () => {
     expect(toAgent).toEqual([]);
   });
 
-  it('every other event is recorded in order; a result ends the agent\'s input when its adapter says so', () => {
+  it("every other event is recorded in order; a result ends the agent's input when its adapter says so", () => {
     const { routing, recorded, seen } = route({ endsAfterResult: true });
     routing.fromAgent({ type: 'assistant', data: { text: 'hi' } });
     routing.fromAgent({ type: 'result', data: { subtype: 'success', is_error: false } });

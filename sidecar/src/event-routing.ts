@@ -35,7 +35,12 @@ export function createEventRouting(options: EventRoutingOptions) {
           return;
         }
         // The policy decided: recorded like a person's decision, so the history shows it.
-        const decision: EventData<'control_response'> = { request_id: event.data.request_id, decision: verdict.decision, message: verdict.reason, decided_by: 'policy' };
+        const decision: EventData<'control_response'> = {
+          request_id: event.data.request_id,
+          decision: verdict.decision,
+          message: verdict.reason,
+          decided_by: 'policy',
+        };
         options.record({ type: 'control_response', data: decision });
         options.toAgent(options.adapter.formatDecision(decision, event.data));
         return;

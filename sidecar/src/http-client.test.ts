@@ -36,7 +36,7 @@ describe('the control-plane client (node:http against a real server)', () => {
     client.close();
   });
 
-  it('5xx is retryable with the server\'s Retry-After; 4xx is not, and names the code', async () => {
+  it("5xx is retryable with the server's Retry-After; 4xx is not, and names the code", async () => {
     const client = createControlPlaneClient(base, 't');
     expect(await client.send('GET', '/v1/busy')).toEqual({ ok: false, retryable: true, retryAfterMs: 2000, reason: 'GET /v1/busy answered 503 unavailable' });
     expect(await client.send('GET', '/v1/bad')).toEqual({ ok: false, retryable: false, reason: 'GET /v1/bad answered 400 invalid_request' });

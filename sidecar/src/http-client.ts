@@ -32,7 +32,12 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
   // A sealed sandbox reaches the gateway through a Unix socket only; the URL still names it (Host, TLS).
   const controlPlane = { protocol: root.protocol, hostname: root.hostname, port: root.port, ...(options.socketPath ? { socketPath: options.socketPath } : {}) };
 
-  function exchange(method: 'GET' | 'POST', path: string, payload: string | undefined, signal?: AbortSignal): Promise<{ status: number; retryAfter: string | undefined; text: string }> {
+  function exchange(
+    method: 'GET' | 'POST',
+    path: string,
+    payload: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<{ status: number; retryAfter: string | undefined; text: string }> {
     return new Promise((resolve, reject) => {
       const request = transport.request(
         {
@@ -49,7 +54,9 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
         (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'], text: Buffer.concat(chunks).toString('utf8') }));
+          response.on('end', () =>
+            resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'], text: Buffer.concat(chunks).toString('utf8') }),
+          );
           response.on('error', reject);
         },
       );
@@ -89,7 +96,13 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
      * model stream never holds up the event posts or the decision poll.
      */
     open(method: string, path: string, headers: http.OutgoingHttpHeaders): http.ClientRequest {
-      return transport.request({ ...controlPlane, path: `${basePath}${path}`, method, agent: streamingAgent, headers: { ...headers, authorization: `Bearer ${token}` } });
+      return transport.request({
+        ...controlPlane,
+        path: `${basePath}${path}`,
+        method,
+        agent: streamingAgent,
+        headers: { ...headers, authorization: `Bearer ${token}` },
+      });
     },
     /**
      * Asks the gateway for a tunnel to `target` (`host:port`) for the agent of `workerId`: a
@@ -98,7 +111,12 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
      */
     tunnel(workerId: string, target: string): Promise<{ status: number; socket: Socket; head: Buffer }> {
       return new Promise((resolve, reject) => {
-        const request = transport.request({ ...controlPlane, method: 'CONNECT', path: target, headers: { authorization: `Bearer ${token}`, 'x-svc-worker-id': workerId } });
+        const request = transport.request({
+          ...controlPlane,
+          method: 'CONNECT',
+          path: target,
+          headers: { authorization: `Bearer ${token}`, 'x-svc-worker-id': workerId },
+        });
         request.once('connect', (response, socket, head) => resolve({ status: response.statusCode ?? 502, socket, head }));
         request.once('error', reject);
         request.end();

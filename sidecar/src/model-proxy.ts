@@ -4,7 +4,19 @@ import { modelProxyPath, PLACEHOLDER_MODEL_KEY, SANDBOX_MODEL_BASE_PATHS, type M
 import type { ControlPlaneClient } from './http-client.js';
 
 /** Headers that end at this hop, and the agent's own credentials (a placeholder): never forwarded. */
-const DROPPED = new Set(['host', 'connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'authorization', 'x-api-key']);
+const DROPPED = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'authorization',
+  'x-api-key',
+]);
 
 function forwarded(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
@@ -32,13 +44,20 @@ export interface ModelProxy {
  * ways, to the gateway's model proxy with the worker token; the gateway adds the real key. The
  * agent only ever holds a placeholder. Nothing is buffered: a chunk is passed on as it arrives.
  */
-export async function startModelProxy(options: { apis: readonly ModelApi[]; workerId: string; client: ControlPlaneClient; warn(message: string): void }): Promise<ModelProxy> {
+export async function startModelProxy(options: {
+  apis: readonly ModelApi[];
+  workerId: string;
+  client: ControlPlaneClient;
+  warn(message: string): void;
+}): Promise<ModelProxy> {
   const { apis, workerId, client } = options;
   const server = http.createServer((request, response) => {
     const url = request.url ?? '/';
     const api = apis.find((name) => url === `/${name}` || url.startsWith(`/${name}/`) || url.startsWith(`/${name}?`));
     if (!api) {
-      response.writeHead(404, { 'content-type': 'application/json' }).end(providerError(undefined, 404, `svc model proxy: ${url.split('?')[0]} is not a model API of this worker (${apis.join(', ')})`));
+      response
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(providerError(undefined, 404, `svc model proxy: ${url.split('?')[0]} is not a model API of this worker (${apis.join(', ')})`));
       return;
     }
     const upstream = client.open(request.method ?? 'GET', `${modelProxyPath(workerId, api)}${url.slice(api.length + 1) || '/'}`, forwarded(request.headers));
@@ -50,7 +69,9 @@ export async function startModelProxy(options: { apis: readonly ModelApi[]; work
     upstream.on('error', (err: NodeJS.ErrnoException) => {
       if (response.headersSent) return void response.destroy();
       options.warn(`model proxy: the control plane could not be reached (${err.code ?? err.message})`);
-      response.writeHead(502, { 'content-type': 'application/json' }).end(providerError(api, 502, `svc model proxy: the control plane could not be reached (${err.code ?? err.message})`));
+      response
+        .writeHead(502, { 'content-type': 'application/json' })
+        .end(providerError(api, 502, `svc model proxy: the control plane could not be reached (${err.code ?? err.message})`));
     });
     response.on('close', () => {
       if (!response.writableFinished) upstream.destroy();

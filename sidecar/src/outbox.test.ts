@@ -18,7 +18,10 @@ describe('the outbox', () => {
   async function setUp() {
     const stand = await startControlPlaneStandIn();
     const stateDir = mkdtempSync(path.join(tmpdir(), 'svc-outbox-'));
-    cleanups.push(() => stand.close(), () => rmSync(stateDir, { recursive: true, force: true }));
+    cleanups.push(
+      () => stand.close(),
+      () => rmSync(stateDir, { recursive: true, force: true }),
+    );
     const open = (bootId: string, options: { memoryLimit?: number } = {}) => {
       const client = createControlPlaneClient(stand.url, 'svc_wt_test');
       cleanups.push(() => client.close());

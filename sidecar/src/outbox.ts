@@ -115,7 +115,12 @@ export function createOutbox(options: OutboxOptions) {
       if (outcome.reason.includes(' 400 ')) {
         // The control plane refuses this event: keep a trace of it rather than lose it silently.
         options.warn(`the control plane refused event ${batch[0]!.uid}: ${outcome.reason}`);
-        const note: IncomingEvent = { type: 'system', uid: `${batch[0]!.uid}:refused`, ts: new Date().toISOString(), data: { level: 'warn', message: `an event of type ${batch[0]!.type} was refused by the control plane`, subtype: SYSTEM_SUBTYPES.eventRefused } };
+        const note: IncomingEvent = {
+          type: 'system',
+          uid: `${batch[0]!.uid}:refused`,
+          ts: new Date().toISOString(),
+          data: { level: 'warn', message: `an event of type ${batch[0]!.type} was refused by the control plane`, subtype: SYSTEM_SUBTYPES.eventRefused },
+        };
         await deliver([note]);
         return;
       }
@@ -185,7 +190,9 @@ export function createOutbox(options: OutboxOptions) {
       if (drained) return true;
       abandoned = true;
       persistUnsent();
-      options.warn(`the control plane did not take every event in ${deadlineMs} ms; ${memory.length} and what was on disk stay in ${spillPath} for the next start`);
+      options.warn(
+        `the control plane did not take every event in ${deadlineMs} ms; ${memory.length} and what was on disk stay in ${spillPath} for the next start`,
+      );
       return false;
     },
   };

@@ -18,7 +18,11 @@ describe('permission engine — lists, patterns and precedence', () => {
 
   it('Codex: command_execution(<command line>) and file_change(<path>) — every changed path must match to auto-approve, any denied path denies', () => {
     const codex = createPermissionEngine(
-      { auto_approve: ['file_change(/workspace/docs/*)', 'command_execution(ls *)'], deny: ['command_execution(rm *)', 'file_change(/workspace/.git/*)'], ask: [] },
+      {
+        auto_approve: ['file_change(/workspace/docs/*)', 'command_execution(ls *)'],
+        deny: ['command_execution(rm *)', 'file_change(/workspace/.git/*)'],
+        ask: [],
+      },
       { autonomous: false },
     );
     const change = (...paths: string[]) => ({ changes: paths.map((path) => ({ path, kind: { type: 'add' }, diff: 'x' })) });
@@ -26,7 +30,10 @@ describe('permission engine — lists, patterns and precedence', () => {
     expect(codex.decide('command_execution', { command: 'ls -la' }).decision).toBe('allow');
     expect(codex.decide('file_change', change('/workspace/docs/a.md', '/workspace/docs/b.md')).decision).toBe('allow');
     expect(codex.decide('file_change', change('/workspace/docs/a.md', '/workspace/src/b.ts')).decision).toBe('ask');
-    expect(codex.decide('file_change', change('/workspace/docs/a.md', '/workspace/.git/config'))).toEqual({ decision: 'deny', reason: 'denied by the rule file_change(/workspace/.git/*)' });
+    expect(codex.decide('file_change', change('/workspace/docs/a.md', '/workspace/.git/config'))).toEqual({
+      decision: 'deny',
+      reason: 'denied by the rule file_change(/workspace/.git/*)',
+    });
     // Autonomous: deny binds; everything else is allowed.
     const auto = createPermissionEngine({ auto_approve: [], deny: ['command_execution(rm *)'], ask: [] }, { autonomous: true });
     expect(auto.decide('command_execution', { command: 'rm -rf data' }).decision).toBe('deny');

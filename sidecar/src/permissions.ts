@@ -25,7 +25,9 @@ const PRIMARY_INPUT_FIELDS = ['command', 'file_path', 'path', 'notebook_path', '
  */
 function primaryInputs(input: Record<string, unknown>): string[] | undefined {
   if (Array.isArray(input['changes'])) {
-    const paths = input['changes'].flatMap((change) => (typeof change === 'object' && change !== null && typeof (change as { path?: unknown }).path === 'string' ? [(change as { path: string }).path] : []));
+    const paths = input['changes'].flatMap((change) =>
+      typeof change === 'object' && change !== null && typeof (change as { path?: unknown }).path === 'string' ? [(change as { path: string }).path] : [],
+    );
     return paths.length > 0 ? paths : undefined;
   }
   for (const field of PRIMARY_INPUT_FIELDS) if (typeof input[field] === 'string') return [input[field]];
@@ -37,7 +39,10 @@ export type MatchMode = 'every' | 'some';
 
 /** `*` is any run of characters, `?` one character; the whole text must match. */
 function globToRegExp(glob: string): RegExp {
-  const escaped = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const escaped = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${escaped}$`, 's');
 }
 
@@ -89,7 +94,8 @@ export function createPermissionEngine(lists: PermissionLists, options: { autono
   const approve = lists.auto_approve.map(parseRule);
   let added: Array<{ rule: Rule; decision: 'allow' | 'deny'; by: string }> = [];
 
-  const asked = (reason: string): Verdict => (options.autonomous ? { decision: 'allow', reason: `${reason}; autonomous, so allowed` } : { decision: 'ask', reason });
+  const asked = (reason: string): Verdict =>
+    options.autonomous ? { decision: 'allow', reason: `${reason}; autonomous, so allowed` } : { decision: 'ask', reason };
 
   return {
     /** Replaces the rules added with "always" (the sidecar refreshes them from the control plane). */
@@ -102,7 +108,8 @@ export function createPermissionEngine(lists: PermissionLists, options: { autono
       const denied = deny.find((rule) => rule.matches(toolName, input, 'some'));
       if (denied) return { decision: 'deny', reason: `denied by the rule ${denied.source}` };
       const person = added.find((entry) => entry.rule.matches(toolName, input, entry.decision === 'allow' ? 'every' : 'some'));
-      if (person) return { decision: person.decision, reason: `${person.decision === 'allow' ? 'allowed' : 'denied'} by ${person.by}'s rule ${person.rule.source}` };
+      if (person)
+        return { decision: person.decision, reason: `${person.decision === 'allow' ? 'allowed' : 'denied'} by ${person.by}'s rule ${person.rule.source}` };
       const listed = ask.find((rule) => rule.matches(toolName, input, 'some'));
       if (listed) return asked(`the rule ${listed.source} asks`);
       const approved = approve.find((rule) => rule.matches(toolName, input, 'every'));

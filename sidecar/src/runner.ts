@@ -50,7 +50,14 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   const egressProxy = config.egress_proxy ? await startEgressProxy({ workerId: config.worker_id, client, warn }) : undefined;
   // Before the agent starts, so a run the adapter cannot do stops before anything starts.
   let plan: LaunchPlan;
-  const launch = { command: config.agent.command, args: config.agent.args, prompt: config.agent.prompt, autonomous: config.autonomous, permissions: config.permissions, modelBaseUrls };
+  const launch = {
+    command: config.agent.command,
+    args: config.agent.args,
+    prompt: config.agent.prompt,
+    autonomous: config.autonomous,
+    permissions: config.permissions,
+    modelBaseUrls,
+  };
   try {
     plan = adapter.launch(launch);
   } catch (err) {
@@ -85,7 +92,21 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   for (const line of plan.stdinLines) agent.write(`${line}\n`);
   if (plan.closeStdin) agent.closeStdin();
   for (const event of preflight) outbox.push(event);
-  outbox.push({ type: 'system', data: { level: 'info', message: `agent started: ${plan.command}`, subtype: LIFECYCLE_SUBTYPES.agentStart, details: { pid: agent.pid ?? null, adapter: adapter.name, config_file: config.source, ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}), ...(modelBaseUrls ? { model_proxy: modelBaseUrls } : {}) } } });
+  outbox.push({
+    type: 'system',
+    data: {
+      level: 'info',
+      message: `agent started: ${plan.command}`,
+      subtype: LIFECYCLE_SUBTYPES.agentStart,
+      details: {
+        pid: agent.pid ?? null,
+        adapter: adapter.name,
+        config_file: config.source,
+        ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}),
+        ...(modelBaseUrls ? { model_proxy: modelBaseUrls } : {}),
+      },
+    },
+  });
 
   const readers = agent.readLines((line, stream) => {
     // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
@@ -115,7 +136,12 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     const data: EventData<'system'> =
       exit.startError !== undefined
         ? { level: 'error', message: `the agent could not start: ${exit.startError}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: 127 } }
-        : { level: exit.exitCode === 0 ? 'info' : 'warn', message: `agent exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: exit.code, signal: exit.signal } };
+        : {
+            level: exit.exitCode === 0 ? 'info' : 'warn',
+            message: `agent exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`,
+            subtype: LIFECYCLE_SUBTYPES.agentExit,
+            details: { code: exit.code, signal: exit.signal },
+          };
     outbox.push({ type: 'system', data });
     await poller.stop();
     await Promise.all([modelProxy?.close(), egressProxy?.close()]);

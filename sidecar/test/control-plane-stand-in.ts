@@ -52,7 +52,14 @@ export async function startControlPlaneStandIn() {
     polls,
     state,
     decide(id: number, requestId: string): void {
-      decisions.push({ id: String(id), worker_id: 'wrk_1', type: 'control_response', uid: `control_response:${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, decision: 'allow', decided_by: 'alice' } });
+      decisions.push({
+        id: String(id),
+        worker_id: 'wrk_1',
+        type: 'control_response',
+        uid: `control_response:${requestId}`,
+        ts: new Date().toISOString(),
+        data: { request_id: requestId, decision: 'allow', decided_by: 'alice' },
+      });
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -48,7 +48,13 @@ describe('following the event stream', () => {
     const server = await startStreamServer(options);
     cleanups.push(server.close);
     const model = new AttachModel({ readOnly: false });
-    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), read: server.read, backoffMs: () => 50, onFatal: () => {} });
+    const stream = followEventStream({
+      model,
+      open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`),
+      read: server.read,
+      backoffMs: () => 50,
+      onFatal: () => {},
+    });
     cleanups.push(() => stream.close());
     await waitFor('all ten events, live', () => model.events.length === 10 && model.connection.kind === 'live');
     expect(model.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
@@ -71,7 +77,13 @@ describe('following the event stream', () => {
     cleanups.push(server.close);
     const model = new AttachModel({ readOnly: false });
     let fatal: string | undefined;
-    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`), read: server.read, backoffMs: () => 50, onFatal: (message) => (fatal = message) });
+    const stream = followEventStream({
+      model,
+      open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`),
+      read: server.read,
+      backoffMs: () => 50,
+      onFatal: (message) => (fatal = message),
+    });
     cleanups.push(() => stream.close());
     await waitFor('the refusal', () => fatal);
     expect(fatal).toBe('HTTP 404');
@@ -80,7 +92,13 @@ describe('following the event stream', () => {
 
   it('while the server is away it says it is reconnecting, with the attempt and the wait', async () => {
     const model = new AttachModel({ readOnly: false });
-    const stream = followEventStream({ model, open: (afterId) => new WebSocket(`ws://127.0.0.1:9/?after_id=${afterId}`), read: () => Promise.resolve([]), backoffMs: (attempt) => attempt * 100, onFatal: () => {} });
+    const stream = followEventStream({
+      model,
+      open: (afterId) => new WebSocket(`ws://127.0.0.1:9/?after_id=${afterId}`),
+      read: () => Promise.resolve([]),
+      backoffMs: (attempt) => attempt * 100,
+      onFatal: () => {},
+    });
     cleanups.push(() => stream.close());
     await waitFor('a second attempt', () => model.connection.kind === 'reconnecting' && model.connection.attempt >= 2);
     expect(model.connection).toMatchObject({ kind: 'reconnecting', inMs: expect.any(Number) as unknown as number });

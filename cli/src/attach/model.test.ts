@@ -40,7 +40,7 @@ describe('the attach model', () => {
     expect(model.notices).toEqual([]);
   });
 
-  it('keeps the latest progress and result, and the agent\'s exit; read-only hides prompts', () => {
+  it("keeps the latest progress and result, and the agent's exit; read-only hides prompts", () => {
     const model = new AttachModel({ readOnly: false });
     const event = eventFactory();
     model.apply(event('progress', { input_tokens: 1, output_tokens: 2, cost_usd: 0.1 }));

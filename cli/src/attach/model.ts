@@ -1,6 +1,11 @@
 import { agentExitCodeOf, withdrawnRequestId, type EventData, type StoredEvent } from '@svc/protocol';
 
-export type ConnectionState = { kind: 'connecting' } | { kind: 'replaying' } | { kind: 'live' } | { kind: 'reconnecting'; attempt: number; inMs: number; reason: string } | { kind: 'closed'; reason: string };
+export type ConnectionState =
+  | { kind: 'connecting' }
+  | { kind: 'replaying' }
+  | { kind: 'live' }
+  | { kind: 'reconnecting'; attempt: number; inMs: number; reason: string }
+  | { kind: 'closed'; reason: string };
 
 /** A short-lived line under the history: a reconnect, a prompt decided elsewhere, an error. */
 export interface Notice {

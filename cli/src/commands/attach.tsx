@@ -12,7 +12,7 @@ import { CONNECTION_HELP, connectionFlags, type Command } from './command.js';
 
 const flags = { ...connectionFlags, readOnly: { type: 'boolean', default: false }, raw: { type: 'boolean', default: false } } as const;
 
-export const RAW_NOT_IMPLEMENTED = 'not implemented yet: needs sandbox terminal support (--raw would proxy the agent\'s terminal)';
+export const RAW_NOT_IMPLEMENTED = "not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)";
 
 /** `svc attach <worker-id>`: watch a worker live and answer its permission prompts. */
 export const attachCommand: Command<typeof flags> = {
@@ -49,7 +49,8 @@ Examples
     const stream = followEventStream({
       model,
       open: (afterId) => api.socket(apiPaths.eventStream(workerId, afterId)),
-      read: async (afterId) => (await api.request<ListResponseOf<StoredEvent>>('GET', apiPaths.sdkEvents(workerId, { after_id: afterId, limit: EVENT_LIST_LIMIT.max }))).items,
+      read: async (afterId) =>
+        (await api.request<ListResponseOf<StoredEvent>>('GET', apiPaths.sdkEvents(workerId, { after_id: afterId, limit: EVENT_LIST_LIMIT.max }))).items,
       onFatal: (message) => {
         fatal = message;
         app.unmount();
@@ -74,17 +75,23 @@ Examples
       });
     };
 
-    const app = render(<AttachApp model={model} workerId={workerId} theme={createTheme(colourEnabled())} decide={decide} onExit={(reason) => (exitReason = reason)} />, {
-      exitOnCtrlC: false,
-      // A terminal is interactive even when CI=true is in the environment (Ink would then draw only the last frame).
-      interactive: Boolean(process.stdout.isTTY),
-    });
+    const app = render(
+      <AttachApp model={model} workerId={workerId} theme={createTheme(colourEnabled())} decide={decide} onExit={(reason) => (exitReason = reason)} />,
+      {
+        exitOnCtrlC: false,
+        // A terminal is interactive even when CI=true is in the environment (Ink would then draw only the last frame).
+        interactive: Boolean(process.stdout.isTTY),
+      },
+    );
     await app.waitUntilExit();
     stream.close();
     clearInterval(watchEnd);
     if (fatal) throw new CliError(`the event stream was refused: ${fatal}`);
     const ended = model.readOnly && !cli.flags.readOnly;
-    if (exitReason === 'detached') process.stdout.write(ended ? `detached from ${workerId} (it has ended)\n` : `detached from ${workerId}; it keeps running (svc attach ${workerId} to come back)\n`);
+    if (exitReason === 'detached')
+      process.stdout.write(
+        ended ? `detached from ${workerId} (it has ended)\n` : `detached from ${workerId}; it keeps running (svc attach ${workerId} to come back)\n`,
+      );
     return EXIT.ok;
   },
 };

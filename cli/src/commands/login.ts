@@ -35,7 +35,9 @@ Examples
         token = (await createApi(connection).request<{ token: string }>('POST', apiPaths.localToken)).token;
       } catch (err) {
         if (err instanceof ApiError && (err.status === 404 || err.status === 403)) {
-          throw new CliError(`${connection.url} gives no local tokens (it is not a local stack, or you are not on its machine): log in with --token from your identity provider`);
+          throw new CliError(
+            `${connection.url} gives no local tokens (it is not a local stack, or you are not on its machine): log in with --token from your identity provider`,
+          );
         }
         throw err;
       }

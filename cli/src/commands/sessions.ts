@@ -20,7 +20,14 @@ const flags = {
 } as const;
 
 function describe(session: Session): string[] {
-  return [session.id, session.worker_id, session.template, session.status, session.created_at, session.failure ? `${session.failure.step}: ${session.failure.reason}` : ''];
+  return [
+    session.id,
+    session.worker_id,
+    session.template,
+    session.status,
+    session.created_at,
+    session.failure ? `${session.failure.step}: ${session.failure.reason}` : '',
+  ];
 }
 
 /** `svc sessions create|list|get|delete`. */
@@ -57,7 +64,10 @@ Examples
           if (at <= 0) throw new CliError(`--env takes KEY=VALUE, got "${pair}"`, EXIT.usage);
           env[pair.slice(0, at)] = pair.slice(at + 1);
         }
-        const overrides = { ...(Object.keys(env).length > 0 ? { env } : {}), ...(cli.flags.autonomous !== undefined ? { autonomous: cli.flags.autonomous } : {}) };
+        const overrides = {
+          ...(Object.keys(env).length > 0 ? { env } : {}),
+          ...(cli.flags.autonomous !== undefined ? { autonomous: cli.flags.autonomous } : {}),
+        };
         let session = await api.request<Session>('POST', apiPaths.sessions(), {
           template: cli.flags.template,
           ...(cli.flags.prompt !== undefined ? { prompt: cli.flags.prompt } : {}),
@@ -80,7 +90,10 @@ Examples
         return session.status === 'failed' ? EXIT.failed : EXIT.ok;
       }
       case 'list': {
-        const page = await api.request<ListResponseOf<Session>>('GET', apiPaths.sessions({ status: cli.flags.status || undefined, limit: cli.flags.limit, offset: cli.flags.offset }));
+        const page = await api.request<ListResponseOf<Session>>(
+          'GET',
+          apiPaths.sessions({ status: cli.flags.status || undefined, limit: cli.flags.limit, offset: cli.flags.offset }),
+        );
         if (cli.flags.json) printJson(page);
         else {
           printTable(['SESSION', 'WORKER', 'TEMPLATE', 'STATUS', 'CREATED', 'FAILURE'], page.items.map(describe));
@@ -99,7 +112,10 @@ Examples
         return EXIT.ok;
       }
       default:
-        throw new CliError(action ? `unknown action "${action}": use create, list, get or delete` : 'svc sessions needs an action: create, list, get or delete', EXIT.usage);
+        throw new CliError(
+          action ? `unknown action "${action}": use create, list, get or delete` : 'svc sessions needs an action: create, list, get or delete',
+          EXIT.usage,
+        );
     }
   },
 };

@@ -27,7 +27,10 @@ Examples
     if (cli.flags.json) printJson(status);
     else {
       process.stdout.write(`${api.url}: ${status.status} (version ${status.version}; NATS ${status.nats}, store ${status.store})\n`);
-      printTable(['SERVICE', 'STATUS', 'INSTANCE', 'VERSION', 'UPTIME'], status.services.map((s) => [s.service, s.status, s.instance, s.version, `${Math.round(s.uptime_s)}s`]));
+      printTable(
+        ['SERVICE', 'STATUS', 'INSTANCE', 'VERSION', 'UPTIME'],
+        status.services.map((s) => [s.service, s.status, s.instance, s.version, `${Math.round(s.uptime_s)}s`]),
+      );
     }
     return status.status === 'ok' ? EXIT.ok : EXIT.failed;
   },

@@ -37,7 +37,11 @@ Examples
   flags: {},
   async run() {
     const launcher = process.env['SVC_LOCAL_STACK'] || checkoutLocalStack();
-    if (!launcher || !existsSync(launcher)) throw new CliError(`the local stack is not built (${launcher ?? 'deploy/local-stack/dist/main.js'} is missing): run \`npm run build\` in the repository, or set SVC_LOCAL_STACK`, EXIT.failed);
+    if (!launcher || !existsSync(launcher))
+      throw new CliError(
+        `the local stack is not built (${launcher ?? 'deploy/local-stack/dist/main.js'} is missing): run \`npm run build\` in the repository, or set SVC_LOCAL_STACK`,
+        EXIT.failed,
+      );
     const child = spawn(process.execPath, [launcher], { stdio: 'inherit' });
     // ctrl+c reaches the child through the terminal; a SIGTERM to svc is passed on.
     process.on('SIGTERM', () => child.kill('SIGTERM'));

@@ -35,13 +35,24 @@ describe('Claude Code and Codex tell the same story in the same shape', () => {
   });
 
   /** Runs one agent through the story: ask → allow → write → result; returns its history. */
-  async function story(name: string, adapter: 'claude-code' | 'codex', agentFor: (workspace: string, home: string) => Promise<Record<string, unknown>>): Promise<StoredEvent[]> {
+  async function story(
+    name: string,
+    adapter: 'claude-code' | 'codex',
+    agentFor: (workspace: string, home: string) => Promise<Record<string, unknown>>,
+  ): Promise<StoredEvent[]> {
     const api = controlClient(stack.gatewayUrl, userToken);
     const worker = await stack.createWorker('e2e-user');
     const workspace = path.join(dir, name);
     const home = path.join(dir, `${name}-home`);
     await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
-    const sidecar = await startSidecarWith(dir, name, { adapter, worker_id: worker.worker_id, control_plane_url: stack.gatewayUrl, auth_token: worker.token, agent: await agentFor(workspace, home), decision_wait_ms: 5000 });
+    const sidecar = await startSidecarWith(dir, name, {
+      adapter,
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      agent: await agentFor(workspace, home),
+      decision_wait_ms: 5000,
+    });
     const request = await api.oneOpenRequest(worker.worker_id);
     expect((await api.decide(worker.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
     expect(await sidecar.exited, sidecar.stderr()).toBe(0);
@@ -52,7 +63,10 @@ describe('Claude Code and Codex tell the same story in the same shape', () => {
   it('ask → allow → write → result: the type sequences match', async () => {
     const version = CLAUDE_CODE_VERSIONS.at(-1)!;
     const claude = await story('claude', 'claude-code', async (workspace, home) => {
-      const mock = await startMockAnthropic([{ text: 'I will create hello.txt.', tool: { name: 'Write', input: { file_path: path.join(workspace, 'hello.txt'), content: 'hello\n' } } }, { text: 'Done.' }]);
+      const mock = await startMockAnthropic([
+        { text: 'I will create hello.txt.', tool: { name: 'Write', input: { file_path: path.join(workspace, 'hello.txt'), content: 'hello\n' } } },
+        { text: 'Done.' },
+      ]);
       mocks.push(mock);
       return claudeAgent({ version, cwd: workspace, home, baseUrl: mock.url, prompt: 'Create hello.txt containing hello' });
     });

@@ -47,14 +47,23 @@ describe('chaos: one fault at a time under load', () => {
   /** Every service still the process it was, all of them up again (GET /v1/status says ok). */
   async function expectHealthyAgain(before: string[]): Promise<void> {
     expect(pids()).toEqual(before);
-    expect(stack.processes().every((p) => p.running()), stack.outputs()).toBe(true);
-    await waitFor('GET /v1/status ok', async () => {
-      const response = await fetch(`${stack.gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } });
-      return response.status === 200 && ((await response.json()) as StatusResponseType).status === 'ok';
-    }, 30_000, 100);
+    expect(
+      stack.processes().every((p) => p.running()),
+      stack.outputs(),
+    ).toBe(true);
+    await waitFor(
+      'GET /v1/status ok',
+      async () => {
+        const response = await fetch(`${stack.gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } });
+        return response.status === 200 && ((await response.json()) as StatusResponseType).status === 'ok';
+      },
+      30_000,
+      100,
+    );
   }
 
-  const status = async () => (await (await fetch(`${stack.gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as StatusResponseType;
+  const status = async () =>
+    (await (await fetch(`${stack.gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as StatusResponseType;
 
   /** The time until a new event is stored, counted from `since`: the store's row count grows. */
   async function storageResumesAfter(since: number): Promise<number> {
@@ -74,43 +83,51 @@ describe('chaos: one fault at a time under load', () => {
     await running.stopPosting();
     const accepted = running.sidecars.reduce((sum, s) => sum + s.accepted.length, 0);
     const answers = [...running.sidecars.flatMap((s) => s.failures), ...running.pollers.flatMap((p) => p.failures)];
-    console.info(`chaos: ${scenario}: ${accepted} events accepted; ${answers.length} answers were not a success (${[...new Set(answers.map((a) => `${a.status} ${a.code ?? ''}`.trim()))].join(', ') || 'none'})`);
+    console.info(
+      `chaos: ${scenario}: ${accepted} events accepted; ${answers.length} answers were not a success (${[...new Set(answers.map((a) => `${a.status} ${a.code ?? ''}`.trim()))].join(', ') || 'none'})`,
+    );
     await expectEverythingOnceInOrder(stack, running);
     expect(unexpectedFailures(running)).toEqual([]);
   }
 
   for (const downMs of [3_000, 30_000]) {
-    it(`Postgres shut down (immediate) for ${downMs / 1000} s: storage resumes within 2 s of its return, no service restarts, nothing lost or doubled, clients see only 503s with Retry-After`, async () => {
-      const before = pids();
-      const running = await load();
-      await sleep(2_000);
-      await stack.postgres.suspend('immediate');
-      const suspendedAt = Date.now();
-      if (downMs >= 30_000) {
-        await sleep(10_000);
-        // An operator sees the outage: event-ingest is alive and not ready, saying why.
-        for (const url of stack.ingestProbeUrls) {
-          const response = await fetch(url);
-          expect(response.status, url).toBe(503);
-          expect(await response.json()).toMatchObject({ code: 'store_unavailable' });
+    it(
+      `Postgres shut down (immediate) for ${downMs / 1000} s: storage resumes within 2 s of its return, no service restarts, nothing lost or doubled, clients see only 503s with Retry-After`,
+      async () => {
+        const before = pids();
+        const running = await load();
+        await sleep(2_000);
+        await stack.postgres.suspend('immediate');
+        const suspendedAt = Date.now();
+        if (downMs >= 30_000) {
+          await sleep(10_000);
+          // An operator sees the outage: event-ingest is alive and not ready, saying why.
+          for (const url of stack.ingestProbeUrls) {
+            const response = await fetch(url);
+            expect(response.status, url).toBe(503);
+            expect(await response.json()).toMatchObject({ code: 'store_unavailable' });
+          }
+          // Reading stored events cannot work: 503 store_unavailable with Retry-After, not a 500.
+          const read = await fetch(`${stack.gatewayUrl}/v1/workers/${running.sidecars[0]!.worker.worker_id}/sdk-events?after_id=0`, {
+            headers: { authorization: `Bearer ${userToken}` },
+          });
+          expect(read.status).toBe(503);
+          expect(read.headers.get('retry-after')).not.toBeNull();
+          expect(await read.json()).toMatchObject({ code: 'store_unavailable' });
+          expect(await status()).toMatchObject({ status: 'degraded', store: 'down', nats: 'up' });
         }
-        // Reading stored events cannot work: 503 store_unavailable with Retry-After, not a 500.
-        const read = await fetch(`${stack.gatewayUrl}/v1/workers/${running.sidecars[0]!.worker.worker_id}/sdk-events?after_id=0`, { headers: { authorization: `Bearer ${userToken}` } });
-        expect(read.status).toBe(503);
-        expect(read.headers.get('retry-after')).not.toBeNull();
-        expect(await read.json()).toMatchObject({ code: 'store_unavailable' });
-        expect(await status()).toMatchObject({ status: 'degraded', store: 'down', nats: 'up' });
-      }
-      await sleep(downMs - (Date.now() - suspendedAt));
-      await stack.postgres.resume();
-      const resumedAt = Date.now();
-      const resumedWithinMs = await storageResumesAfter(resumedAt);
-      console.info(`chaos: Postgres down ${downMs} ms; storage resumed ${resumedWithinMs} ms after it accepted connections`);
-      expect(resumedWithinMs).toBeLessThan(2_000);
-      await sleep(2_000);
-      await finish(running, `Postgres down ${downMs / 1000} s`);
-      await expectHealthyAgain(before);
-    }, downMs + 150_000);
+        await sleep(downMs - (Date.now() - suspendedAt));
+        await stack.postgres.resume();
+        const resumedAt = Date.now();
+        const resumedWithinMs = await storageResumesAfter(resumedAt);
+        console.info(`chaos: Postgres down ${downMs} ms; storage resumed ${resumedWithinMs} ms after it accepted connections`);
+        expect(resumedWithinMs).toBeLessThan(2_000);
+        await sleep(2_000);
+        await finish(running, `Postgres down ${downMs / 1000} s`);
+        await expectHealthyAgain(before);
+      },
+      downMs + 150_000,
+    );
   }
 
   it('nats-server killed (SIGKILL) and restarted on its store: POSTs meanwhile answered 503 within 1 s each, the first 202 within 1.5 s of the restart, nothing lost or doubled', async () => {
@@ -129,7 +146,9 @@ describe('chaos: one fault at a time under load', () => {
     expect(duringOutage.length).toBeGreaterThan(0);
     expect(duringOutage.filter((f) => f.status !== 503 || f.tookMs >= 1_000)).toEqual([]);
     const firstAccepted = Math.min(...running.sidecars.flatMap((s) => s.acceptedAt.filter((t) => t >= restartedAt)));
-    console.info(`chaos: nats-server down ${restartedAt - killedAt} ms; first 202 ${firstAccepted - restartedAt} ms after the restart; slowest 503 ${Math.max(...duringOutage.map((f) => f.tookMs))} ms`);
+    console.info(
+      `chaos: nats-server down ${restartedAt - killedAt} ms; first 202 ${firstAccepted - restartedAt} ms after the restart; slowest 503 ${Math.max(...duringOutage.map((f) => f.tookMs))} ms`,
+    );
     expect(firstAccepted - restartedAt).toBeLessThanOrEqual(1_500);
     await finish(running, 'nats-server killed');
     await expectHealthyAgain(before);
@@ -181,10 +200,17 @@ describe('chaos: one fault at a time under load', () => {
     // People decide every open request as it comes; a request they cannot make now they make again.
     const failures: FailedAnswer[] = [];
     let deciding = true;
-    const get = async (url: string) => fetch(`${stack.gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
+    const get = async (url: string) =>
+      fetch(`${stack.gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
     const note = async (started: number, response: Response | undefined) => {
       const body = response ? ((await response.json().catch(() => ({}))) as { code?: string }) : {};
-      failures.push({ at: started, status: response?.status ?? 0, code: body.code, retryAfter: response?.headers.get('retry-after'), tookMs: Date.now() - started });
+      failures.push({
+        at: started,
+        status: response?.status ?? 0,
+        code: body.code,
+        retryAfter: response?.headers.get('retry-after'),
+        tookMs: Date.now() - started,
+      });
     };
     const deciders = agents.map(async ({ worker }) => {
       while (deciding) {
@@ -197,7 +223,9 @@ describe('chaos: one fault at a time under load', () => {
         }
         for (const request of ((await open.json()) as ListResponseOf<StoredEvent<'control_request'>>).items) {
           const decidedAt = Date.now();
-          const answer = await controlClient(stack.gatewayUrl, userToken).decide(worker.worker_id, { request_id: request.data.request_id, decision: 'allow' }).catch(() => undefined);
+          const answer = await controlClient(stack.gatewayUrl, userToken)
+            .decide(worker.worker_id, { request_id: request.data.request_id, decision: 'allow' })
+            .catch(() => undefined);
           if (answer?.status === 201 || answer?.status === 409) await answer.arrayBuffer();
           else await note(decidedAt, answer);
         }
@@ -213,13 +241,18 @@ describe('chaos: one fault at a time under load', () => {
     await Promise.all(deciders);
     expect(codes, stack.outputs()).toEqual(agents.map(() => 0));
     for (const agent of agents) {
-      const received = (await readFile(agent.receipts, 'utf8')).trim().split('\n').map((line) => line.split(' ')[0]);
+      const received = (await readFile(agent.receipts, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' ')[0]);
       expect(received).toHaveLength(ASKS);
       expect(new Set(received).size).toBe(ASKS);
       const stored = await controlClient(stack.gatewayUrl, userToken).events(agent.worker.worker_id);
       expect(stored.filter((e) => e.type === 'control_response')).toHaveLength(ASKS);
     }
-    console.info(`chaos: control killed: ${agents.length * ASKS} decisions delivered once each; ${failures.length} answers were not a success (${[...new Set(failures.map((f) => `${f.status} ${f.code ?? ''}`.trim()))].join(', ') || 'none'})`);
+    console.info(
+      `chaos: control killed: ${agents.length * ASKS} decisions delivered once each; ${failures.length} answers were not a success (${[...new Set(failures.map((f) => `${f.status} ${f.code ?? ''}`.trim()))].join(', ') || 'none'})`,
+    );
     expect(failures.filter((a) => a.status !== 0 && !((a.status === 503 || a.status === 504) && a.code !== undefined && a.retryAfter))).toEqual([]);
     expect(pids().filter((p) => !p.startsWith('control:'))).toEqual(before);
     await finish(running, 'control killed (the event load)');
@@ -229,7 +262,10 @@ describe('chaos: one fault at a time under load', () => {
     const STEPS = 12;
     const running = await load();
     // Its model is reached directly; every step runs a shell command that takes a second.
-    const turns = Array.from({ length: STEPS }, (_, n) => ({ text: `Step ${n + 1}.`, tool: { name: 'Bash', input: { command: `sleep 1 && echo step ${n + 1}`, description: `Step ${n + 1}` } } }));
+    const turns = Array.from({ length: STEPS }, (_, n) => ({
+      text: `Step ${n + 1}.`,
+      tool: { name: 'Bash', input: { command: `sleep 1 && echo step ${n + 1}`, description: `Step ${n + 1}` } },
+    }));
     const mock = await startMockAnthropic([...turns, { text: 'Done.' }]);
     try {
       const worker = await stack.createWorker(OWNER);
@@ -251,7 +287,12 @@ describe('chaos: one fault at a time under load', () => {
       const restart = await stack.stopGateway('kill');
       const downAt = Date.now();
       // The agent goes on without the control plane: it finishes its steps while the gateway is away.
-      await waitFor('the agent done with its model', () => mock.requests().filter((body) => JSON.stringify(body).includes('Run the steps.')).length >= STEPS + 1, 58_000, 100);
+      await waitFor(
+        'the agent done with its model',
+        () => mock.requests().filter((body) => JSON.stringify(body).includes('Run the steps.')).length >= STEPS + 1,
+        58_000,
+        100,
+      );
       const agentDoneAfterMs = Date.now() - downAt;
       await sleep(60_000 - (Date.now() - downAt));
       await restart();
@@ -264,7 +305,9 @@ describe('chaos: one fault at a time under load', () => {
       expect(stored.map((e) => e.id)).toEqual(stored.map((_, n) => String(n + 1)));
       expect(stored.filter((e) => e.type === 'tool_result')).toHaveLength(STEPS);
       expect(stored.at(-1)).toMatchObject({ type: 'system', data: { subtype: 'agent_exit' } });
-      console.info(`chaos: gateway away 60 s: the agent finished its ${STEPS} steps ${agentDoneAfterMs} ms into the outage; ${stored.length} events stored once, in order, afterwards`);
+      console.info(
+        `chaos: gateway away 60 s: the agent finished its ${STEPS} steps ${agentDoneAfterMs} ms into the outage; ${stored.length} events stored once, in order, afterwards`,
+      );
       await finish(running, 'gateway away 60 s (the event load)');
     } finally {
       await mock.stop();
@@ -283,11 +326,18 @@ describe('chaos: one fault at a time under load', () => {
       const response = await fetch(`${stack.gatewayUrl}/v1/sessions/${id}`, { headers: { authorization: `Bearer ${userToken}` } });
       return response.status === 200 ? ((await response.json()) as { status: string; failure?: { step: string; reason: string } }) : undefined;
     };
-    const ended = await waitFor('every session ended', async () => {
-      const sessions = await Promise.all(created.map((session) => statusOf(session.id)));
-      return sessions.every((session) => session && ['failed', 'completed', 'stopped'].includes(session.status)) ? sessions : undefined;
-    }, 60_000, 250);
-    console.info(`chaos: session killed during 4 spawns: all ended ${Date.now() - killedAt} ms later (${ended.map((s) => `${s!.status}: ${s!.failure?.reason.split(':')[0] ?? ''}`).join(', ')})`);
+    const ended = await waitFor(
+      'every session ended',
+      async () => {
+        const sessions = await Promise.all(created.map((session) => statusOf(session.id)));
+        return sessions.every((session) => session && ['failed', 'completed', 'stopped'].includes(session.status)) ? sessions : undefined;
+      },
+      60_000,
+      250,
+    );
+    console.info(
+      `chaos: session killed during 4 spawns: all ended ${Date.now() - killedAt} ms later (${ended.map((s) => `${s!.status}: ${s!.failure?.reason.split(':')[0] ?? ''}`).join(', ')})`,
+    );
     expect(Date.now() - killedAt).toBeLessThan(40_000 + 500);
     // The local sandboxes died with the session service; whatever had not finished spawning says so.
     for (const session of ended) expect(session!.failure?.reason ?? '').toMatch(/^(spawn_interrupted|sidecar_lost)/);
@@ -304,10 +354,15 @@ describe('chaos: one fault at a time under load', () => {
       const response = await fetch(stack.ingestProbeUrls[0]!).catch(() => undefined);
       return response ? { status: response.status, body: (await response.json()) as { code?: string; message?: string } } : undefined;
     };
-    const waiting = await waitFor('the probe saying it waits for the store', async () => {
-      const answer = await probe();
-      return answer?.body.code === 'store_unavailable' ? answer : undefined;
-    }, 30_000, 100);
+    const waiting = await waitFor(
+      'the probe saying it waits for the store',
+      async () => {
+        const answer = await probe();
+        return answer?.body.code === 'store_unavailable' ? answer : undefined;
+      },
+      30_000,
+      100,
+    );
     expect(waiting).toEqual({ status: 503, body: { code: 'store_unavailable', message: 'starting: waiting for the store' } });
     await sleep(3_000);
     expect(stack.ingest[0]!.running(), stack.ingest[0]!.output()).toBe(true);

@@ -51,7 +51,7 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     ((await (await fetch(`${stack.gatewayUrl}/v1/workers/${workerId}`, { headers: { authorization: `Bearer ${env['SVC_TOKEN']}` } })).json()) as Worker).status;
   const count = (screen: string, text: string) => screen.split(text).length - 1;
 
-  it('create a demo session; attach; the prompt; y; the tool\'s result; ctrl+d detaches and it keeps running; attach again: the history once; ended → read-only', async () => {
+  it("create a demo session; attach; the prompt; y; the tool's result; ctrl+d detaches and it keeps running; attach again: the history once; ended → read-only", async () => {
     // A slower demo, so there is time to detach while it still runs.
     const created = await svc('sessions', 'create', '--template', 'demo', '--env', 'SVC_DEMO_STEP_MS=1500', '--wait', '--json');
     expect(created.code, created.stderr).toBe(0);
@@ -111,7 +111,7 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     expect(screen).toContain('[read-only]');
     expect(screen).not.toContain('Allow [Write]?');
     const raw = await svc('attach', created.worker_id, '--raw');
-    expect(raw).toMatchObject({ code: 3, stderr: 'error: not implemented yet: needs sandbox terminal support (--raw would proxy the agent\'s terminal)\n' });
+    expect(raw).toMatchObject({ code: 3, stderr: "error: not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)\n" });
     await svc('sessions', 'delete', created.id);
   }, 60_000);
 
@@ -127,18 +127,31 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     expect(missing).toMatchObject({ code: 1, stderr: 'error: session ses_nope does not exist (session_not_found)\n' });
     // Let the demo finish (allow its request), so its logs end and `svc logs` returns.
     const headers = { authorization: `Bearer ${env['SVC_TOKEN']}`, 'content-type': 'application/json' };
-    const open = await waitFor('the demo\'s request', async () => {
-      const page = (await (await fetch(`${stack.gatewayUrl}/v1/workers/${created.worker_id}/control/requests?state=open`, { headers })).json()) as { items: Array<{ data: { request_id: string } }> };
-      return page.items[0];
-    }, 30_000, 100);
-    await fetch(`${stack.gatewayUrl}/v1/workers/${created.worker_id}/control`, { method: 'POST', headers, body: JSON.stringify({ request_id: open.data.request_id, decision: 'allow' }) });
+    const open = await waitFor(
+      "the demo's request",
+      async () => {
+        const page = (await (await fetch(`${stack.gatewayUrl}/v1/workers/${created.worker_id}/control/requests?state=open`, { headers })).json()) as {
+          items: Array<{ data: { request_id: string } }>;
+        };
+        return page.items[0];
+      },
+      30_000,
+      100,
+    );
+    await fetch(`${stack.gatewayUrl}/v1/workers/${created.worker_id}/control`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ request_id: open.data.request_id, decision: 'allow' }),
+    });
     const logs = await svc('logs', created.id, '--tail', '50');
     expect(logs.code).toBe(0);
     expect(logs.stdout).toContain('svc-sidecar: starting');
     expect(logs.stderr).toBe('-- the sandbox has ended\n');
     const deleted = JSON.parse((await svc('sessions', 'delete', created.id, '--json')).stdout) as Session;
     expect(deleted.status).toBe('completed');
-    const refused = await run(process.execPath, [SVC, 'sessions', 'list'], { env: { ...process.env, ...env, SVC_TOKEN: 'not-a-jwt' }, encoding: 'utf8' }).catch((err: { code: number; stderr: string }) => err);
+    const refused = await run(process.execPath, [SVC, 'sessions', 'list'], { env: { ...process.env, ...env, SVC_TOKEN: 'not-a-jwt' }, encoding: 'utf8' }).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: .* \(unauthorized\)\n$/) as unknown as string });
   }, 60_000);
 });

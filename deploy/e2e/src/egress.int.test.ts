@@ -74,7 +74,14 @@ describe('egress: the agent reaches what is listed; anything else is asked like 
 
   it('listed: through at once; unlisted: a network control_request — allowed goes through, denied is refused, "always" is asked once; NATS is refused though listed', async () => {
     const [listed, allowed, denied, always] = servers.map((server) => server.target) as [string, string, string, string];
-    const agent = await run('interactive', { allow: [listed, natsTarget()], deny: [], autonomous: false }, [listed, allowed, denied, always, always, natsTarget()]);
+    const agent = await run('interactive', { allow: [listed, natsTarget()], deny: [], autonomous: false }, [
+      listed,
+      allowed,
+      denied,
+      always,
+      always,
+      natsTarget(),
+    ]);
 
     const answers: Array<[string, Record<string, unknown>]> = [
       [allowed, { decision: 'allow' }],
@@ -106,7 +113,11 @@ describe('egress: the agent reaches what is listed; anything else is asked like 
 
     // Three questions (allowed, denied, always once), every tunnel recorded, the rule kept.
     const history = await api().events(agent.worker.worker_id);
-    expect(history.filter((e) => e.type === 'control_request').map((e) => (e.data as unknown as { input: { target: string } }).input.target)).toEqual([allowed, denied, always]);
+    expect(history.filter((e) => e.type === 'control_request').map((e) => (e.data as unknown as { input: { target: string } }).input.target)).toEqual([
+      allowed,
+      denied,
+      always,
+    ]);
     const recorded = history.filter((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.subtype === 'egress');
     expect(recorded).toHaveLength(6);
     expect(recorded.map((e) => e.data.details?.['decision'])).toEqual(['allow', 'allow', 'deny', 'allow', 'allow', 'deny']);
@@ -115,7 +126,7 @@ describe('egress: the agent reaches what is listed; anything else is asked like 
     expect(rules.items).toEqual([expect.objectContaining({ tool_name: 'network', input_pattern: always, decision: 'allow' })]);
   }, 90_000);
 
-  it('autonomous: an unlisted target gets the policy\'s answer at once, recorded; the template\'s deny rule still binds', async () => {
+  it("autonomous: an unlisted target gets the policy's answer at once, recorded; the template's deny rule still binds", async () => {
     const [open, refused] = [servers[0]!.target, servers[1]!.target];
     const agent = await run('autonomous', { allow: [], deny: [`network(${refused})`], autonomous: true }, [open, refused]);
     expect(await agent.sidecar.exited, agent.sidecar.stderr()).toBe(0);
@@ -132,7 +143,7 @@ describe('egress: the agent reaches what is listed; anything else is asked like 
     expect(decision!.data).toMatchObject({ decision: 'allow', decided_by: 'policy' });
   }, 60_000);
 
-  it('a tunnel asked of the gateway directly is decided the same way: another worker\'s token is 401, a worker without egress is refused', async () => {
+  it("a tunnel asked of the gateway directly is decided the same way: another worker's token is 401, a worker without egress is refused", async () => {
     const [listed] = [servers[0]!.target];
     const owner = await stack.createWorker('e2e-user', { egress: { allow: [listed], deny: [], autonomous: false } });
     const other = await stack.createWorker('e2e-user');

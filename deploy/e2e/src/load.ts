@@ -68,8 +68,15 @@ export class RetryingSidecar {
             break;
           }
           const body = response ? ((await response.json().catch(() => ({}))) as { code?: string }) : {};
-          this.failures.push({ at: started, status: response?.status ?? 0, code: body.code, retryAfter: response?.headers.get('retry-after'), tookMs: Date.now() - started });
-          if (response && response.status !== 503 && response.status !== 504) throw new Error(`POST sdk-events of ${this.worker.worker_id} answered ${response.status} ${JSON.stringify(body)}`);
+          this.failures.push({
+            at: started,
+            status: response?.status ?? 0,
+            code: body.code,
+            retryAfter: response?.headers.get('retry-after'),
+            tookMs: Date.now() - started,
+          });
+          if (response && response.status !== 503 && response.status !== 504)
+            throw new Error(`POST sdk-events of ${this.worker.worker_id} answered ${response.status} ${JSON.stringify(body)}`);
           const wait = Number(response?.headers.get('retry-after') ?? 0.2) * 1000;
           await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 1000) / 4));
         }
@@ -94,7 +101,10 @@ export interface Load {
   stopPosting(): Promise<void>;
 }
 
-export async function startLoad(stack: E2eStack, options: { owner: string; userToken: string; sidecars: number; viewers: number; pollers: number; intervalMs: number }): Promise<Load> {
+export async function startLoad(
+  stack: E2eStack,
+  options: { owner: string; userToken: string; sidecars: number; viewers: number; pollers: number; intervalMs: number },
+): Promise<Load> {
   const workers = await Promise.all(Array.from({ length: options.sidecars }, () => stack.createWorker(options.owner)));
   const workerIds = workers.map((w) => w.worker_id);
   const sidecars = workers.map((worker) => new RetryingSidecar(worker, stack.gatewayUrl));
@@ -133,7 +143,10 @@ export async function expectEverythingOnceInOrder(stack: E2eStack, load: Load, w
     if (reader.violations.length > 0) throw new Error(`${reader.name}: ${reader.violations.slice(0, 10).join('; ')}`);
     for (const sidecar of load.sidecars) {
       const uids = (reader.byWorker.get(sidecar.worker.worker_id) ?? []).map((e) => e.uid);
-      if (uids.join(',') !== sidecar.accepted.join(',')) throw new Error(`${reader.name} ${sidecar.worker.worker_id}: the events differ from those accepted (${uids.length} received, ${sidecar.accepted.length} accepted)`);
+      if (uids.join(',') !== sidecar.accepted.join(','))
+        throw new Error(
+          `${reader.name} ${sidecar.worker.worker_id}: the events differ from those accepted (${uids.length} received, ${sidecar.accepted.length} accepted)`,
+        );
     }
   }
   const client = new pg.Client({ connectionString: stack.postgres.url });
@@ -146,7 +159,8 @@ export async function expectEverythingOnceInOrder(stack: E2eStack, load: Load, w
     for (const sidecar of load.sidecars) {
       const row = rows.find((r) => r.worker_id === sidecar.worker.worker_id);
       const expected = String(sidecar.accepted.length);
-      if (row?.count !== expected || row.uids !== expected || row.last !== expected) throw new Error(`${sidecar.worker.worker_id}: stored ${JSON.stringify(row)}, accepted ${expected}`);
+      if (row?.count !== expected || row.uids !== expected || row.last !== expected)
+        throw new Error(`${sidecar.worker.worker_id}: stored ${JSON.stringify(row)}, accepted ${expected}`);
     }
   } finally {
     await client.end();

@@ -85,7 +85,9 @@ export class StreamViewer {
   /** Closes every stream and waits until each is closed: a viewer dropping off mid-stream. */
   async disconnect(): Promise<void> {
     this.closing = true;
-    const closing = [...this.sockets.values()].map((socket) => new Promise<void>((resolve) => (socket.readyState === WebSocket.CLOSED ? resolve() : socket.once('close', () => resolve()))));
+    const closing = [...this.sockets.values()].map(
+      (socket) => new Promise<void>((resolve) => (socket.readyState === WebSocket.CLOSED ? resolve() : socket.once('close', () => resolve()))),
+    );
     for (const socket of this.sockets.values()) socket.close();
     await Promise.all(closing);
     this.sockets.clear();
@@ -120,12 +122,19 @@ export class Poller {
         // A real client waits and asks again when the gateway, or a replica behind it, cannot answer for a moment.
         if (!response || response.status >= 500) {
           const body = response ? ((await response.json().catch(() => ({}))) as { code?: string }) : {};
-          this.failures.push({ at: started, status: response?.status ?? 0, code: body.code, retryAfter: response?.headers.get('retry-after'), tookMs: Date.now() - started });
+          this.failures.push({
+            at: started,
+            status: response?.status ?? 0,
+            code: body.code,
+            retryAfter: response?.headers.get('retry-after'),
+            tookMs: Date.now() - started,
+          });
           this.retried++;
           await new Promise((resolve) => setTimeout(resolve, 100));
           continue;
         }
-        if (response.status !== 200) throw new Error(`${this.received.name}: GET sdk-events of ${workerId} answered ${response.status}: ${await response.text()}`);
+        if (response.status !== 200)
+          throw new Error(`${this.received.name}: GET sdk-events of ${workerId} answered ${response.status}: ${await response.text()}`);
         const page = (await response.json()) as ListResponseOf<StoredEvent>;
         for (const event of page.items) this.received.add(workerId, event);
         if (page.items.length === 0) await new Promise((resolve) => setTimeout(resolve, 25));

@@ -50,7 +50,26 @@ export async function codexAgent(options: { cwd: string; home: string; baseUrl: 
   await Promise.all([options.cwd, options.home].map((dir) => mkdir(dir, { recursive: true })));
   await writeFile(
     path.join(options.home, 'config.toml'),
-    ['model = "gpt-5.5"', 'model_provider = "mock"', 'check_for_update_on_startup = false', '', '[model_providers.mock]', 'name = "Mock OpenAI"', `base_url = "${options.baseUrl}"`, 'wire_api = "responses"', 'env_key = "OPENAI_API_KEY"', 'request_max_retries = 1', 'stream_max_retries = 1', ''].join('\n'),
+    [
+      'model = "gpt-5.5"',
+      'model_provider = "mock"',
+      'check_for_update_on_startup = false',
+      '',
+      '[model_providers.mock]',
+      'name = "Mock OpenAI"',
+      `base_url = "${options.baseUrl}"`,
+      'wire_api = "responses"',
+      'env_key = "OPENAI_API_KEY"',
+      'request_max_retries = 1',
+      'stream_max_retries = 1',
+      '',
+    ].join('\n'),
   );
-  return { command: codexBinary(), args: options.args ?? [], cwd: options.cwd, prompt: options.prompt, env: { CODEX_HOME: options.home, OPENAI_API_KEY: 'sk-test' } };
+  return {
+    command: codexBinary(),
+    args: options.args ?? [],
+    cwd: options.cwd,
+    prompt: options.prompt,
+    env: { CODEX_HOME: options.home, OPENAI_API_KEY: 'sk-test' },
+  };
 }

@@ -49,7 +49,7 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
   });
 
   const api = () => controlClient(stack.gatewayUrl, userToken);
-  const get = <T,>(url: string) => api().get<T>(url);
+  const get = <T>(url: string) => api().get<T>(url);
 
   async function run(name: string, extra: Record<string, unknown>) {
     const worker = await stack.createWorker('e2e-user');
@@ -76,7 +76,12 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
 
   it('a tool that needs approval: the request shows through the API, a person allows it, the tool really runs', async () => {
     const agent = await run('approve', {});
-    const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);
+    const [request] = await waitFor(
+      'the open request',
+      async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined),
+      60_000,
+      100,
+    );
     expect(request!.data).toMatchObject({ tool_name: 'Bash', input: TOOL_INPUT });
     expect((await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
     expect(await agent.exited, agent.stderr()).toBe(0);
@@ -115,20 +120,27 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
     expect(worker.model_usage).toMatchObject({ input_tokens: 100 * seen.length, output_tokens: 24 * seen.length, refused: 0 });
     // 2.1.197 also sends `HEAD /`: forwarded and counted as a request, with no tokens.
     expect(worker.model_usage!.requests).toBeGreaterThanOrEqual(seen.length);
-    const measured = await waitFor('the proxy\'s progress event', async () => {
-      const found = (await api().events(session.worker_id)).filter((e): e is StoredEvent<'progress'> => e.type === 'progress' && e.data.measured_by === 'model_proxy');
+    const measured = await waitFor("the proxy's progress event", async () => {
+      const found = (await api().events(session.worker_id)).filter(
+        (e): e is StoredEvent<'progress'> => e.type === 'progress' && e.data.measured_by === 'model_proxy',
+      );
       return found.at(-1)?.data.input_tokens === 100 * seen.length ? found : undefined;
     });
     expect(measured.at(-1)!.data).toMatchObject({ input_tokens: 100 * seen.length, output_tokens: 24 * seen.length });
     expect(JSON.stringify(await api().events(session.worker_id))).not.toContain(MODEL_KEY);
   }, 90_000);
 
-  it('a session budget below what two turns need: the proxy refuses the second model request, the agent ends with the provider\'s error, the history and totals show the cap', async () => {
+  it("a session budget below what two turns need: the proxy refuses the second model request, the agent ends with the provider's error, the history and totals show the cap", async () => {
     const session = await api().createSession({ template: 'claude', prompt: 'Create out.txt containing hello', overrides: { budget: { max_tokens: 50 } } });
     const request = await api().oneOpenRequest(session.worker_id);
     const before = mock.requests().length;
     expect((await decide(session.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
-    await waitFor('the session ended', async () => ['completed', 'failed'].includes((await get<{ status: string }>(`/v1/sessions/${session.id}`)).status), 60_000, 100);
+    await waitFor(
+      'the session ended',
+      async () => ['completed', 'failed'].includes((await get<{ status: string }>(`/v1/sessions/${session.id}`)).status),
+      60_000,
+      100,
+    );
     // The second turn never reached the model.
     expect(mock.requests().length).toBe(before);
     const history = await api().events(session.worker_id);
@@ -145,8 +157,15 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
 
   it('deny: the tool does not run and the agent receives the message', async () => {
     const agent = await run('deny', {});
-    const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);
-    expect((await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'deny', message: 'Not in this directory, please.' })).status).toBe(201);
+    const [request] = await waitFor(
+      'the open request',
+      async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined),
+      60_000,
+      100,
+    );
+    expect(
+      (await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'deny', message: 'Not in this directory, please.' })).status,
+    ).toBe(201);
     expect(await agent.exited, agent.stderr()).toBe(0);
     expect(existsSync(agent.outFile)).toBe(false);
     const result = (await agent.events()).find((e): e is StoredEvent<'tool_result'> => e.type === 'tool_result');

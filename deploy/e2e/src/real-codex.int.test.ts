@@ -15,7 +15,10 @@ import { startStack, type E2eStack } from './stack.js';
 /** The model key: the gateway's only. */
 const MODEL_KEY = `sk-proj-e2e-${randomBytes(8).toString('hex')}`;
 
-const ESCALATED: ResponsesTurn[] = [{ text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } }, { text: 'Done.' }];
+const ESCALATED: ResponsesTurn[] = [
+  { text: 'I will create out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } },
+  { text: 'Done.' },
+];
 const PATCH: ResponsesTurn[] = [{ text: 'I will add hello.txt.', patch: addFilePatch('hello.txt', ['hello']) }, { text: 'Done.' }];
 /** The same escalation twice in one conversation: after acceptForSession the second is not asked. */
 const SAME_ESCALATION_TWICE: ResponsesTurn[] = [
@@ -24,8 +27,10 @@ const SAME_ESCALATION_TWICE: ResponsesTurn[] = [
   { text: 'Done.' },
 ];
 
-const systemOf = (events: StoredEvent[], subtype: string) => events.filter((e): e is StoredEvent<'system'> => e.type === 'system' && (e.data as EventData<'system'>).subtype === subtype);
-const ofType = <K extends StoredEvent['type']>(events: StoredEvent[], type: K): Array<StoredEvent<K>> => events.filter((e) => e.type === type) as Array<StoredEvent<K>>;
+const systemOf = (events: StoredEvent[], subtype: string) =>
+  events.filter((e): e is StoredEvent<'system'> => e.type === 'system' && (e.data as EventData<'system'>).subtype === subtype);
+const ofType = <K extends StoredEvent['type']>(events: StoredEvent[], type: K): Array<StoredEvent<K>> =>
+  events.filter((e) => e.type === type) as Array<StoredEvent<K>>;
 
 /**
  * The real Codex CLI under the real sidecar against the real control plane; only the model is a
@@ -49,11 +54,28 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     mocks.push(proxied);
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-codex-templates-'));
     // Interactive Codex (app-server) through the model proxy; `gpt-5.5` is in Codex's catalog.
-    await writeFile(path.join(templatesDir, 'codex-interactive.toml'), ['[agent]', 'command = "codex"', 'cwd = "/workspace"', 'args = ["-c", "model=\\"gpt-5.5\\"", "-c", "check_for_update_on_startup=false"]', '[model]', 'api = "openai"', '[sidecar]', 'adapter = "codex"', ''].join('\n'));
+    await writeFile(
+      path.join(templatesDir, 'codex-interactive.toml'),
+      [
+        '[agent]',
+        'command = "codex"',
+        'cwd = "/workspace"',
+        'args = ["-c", "model=\\"gpt-5.5\\"", "-c", "check_for_update_on_startup=false"]',
+        '[model]',
+        'api = "openai"',
+        '[sidecar]',
+        'adapter = "codex"',
+        '',
+      ].join('\n'),
+    );
     const installed = path.dirname(path.dirname(path.dirname(codexBinary())));
     stack = await startStack({
       ingestReplicas: 1,
-      sessionEnv: { SVC_TEMPLATES_DIR: templatesDir, SVC_SANDBOX_HOST_DIRS: installed, SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin` },
+      sessionEnv: {
+        SVC_TEMPLATES_DIR: templatesDir,
+        SVC_SANDBOX_HOST_DIRS: installed,
+        SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin`,
+      },
       gatewayEnv: { SVC_OPENAI_API_KEY: MODEL_KEY, SVC_OPENAI_UPSTREAM_URL: new URL(proxied.url).origin },
     });
     // Not under /tmp (where a CI checkout may be): Codex's sandbox helper refuses a CODEX_HOME
@@ -70,15 +92,33 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
 
   const api = () => controlClient(stack.gatewayUrl, userToken);
 
-  async function run(name: string, turns: readonly ResponsesTurn[], extra: Record<string, unknown>, options: { mock?: MockOpenAIOptions; prepare?: (workspace: string) => Promise<void>; command?: string } = {}) {
+  async function run(
+    name: string,
+    turns: readonly ResponsesTurn[],
+    extra: Record<string, unknown>,
+    options: { mock?: MockOpenAIOptions; prepare?: (workspace: string) => Promise<void>; command?: string } = {},
+  ) {
     const mock = await startMockOpenAI(turns, options.mock);
     mocks.push(mock);
     const worker = await stack.createWorker('e2e-user');
     const workspace = path.join(dir, name);
-    const agent = await codexAgent({ cwd: workspace, home: path.join(dir, `${name}-home`), baseUrl: mock.url, prompt: 'Create out.txt containing hello, using the shell.' });
+    const agent = await codexAgent({
+      cwd: workspace,
+      home: path.join(dir, `${name}-home`),
+      baseUrl: mock.url,
+      prompt: 'Create out.txt containing hello, using the shell.',
+    });
     await options.prepare?.(workspace);
     if (options.command) agent.command = options.command;
-    const config = { adapter: 'codex', worker_id: worker.worker_id, control_plane_url: stack.gatewayUrl, auth_token: worker.token, agent, decision_wait_ms: 5000, ...extra };
+    const config = {
+      adapter: 'codex',
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      agent,
+      decision_wait_ms: 5000,
+      ...extra,
+    };
     const sidecar = await startSidecarWith(dir, name, config);
     const events = () => api().events(worker.worker_id);
     return { worker, workspace, exited: sidecar.exited, events, mock, outFile: path.join(workspace, 'out.txt'), stderr: sidecar.stderr };
@@ -91,7 +131,12 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
 
   it('a command that needs approval: the request shows through the API, a person allows it, the command really runs', async () => {
     const agent = await run('approve', ESCALATED, { autonomous: false });
-    const [request] = await waitFor('the open request', async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined), 60_000, 100);
+    const [request] = await waitFor(
+      'the open request',
+      async () => ((await openRequests(agent.worker.worker_id)).length === 1 ? openRequests(agent.worker.worker_id) : undefined),
+      60_000,
+      100,
+    );
     expect(request!.data).toMatchObject({ tool_name: 'command_execution', description: 'Write out.txt' });
     expect(JSON.stringify(request!.data.input)).toContain('echo hello > out.txt');
     expect((await decide(agent.worker.worker_id, { request_id: request!.data.request_id, decision: 'allow' })).status).toBe(201);
@@ -126,13 +171,22 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(systemOf(history, 'codex_sandbox_unavailable')).toEqual([]);
   }, 90_000);
 
-  it('a session budget below two turns: the proxy refuses the second model request (the provider\'s insufficient_quota), Codex stops, the history shows the cap', async () => {
-    const session = await api().createSession({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.', overrides: { budget: { max_tokens: 50 } } });
+  it("a session budget below two turns: the proxy refuses the second model request (the provider's insufficient_quota), Codex stops, the history shows the cap", async () => {
+    const session = await api().createSession({
+      template: 'codex-interactive',
+      prompt: 'Create out.txt containing hello, using the shell.',
+      overrides: { budget: { max_tokens: 50 } },
+    });
     const request = await api().oneOpenRequest(session.worker_id);
     const before = proxied.requests().length;
     const started = Date.now();
     expect((await decide(session.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
-    await waitFor('the session ended', async () => ['completed', 'failed'].includes((await api().get<{ status: string }>(`/v1/sessions/${session.id}`)).status), 60_000, 100).catch(async (err: unknown) => {
+    await waitFor(
+      'the session ended',
+      async () => ['completed', 'failed'].includes((await api().get<{ status: string }>(`/v1/sessions/${session.id}`)).status),
+      60_000,
+      100,
+    ).catch(async (err: unknown) => {
       throw new Error(`${String(err)}\n${JSON.stringify(await api().events(session.worker_id), null, 1)}`);
     });
     // Codex takes insufficient_quota as final: no retries for a minute.
@@ -145,10 +199,12 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(worker.model_usage!.refused).toBeGreaterThanOrEqual(1);
   }, 90_000);
 
-  it('deny with a message: the command does not run, the model is told it was rejected, the history shows the attempt and the person\'s reason', async () => {
+  it("deny with a message: the command does not run, the model is told it was rejected, the history shows the attempt and the person's reason", async () => {
     const agent = await run('deny', ESCALATED, { autonomous: false });
     const request = await api().oneOpenRequest(agent.worker.worker_id);
-    expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'deny', message: 'Not in this directory, please.' })).status).toBe(201);
+    expect(
+      (await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'deny', message: 'Not in this directory, please.' })).status,
+    ).toBe(201);
     expect(await agent.exited, agent.stderr()).toBe(0);
     expect(existsSync(agent.outFile)).toBe(false);
     expect(toolOutputSeen(agent.mock)).toMatch(/rejected/i);
@@ -171,7 +227,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(systemOf(history, 'codex_sandbox_unavailable')).toEqual([]);
   }, 90_000);
 
-  it('a patch, denied with a message: no file, the model\'s next request carries Codex\'s rejection, the history shows tool_use and an error tool_result', async () => {
+  it("a patch, denied with a message: no file, the model's next request carries Codex's rejection, the history shows tool_use and an error tool_result", async () => {
     const agent = await run('patch-deny', PATCH, { autonomous: false });
     const request = await api().oneOpenRequest(agent.worker.worker_id);
     expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'deny', message: 'No new files today.' })).status).toBe(201);
@@ -200,7 +256,9 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
   it('deny with interrupt: Codex cancels the turn, the result says so, the model is asked nothing more', async () => {
     const agent = await run('interrupt', ESCALATED, { autonomous: false });
     const request = await api().oneOpenRequest(agent.worker.worker_id);
-    expect((await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'deny', message: 'Stop here.', interrupt: true })).status).toBe(201);
+    expect(
+      (await decide(agent.worker.worker_id, { request_id: request.data.request_id, decision: 'deny', message: 'Stop here.', interrupt: true })).status,
+    ).toBe(201);
     expect(await agent.exited, agent.stderr()).toBe(0);
     expect(existsSync(agent.outFile)).toBe(false);
     expect(agent.mock.requests()).toHaveLength(1);
@@ -216,7 +274,12 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
       { text: 'Writing out.txt.', command: { cmd: 'echo hello > out.txt', escalate: true, justification: 'Write out.txt' } },
       { text: 'Done.' },
     ];
-    const agent = await run('autonomous-deny', turns, { autonomous: true, permissions: { auto_approve: [], deny: ['command_execution(rm *)'], ask: [] } }, { prepare: async (workspace) => void (await mkdir(path.join(workspace, 'data', 'keep'), { recursive: true })) });
+    const agent = await run(
+      'autonomous-deny',
+      turns,
+      { autonomous: true, permissions: { auto_approve: [], deny: ['command_execution(rm *)'], ask: [] } },
+      { prepare: async (workspace) => void (await mkdir(path.join(workspace, 'data', 'keep'), { recursive: true })) },
+    );
     expect(await agent.exited, agent.stderr()).toBe(0);
     expect(existsSync(path.join(agent.workspace, 'data', 'keep'))).toBe(true);
     expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
@@ -236,7 +299,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(results).toEqual([true, true, false]);
   }, 90_000);
 
-  it('autonomous with a patch: the file is written without a person; the engine\'s allow is recorded', async () => {
+  it("autonomous with a patch: the file is written without a person; the engine's allow is recorded", async () => {
     const agent = await run('autonomous-patch', PATCH, { autonomous: true });
     expect(await agent.exited, agent.stderr()).toBe(0);
     expect(await readFile(path.join(agent.workspace, 'hello.txt'), 'utf8')).toBe('hello\n');
@@ -245,7 +308,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(ofType(history, 'control_response').map((e) => e.data)).toEqual([expect.objectContaining({ decision: 'allow', decided_by: 'policy' })]);
   }, 90_000);
 
-  it('a stream that fails upstream (response.failed, then HTTP 500s): warnings, a failed result, the sidecar exits with Codex\'s code, nothing hangs', async () => {
+  it("a stream that fails upstream (response.failed, then HTTP 500s): warnings, a failed result, the sidecar exits with Codex's code, nothing hangs", async () => {
     const agent = await run('failing', [{ text: 'never seen' }], { autonomous: false }, { mock: { failing: true } });
     const code = await agent.exited;
     const history = await agent.events();
@@ -255,19 +318,29 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(code).toBe((exit.data.details as { code: number }).code);
   }, 90_000);
 
-  it('a command Codex\'s read-only sandbox refuses (Codex reports no item for it): the history still shows the attempt, with the error Codex gave the model', async () => {
-    const agent = await run('sandbox-refused', [{ text: 'Writing out.txt in the sandbox.', command: { cmd: 'echo hello > out.txt' } }, { text: 'Done.' }], { autonomous: false });
+  it("a command Codex's read-only sandbox refuses (Codex reports no item for it): the history still shows the attempt, with the error Codex gave the model", async () => {
+    const agent = await run('sandbox-refused', [{ text: 'Writing out.txt in the sandbox.', command: { cmd: 'echo hello > out.txt' } }, { text: 'Done.' }], {
+      autonomous: false,
+    });
     expect(await agent.exited, agent.stderr()).toBe(0);
     expect(existsSync(agent.outFile)).toBe(false);
     const history = await agent.events();
-    expect(ofType(history, 'tool_use').map((e) => e.data)).toEqual([expect.objectContaining({ name: 'command_execution', input: expect.objectContaining({ command: 'echo hello > out.txt' }) })]);
-    expect(ofType(history, 'tool_result').map((e) => e.data)).toEqual([expect.objectContaining({ is_error: true, content: expect.stringContaining('Read-only file system') })]);
+    expect(ofType(history, 'tool_use').map((e) => e.data)).toEqual([
+      expect.objectContaining({ name: 'command_execution', input: expect.objectContaining({ command: 'echo hello > out.txt' }) }),
+    ]);
+    expect(ofType(history, 'tool_result').map((e) => e.data)).toEqual([
+      expect.objectContaining({ is_error: true, content: expect.stringContaining('Read-only file system') }),
+    ]);
   }, 90_000);
 
-  it('where Codex\'s own sandbox cannot start (no nested namespaces), the run says so in a system event and every patch still goes to the engine', async () => {
+  it("where Codex's own sandbox cannot start (no nested namespaces), the run says so in a system event and every patch still goes to the engine", async () => {
     // Codex under a bubblewrap that forbids further user namespaces, as a locked-down Pod might.
     const wrapper = path.join(dir, 'codex-without-namespaces');
-    await writeFile(wrapper, `#!/bin/sh\nexec bwrap --bind / / --proc /proc --dev /dev --unshare-user --disable-userns --die-with-parent -- ${codexBinary()} "$@"\n`, { mode: 0o755 });
+    await writeFile(
+      wrapper,
+      `#!/bin/sh\nexec bwrap --bind / / --proc /proc --dev /dev --unshare-user --disable-userns --die-with-parent -- ${codexBinary()} "$@"\n`,
+      { mode: 0o755 },
+    );
     const agent = await run('no-nested-sandbox', PATCH, { autonomous: false }, { command: wrapper });
     const request = await api().oneOpenRequest(agent.worker.worker_id);
     expect(request.data.tool_name).toBe('file_change');
@@ -278,7 +351,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(unavailable!.data).toMatchObject({ level: 'warn', message: expect.stringContaining('namespace') });
   }, 90_000);
 
-  it('a tool on the deny list is refused without a prompt; the history records the policy\'s decision', async () => {
+  it("a tool on the deny list is refused without a prompt; the history records the policy's decision", async () => {
     const agent = await run('deny-list', ESCALATED, { autonomous: false, permissions: { auto_approve: [], deny: ['command_execution'], ask: [] } });
     expect(await agent.exited, agent.stderr()).toBe(0);
     expect(existsSync(agent.outFile)).toBe(false);

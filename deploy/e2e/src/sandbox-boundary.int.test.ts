@@ -69,7 +69,11 @@ describe('the sandbox boundary: a probe inside a sealed local sandbox (bubblewra
 [agent]
 command = "/workspace/probe.sh"
 cwd = "/workspace"
-env = { PROBE_TARGETS = ${JSON.stringify(Object.entries(targets).map(([name, address]) => `${name}=${address}`).join(' '))}, PROXY_TARGETS = ${JSON.stringify(`host-loopback=${targets['host-loopback']} nats=${targets.nats}`)} }
+env = { PROBE_TARGETS = ${JSON.stringify(
+      Object.entries(targets)
+        .map(([name, address]) => `${name}=${address}`)
+        .join(' '),
+    )}, PROXY_TARGETS = ${JSON.stringify(`host-loopback=${targets['host-loopback']} nats=${targets.nats}`)} }
 
 [model]
 api = "anthropic"
@@ -95,7 +99,7 @@ adapter = "claude-code"
     if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   });
 
-  const api = async <T,>(method: string, url: string, body?: unknown): Promise<T> => {
+  const api = async <T>(method: string, url: string, body?: unknown): Promise<T> => {
     const response = await fetch(`${stack.gatewayUrl}${url}`, {
       method,
       headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -111,7 +115,7 @@ adapter = "claude-code"
     const said = async () => (await events()).filter((e): e is StoredEvent<'assistant'> => e.type === 'assistant').map((e) => e.data.text);
 
     const [request] = await waitFor(
-      'the probe\'s tool request',
+      "the probe's tool request",
       async () => {
         const open = await api<ListResponseOf<StoredEvent<'control_request'>>>('GET', `/v1/workers/${session.worker_id}/control/requests`);
         return open.items.length === 1 ? open.items : undefined;
@@ -143,13 +147,22 @@ adapter = "claude-code"
     for (const file of await filesUnder(sandboxDir)) expect(await readFile(file, 'utf8').catch(() => ''), file).not.toContain(modelKey);
 
     // The decision still reaches it, through the sealed channel.
-    expect((await fetch(`${stack.gatewayUrl}/v1/workers/${session.worker_id}/control`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ request_id: (request!.data as EventData<'control_request'>).request_id, decision: 'allow' }),
-    })).status).toBe(201);
+    expect(
+      (
+        await fetch(`${stack.gatewayUrl}/v1/workers/${session.worker_id}/control`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ request_id: (request!.data as EventData<'control_request'>).request_id, decision: 'allow' }),
+        })
+      ).status,
+    ).toBe(201);
     await waitFor('the decision arrived', async () => (await said()).includes('decision allow'), 30_000, 100);
-    await waitFor('the session completed', async () => (await api<{ status: string }>('GET', `/v1/sessions/${session.id}`)).status === 'completed', 30_000, 100);
+    await waitFor(
+      'the session completed',
+      async () => (await api<{ status: string }>('GET', `/v1/sessions/${session.id}`)).status === 'completed',
+      30_000,
+      100,
+    );
   }, 120_000);
 });
 

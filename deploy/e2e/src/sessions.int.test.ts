@@ -90,12 +90,18 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     return created.body as unknown as Session;
   };
   const waitForStatus = (session: Session, status: Session['status'], timeoutMs = 30_000) =>
-    waitFor(`session ${session.id} ${status}`, async () => {
-      const current = (await api('GET', `/v1/sessions/${session.id}`)).body as unknown as Session;
-      if (current.status === 'failed' && status !== 'failed') throw new Error(`the session failed: ${JSON.stringify(current.failure)}\n${stack.outputs()}`);
-      return current.status === status ? current : undefined;
-    }, timeoutMs, 100);
-  const eventsOf = async (workerId: string) => ((await api('GET', `/v1/workers/${workerId}/sdk-events?limit=1000`)).body as unknown as ListResponseOf<StoredEvent>).items;
+    waitFor(
+      `session ${session.id} ${status}`,
+      async () => {
+        const current = (await api('GET', `/v1/sessions/${session.id}`)).body as unknown as Session;
+        if (current.status === 'failed' && status !== 'failed') throw new Error(`the session failed: ${JSON.stringify(current.failure)}\n${stack.outputs()}`);
+        return current.status === status ? current : undefined;
+      },
+      timeoutMs,
+      100,
+    );
+  const eventsOf = async (workerId: string) =>
+    ((await api('GET', `/v1/workers/${workerId}/sdk-events?limit=1000`)).body as unknown as ListResponseOf<StoredEvent>).items;
   const systemLines = (events: StoredEvent[]) => events.filter((e) => e.type === 'system').map((e) => (e.data as EventData<'system'>).message);
 
   it('demo: running → events stream → the prompt approved through the API → the tool really ran → completed', async () => {
@@ -104,7 +110,11 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     const viewer = new StreamViewer('viewer', stack.gatewayUrl, token);
     await viewer.watch([session.worker_id]);
     await waitForStatus(session, 'running');
-    const request = await waitFor('the permission request', () => viewer.received.byWorker.get(session.worker_id)?.find((e) => e.type === 'control_request'), 30_000);
+    const request = await waitFor(
+      'the permission request',
+      () => viewer.received.byWorker.get(session.worker_id)?.find((e) => e.type === 'control_request'),
+      30_000,
+    );
     const data = request.data as EventData<'control_request'>;
     expect(data.tool_name).toBe('Write');
     const open = await api('GET', `/v1/workers/${session.worker_id}/control/requests?state=open`);
@@ -124,7 +134,11 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/hello.txt'), 'utf8')).toBe('hello from the svc demo agent\n');
     // The sidecar read its config and token at the spec's paths, inside the sandbox.
     const started = events.find((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'agent_start')!;
-    expect((started.data as EventData<'system'>).details).toMatchObject({ config_file: '/etc/svc/sidecar.json', token_file: '/var/run/svc/token', adapter: 'claude-code' });
+    expect((started.data as EventData<'system'>).details).toMatchObject({
+      config_file: '/etc/svc/sidecar.json',
+      token_file: '/var/run/svc/token',
+      adapter: 'claude-code',
+    });
     await viewer.disconnect();
   });
 
@@ -157,7 +171,10 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect(deleted.status).toBe(200);
     expect(deleted.body).toMatchObject({ id: session.id, status: 'stopped' });
     expect(existsSync(sandbox)).toBe(false);
-    await waitFor('the token refused', async () => (await api('GET', `/v1/workers/${session.worker_id}/control/pending`, undefined, workerToken)).status === 401);
+    await waitFor(
+      'the token refused',
+      async () => (await api('GET', `/v1/workers/${session.worker_id}/control/pending`, undefined, workerToken)).status === 401,
+    );
     expect((await api('GET', `/v1/sessions/${session.id}`)).body).toMatchObject({ status: 'stopped' });
     expect((await api('DELETE', `/v1/sessions/${session.id}`)).body).toMatchObject({ status: 'stopped' });
   });
@@ -177,10 +194,12 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect((await api('GET', `/v1/sessions/${session.id}`, undefined, other)).status).toBe(404);
   });
 
-  it('GET /v1/sessions/{id}/logs follows the sandbox logs (the sidecar\'s and the agent\'s) over a WebSocket', async () => {
+  it("GET /v1/sessions/{id}/logs follows the sandbox logs (the sidecar's and the agent's) over a WebSocket", async () => {
     const session = await createSession({ template: 'noisy' });
     await waitForStatus(session, 'completed');
-    const socket = new WebSocket(`${stack.gatewayUrl.replace(/^http/, 'ws')}/v1/sessions/${session.id}/logs?tail=100`, { headers: { authorization: `Bearer ${token}` } });
+    const socket = new WebSocket(`${stack.gatewayUrl.replace(/^http/, 'ws')}/v1/sessions/${session.id}/logs?tail=100`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     const frames: SessionLogMessageType[] = [];
     const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
     socket.on('message', (data) => frames.push(JSON.parse(String(data)) as SessionLogMessageType));

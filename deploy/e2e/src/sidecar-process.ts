@@ -39,22 +39,33 @@ export function controlClient(gatewayUrl: string, userToken: string) {
   return {
     get,
     events: (workerId: string) => get<ListResponseOf<StoredEvent>>(`/v1/workers/${workerId}/sdk-events?limit=1000`).then((page) => page.items),
-    openRequests: (workerId: string) => get<ListResponseOf<StoredEvent<'control_request'>>>(`/v1/workers/${workerId}/control/requests?state=open`).then((page) => page.items),
+    openRequests: (workerId: string) =>
+      get<ListResponseOf<StoredEvent<'control_request'>>>(`/v1/workers/${workerId}/control/requests?state=open`).then((page) => page.items),
     decide: (workerId: string, body: Record<string, unknown>) =>
-      fetch(`${gatewayUrl}/v1/workers/${workerId}/control`, { method: 'POST', headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      fetch(`${gatewayUrl}/v1/workers/${workerId}/control`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }),
     /** `POST /v1/sessions`, expecting 201. */
     async createSession(body: Record<string, unknown>): Promise<Session> {
-      const created = await fetch(`${gatewayUrl}/v1/sessions`, { method: 'POST', headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const created = await fetch(`${gatewayUrl}/v1/sessions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       if (created.status !== 201) throw new Error(`POST /v1/sessions answered ${created.status}: ${await created.text()}`);
       return (await created.json()) as Session;
     },
     /** The worker's one open request, once it is there; on a timeout the error shows the worker's events. */
     async oneOpenRequest(workerId: string): Promise<StoredEvent<'control_request'>> {
       const open = () => get<ListResponseOf<StoredEvent<'control_request'>>>(`/v1/workers/${workerId}/control/requests?state=open`).then((page) => page.items);
-      const [request] = await waitFor('the open request', async () => ((await open()).length === 1 ? open() : undefined), 60_000, 100).catch(async (err: unknown) => {
-        const events = await get<ListResponseOf<StoredEvent>>(`/v1/workers/${workerId}/sdk-events?limit=1000`);
-        throw new Error(`${String(err)}\n${JSON.stringify(events.items, null, 1)}`);
-      });
+      const [request] = await waitFor('the open request', async () => ((await open()).length === 1 ? open() : undefined), 60_000, 100).catch(
+        async (err: unknown) => {
+          const events = await get<ListResponseOf<StoredEvent>>(`/v1/workers/${workerId}/sdk-events?limit=1000`);
+          throw new Error(`${String(err)}\n${JSON.stringify(events.items, null, 1)}`);
+        },
+      );
       return request!;
     },
   };

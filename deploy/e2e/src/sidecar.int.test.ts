@@ -61,7 +61,7 @@ describe('svc-sidecar under the real control plane (every service its own proces
     }
   }
 
-  it('generic adapter: start, every stdout and stderr line, and the exit are stored; the sidecar exits with the agent\'s code', async () => {
+  it("generic adapter: start, every stdout and stderr line, and the exit are stored; the sidecar exits with the agent's code", async () => {
     const worker = await stack.createWorker('e2e-user');
     const sidecar = startSidecar(await configFor(worker, { command: 'sh', args: ['-c', 'echo one; echo two >&2; exit 3'] }, 'lifecycle'));
     expect(await sidecar.exited).toBe(3);
@@ -70,7 +70,12 @@ describe('svc-sidecar under the real control plane (every service its own proces
       return stored.length === 4 ? stored : undefined;
     });
     expect(events[0]!.data).toMatchObject({ subtype: 'agent_start' });
-    expect(events.slice(1, 3).map((e) => [e.data.message, e.data.stream, e.data.level]).sort()).toEqual([
+    expect(
+      events
+        .slice(1, 3)
+        .map((e) => [e.data.message, e.data.stream, e.data.level])
+        .sort(),
+    ).toEqual([
       ['one', 'stdout', 'info'],
       ['two', 'stderr', 'warn'],
     ]);
@@ -117,7 +122,10 @@ describe('svc-sidecar under the real control plane (every service its own proces
     expect(await sidecar.exited).toBe(143);
     expect(Date.now() - stopped).toBeLessThan(3000);
     expect(sidecar.stderr()).toContain('stay in');
-    const kept = (await readFile(path.join(dir, 'unreachable-state', 'outbox.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { data: { message: string; subtype?: string } });
+    const kept = (await readFile(path.join(dir, 'unreachable-state', 'outbox.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { data: { message: string; subtype?: string } });
     expect(kept.map((e) => e.data.subtype ?? e.data.message)).toEqual(['agent_start', 'one', 'two', 'agent_exit']);
 
     // The next start (the control plane reachable again) sends them first, once. (Its own run may
@@ -138,12 +146,14 @@ describe('svc-sidecar under the real control plane (every service its own proces
     const decisionFile = path.join(dir, 'codex-interactive.decisions');
     const agent = {
       command: standInAgent('replay-codex-app-server'),
-      env: { TRANSCRIPT: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/test/fixtures/codex/appserver-escalate-decline.jsonl'), DECISION_FILE: decisionFile },
+      env: {
+        TRANSCRIPT: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/test/fixtures/codex/appserver-escalate-decline.jsonl'),
+        DECISION_FILE: decisionFile,
+      },
       prompt: 'Create out.txt containing hello, using the shell.',
     };
     const sidecar = startSidecar(await configFor(worker, agent, 'codex-interactive', { adapter: 'codex', autonomous: false }));
-    const requests = async () =>
-      controlClient(stack.gatewayUrl, userToken).openRequests(worker.worker_id);
+    const requests = async () => controlClient(stack.gatewayUrl, userToken).openRequests(worker.worker_id);
     const [open] = await waitFor('the approval request open', async () => ((await requests()).length === 1 ? requests() : undefined), 20_000);
     expect(open!.data).toMatchObject({ tool_name: 'command_execution', input: { command: 'echo hello | tee out.txt' } });
     const answer = await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/control`, {
@@ -153,7 +163,12 @@ describe('svc-sidecar under the real control plane (every service its own proces
     });
     expect(answer.status).toBe(201);
     expect(await sidecar.exited, sidecar.stderr()).toBe(0);
-    expect((await readFile(decisionFile, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as unknown)).toContainEqual({ id: 0, result: { decision: 'decline' } });
+    expect(
+      (await readFile(decisionFile, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as unknown),
+    ).toContainEqual({ id: 0, result: { decision: 'decline' } });
     const events = await waitFor('the result stored', async () => {
       const stored = (await storedEvents(worker.worker_id)) as StoredEvent[];
       return stored.some((e) => e.type === 'result') ? stored : undefined;
@@ -163,7 +178,10 @@ describe('svc-sidecar under the real control plane (every service its own proces
 
   it('a bad config stops it at once (exit 2) naming the field, never the token', async () => {
     const file = path.join(dir, 'bad.json');
-    await writeFile(file, JSON.stringify({ adapter: 'generic', worker_id: 'wrk_x', control_plane_url: 'not a url', auth_token: 'svcw_secret_value', agent: { command: 'true' } }));
+    await writeFile(
+      file,
+      JSON.stringify({ adapter: 'generic', worker_id: 'wrk_x', control_plane_url: 'not a url', auth_token: 'svcw_secret_value', agent: { command: 'true' } }),
+    );
     const sidecar = startSidecar(file);
     expect(await sidecar.exited).toBe(2);
     expect(sidecar.stderr()).toContain('/control_plane_url');
@@ -179,16 +197,23 @@ describe('svc-sidecar under the real control plane (every service its own proces
     async function runClaude(name: string, extra: Record<string, unknown>) {
       const worker = await stack.createWorker('e2e-user');
       const decisionFile = path.join(dir, `${name}.decisions`);
-      const agent = { command: REPLAY, env: { TRANSCRIPT: path.join(FIXTURES, 'c-stdio-allow.stdout.jsonl'), DECISION_FILE: decisionFile }, prompt: 'Create out.txt containing hello' };
+      const agent = {
+        command: REPLAY,
+        env: { TRANSCRIPT: path.join(FIXTURES, 'c-stdio-allow.stdout.jsonl'), DECISION_FILE: decisionFile },
+        prompt: 'Create out.txt containing hello',
+      };
       const sidecar = startSidecar(await configFor(worker, agent, name, { adapter: 'claude-code', ...extra }));
-      const decisions = async () => (await readFile(decisionFile, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+      const decisions = async () =>
+        (await readFile(decisionFile, 'utf8').catch(() => ''))
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
       return { worker, sidecar, decisions };
     }
 
     it('a tool that needs approval shows as an open request; a person allows it; the agent gets that decision once, as the CLI expects it', async () => {
       const { worker, sidecar, decisions } = await runClaude('approve', {});
-      const requests = async () =>
-        controlClient(stack.gatewayUrl, userToken).openRequests(worker.worker_id);
+      const requests = async () => controlClient(stack.gatewayUrl, userToken).openRequests(worker.worker_id);
       const [open] = await waitFor('the request open', async () => ((await requests()).length === 1 ? requests() : undefined), 20_000);
       expect(open!.data).toMatchObject({ request_id: REQUEST_ID, tool_name: 'Bash', input: INPUT });
       const updated = { ...INPUT, command: 'echo hello-from-host > out.txt' };
@@ -199,7 +224,9 @@ describe('svc-sidecar under the real control plane (every service its own proces
       });
       expect(answer.status).toBe(201);
       expect(await sidecar.exited).toBe(0);
-      expect(await decisions()).toEqual([{ type: 'control_response', response: { subtype: 'success', request_id: REQUEST_ID, response: { behavior: 'allow', updatedInput: updated } } }]);
+      expect(await decisions()).toEqual([
+        { type: 'control_response', response: { subtype: 'success', request_id: REQUEST_ID, response: { behavior: 'allow', updatedInput: updated } } },
+      ]);
       const events = await waitFor('the result stored', async () => {
         const stored = await storedEvents(worker.worker_id);
         return stored.some((e) => (e.type as string) === 'result') ? (stored as StoredEvent[]) : undefined;
@@ -210,7 +237,7 @@ describe('svc-sidecar under the real control plane (every service its own proces
       expect(await requests()).toEqual([]);
     });
 
-    it('a tool on the deny list is refused without a prompt; the history records the policy\'s decision', async () => {
+    it("a tool on the deny list is refused without a prompt; the history records the policy's decision", async () => {
       const { worker, sidecar, decisions } = await runClaude('deny', { permissions: { deny: ['Bash(echo *)'], ask: [], auto_approve: [] } });
       expect(await sidecar.exited).toBe(0);
       const [written] = await decisions();
@@ -225,21 +252,32 @@ describe('svc-sidecar under the real control plane (every service its own proces
     it('autonomous with auto_approve: no prompt, the tool is allowed with its input unchanged', async () => {
       const { sidecar, decisions } = await runClaude('autonomous', { autonomous: true, permissions: { auto_approve: ['Read'], deny: [], ask: [] } });
       expect(await sidecar.exited).toBe(0);
-      expect(await decisions()).toEqual([{ type: 'control_response', response: { subtype: 'success', request_id: REQUEST_ID, response: { behavior: 'allow', updatedInput: INPUT } } }]);
+      expect(await decisions()).toEqual([
+        { type: 'control_response', response: { subtype: 'success', request_id: REQUEST_ID, response: { behavior: 'allow', updatedInput: INPUT } } },
+      ]);
     });
   });
 
-  it('the sidecar killed and restarted: the old agent is killed, no decision reaches an agent twice, and the new agent\'s decisions arrive', async () => {
+  it("the sidecar killed and restarted: the old agent is killed, no decision reaches an agent twice, and the new agent's decisions arrive", async () => {
     const worker = await stack.createWorker('e2e-user');
     const receipts = path.join(dir, 'restart.receipts');
     await writeFile(receipts, '');
-    const file = await configFor(worker, { command: standInAgent('ask-repeatedly'), prompt: 'go', env: { ASKS: '2', RECEIPTS: receipts } }, 'restart', { adapter: 'claude-code' });
+    const file = await configFor(worker, { command: standInAgent('ask-repeatedly'), prompt: 'go', env: { ASKS: '2', RECEIPTS: receipts } }, 'restart', {
+      adapter: 'claude-code',
+    });
     const base = `${stack.gatewayUrl}/v1/workers/${worker.worker_id}`;
     const headers = { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' };
     const openIds = async () =>
-      ((await (await fetch(`${base}/control/requests?state=open`, { headers })).json()) as ListResponseOf<StoredEvent<'control_request'>>).items.map((r) => r.data.request_id);
-    const allow = (requestId: string) => fetch(`${base}/control`, { method: 'POST', headers, body: JSON.stringify({ request_id: requestId, decision: 'allow' }) });
-    const delivered = async () => (await readFile(receipts, 'utf8')).split('\n').filter(Boolean).map((line) => line.split(' ')[0]!);
+      ((await (await fetch(`${base}/control/requests?state=open`, { headers })).json()) as ListResponseOf<StoredEvent<'control_request'>>).items.map(
+        (r) => r.data.request_id,
+      );
+    const allow = (requestId: string) =>
+      fetch(`${base}/control`, { method: 'POST', headers, body: JSON.stringify({ request_id: requestId, decision: 'allow' }) });
+    const delivered = async () =>
+      (await readFile(receipts, 'utf8'))
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split(' ')[0]!);
     const nextOpen = (seen: string[]) => waitFor('a new open request', async () => (await openIds()).find((id) => !seen.includes(id)), 20_000);
 
     const first = startSidecar(file);

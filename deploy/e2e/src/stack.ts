@@ -4,7 +4,18 @@ import path from 'node:path';
 import { connectBus, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
 import { subjects, type CreateWorkerRequestType, type CreateWorkerResultType, type StatusResponseType } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
-import { freePort, startNatsServer, startPostgres, startServiceProcess, startTestIssuer, waitFor, type NatsServerProcess, type PostgresProcess, type ServiceProcess, type TestIssuer } from '@svc/test-support';
+import {
+  freePort,
+  startNatsServer,
+  startPostgres,
+  startServiceProcess,
+  startTestIssuer,
+  waitFor,
+  type NatsServerProcess,
+  type PostgresProcess,
+  type ServiceProcess,
+  type TestIssuer,
+} from '@svc/test-support';
 
 export interface E2eStack {
   gatewayUrl: string;
@@ -51,7 +62,11 @@ export interface StackOptions {
 
 export async function startStack(options: StackOptions = {}): Promise<E2eStack> {
   const replicas = options.ingestReplicas ?? 2;
-  const [nats, postgres, issuer]: [NatsServerProcess, PostgresProcess, TestIssuer] = await Promise.all([startNatsServer(), startPostgres({ durable: options.durablePostgres ?? false }), startTestIssuer('svc')]);
+  const [nats, postgres, issuer]: [NatsServerProcess, PostgresProcess, TestIssuer] = await Promise.all([
+    startNatsServer(),
+    startPostgres({ durable: options.durablePostgres ?? false }),
+    startTestIssuer('svc'),
+  ]);
   const ingestProbePorts = options.ingestProbes ? await Promise.all(Array.from({ length: replicas }, () => freePort())) : [];
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
   const port = await freePort();
@@ -85,7 +100,10 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
   const others = { session: startServiceProcess('session', othersEnv.session), control: startServiceProcess('control', othersEnv.control) };
   let gateway = startServiceProcess('gateway', gatewayEnv);
   const everyProcess = () => [...ingest, others.session, others.control, gateway];
-  const outputs = () => everyProcess().map((p) => `--- ${p.service}\n${p.output()}`).join('\n');
+  const outputs = () =>
+    everyProcess()
+      .map((p) => `--- ${p.service}\n${p.output()}`)
+      .join('\n');
   const statusToken = await issuer.sign({ sub: 'e2e-status' });
   const gatewayReady = () =>
     waitFor(
@@ -100,7 +118,12 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
       throw new Error(`${String(err)}\n${outputs()}`);
     });
   await gatewayReady();
-  const nc = await connectBus({ servers: nats.url, name: 'e2e', logger: createLogger({ name: 'e2e', level: 'silent' }), credentials: nats.credentials.operator });
+  const nc = await connectBus({
+    servers: nats.url,
+    name: 'e2e',
+    logger: createLogger({ name: 'e2e', level: 'silent' }),
+    credentials: nats.credentials.operator,
+  });
 
   return {
     gatewayUrl,

@@ -19,11 +19,30 @@ export interface Terminal {
   close(): Promise<void>;
 }
 
-export async function openTerminal(options: { name: string; command: string[]; env: Record<string, string>; columns?: number; rows?: number }): Promise<Terminal> {
+export async function openTerminal(options: {
+  name: string;
+  command: string[];
+  env: Record<string, string>;
+  columns?: number;
+  rows?: number;
+}): Promise<Terminal> {
   const socket = `svc-e2e-${options.name}-${process.pid}`;
   const tmux = (...args: string[]) => run('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
   const environment = Object.entries(options.env).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
-  await tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'svc', '-x', String(options.columns ?? 120), '-y', String(options.rows ?? 40), ...environment, ...options.command);
+  await tmux(
+    '-f',
+    '/dev/null',
+    'new-session',
+    '-d',
+    '-s',
+    'svc',
+    '-x',
+    String(options.columns ?? 120),
+    '-y',
+    String(options.rows ?? 40),
+    ...environment,
+    ...options.command,
+  );
   await tmux('set-option', '-t', 'svc', 'remain-on-exit', 'on');
   const screen = async () => (await tmux('capture-pane', '-p', '-t', 'svc')).stdout;
   return {
@@ -31,10 +50,15 @@ export async function openTerminal(options: { name: string; command: string[]; e
     async waitForText(text, timeoutMs = 20_000) {
       let last = '';
       try {
-        return await waitFor(`"${String(text)}" on the screen`, async () => {
-          last = await screen();
-          return (typeof text === 'string' ? last.includes(text) : text.test(last)) ? last : undefined;
-        }, timeoutMs, 100);
+        return await waitFor(
+          `"${String(text)}" on the screen`,
+          async () => {
+            last = await screen();
+            return (typeof text === 'string' ? last.includes(text) : text.test(last)) ? last : undefined;
+          },
+          timeoutMs,
+          100,
+        );
       } catch (err) {
         throw new Error(`${(err as Error).message}\n--- the screen ---\n${last}`);
       }

@@ -80,32 +80,51 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     const pod = podSpecOf(deployments[0]!)!;
     expect(pod.containers[0]!.command).toEqual(['node', 'deploy/local-stack/dist/main.js']);
     const env = Object.fromEntries(pod.containers[0]!.env!.map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ SVC_DEMO: 'false', SVC_SANDBOX_PROVIDER: 'kubernetes', SVC_GATEWAY_HOST: '0.0.0.0', SVC_OIDC_ISSUER: 'https://accounts.example.com' });
+    expect(env).toMatchObject({
+      SVC_DEMO: 'false',
+      SVC_SANDBOX_PROVIDER: 'kubernetes',
+      SVC_GATEWAY_HOST: '0.0.0.0',
+      SVC_OIDC_ISSUER: 'https://accounts.example.com',
+    });
     expect((deployments[0]!['spec'] as { replicas: number }).replicas).toBe(1);
   });
 
   it('distributed mode: a gateway Deployment with an HPA, an event-ingest StatefulSet, control and session Deployments', () => {
     const manifests = rendered.get('distributed-external.yaml')!;
-    expect(of(manifests, 'Deployment').map((d) => d.metadata.name).sort()).toEqual(['svc-control', 'svc-gateway', 'svc-session']);
+    expect(
+      of(manifests, 'Deployment')
+        .map((d) => d.metadata.name)
+        .sort(),
+    ).toEqual(['svc-control', 'svc-gateway', 'svc-session']);
     expect(of(manifests, 'StatefulSet').map((s) => s.metadata.name)).toEqual(['svc-event-ingest']);
     expect((named(manifests, 'HorizontalPodAutoscaler', 'gateway')!['spec'] as { scaleTargetRef: { name: string } }).scaleTargetRef.name).toBe('svc-gateway');
-    expect(of(manifests, 'PodDisruptionBudget').map((p) => p.metadata.name).sort()).toEqual(['svc-control', 'svc-event-ingest', 'svc-gateway', 'svc-session']);
+    expect(
+      of(manifests, 'PodDisruptionBudget')
+        .map((p) => p.metadata.name)
+        .sort(),
+    ).toEqual(['svc-control', 'svc-event-ingest', 'svc-gateway', 'svc-session']);
     // External NATS and Postgres: nothing of ours runs them; the URL comes from the existing Secret.
     const session = podSpecOf(named(manifests, 'Deployment', 'session')!)!;
     expect(session.containers[0]!.env!.find((e) => e.name === 'SVC_NATS_URL')!.value).toBe('nats://nats.nats.svc:4222');
     expect(session.containers[0]!.env!.find((e) => e.name === 'SVC_DATABASE_URL')!.valueFrom).toEqual({ secretKeyRef: { name: 'svc-database', key: 'uri' } });
     expect(manifests.some((m) => m.metadata.name.endsWith('-nats') || m.metadata.name.endsWith('-postgres'))).toBe(false);
     const bundled = rendered.get('distributed-bundled.yaml')!;
-    expect(of(bundled, 'StatefulSet').map((s) => s.metadata.name).sort()).toEqual(['svc-event-ingest', 'svc-nats', 'svc-postgres']);
+    expect(
+      of(bundled, 'StatefulSet')
+        .map((s) => s.metadata.name)
+        .sort(),
+    ).toEqual(['svc-event-ingest', 'svc-nats', 'svc-postgres']);
     expect(of(bundled, 'HorizontalPodAutoscaler')).toEqual([]);
   });
 
-  it('event-ingest replicas get distinct replica indexes: each Pod\'s ordinal, with the replica count; together they own every partition once', () => {
+  it("event-ingest replicas get distinct replica indexes: each Pod's ordinal, with the replica count; together they own every partition once", () => {
     for (const profile of ['distributed-external.yaml', 'distributed-bundled.yaml'] as const) {
       const statefulSet = named(rendered.get(profile)!, 'StatefulSet', 'event-ingest')!;
       const spec = statefulSet['spec'] as { replicas: number; podManagementPolicy: string };
       const env = podSpecOf(statefulSet)!.containers[0]!.env!;
-      expect(env.find((e) => e.name === 'SVC_INGEST_REPLICA_INDEX')!.valueFrom).toEqual({ fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" } });
+      expect(env.find((e) => e.name === 'SVC_INGEST_REPLICA_INDEX')!.valueFrom).toEqual({
+        fieldRef: { fieldPath: "metadata.labels['apps.kubernetes.io/pod-index']" },
+      });
       expect(env.find((e) => e.name === 'SVC_INGEST_REPLICA_COUNT')!.value).toBe(String(spec.replicas));
       expect(spec.podManagementPolicy).toBe('Parallel');
       // The ordinals 0…replicas-1 are the indexes: their partitions are disjoint and cover all.
@@ -115,35 +134,63 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     expect((named(rendered.get('distributed-external.yaml')!, 'StatefulSet', 'event-ingest')!['spec'] as { replicas: number }).replicas).toBe(4);
   });
 
-  it('the sandboxes\' NetworkPolicy exists and admits only the gateway (and DNS); nothing may reach a sandbox', () => {
+  it("the sandboxes' NetworkPolicy exists and admits only the gateway (and DNS); nothing may reach a sandbox", () => {
     for (const [profile, manifests] of rendered) {
       const policies = of(manifests, 'NetworkPolicy');
       expect(policies, profile).toHaveLength(1);
       const policy = policies[0]!;
       expect(policy.metadata.namespace).toBe('svc-sandboxes');
-      const spec = policy['spec'] as { podSelector: object; policyTypes: string[]; ingress: unknown[]; egress: Array<{ to: Array<{ namespaceSelector?: { matchLabels?: Record<string, string> }; podSelector?: { matchLabels?: Record<string, string> } }>; ports: Array<{ port: number; protocol: string }> }> };
+      const spec = policy['spec'] as {
+        podSelector: object;
+        policyTypes: string[];
+        ingress: unknown[];
+        egress: Array<{
+          to: Array<{ namespaceSelector?: { matchLabels?: Record<string, string> }; podSelector?: { matchLabels?: Record<string, string> } }>;
+          ports: Array<{ port: number; protocol: string }>;
+        }>;
+      };
       expect(spec.podSelector).toEqual({});
       expect(spec.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
       expect(spec.ingress).toEqual([]);
       expect(spec.egress).toHaveLength(2);
       const [toGateway, toDns] = spec.egress;
-      expect(toGateway!.to).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'svc' } }, podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'svc', 'svc.dev/serves-gateway': 'true' } } }]);
+      expect(toGateway!.to).toEqual([
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'svc' } },
+          podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'svc', 'svc.dev/serves-gateway': 'true' } },
+        },
+      ]);
       expect(toGateway!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
       expect(toDns!.ports.map((p) => p.port)).toEqual([53, 53]);
       // The Pods that label selects are exactly those serving the gateway.
-      const servingGateway = manifests.filter((m) => (m['spec'] as { template?: { metadata?: { labels?: Record<string, string> } } } | undefined)?.template?.metadata?.labels?.['svc.dev/serves-gateway'] === 'true');
-      expect(servingGateway.map((m) => m.metadata.name), profile).toEqual([profile === 'single.yaml' ? 'svc-single' : 'svc-gateway']);
+      const servingGateway = manifests.filter(
+        (m) =>
+          (m['spec'] as { template?: { metadata?: { labels?: Record<string, string> } } } | undefined)?.template?.metadata?.labels?.[
+            'svc.dev/serves-gateway'
+          ] === 'true',
+      );
+      expect(
+        servingGateway.map((m) => m.metadata.name),
+        profile,
+      ).toEqual([profile === 'single.yaml' ? 'svc-single' : 'svc-gateway']);
     }
   });
 
-  it('NATS credentials for every service, in both modes: its own user and password (distributed), every user\'s mounted (single)', () => {
+  it("NATS credentials for every service, in both modes: its own user and password (distributed), every user's mounted (single)", () => {
     for (const profile of ['distributed-external.yaml', 'distributed-bundled.yaml'] as const) {
       const manifests = rendered.get(profile)!;
       const secret = profile === 'distributed-external.yaml' ? 'svc-nats-users' : 'svc-nats-auth';
-      for (const [kind, component] of [['Deployment', 'gateway'], ['StatefulSet', 'event-ingest'], ['Deployment', 'control'], ['Deployment', 'session']] as const) {
+      for (const [kind, component] of [
+        ['Deployment', 'gateway'],
+        ['StatefulSet', 'event-ingest'],
+        ['Deployment', 'control'],
+        ['Deployment', 'session'],
+      ] as const) {
         const env = podSpecOf(named(manifests, kind, `-${component}`)!)!.containers[0]!.env!;
         expect(env.find((e) => e.name === 'SVC_NATS_USER')?.value, `${profile} ${component}`).toBe(component);
-        expect(env.find((e) => e.name === 'SVC_NATS_PASSWORD')?.valueFrom, `${profile} ${component}`).toEqual({ secretKeyRef: { name: secret, key: component } });
+        expect(env.find((e) => e.name === 'SVC_NATS_PASSWORD')?.valueFrom, `${profile} ${component}`).toEqual({
+          secretKeyRef: { name: secret, key: component },
+        });
       }
     }
     // The chart makes the Secret only when none is named: a password per user.
@@ -157,7 +204,7 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     expect(single.volumes).toContainEqual({ name: 'nats-credentials', secret: { secretName: 'svc-nats-auth' } });
   });
 
-  it('the chart\'s NATS permissions are libs/bus\'s (files/nats-permissions.json is up to date)', async () => {
+  it("the chart's NATS permissions are libs/bus's (files/nats-permissions.json is up to date)", async () => {
     const file = await readFile(path.join(CHART_DIR, 'files/nats-permissions.json'), 'utf8');
     expect(file, 'regenerate it: npx nx run @svc/bus:build && node deploy/helm-tests/scripts/write-nats-permissions.mjs').toBe(natsPermissionsFile());
   });
@@ -166,12 +213,27 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     const manifests = rendered.get('distributed-bundled.yaml')!;
     const config = (named(manifests, 'ConfigMap', '-nats-authorization')!['data'] as Record<string, string>)['nats.conf']!;
     const nats = podSpecOf(named(manifests, 'StatefulSet', '-nats')!)!.containers[0]!;
-    expect(nats.env!.map((e) => e.name).sort()).toEqual(['SVC_NATS_PASSWORD_CONTROL', 'SVC_NATS_PASSWORD_EVENT_INGEST', 'SVC_NATS_PASSWORD_GATEWAY', 'SVC_NATS_PASSWORD_OPERATOR', 'SVC_NATS_PASSWORD_SESSION']);
+    expect(nats.env!.map((e) => e.name).sort()).toEqual([
+      'SVC_NATS_PASSWORD_CONTROL',
+      'SVC_NATS_PASSWORD_EVENT_INGEST',
+      'SVC_NATS_PASSWORD_GATEWAY',
+      'SVC_NATS_PASSWORD_OPERATOR',
+      'SVC_NATS_PASSWORD_SESSION',
+    ]);
     const dir = await mkdtemp(path.join(tmpdir(), 'svc-chart-nats-'));
     const port = await freePort();
-    const passwords = { SVC_NATS_PASSWORD_CONTROL: 'c', SVC_NATS_PASSWORD_EVENT_INGEST: 'e', SVC_NATS_PASSWORD_GATEWAY: 'g', SVC_NATS_PASSWORD_OPERATOR: 'o', SVC_NATS_PASSWORD_SESSION: 's' };
+    const passwords = {
+      SVC_NATS_PASSWORD_CONTROL: 'c',
+      SVC_NATS_PASSWORD_EVENT_INGEST: 'e',
+      SVC_NATS_PASSWORD_GATEWAY: 'g',
+      SVC_NATS_PASSWORD_OPERATOR: 'o',
+      SVC_NATS_PASSWORD_SESSION: 's',
+    };
     await writeFile(path.join(dir, 'nats.conf'), config);
-    const server = spawn(findNatsServerBinary(), ['--config', path.join(dir, 'nats.conf'), '-a', '127.0.0.1', '-p', String(port)], { env: { ...process.env, ...passwords }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const server = spawn(findNatsServerBinary(), ['--config', path.join(dir, 'nats.conf'), '-a', '127.0.0.1', '-p', String(port)], {
+      env: { ...process.env, ...passwords },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let log = '';
     server.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
     const logger = createLogger({ name: 'chart-nats', level: 'silent' });
@@ -211,7 +273,9 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
         if (!pod) continue;
         const container = pod.containers[0]!;
         const keyRefs = (container.env ?? []).filter((e) => /^SVC_(ANTHROPIC|OPENAI)_API_KEY$/.test(e.name));
-        const servesGateway = (manifest['spec'] as { template?: { metadata?: { labels?: Record<string, string> } } }).template?.metadata?.labels?.['svc.dev/serves-gateway'] === 'true';
+        const servesGateway =
+          (manifest['spec'] as { template?: { metadata?: { labels?: Record<string, string> } } }).template?.metadata?.labels?.['svc.dev/serves-gateway'] ===
+          'true';
         if (!servesGateway) expect(keyRefs, `${profile} ${manifest.metadata.name}`).toEqual([]);
         if (servesGateway && profile !== 'distributed-bundled.yaml') expect(keyRefs.length, `${profile} ${manifest.metadata.name}`).toBeGreaterThanOrEqual(1);
         for (const ref of keyRefs) expect(ref.valueFrom?.secretKeyRef?.name).toBe('svc-model-keys');
@@ -239,7 +303,11 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
           const where = `${profile}: ${manifest.kind} ${manifest.metadata.name} / ${container.name}`;
           expect(pod.securityContext?.runAsNonRoot ?? container.securityContext?.runAsNonRoot, where).toBe(true);
           expect(pod.securityContext?.runAsUser, where).toBeGreaterThan(0);
-          expect(container.securityContext, where).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+          expect(container.securityContext, where).toMatchObject({
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          });
           expect(container.resources?.requests?.['cpu'], where).toBeDefined();
           expect(container.resources?.requests?.['memory'], where).toBeDefined();
           expect(container.resources?.limits?.['memory'], where).toBeDefined();
@@ -292,13 +360,25 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
 
   it('validate.yaml refuses a combination that cannot work, saying what to change', async () => {
     const refusals: Array<[Record<string, string>, RegExp]> = [
-      [{ mode: 'cluster', 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i' }, /mode must be "single" or "distributed", got "cluster"/],
+      [
+        { mode: 'cluster', 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i' },
+        /mode must be "single" or "distributed", got "cluster"/,
+      ],
       [{ 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i' }, /set nats.url to your NATS server with JetStream/],
-      [{ 'nats.url': 'nats://n:4222', 'nats.bundled.enabled': 'true', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i' }, /choose one \(unset nats.url to use the bundled NATS\)/],
+      [
+        { 'nats.url': 'nats://n:4222', 'nats.bundled.enabled': 'true', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i' },
+        /choose one \(unset nats.url to use the bundled NATS\)/,
+      ],
       [{ 'nats.url': 'nats://n:4222', 'oidc.issuer': 'https://i' }, /set postgres.existingSecret/],
       [{ 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p' }, /set oidc.issuer/],
-      [{ 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i', 'eventIngest.replicas': '17' }, /at most 16: there are 16 partitions/],
-      [{ 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i', 'sandbox.namespace': 'svc' }, /sandbox.namespace must differ from the release's namespace/],
+      [
+        { 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i', 'eventIngest.replicas': '17' },
+        /at most 16: there are 16 partitions/,
+      ],
+      [
+        { 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i', 'sandbox.namespace': 'svc' },
+        /sandbox.namespace must differ from the release's namespace/,
+      ],
     ];
     for (const [set, message] of refusals) await expect(renderChart({ set })).rejects.toThrow(message);
   });

@@ -103,7 +103,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     let demoRefused: string | undefined;
     if (options.demo) {
       try {
-        demo = await requestJson<Session>(nc, subjects.rpc.createSession, { viewer: { sub: LOCAL_USER, admin: false }, body: { template: 'demo' } } satisfies CreateSessionRpcType);
+        demo = await requestJson<Session>(nc, subjects.rpc.createSession, {
+          viewer: { sub: LOCAL_USER, admin: false },
+          body: { template: 'demo' },
+        } satisfies CreateSessionRpcType);
       } catch (err) {
         // The stack works without its demo (e.g. no bubblewrap, so no sealed sandbox): say why.
         if (!(err instanceof CodedError)) throw err;

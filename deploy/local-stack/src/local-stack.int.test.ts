@@ -15,14 +15,16 @@ import { startLocalStack } from './index.js';
 const logger = createLogger({ name: 'local-stack-test', level: 'silent' });
 
 describe('local stack — one process', () => {
-  it('the demo session\'s events arrive over the WebSocket, and are still there after a restart', async () => {
+  it("the demo session's events arrive over the WebSocket, and are still there after a restart", async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-local-demo-'));
     try {
       const gateway = () => readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: '0', SVC_GATEWAY_PUBLIC_URL: 'http://127.0.0.1' });
       const first = await startLocalStack({ stateDir, gateway: gateway(), logger, demo: true });
       const demoWorker = first.demo!.worker_id;
       const { token } = (await (await fetch(`${first.gatewayUrl}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
-      const socket = new WebSocket(`${first.gatewayUrl.replace('http', 'ws')}/v1/workers/${demoWorker}/sdk-events/stream?after_id=0`, { headers: { authorization: `Bearer ${token}` } });
+      const socket = new WebSocket(`${first.gatewayUrl.replace('http', 'ws')}/v1/workers/${demoWorker}/sdk-events/stream?after_id=0`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
       const ids: string[] = [];
       socket.on('message', (data) => {
         const frame = JSON.parse(String(data)) as StreamFrame;
@@ -35,7 +37,9 @@ describe('local stack — one process', () => {
 
       const second = await startLocalStack({ stateDir, gateway: gateway(), logger, demo: true });
       const { token: again } = (await (await fetch(`${second.gatewayUrl}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
-      const listed = (await (await fetch(`${second.gatewayUrl}/v1/workers/${demoWorker}/sdk-events?limit=1000`, { headers: { authorization: `Bearer ${again}` } })).json()) as { total: number };
+      const listed = (await (
+        await fetch(`${second.gatewayUrl}/v1/workers/${demoWorker}/sdk-events?limit=1000`, { headers: { authorization: `Bearer ${again}` } })
+      ).json()) as { total: number };
       expect(listed.total).toBeGreaterThanOrEqual(8);
       await second.stop();
     } finally {

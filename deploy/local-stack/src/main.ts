@@ -1,6 +1,17 @@
 import { readNatsCredentialsDir, serveHealthProbes } from '@svc/bus';
 import { NatsServerNotFoundError } from '@svc/nats-server';
-import { booleanSetting, choiceSetting, ConfigError, createGracefulShutdown, createLogger, integerSetting, optionalStringSetting, readConfig, redactUrl, stringSetting } from '@svc/service-kit';
+import {
+  booleanSetting,
+  choiceSetting,
+  ConfigError,
+  createGracefulShutdown,
+  createLogger,
+  integerSetting,
+  optionalStringSetting,
+  readConfig,
+  redactUrl,
+  stringSetting,
+} from '@svc/service-kit';
 import { gatewaySettings } from '@svc/gateway';
 import { sessionSettings } from '@svc/session';
 import { startLocalStack } from './index.js';

@@ -28,7 +28,7 @@ async function stop(child: ChildProcess): Promise<number | null> {
   return exited;
 }
 
-describe('the README\'s first command — the local stack as a newcomer starts it', () => {
+describe("the README's first command — the local stack as a newcomer starts it", () => {
   const dirs: string[] = [];
   afterAll(() => Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true }))));
 
@@ -45,7 +45,9 @@ describe('the README\'s first command — the local stack as a newcomer starts i
     expect(first.banner()).toContain(`gateway:  ${gateway}`);
     const workerId = /demo worker[^\n]*: (wrk_[A-Za-z0-9_-]+)/.exec(first.banner())![1]!;
     const { token } = (await (await fetch(`${gateway}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
-    const socket = new WebSocket(`${gateway.replace('http', 'ws')}/v1/workers/${workerId}/sdk-events/stream?after_id=0`, { headers: { authorization: `Bearer ${token}` } });
+    const socket = new WebSocket(`${gateway.replace('http', 'ws')}/v1/workers/${workerId}/sdk-events/stream?after_id=0`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     const ids: string[] = [];
     socket.on('message', (data) => {
       const frame = JSON.parse(String(data)) as StreamFrame;
@@ -61,7 +63,9 @@ describe('the README\'s first command — the local stack as a newcomer starts i
       throw new Error(`${String(err)}; the launcher printed:\n${second.banner()}`);
     });
     const { token: again } = (await (await fetch(`${gateway}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
-    const listed = (await (await fetch(`${gateway}/v1/workers/${workerId}/sdk-events`, { headers: { authorization: `Bearer ${again}` } })).json()) as { total: number };
+    const listed = (await (await fetch(`${gateway}/v1/workers/${workerId}/sdk-events`, { headers: { authorization: `Bearer ${again}` } })).json()) as {
+      total: number;
+    };
     expect(listed.total).toBeGreaterThanOrEqual(3);
     expect(await stop(second.child), second.banner()).toBe(0);
   }, 150_000);

@@ -11,7 +11,13 @@ import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 export interface LocalIssuer {
   issuer: string;
   /** The body of `/.well-known/openid-configuration`. */
-  discoveryDocument(): { issuer: string; jwks_uri: string; id_token_signing_alg_values_supported: string[]; subject_types_supported: string[]; response_types_supported: string[] };
+  discoveryDocument(): {
+    issuer: string;
+    jwks_uri: string;
+    id_token_signing_alg_values_supported: string[];
+    subject_types_supported: string[];
+    response_types_supported: string[];
+  };
   /** The body of the JWKS: the public key only. */
   jwks(): { keys: JWK[] };
   /** A user token for this issuer. */

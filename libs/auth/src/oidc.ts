@@ -1,4 +1,13 @@
-import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JSONWebKeySet, type JWSHeaderParameters, type JWTPayload, type FlattenedJWSInput } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  errors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWSHeaderParameters,
+  type JWTPayload,
+  type FlattenedJWSInput,
+} from 'jose';
 import type { UserPrincipal } from './principal.js';
 import { rememberAtMost } from './remembered.js';
 
@@ -129,9 +138,9 @@ function describeJoseError(err: unknown): string {
     if (err.claim === 'nbf') return 'the token is not valid yet';
     return `the token's "${err.claim}" claim is not accepted`;
   }
-  if (err instanceof errors.JOSEAlgNotAllowed) return 'the token\'s signing algorithm is not accepted';
+  if (err instanceof errors.JOSEAlgNotAllowed) return "the token's signing algorithm is not accepted";
   if (err instanceof errors.JWKSNoMatchingKey) return 'the token was signed with an unknown key';
-  if (err instanceof errors.JWSSignatureVerificationFailed) return 'the token\'s signature is invalid';
+  if (err instanceof errors.JWSSignatureVerificationFailed) return "the token's signature is invalid";
   if (err instanceof errors.JWTInvalid || err instanceof errors.JWSInvalid) return 'the token is malformed';
   return 'the token is not valid';
 }

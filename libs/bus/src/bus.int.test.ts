@@ -1,12 +1,10 @@
-import { readFile } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Type from 'typebox';
 import { CodedError, createChecker, kvBuckets, streams, subjects } from '@svc/protocol';
 import { createGracefulShutdown, createLogger } from '@svc/service-kit';
-import { launchNatsServer as startNatsServer, natsServerThreads, type NatsServerProcess } from '@svc/nats-server';
+import { launchNatsServer as startNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { connectBus, type NatsConnection } from './connection.js';
 import { publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
 import { ensureStreams } from './streams.js';
@@ -134,7 +132,10 @@ describe('bus — against a real nats-server', () => {
       },
       { logger },
     );
-    await expect(requestJson(nc, 'svc.rpc.test.fail', { kind: 'coded' })).rejects.toMatchObject({ code: 'worker_not_found', message: 'worker wrk_9 does not exist' });
+    await expect(requestJson(nc, 'svc.rpc.test.fail', { kind: 'coded' })).rejects.toMatchObject({
+      code: 'worker_not_found',
+      message: 'worker wrk_9 does not exist',
+    });
     const internal = requestJson(nc, 'svc.rpc.test.fail', { kind: 'other' });
     await expect(internal).rejects.toMatchObject({ code: 'internal', message: 'internal error' });
     sub.unsubscribe();
@@ -143,7 +144,10 @@ describe('bus — against a real nats-server', () => {
   it('request/reply — an invalid request is answered invalid_request naming the field', async () => {
     const checker = createChecker<{ worker_id: string }>(Type.Object({ worker_id: Type.String({ minLength: 1 }) }));
     const sub = serveRpc(nc, 'svc.rpc.test.checked', (request: { worker_id: string }) => request.worker_id, { logger, checker });
-    await expect(requestJson(nc, 'svc.rpc.test.checked', { worker_id: 5 })).rejects.toMatchObject({ code: 'invalid_request', message: '/worker_id must be string' });
+    await expect(requestJson(nc, 'svc.rpc.test.checked', { worker_id: 5 })).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: '/worker_id must be string',
+    });
     expect(await requestJson(nc, 'svc.rpc.test.checked', { worker_id: 'w' })).toBe('w');
     sub.unsubscribe();
   });
@@ -158,7 +162,9 @@ describe('bus — against a real nats-server', () => {
   it('request/reply — a query with retries is sent again after a replica that never answers, and the next one answers', async () => {
     let asked = 0;
     // The first request vanishes, as into a replica killed while holding it.
-    const sub = nc.subscribe('svc.rpc.test.flaky', { callback: (_err, msg) => (++asked === 1 ? undefined : void msg.respond(JSON.stringify({ ok: true, result: asked }))) });
+    const sub = nc.subscribe('svc.rpc.test.flaky', {
+      callback: (_err, msg) => (++asked === 1 ? undefined : void msg.respond(JSON.stringify({ ok: true, result: asked }))),
+    });
     expect(await requestJson(nc, 'svc.rpc.test.flaky', {}, { timeoutMs: 200, retries: 1 })).toBe(2);
     asked = 0;
     await expect(requestJson(nc, 'svc.rpc.test.flaky', {}, { timeoutMs: 200 })).rejects.toMatchObject({ code: 'timeout' });
@@ -233,15 +239,6 @@ describe('bus — connection life', () => {
     await second.stop();
   });
 
-  it('the nats-server it starts runs on at most half the machine\'s threads, unless GOMAXPROCS says otherwise', async () => {
-    const server = await startNatsServer({ authorization: natsAuthorization() });
-    const environ = (await readFile(`/proc/${server.pid}/environ`, 'utf8')).split('\0');
-    await server.stop();
-    expect(environ).toContain(`GOMAXPROCS=${natsServerThreads()}`);
-    expect(natsServerThreads({})).toBe(String(Math.max(1, Math.floor(availableParallelism() / 2))));
-    expect(natsServerThreads({ GOMAXPROCS: '3' })).toBe('3');
-  });
-
   it('graceful shutdown drains the NATS connection', async () => {
     const server = await startNatsServer({ authorization: natsAuthorization() });
     const nc = await connectBus({ servers: server.url, name: 'shutdown-test', logger, credentials: server.credentials.operator });
@@ -255,6 +252,8 @@ describe('bus — connection life', () => {
   });
 
   it('a server that never comes up fails the first connection with a clear message', async () => {
-    await expect(connectBus({ servers: 'nats://127.0.0.1:1', name: 'x', logger, connectTimeoutMs: 300 })).rejects.toThrow(/cannot connect to NATS at nats:\/\/127\.0\.0\.1:1/);
+    await expect(connectBus({ servers: 'nats://127.0.0.1:1', name: 'x', logger, connectTimeoutMs: 300 })).rejects.toThrow(
+      /cannot connect to NATS at nats:\/\/127\.0\.0\.1:1/,
+    );
   });
 });

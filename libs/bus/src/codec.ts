@@ -21,4 +21,3 @@ export function headersWith(requestId: string | undefined, extra: Record<string,
   for (const [key, value] of entries) h.set(key, value);
   return h;
 }
-

@@ -44,7 +44,10 @@ export async function connectBus(options: BusConnectionOptions): Promise<NatsCon
     } catch (err) {
       // Wrong or missing credentials do not get better by waiting.
       if (/authorization violation|authentication/i.test(String((err as Error).message))) {
-        throw new Error(`NATS at ${String(options.servers)} refused ${options.credentials ? `the credentials of user ${options.credentials.user}` : 'a connection without credentials'} (set SVC_NATS_USER and SVC_NATS_PASSWORD)`, { cause: err });
+        throw new Error(
+          `NATS at ${String(options.servers)} refused ${options.credentials ? `the credentials of user ${options.credentials.user}` : 'a connection without credentials'} (set SVC_NATS_USER and SVC_NATS_PASSWORD)`,
+          { cause: err },
+        );
       }
       if (Date.now() >= deadline) throw new Error(`cannot connect to NATS at ${String(options.servers)}`, { cause: err });
       log.warn({ err }, 'NATS not reachable yet; retrying');
@@ -93,12 +96,19 @@ export function trackConnection(nc: NatsConnection): { connected(): boolean } {
 export function isBusUnavailable(err: unknown): boolean {
   if (err instanceof CodedError) return err.code === 'bus_unavailable' || err.code === 'unavailable' || err.code === 'timeout';
   if (!(err instanceof Error)) return false;
-  return ['TimeoutError', 'NoRespondersError', 'ConnectionError', 'RequestError', 'ClosedConnectionError'].includes(err.name) || /timeout|no responders|disconnect|connection closed|503/i.test(err.message);
+  return (
+    ['TimeoutError', 'NoRespondersError', 'ConnectionError', 'RequestError', 'ClosedConnectionError'].includes(err.name) ||
+    /timeout|no responders|disconnect|connection closed|503/i.test(err.message)
+  );
 }
 
 /** A service's NATS credentials from its settings (`SVC_NATS_USER`, `SVC_NATS_PASSWORD`), if it has any. */
-export function natsCredentialsOf(config: { natsUser?: string | undefined; natsPassword?: string | undefined }): { user: string; password: string } | undefined {
+export function natsCredentialsOf(config: {
+  natsUser?: string | undefined;
+  natsPassword?: string | undefined;
+}): { user: string; password: string } | undefined {
   if (config.natsUser === undefined && config.natsPassword === undefined) return undefined;
-  if (!config.natsUser || !config.natsPassword) throw new ConfigError(['SVC_NATS_USER and SVC_NATS_PASSWORD go together: set both (the service\'s NATS user and its password) or neither']);
+  if (!config.natsUser || !config.natsPassword)
+    throw new ConfigError(["SVC_NATS_USER and SVC_NATS_PASSWORD go together: set both (the service's NATS user and its password) or neither"]);
   return { user: config.natsUser, password: config.natsPassword };
 }

@@ -39,7 +39,6 @@ export function createDurablePublisher(nc: NatsConnection, options: { timeoutMs?
   const inbox = replyInboxOf(nc);
   const unacked = new Set<ExpectedReply>();
 
-
   // Messages wait for the end of the event-loop turn and go out together: the client writes to
   // its socket once per batch it is handed, and the requests a server reads in one turn (each
   // its own callback) would otherwise cost a write each — a quarter of a busy gateway's CPU.

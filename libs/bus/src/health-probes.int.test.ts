@@ -19,7 +19,12 @@ describe('health probes (/healthz, /readyz) for the services without HTTP', () =
   let nc: NatsConnection;
   beforeAll(async () => {
     server = await launchNatsServer({ authorization: natsAuthorization() });
-    nc = await connectBus({ servers: server.url, name: 'probes', logger: createLogger({ name: 't', level: 'silent' }), credentials: server.credentials.operator });
+    nc = await connectBus({
+      servers: server.url,
+      name: 'probes',
+      logger: createLogger({ name: 't', level: 'silent' }),
+      credentials: server.credentials.operator,
+    });
   });
   afterAll(async () => {
     if (!nc.isClosed()) await nc.close();

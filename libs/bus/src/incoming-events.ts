@@ -1,4 +1,12 @@
-import { incomingMessageId, partitionOfWorker, subjects, type IncomingEvent, type IncomingEventMessageType, type StoredElsewhereMessageType, type StoredEvent } from '@svc/protocol';
+import {
+  incomingMessageId,
+  partitionOfWorker,
+  subjects,
+  type IncomingEvent,
+  type IncomingEventMessageType,
+  type StoredElsewhereMessageType,
+  type StoredEvent,
+} from '@svc/protocol';
 import { createDurablePublisher, type DurableAck } from './durable-publisher.js';
 import type { NatsConnection } from './connection.js';
 

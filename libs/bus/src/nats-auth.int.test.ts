@@ -47,7 +47,9 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
   it('nats auth — a client without credentials, or with a wrong password, is refused at once', async () => {
     const started = Date.now();
     await expect(connectBus({ servers: server.url, name: 'stranger', logger })).rejects.toThrow(/refused a connection without credentials/);
-    await expect(connectBus({ servers: server.url, name: 'guesser', logger, credentials: { user: 'gateway', password: 'guess' } })).rejects.toThrow(/refused the credentials of user gateway/);
+    await expect(connectBus({ servers: server.url, name: 'guesser', logger, credentials: { user: 'gateway', password: 'guess' } })).rejects.toThrow(
+      /refused the credentials of user gateway/,
+    );
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
@@ -61,7 +63,9 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     await expect(jetstream(gateway).publish(subjects.storedEvent(worker), '{}', { timeout: 2000 })).rejects.toThrow(/permission/i);
     await expect(jetstream(gateway).publish(`$KV.svc_workers.${worker}`, '{}', { timeout: 2000 })).rejects.toThrow(/permission/i);
     await expect(gateway.request(`$JS.API.STREAM.DELETE.SVC_EVENTS_STORED`, '', { timeout: 2000 })).rejects.toThrow(/permission/i);
-    const stored = await jetstream(operator).jetstreamManager().then((manager) => manager.streams.info('SVC_EVENTS_STORED'));
+    const stored = await jetstream(operator)
+      .jetstreamManager()
+      .then((manager) => manager.streams.info('SVC_EVENTS_STORED'));
     expect(stored.state.messages).toBe(0);
     // The server reports each refusal (the e2e stack fails a run in which a service met one).
     expect(server.permissionViolations().join('\n')).toContain(subjects.storedEvent(worker));
@@ -80,7 +84,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     answered.unsubscribe();
   });
 
-  it('nats auth — the event log\'s owners may announce stored events; the session service may not', async () => {
+  it("nats auth — the event log's owners may announce stored events; the session service may not", async () => {
     const ingest = await connectBus({ servers: server.url, name: 'ingest', logger, credentials: server.credentials['event-ingest'] });
     const session = await connectBus({ servers: server.url, name: 'session', logger, credentials: server.credentials.session });
     try {
@@ -92,7 +96,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     }
   });
 
-  it('nats auth — credentials read from a directory of one file per user (the chart\'s single mode); a missing one is named', async () => {
+  it("nats auth — credentials read from a directory of one file per user (the chart's single mode); a missing one is named", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'svc-nats-credentials-'));
     try {
       for (const user of [...NATS_SERVICE_USERS, 'operator']) await writeFile(path.join(dir, user), `${user}-password\n`);
@@ -106,7 +110,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     }
   });
 
-  it('nats auth — the server config holds every service\'s permissions, and the operator has no limits', () => {
+  it("nats auth — the server config holds every service's permissions, and the operator has no limits", () => {
     const config = natsAuthorizationConfig(server.credentials);
     const users = (JSON.parse(config.replace(/^authorization: /, '')) as { users: Array<{ user: string; permissions?: unknown }> }).users;
     expect(users.map((u) => u.user).sort()).toEqual(['control', 'event-ingest', 'gateway', 'operator', 'session']);

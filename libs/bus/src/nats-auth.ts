@@ -41,7 +41,13 @@ const KV = (bucket: string) => `$KV.${bucket}.>`;
 const COMMON_PUBLISH = ['_INBOX.>', '$JS.API.>', 'svc.health.>'];
 const COMMON_SUBSCRIBE = ['_INBOX.>'];
 /** JetStream operations that destroy or rewrite what is kept: only the operator (and the owner of the data) may. */
-const DESTRUCTIVE_JS_API = ['$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.STREAM.MSG.DELETE.>', '$JS.API.STREAM.UPDATE.>', '$JS.API.CONSUMER.DELETE.>'];
+const DESTRUCTIVE_JS_API = [
+  '$JS.API.STREAM.DELETE.>',
+  '$JS.API.STREAM.PURGE.>',
+  '$JS.API.STREAM.MSG.DELETE.>',
+  '$JS.API.STREAM.UPDATE.>',
+  '$JS.API.CONSUMER.DELETE.>',
+];
 /** The subjects only event-ingest, the one announcer of stored events, may publish (decisions included: docs/architecture.md). */
 const STORED_ANNOUNCEMENTS = [subjects.storedAll, subjects.lifecycleAll, wildcard(subjects.controlEventsAll)];
 
@@ -105,9 +111,11 @@ export async function readNatsCredentialsDir(dir: string): Promise<NatsCredentia
   const entries = await Promise.all(
     ALL_USERS.map(async (user) => {
       const file = path.join(dir, user);
-      const password = (await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
-        throw new Error(`the NATS password of user ${user} cannot be read from ${file} (${err.code ?? 'error'})`);
-      })).trim();
+      const password = (
+        await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+          throw new Error(`the NATS password of user ${user} cannot be read from ${file} (${err.code ?? 'error'})`);
+        })
+      ).trim();
       if (password === '') throw new Error(`${file} is empty: it holds the NATS password of user ${user}`);
       return [user, { user, password }] as const;
     }),

@@ -9,7 +9,11 @@ import { ensureStreams } from './streams.js';
 import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 
 const logger = createLogger({ name: 'bus-outage-test', level: 'silent' });
-const message = (n: number) => ({ worker_id: 'w-outage', event: { type: 'system', uid: `w-outage:${n}`, ts: new Date().toISOString(), data: { level: 'info', message: 'hi' } }, received_at: new Date().toISOString() });
+const message = (n: number) => ({
+  worker_id: 'w-outage',
+  event: { type: 'system', uid: `w-outage:${n}`, ts: new Date().toISOString(), data: { level: 'info', message: 'hi' } },
+  received_at: new Date().toISOString(),
+});
 
 /**
  * NATS killed (SIGKILL) and started again on the same store: publishes and requests fail at once
@@ -37,7 +41,10 @@ describe('the bus across a nats-server crash (real nats-server, SIGKILL, restart
     expect((await publisher.publish(subject, message(0), { messageId: 'w-outage:0' })).duplicate).toBe(false);
 
     // A publish sent just before the crash fails when the connection drops, not after 5 s.
-    const waiting = publisher.publish(subject, message(1), { messageId: 'w-outage:1' }).then(() => undefined, (err: unknown) => err);
+    const waiting = publisher.publish(subject, message(1), { messageId: 'w-outage:1' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     const killedAt = Date.now();
     await server.kill();
     const failed = await waiting;
@@ -52,7 +59,10 @@ describe('the bus across a nats-server crash (real nats-server, SIGKILL, restart
       () => requestJson(nc, 'svc.rpc.outage.echo', { n: 1 }, { timeoutMs: 5000 }),
     ]) {
       const started = Date.now();
-      const err = await attempt().then(() => undefined, (e: unknown) => e);
+      const err = await attempt().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toMatchObject({ code: 'bus_unavailable' });
       expect(isBusUnavailable(err)).toBe(true);
       expect(Date.now() - started).toBeLessThan(100);

@@ -22,7 +22,8 @@ export interface ReplyInbox {
 }
 
 /** The error of a request or publish made, or waiting, while NATS is unreachable. */
-export const busUnavailable = (what = 'the request'): CodedError => new CodedError('bus_unavailable', `NATS is unreachable, so ${what} could not be answered; retry shortly`);
+export const busUnavailable = (what = 'the request'): CodedError =>
+  new CodedError('bus_unavailable', `NATS is unreachable, so ${what} could not be answered; retry shortly`);
 
 interface Waiting {
   deadline: number;
@@ -73,7 +74,8 @@ function createReplyInbox(nc: NatsConnection): ReplyInbox {
   });
   void subscription.closed.finally(() => {
     for (const byToken of waiting.values()) {
-      for (const entry of byToken.values()) entry.reject(new CodedError('bus_unavailable', `the NATS connection closed before ${entry.describe()} was answered`));
+      for (const entry of byToken.values())
+        entry.reject(new CodedError('bus_unavailable', `the NATS connection closed before ${entry.describe()} was answered`));
     }
     waiting.clear();
     clearInterval(sweep);

@@ -1,4 +1,14 @@
-import { commonSettings, createGracefulShutdown, createLogger, readConfig, type ConfigOf, type GracefulShutdown, type Logger, type RunningService, type Setting } from '@svc/service-kit';
+import {
+  commonSettings,
+  createGracefulShutdown,
+  createLogger,
+  readConfig,
+  type ConfigOf,
+  type GracefulShutdown,
+  type Logger,
+  type RunningService,
+  type Setting,
+} from '@svc/service-kit';
 import { connectBus, natsCredentialsOf, type NatsConnection } from './connection.js';
 import { serveHealthProbes } from './health.js';
 
@@ -26,7 +36,13 @@ export async function runServiceMain<T extends RunningService>(options: ServiceM
   const { config, logger, shutdown } = options;
   const probes = config.healthPort ? await serveHealthProbes({ port: config.healthPort, probeStore: options.probeStore }) : undefined;
   if (probes) shutdown.add({ name: 'probes', close: () => probes.close() });
-  const nc = await connectBus({ servers: config.natsUrl, name: `${options.service}-${config.instance}`, logger, credentials: natsCredentialsOf(config), connectTimeoutMs: Infinity });
+  const nc = await connectBus({
+    servers: config.natsUrl,
+    name: `${options.service}-${config.instance}`,
+    logger,
+    credentials: natsCredentialsOf(config),
+    connectTimeoutMs: Infinity,
+  });
   probes?.watch(nc);
   shutdown.add({ name: 'nats', close: () => nc.drain() });
   await options.prepare?.(nc);
@@ -66,7 +82,9 @@ export interface RunServiceOptions<S extends Record<string, Setting<unknown>>, D
  * shutdown (SIGTERM, SIGINT), opens its database, then `runServiceMain`: probes, NATS, what it
  * waits for (streams, migrations), the service.
  */
-export async function runService<S extends Record<string, Setting<unknown>>, Db = undefined, T extends RunningService = RunningService>(options: RunServiceOptions<S, Db, T>): Promise<T> {
+export async function runService<S extends Record<string, Setting<unknown>>, Db = undefined, T extends RunningService = RunningService>(
+  options: RunServiceOptions<S, Db, T>,
+): Promise<T> {
   const config = readConfig({ ...commonSettings, ...options.settings }) as ConfigOf<S> & CommonConfig;
   const logger = createLogger({ name: options.service, level: config.logLevel, base: { instance: config.instance } });
   const shutdown = createGracefulShutdown({ logger, ...(options.shutdownTimeoutMs ? { timeoutMs: options.shutdownTimeoutMs(config) } : {}) });

@@ -40,7 +40,7 @@ describe('bus — durable subscribers to stored events', () => {
     return createDurablePublisher(nc).publish(subjects.storedEvent(batch.worker_id), batch, { messageId: storedBatchMessageId(batch) });
   };
 
-  it('receives every worker\'s events in order; a restart with the same name resumes without repeats', async () => {
+  it("receives every worker's events in order; a restart with the same name resumes without repeats", async () => {
     const seen: string[] = [];
     const first = await subscribeStoredEvents(nc, { durableName: 'audit', logger, handler: (e) => void seen.push(`${e.worker_id}/${e.id}`) });
     for (let id = 1; id <= 3; id++) await publish(stored('wrk_a', id));

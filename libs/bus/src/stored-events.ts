@@ -1,6 +1,16 @@
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { EVENT_LIST_LIMIT, EventFollower, streams, subjects, type FollowerStats, type ListEventsRequestType, type ListEventsResultType, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
+import {
+  EVENT_LIST_LIMIT,
+  EventFollower,
+  streams,
+  subjects,
+  type FollowerStats,
+  type ListEventsRequestType,
+  type ListEventsResultType,
+  type StoredEvent,
+  type StoredEventBatchType,
+} from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { NatsConnection } from './connection.js';
 import { requestJson } from './messaging.js';

@@ -9,8 +9,7 @@ import { dieWithParent } from '@svc/service-kit';
 export const MIN_NATS_SERVER_VERSION = [2, 10, 0] as const;
 
 export const NATS_SERVER_INSTALL_HINT =
-  'install it with: go install github.com/nats-io/nats-server/v2@v2.12.15 (Debian\'s package is 2.9, too old), ' +
-  'or set SVC_NATS_SERVER to its path';
+  "install it with: go install github.com/nats-io/nats-server/v2@v2.12.15 (Debian's package is 2.9, too old), " + 'or set SVC_NATS_SERVER to its path';
 
 export class NatsServerNotFoundError extends Error {
   override readonly name = 'NatsServerNotFoundError';
@@ -20,7 +19,8 @@ export class NatsServerNotFoundError extends Error {
 export function findNatsServerBinary(env: Record<string, string | undefined> = process.env): string {
   const configured = env['SVC_NATS_SERVER'];
   if (configured) {
-    if (!existsSync(configured)) throw new NatsServerNotFoundError(`SVC_NATS_SERVER points to ${configured}, which does not exist; ${NATS_SERVER_INSTALL_HINT}`);
+    if (!existsSync(configured))
+      throw new NatsServerNotFoundError(`SVC_NATS_SERVER points to ${configured}, which does not exist; ${NATS_SERVER_INSTALL_HINT}`);
     return configured;
   }
   const goBin = env['GOBIN'] ?? path.join(env['GOPATH'] ?? path.join(homedir(), 'go'), 'bin');
@@ -39,7 +39,9 @@ function assertSupportedVersion(binary: string): void {
   const [major, minor] = version as [number, number, number];
   const [minMajor, minMinor] = MIN_NATS_SERVER_VERSION;
   if (major < minMajor || (major === minMajor && minor < minMinor)) {
-    throw new NatsServerNotFoundError(`${binary} is nats-server ${match[0]}; svc needs ${MIN_NATS_SERVER_VERSION.join('.')} or newer: ${NATS_SERVER_INSTALL_HINT}`);
+    throw new NatsServerNotFoundError(
+      `${binary} is nats-server ${match[0]}; svc needs ${MIN_NATS_SERVER_VERSION.join('.')} or newer: ${NATS_SERVER_INSTALL_HINT}`,
+    );
   }
 }
 
@@ -113,7 +115,11 @@ export async function launchNatsServer<Credentials>(options: NatsServerOptions<C
     // after draining our connections to it (else it would die first and the drain would fail).
     // It ends with this process even when this process is killed (no exit handler runs then).
     const launch = dieWithParent(binary, args);
-    const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true, env: { ...process.env, GOMAXPROCS: natsServerThreads() } });
+    const child = spawn(launch.command, launch.args, {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+      env: { ...process.env, GOMAXPROCS: natsServerThreads() },
+    });
     let partial = '';
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString()).slice(-8192);
@@ -154,7 +160,9 @@ export async function launchNatsServer<Credentials>(options: NatsServerOptions<C
       credentials,
       permissionViolations: () => [...violations],
       async kill() {
-        const exited = new Promise<void>((resolve) => (child!.exitCode !== null || child!.signalCode !== null ? resolve() : child!.once('exit', () => resolve())));
+        const exited = new Promise<void>((resolve) =>
+          child!.exitCode !== null || child!.signalCode !== null ? resolve() : child!.once('exit', () => resolve()),
+        );
         child!.kill('SIGKILL');
         await exited;
       },

@@ -96,7 +96,12 @@ export function listSetting(variable: string, options: Options<string[]> = {}): 
     variable,
     read(raw) {
       if (raw === undefined || raw.trim() === '') return options.default !== undefined ? { value: options.default } : missing(variable, options.description);
-      return { value: raw.split(',').map((item) => item.trim()).filter((item) => item !== '') };
+      return {
+        value: raw
+          .split(',')
+          .map((item) => item.trim())
+          .filter((item) => item !== ''),
+      };
     },
   };
 }

@@ -59,7 +59,10 @@ describe('service-kit logger', () => {
       const logger = createLogger({ name: 'test', file });
       for (let n = 0; n < 1000; n++) logger.info({ n }, 'line');
       await new Promise<void>((resolve, reject) => logger.flush((error) => (error ? reject(error) : resolve())));
-      const written = (await readFile(file, 'utf8')).trim().split('\n').map((line) => JSON.parse(line).n);
+      const written = (await readFile(file, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).n);
       expect(written).toEqual([...Array(1000).keys()]);
 
       // A process that logs and exits in the same turn loses nothing.
@@ -73,4 +76,3 @@ describe('service-kit logger', () => {
     }
   });
 });
-

@@ -38,7 +38,9 @@ describe('retryWithBackoff', () => {
     ).rejects.toThrow('a bug');
     const controller = new AbortController();
     controller.abort();
-    await expect(retryWithBackoff('a task', () => Promise.reject(new Error('away')), { logger, retryable: () => true, signal: controller.signal })).rejects.toThrow('away');
+    await expect(
+      retryWithBackoff('a task', () => Promise.reject(new Error('away')), { logger, retryable: () => true, signal: controller.signal }),
+    ).rejects.toThrow('away');
     expect(calls).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { CONTROL_WITHDRAWN_SUBTYPE, type IncomingEvent,  type StoredEvent } from '@svc/protocol';
+import { CONTROL_WITHDRAWN_SUBTYPE, type IncomingEvent, type StoredEvent } from '@svc/protocol';
 import type { Database } from './schema.js';
 
 /** A control request as stored, with when it was stored (its deadline counts from then). */
@@ -22,7 +22,14 @@ interface EventRow {
 
 function toStored(row: EventRow): StoredRequest {
   return {
-    event: { id: row.id, worker_id: row.worker_id, type: 'control_request', uid: row.uid, ts: row.ts.toISOString(), data: row.data } as StoredEvent<'control_request'>,
+    event: {
+      id: row.id,
+      worker_id: row.worker_id,
+      type: 'control_request',
+      uid: row.uid,
+      ts: row.ts.toISOString(),
+      data: row.data,
+    } as StoredEvent<'control_request'>,
     storedAt: row.stored_at,
   };
 }
@@ -41,7 +48,14 @@ interface RequestJson extends DecisionJson {
 }
 
 function toDecision(workerId: string, row: DecisionJson): StoredEvent<'control_response'> {
-  return { id: row.id, worker_id: workerId, type: 'control_response', uid: row.uid, ts: new Date(row.ts).toISOString(), data: row.data } as StoredEvent<'control_response'>;
+  return {
+    id: row.id,
+    worker_id: workerId,
+    type: 'control_response',
+    uid: row.uid,
+    ts: new Date(row.ts).toISOString(),
+    data: row.data,
+  } as StoredEvent<'control_response'>;
 }
 
 /** What `decide` found, in the order the API reports it. */
@@ -70,7 +84,10 @@ export function createControlRequestLog(db: Kysely<Database>) {
      * it), whether the agent withdrew it, and its first decision if it has one: one query,
      * since deciding needs all three.
      */
-    async findRequest(workerId: string, requestId: string): Promise<(StoredRequest & { withdrawn: boolean; decision: StoredEvent<'control_response'> | undefined }) | undefined> {
+    async findRequest(
+      workerId: string,
+      requestId: string,
+    ): Promise<(StoredRequest & { withdrawn: boolean; decision: StoredEvent<'control_response'> | undefined }) | undefined> {
       const { rows } = await sql<EventRow & { withdrawn: boolean; decision: DecisionJson | null }>`
         SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, ${withdrawn} AS withdrawn, ${firstDecision} AS decision FROM events r
         WHERE r.worker_id = ${workerId} AND r.type = 'control_request' AND r.data->>'request_id' = ${requestId}
@@ -86,12 +103,26 @@ export function createControlRequestLog(db: Kysely<Database>) {
      * 2026-11-22T1500-decide): the request's state under the worker's lock, then the append, and
      * the "always" rule when given.
      */
-    async decide(workerId: string, requestId: string, timeoutS: number, decision: IncomingEvent, rule: { input_pattern?: string } | undefined): Promise<DecideOutcome> {
+    async decide(
+      workerId: string,
+      requestId: string,
+      timeoutS: number,
+      decision: IncomingEvent,
+      rule: { input_pattern?: string } | undefined,
+    ): Promise<DecideOutcome> {
       const { rows } = await sql<{ outcome: DecideOutcome['kind']; request_row: RequestJson | null; decision_row: DecisionJson | null }>`
-        SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb, ${rule ? JSON.stringify(rule) : null}::jsonb)`.execute(db);
+        SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb, ${rule ? JSON.stringify(rule) : null}::jsonb)`.execute(
+        db,
+      );
       const { outcome, request_row: requestRow, decision_row: decisionRow } = rows[0]!;
       if (outcome === 'not_found' || !requestRow) return { kind: 'not_found' };
-      const request = toStored({ worker_id: workerId, type: 'control_request', ...requestRow, ts: new Date(requestRow.ts), stored_at: new Date(requestRow.stored_at) });
+      const request = toStored({
+        worker_id: workerId,
+        type: 'control_request',
+        ...requestRow,
+        ts: new Date(requestRow.ts),
+        stored_at: new Date(requestRow.stored_at),
+      });
       if (outcome === 'withdrawn' || outcome === 'expired') return { kind: outcome, request };
       return { kind: outcome, request, decision: toDecision(workerId, decisionRow!) };
     },

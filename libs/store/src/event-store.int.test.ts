@@ -7,7 +7,6 @@ import { migrateToLatest, openDatabase, type StoreDatabase } from './database.js
 import { createEventStore, type EventStore } from './event-store.js';
 import { migrations } from './migrations/index.js';
 
-
 /**
  * The visibility invariant under load: `appenders` concurrent writers per worker append
  * batches of 1-10 events (re-sending some uids), while `readers` per worker page through with
@@ -15,9 +14,20 @@ import { migrations } from './migrations/index.js';
  * appends its batch for every worker in one `appendMany` call, the workers listed in an order of
  * its own (so concurrent calls name the same workers in different orders).
  */
-async function checkVisibilityInvariant(store: EventStore, workers: string[], appenders: number, readers: number, batchesPerAppender: number, together = false) {
+async function checkVisibilityInvariant(
+  store: EventStore,
+  workers: string[],
+  appenders: number,
+  readers: number,
+  batchesPerAppender: number,
+  together = false,
+) {
   const expectedUids = new Map<string, string[][]>(); // worker → per-appender uid sequence
-  for (const worker of workers) expectedUids.set(worker, Array.from({ length: appenders }, () => [] as string[]));
+  for (const worker of workers)
+    expectedUids.set(
+      worker,
+      Array.from({ length: appenders }, () => [] as string[]),
+    );
   const counters = new Map<string, number>();
   /** Appender `appender`'s next batch for `worker`, its uids noted as expected. */
   const nextBatch = (worker: string, appender: number, batch: number) => {
@@ -114,7 +124,15 @@ describe.each(backends)('event store on %s', (backend) => {
     } else {
       database = await openDatabase({});
     }
-    expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T0530-event-store', '2026-11-22T0900-append-many', '2026-11-22T1000-control', '2026-11-22T1200-sessions', '2026-11-22T1500-decide', '2026-11-22T1700-append-generic-plans', '2026-11-22T2000-append-many-set-based']);
+    expect(await migrateToLatest(database.db)).toEqual([
+      '2026-11-22T0530-event-store',
+      '2026-11-22T0900-append-many',
+      '2026-11-22T1000-control',
+      '2026-11-22T1200-sessions',
+      '2026-11-22T1500-decide',
+      '2026-11-22T1700-append-generic-plans',
+      '2026-11-22T2000-append-many-set-based',
+    ]);
     store = createEventStore(database.db);
   });
 
@@ -229,7 +247,7 @@ describe.each(backends)('event store on %s', (backend) => {
     expect(await store.count('w-other')).toBe(0);
   });
 
-  it('appendMany — a uid twice in one worker\'s batch, and uids stored before, among other workers', async () => {
+  it("appendMany — a uid twice in one worker's batch, and uids stored before, among other workers", async () => {
     await store.append('w-mixed-a', [systemEvent('a0')]);
     const results = await store.appendMany([
       { workerId: 'w-mixed-a', events: [systemEvent('a1'), systemEvent('a0'), systemEvent('a1'), systemEvent('a2')] },
@@ -279,7 +297,7 @@ describe.each(backends)('event store on %s', (backend) => {
 });
 
 describe('event store — upgraded under its events', () => {
-  it('a store appended to before the set-based svc_append_many goes on from each worker\'s last id after it', async () => {
+  it("a store appended to before the set-based svc_append_many goes on from each worker's last id after it", async () => {
     const database = await openDatabase({});
     try {
       const { '2026-11-22T2000-append-many-set-based': setBased, ...before } = migrations;
@@ -344,7 +362,9 @@ async function rowsReadByAppend(url: string, workerId: string, events: IncomingE
   client.on('notice', (notice) => plans.push(notice.message ?? ''));
   try {
     await client.query("LOAD 'auto_explain'");
-    await client.query('SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_analyze = on; SET client_min_messages = log');
+    await client.query(
+      'SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_analyze = on; SET client_min_messages = log',
+    );
     const { rows } = await client.query('SELECT * FROM svc_append_events($1, $2::jsonb)', [workerId, JSON.stringify(events)]);
     let widestScan = 0;
     for (const line of plans.join('\n').split('\n')) {
@@ -381,7 +401,9 @@ describe('event store on postgres — statistics that saw one busy worker only',
     for (let n = 0; n < 20; n++) await store.append('w-busy', batch('w-busy', n));
     // ANALYZE while one worker has every row: any other worker now looks like it has one row.
     await sql`ANALYZE events`.execute(database.db);
-    const { rows } = await sql<{ n_distinct: number }>`SELECT n_distinct FROM pg_stats WHERE tablename = 'events' AND attname = 'worker_id'`.execute(database.db);
+    const { rows } = await sql<{ n_distinct: number }>`SELECT n_distinct FROM pg_stats WHERE tablename = 'events' AND attname = 'worker_id'`.execute(
+      database.db,
+    );
     expect(rows).toEqual([{ n_distinct: 1 }]);
 
     // Custom plans made for such a worker walked its rows once per incoming uid: 100 × 2,000.

@@ -74,7 +74,14 @@ function resultsOf(workerId: string, events: readonly IncomingEvent[], rows: Rea
     if (stored) return { event: stored, duplicate };
     const id = newIds.get(incoming.uid);
     if (id === undefined) throw new Error(`svc_append_many returned no row for uid ${incoming.uid} of ${workerId}`);
-    const event = { id, worker_id: workerId, type: incoming.type, uid: incoming.uid, ts: new Date(incoming.ts).toISOString(), data: incoming.data } as StoredEvent;
+    const event = {
+      id,
+      worker_id: workerId,
+      type: incoming.type,
+      uid: incoming.uid,
+      ts: new Date(incoming.ts).toISOString(),
+      data: incoming.data,
+    } as StoredEvent;
     return { event, duplicate };
   });
 }
@@ -82,7 +89,10 @@ function resultsOf(workerId: string, events: readonly IncomingEvent[], rows: Rea
 /** The event store over a Kysely database (Postgres or PGlite). */
 export function createEventStore(db: Kysely<Database>): EventStore {
   function counted(workerId: string, types?: readonly EventType[]) {
-    const query = db.selectFrom('events').select((eb) => eb.fn.countAll<string>().as('count')).where('worker_id', '=', workerId);
+    const query = db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .where('worker_id', '=', workerId);
     return types && types.length > 0 ? query.where('type', 'in', [...types]) : query;
   }
 
@@ -97,13 +107,18 @@ export function createEventStore(db: Kysely<Database>): EventStore {
     // One round trip: svc_append_events locks the worker's head row, skips known uids and hands
     // out the next ids; svc_append_many does the same for every worker of the call at once, in
     // one transaction (the migrations say why).
-    const payload = nonEmpty.map(({ workerId, events }) => ({ worker_id: workerId, events: events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })) }));
+    const payload = nonEmpty.map(({ workerId, events }) => ({
+      worker_id: workerId,
+      events: events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })),
+    }));
     // One worker goes straight to svc_append_events, the simpler plan (the first svc_append_many,
     // a loop over svc_append_events, cost a single-worker append up to a quarter of its speed on PGlite).
     const single = payload.length === 1 ? payload[0]! : undefined;
     const { rows } = single
       ? await sql<EventRow & { known: boolean }>`
-          SELECT ${single.worker_id}::text AS worker_id, id, uid, type, ts, data, known FROM svc_append_events(${single.worker_id}, ${JSON.stringify(single.events)}::jsonb)`.execute(db)
+          SELECT ${single.worker_id}::text AS worker_id, id, uid, type, ts, data, known FROM svc_append_events(${single.worker_id}, ${JSON.stringify(single.events)}::jsonb)`.execute(
+          db,
+        )
       : await sql<EventRow & { known: boolean }>`
           SELECT worker_id, id, uid, type, ts, data, known FROM svc_append_many(${JSON.stringify(payload)}::jsonb)`.execute(db);
     const rowsByWorker = new Map<string, Array<EventRow & { known: boolean }>>();
@@ -140,7 +155,10 @@ export function createEventStore(db: Kysely<Database>): EventStore {
 
     async head(workerId, types) {
       const row = await db
-        .selectNoFrom((eb) => [eb.selectFrom('event_streams').select('last_id').where('worker_id', '=', workerId).as('last_id'), counted(workerId, types).as('total')])
+        .selectNoFrom((eb) => [
+          eb.selectFrom('event_streams').select('last_id').where('worker_id', '=', workerId).as('last_id'),
+          counted(workerId, types).as('total'),
+        ])
         .executeTakeFirstOrThrow();
       return { total: Number(row.total ?? 0), lastId: row.last_id ?? '0' };
     },

@@ -34,14 +34,20 @@ describe('the store across a Postgres outage (real Postgres, immediate shutdown)
     const inFlight = database.db
       .transaction()
       .execute((trx) => sql`select pg_sleep(30)`.execute(trx))
-      .then(() => undefined, (err: unknown) => err);
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     await new Promise((resolve) => setTimeout(resolve, 200));
     await postgres.suspend('immediate');
 
     const failed = await inFlight;
     expect(failed).toBeInstanceOf(CodedError);
     expect(failed).toMatchObject({ code: 'store_unavailable', message: 'the database is unavailable; retry shortly' });
-    const during = await store.appendMany([{ workerId: 'w-outage', events: [systemEvent('w-outage:1')] }]).then(() => undefined, (err: unknown) => err);
+    const during = await store.appendMany([{ workerId: 'w-outage', events: [systemEvent('w-outage:1')] }]).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(isStoreUnavailable(during)).toBe(true);
     expect(await pingDatabase(database.db, 500)).toBe(false);
     // The in-use client's own 'error' event reached our listener instead of ending the process.
@@ -54,7 +60,8 @@ describe('the store across a Postgres outage (real Postgres, immediate shutdown)
   }, 60_000);
 
   it('tells a database that is away from a query that is wrong', async () => {
-    for (const code of ['ECONNREFUSED', 'ECONNRESET', '57P01', '57P03', '08006']) expect(isConnectionLoss(Object.assign(new Error('x'), { code })), code).toBe(true);
+    for (const code of ['ECONNREFUSED', 'ECONNRESET', '57P01', '57P03', '08006'])
+      expect(isConnectionLoss(Object.assign(new Error('x'), { code })), code).toBe(true);
     expect(isConnectionLoss(new Error('Connection terminated unexpectedly'))).toBe(true);
     expect(isConnectionLoss(new Error('failed', { cause: Object.assign(new Error('x'), { code: 'ECONNREFUSED' }) }))).toBe(true);
     expect(isConnectionLoss(new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })]))).toBe(true);

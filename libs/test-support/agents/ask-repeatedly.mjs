@@ -22,7 +22,11 @@ function ask() {
   }
   asked++;
   pending = randomUUID();
-  emit({ type: 'control_request', request_id: pending, request: { subtype: 'can_use_tool', tool_name: 'Bash', input: { command: `echo ${asked}` }, tool_use_id: `toolu_${asked}` } });
+  emit({
+    type: 'control_request',
+    request_id: pending,
+    request: { subtype: 'can_use_tool', tool_name: 'Bash', input: { command: `echo ${asked}` }, tool_use_id: `toolu_${asked}` },
+  });
 }
 
 const stdin = createInterface({ input: process.stdin });

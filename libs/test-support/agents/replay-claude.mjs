@@ -7,7 +7,9 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
-const lines = readFileSync(process.env.TRANSCRIPT, 'utf8').split('\n').filter((line) => line.trim() !== '');
+const lines = readFileSync(process.env.TRANSCRIPT, 'utf8')
+  .split('\n')
+  .filter((line) => line.trim() !== '');
 const stdin = createInterface({ input: process.stdin });
 const received = [];
 let waiting;

@@ -9,19 +9,23 @@ if (!base) {
   process.stderr.write('ANTHROPIC_BASE_URL is not set\n');
   process.exit(2);
 }
-const request = http.request(`${base}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': process.env.ANTHROPIC_API_KEY ?? '' } }, (response) => {
-  let events = 0;
-  let pending = '';
-  response.on('data', (chunk) => {
-    const at = Date.now();
-    const parts = (pending + chunk.toString()).split('\n\n');
-    pending = parts.pop() ?? '';
-    for (const part of parts) if (part.trim()) process.stdout.write(`${JSON.stringify({ event: events++, at })}\n`);
-  });
-  response.on('end', () => {
-    process.stdout.write(`${JSON.stringify({ done: true, status: response.statusCode })}\n`);
-  });
-});
+const request = http.request(
+  `${base}/v1/messages`,
+  { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': process.env.ANTHROPIC_API_KEY ?? '' } },
+  (response) => {
+    let events = 0;
+    let pending = '';
+    response.on('data', (chunk) => {
+      const at = Date.now();
+      const parts = (pending + chunk.toString()).split('\n\n');
+      pending = parts.pop() ?? '';
+      for (const part of parts) if (part.trim()) process.stdout.write(`${JSON.stringify({ event: events++, at })}\n`);
+    });
+    response.on('end', () => {
+      process.stdout.write(`${JSON.stringify({ done: true, status: response.statusCode })}\n`);
+    });
+  },
+);
 request.on('error', (err) => {
   process.stderr.write(`${err.message}\n`);
   process.exit(1);

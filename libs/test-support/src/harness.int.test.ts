@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import { startNatsServer } from './nats.js';
 import { findPostgresBinDir, startPostgres } from './postgres.js';
 import { existsSync } from 'node:fs';
-import { findNatsServerBinary } from '@svc/nats-server';
 
 describe('test harness — throwaway servers', () => {
   it('starts a JetStream nats-server on a random port and removes it at stop', async () => {
@@ -38,11 +37,6 @@ describe('test harness — throwaway servers', () => {
 });
 
 describe('test harness — missing binaries say how to install them', () => {
-  it('no nats-server anywhere names the go install command', () => {
-    expect(() => findNatsServerBinary({ PATH: '/nonexistent', GOPATH: '/nonexistent' })).toThrow(/go install github\.com\/nats-io\/nats-server\/v2@/);
-    expect(() => findNatsServerBinary({ SVC_NATS_SERVER: '/nonexistent/nats-server' })).toThrow(/SVC_NATS_SERVER points to \/nonexistent\/nats-server/);
-  });
-
   it('no PostgreSQL anywhere names the apt-get command', () => {
     expect(() => findPostgresBinDir({ PATH: '/nonexistent' }, '/nonexistent')).toThrow(/apt-get install postgresql/);
   });

@@ -11,13 +11,16 @@ const run = promisify(execFile);
 /** The chart, from this package's place in the workspace. */
 export const CHART_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../helm/svc');
 
-const HELM_INSTALL_HINT = 'install it with: bash deploy/dev-setup.sh (go install helm.sh/helm/v3/cmd/helm@<HELM_VERSION in .ci/versions.env>), or set SVC_HELM to its path';
+const HELM_INSTALL_HINT =
+  'install it with: bash deploy/dev-setup.sh (go install helm.sh/helm/v3/cmd/helm@<HELM_VERSION in .ci/versions.env>), or set SVC_HELM to its path';
 
 /** The helm binary: `SVC_HELM`, then PATH, then Go's bin directory. */
 export function findHelmBinary(env: Record<string, string | undefined> = process.env): string {
   if (env['SVC_HELM']) return env['SVC_HELM'];
   const goBin = env['GOBIN'] ?? path.join(env['GOPATH'] ?? path.join(homedir(), 'go'), 'bin');
-  const found = [...(env['PATH'] ?? '').split(path.delimiter).filter(Boolean), goBin].map((dir) => path.join(dir, 'helm')).find((candidate) => existsSync(candidate));
+  const found = [...(env['PATH'] ?? '').split(path.delimiter).filter(Boolean), goBin]
+    .map((dir) => path.join(dir, 'helm'))
+    .find((candidate) => existsSync(candidate));
   if (!found) throw new Error(`helm was not found on PATH or in ${goBin}; ${HELM_INSTALL_HINT}`);
   return found;
 }
@@ -52,7 +55,17 @@ function helmArgs(options: RenderOptions): string[] {
 
 /** `helm template`: every object the chart renders, in order. Throws with helm's message when it refuses. */
 export async function renderChart(options: RenderOptions = {}): Promise<Manifest[]> {
-  const args = ['template', options.release ?? 'svc', CHART_DIR, '--namespace', options.namespace ?? 'svc', '--kube-version', KUBE_VERSION, ...helmArgs(options), ...(options.showOnly ?? []).flatMap((t) => ['--show-only', t])];
+  const args = [
+    'template',
+    options.release ?? 'svc',
+    CHART_DIR,
+    '--namespace',
+    options.namespace ?? 'svc',
+    '--kube-version',
+    KUBE_VERSION,
+    ...helmArgs(options),
+    ...(options.showOnly ?? []).flatMap((t) => ['--show-only', t]),
+  ];
   try {
     const { stdout } = await run(findHelmBinary(), args, { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
     return parseAllDocuments(stdout)

@@ -17,7 +17,11 @@ function sse(response: ServerResponse, event: string, data: unknown): void {
 /** How many tool results the conversation already holds: the index of the turn the model plays next. */
 function toolResultsIn(body: Record<string, unknown>): number {
   const messages = Array.isArray(body['messages']) ? (body['messages'] as Array<{ role?: string; content?: unknown }>) : [];
-  return messages.filter((message) => Array.isArray(message.content) && message.content.some((block) => typeof block === 'object' && block !== null && (block as { type?: string }).type === 'tool_result')).length;
+  return messages.filter(
+    (message) =>
+      Array.isArray(message.content) &&
+      message.content.some((block) => typeof block === 'object' && block !== null && (block as { type?: string }).type === 'tool_result'),
+  ).length;
 }
 
 /**
@@ -42,17 +46,38 @@ export async function startMockAnthropic(turns: readonly ScriptedTurn[]): Promis
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       sse(response, 'message_start', {
         type: 'message_start',
-        message: { id, type: 'message', role: 'assistant', model: String(body['model'] ?? 'claude-mock'), content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 100, output_tokens: 1 } },
+        message: {
+          id,
+          type: 'message',
+          role: 'assistant',
+          model: String(body['model'] ?? 'claude-mock'),
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: 100, output_tokens: 1 },
+        },
       });
       sse(response, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
       sse(response, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: turn.text } });
       sse(response, 'content_block_stop', { type: 'content_block_stop', index: 0 });
       if (turn.tool) {
-        sse(response, 'content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: `toolu_mock_${String(messages).padStart(2, '0')}`, name: turn.tool.name, input: {} } });
-        sse(response, 'content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: JSON.stringify(turn.tool.input) } });
+        sse(response, 'content_block_start', {
+          type: 'content_block_start',
+          index: 1,
+          content_block: { type: 'tool_use', id: `toolu_mock_${String(messages).padStart(2, '0')}`, name: turn.tool.name, input: {} },
+        });
+        sse(response, 'content_block_delta', {
+          type: 'content_block_delta',
+          index: 1,
+          delta: { type: 'input_json_delta', partial_json: JSON.stringify(turn.tool.input) },
+        });
         sse(response, 'content_block_stop', { type: 'content_block_stop', index: 1 });
       }
-      sse(response, 'message_delta', { type: 'message_delta', delta: { stop_reason: turn.tool ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: 24 } });
+      sse(response, 'message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: turn.tool ? 'tool_use' : 'end_turn', stop_sequence: null },
+        usage: { output_tokens: 24 },
+      });
       sse(response, 'message_stop', { type: 'message_stop' });
       response.end();
     },

@@ -39,7 +39,13 @@ function toolOutputsIn(body: Record<string, unknown>): number {
   return input.filter((item) => item.type === 'function_call_output' || item.type === 'custom_tool_call_output').length;
 }
 
-const USAGE = { input_tokens: 1000, input_tokens_details: { cached_tokens: 200 }, output_tokens: 50, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1050 };
+const USAGE = {
+  input_tokens: 1000,
+  input_tokens_details: { cached_tokens: 200 },
+  output_tokens: 50,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: 1050,
+};
 
 /**
  * A stand-in for the OpenAI Responses API on loopback, for running the real Codex CLI offline
@@ -67,23 +73,36 @@ export async function startMockOpenAI(turns: readonly ResponsesTurn[], options: 
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       sse(response, 'response.created', { response: { id } });
       if (options.failing) {
-        sse(response, 'response.failed', { response: { id, status: 'failed', error: { code: 'server_error', message: 'The stand-in upstream failed mid-stream' } } });
+        sse(response, 'response.failed', {
+          response: { id, status: 'failed', error: { code: 'server_error', message: 'The stand-in upstream failed mid-stream' } },
+        });
         response.end();
         return;
       }
       const turn = turns[Math.min(toolOutputsIn(body), turns.length - 1)]!;
-      sse(response, 'response.output_item.done', { output_index: 0, item: { type: 'message', role: 'assistant', id: `msg_mock_${responses}`, content: [{ type: 'output_text', text: turn.text }] } });
+      sse(response, 'response.output_item.done', {
+        output_index: 0,
+        item: { type: 'message', role: 'assistant', id: `msg_mock_${responses}`, content: [{ type: 'output_text', text: turn.text }] },
+      });
       if (turn.command) {
         const args = {
           cmd: turn.command.cmd,
           login: false,
-          ...(turn.command.escalate ? { sandbox_permissions: 'require_escalated', justification: turn.command.justification ?? 'The mock model needs to run this outside the sandbox' } : {}),
+          ...(turn.command.escalate
+            ? { sandbox_permissions: 'require_escalated', justification: turn.command.justification ?? 'The mock model needs to run this outside the sandbox' }
+            : {}),
         };
-        sse(response, 'response.output_item.done', { output_index: 1, item: { type: 'function_call', id: `fc_mock_${responses}`, call_id: `call_mock_${responses}`, name: 'exec_command', arguments: JSON.stringify(args) } });
+        sse(response, 'response.output_item.done', {
+          output_index: 1,
+          item: { type: 'function_call', id: `fc_mock_${responses}`, call_id: `call_mock_${responses}`, name: 'exec_command', arguments: JSON.stringify(args) },
+        });
       }
       if (turn.patch !== undefined) {
         // apply_patch is a freeform ("custom") tool: its input is the patch text itself.
-        sse(response, 'response.output_item.done', { output_index: 1, item: { type: 'custom_tool_call', id: `ctc_mock_${responses}`, call_id: `call_mock_${responses}`, name: 'apply_patch', input: turn.patch } });
+        sse(response, 'response.output_item.done', {
+          output_index: 1,
+          item: { type: 'custom_tool_call', id: `ctc_mock_${responses}`, call_id: `call_mock_${responses}`, name: 'apply_patch', input: turn.patch },
+        });
       }
       sse(response, 'response.completed', { response: { id, usage: USAGE } });
       response.end();

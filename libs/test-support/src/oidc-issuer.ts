@@ -41,7 +41,8 @@ export async function startTestIssuer(audience = 'svc-test'): Promise<TestIssuer
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify(body));
     };
-    if (request.url === '/.well-known/openid-configuration') return send({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ['RS256', 'ES256'] });
+    if (request.url === '/.well-known/openid-configuration')
+      return send({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ['RS256', 'ES256'] });
     if (request.url === '/jwks') {
       fetches++;
       return send({ keys: keys.map((k) => k.publicJwk) });

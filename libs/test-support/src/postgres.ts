@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stopChild } from '@svc/nats-server';
 
-export const POSTGRES_INSTALL_HINT = 'install it with: apt-get install postgresql (Debian), or set SVC_POSTGRES_BIN_DIR to the directory holding initdb and postgres';
+export const POSTGRES_INSTALL_HINT =
+  'install it with: apt-get install postgresql (Debian), or set SVC_POSTGRES_BIN_DIR to the directory holding initdb and postgres';
 
 export interface PostgresProcess {
   /** A connection string for the superuser `postgres` on database `postgres`. */
@@ -35,7 +36,9 @@ export function findPostgresBinDir(env: Record<string, string | undefined> = pro
   const candidates: string[] = [];
   if (env['SVC_POSTGRES_BIN_DIR']) candidates.push(env['SVC_POSTGRES_BIN_DIR']);
   if (existsSync(debianRoot)) {
-    const versions = readdirSync(debianRoot).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(debianRoot)
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a));
     candidates.push(...versions.map((v) => path.join(debianRoot, v, 'bin')));
   }
   candidates.push(...(env['PATH'] ?? '').split(path.delimiter).filter(Boolean));

@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ensureStreams, requestJson } from '@svc/bus';
-import { partitionOfWorker, streams, subjects, type ListResponseOf, type StoredElsewhereMessageType, type PermissionRule, type ServiceHealth, type StoredEvent } from '@svc/protocol';
+import {
+  partitionOfWorker,
+  streams,
+  subjects,
+  type ListResponseOf,
+  type StoredElsewhereMessageType,
+  type PermissionRule,
+  type ServiceHealth,
+  type StoredEvent,
+} from '@svc/protocol';
 import { createEventStore, openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { start } from './index.js';
@@ -56,14 +65,24 @@ describe('control — start and stop', () => {
     // No stream takes incoming messages for now: JetStream refuses the hand-over.
     const jsm = await jetstreamManager(bus.nc);
     await jsm.streams.delete(streams.incomingEvents.name);
-    const decided = await requestJson<StoredEvent<'control_response'>>(bus.nc, subjects.rpc.decide, { worker_id: workerId, decision: { request_id: 'ra', decision: 'allow' }, decided_by: { sub: 'alice' } });
+    const decided = await requestJson<StoredEvent<'control_response'>>(bus.nc, subjects.rpc.decide, {
+      worker_id: workerId,
+      decision: { request_id: 'ra', decision: 'allow' },
+      decided_by: { sub: 'alice' },
+    });
     expect(decided.data).toMatchObject({ request_id: 'ra', decision: 'allow' });
     await ensureStreams(bus.nc);
     // Nothing consumes the partition here, so the hand-over stays in the stream to be looked at.
-    const kept = await waitFor('the decision handed over once the stream is back', async () => {
-      const message = await jsm.streams.getMessage(streams.incomingEvents.name, { last_by_subj: subjects.incomingEvent(partitionOfWorker(workerId), workerId) }).catch(() => null);
-      return message?.json<StoredElsewhereMessageType>();
-    }, 10_000);
+    const kept = await waitFor(
+      'the decision handed over once the stream is back',
+      async () => {
+        const message = await jsm.streams
+          .getMessage(streams.incomingEvents.name, { last_by_subj: subjects.incomingEvent(partitionOfWorker(workerId), workerId) })
+          .catch(() => null);
+        return message?.json<StoredElsewhereMessageType>();
+      },
+      10_000,
+    );
     expect(kept).toEqual({ worker_id: workerId, stored: decided });
     await service.stop();
   });

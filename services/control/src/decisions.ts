@@ -41,7 +41,11 @@ export function deadlineOf(request: StoredRequest, policy: DecisionPolicy): numb
 function refusal(existing: StoredEvent<'control_response'>): CodedError {
   const data = existing.data;
   if (data.decided_by === TIMEOUT_DECIDER) {
-    return new CodedError('request_closed', `request ${data.request_id} expired at ${existing.ts}; the policy decided ${data.decision}`, { reason: 'expired', decision: data.decision, decided_at: existing.ts });
+    return new CodedError('request_closed', `request ${data.request_id} expired at ${existing.ts}; the policy decided ${data.decision}`, {
+      reason: 'expired',
+      decision: data.decision,
+      decided_at: existing.ts,
+    });
   }
   const who = data.decided_by_name ? `${data.decided_by_name} (${data.decided_by})` : data.decided_by;
   return new CodedError('already_decided', `request ${data.request_id} was already decided (${data.decision}) by ${who} at ${existing.ts}`, {
@@ -62,7 +66,10 @@ export function createDecisions(deps: DecisionsDeps) {
   const log = deps.logger.child({ component: 'decisions' });
 
   /** The deadline's decision: appended unless the request has one (then `duplicate`). */
-  async function storeDeadlineDecision(workerId: string, data: EventData<'control_response'>): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
+  async function storeDeadlineDecision(
+    workerId: string,
+    data: EventData<'control_response'>,
+  ): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
     const [appended] = await createEventStore(deps.db).append(workerId, [decisionEvent(data)]);
     const stored = appended!.event as StoredEvent<'control_response'>;
     if (!appended!.duplicate) handOver(workerId, stored);
@@ -79,7 +86,11 @@ export function createDecisions(deps: DecisionsDeps) {
    */
   function handOver(workerId: string, event: StoredEvent<'control_response'>, attempt = 1): void {
     deps.incoming.publishStored(workerId, event).catch((err: unknown) => {
-      if (attempt >= HAND_OVER_ATTEMPTS) return log.error({ err, worker_id: workerId, event_id: event.id }, 'a decision could not be handed to event-ingest; it is announced with the worker\'s next event');
+      if (attempt >= HAND_OVER_ATTEMPTS)
+        return log.error(
+          { err, worker_id: workerId, event_id: event.id },
+          "a decision could not be handed to event-ingest; it is announced with the worker's next event",
+        );
       log.warn({ err, worker_id: workerId, event_id: event.id, attempt }, 'handing a decision to event-ingest failed; trying again');
       setTimeout(() => handOver(workerId, event, attempt + 1), HAND_OVER_RETRY_MS * attempt).unref();
     });
@@ -113,11 +124,18 @@ export function createDecisions(deps: DecisionsDeps) {
      * expired and is undecided. The hand-over goes out through `afterReply` (the decider's
      * answer and the hand-over then leave in one socket write).
      */
-    async decide({ worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType, afterReply: (task: () => void) => void): Promise<StoredEvent<'control_response'>> {
+    async decide(
+      { worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType,
+      afterReply: (task: () => void) => void,
+    ): Promise<StoredEvent<'control_response'>> {
       const data: EventData<'control_response'> = {
         request_id: body.request_id,
         decision: body.decision,
-        ...(body.decision === 'deny' ? { message: body.message?.trim() ? body.message : DEFAULT_DENY_MESSAGE } : body.message === undefined ? {} : { message: body.message }),
+        ...(body.decision === 'deny'
+          ? { message: body.message?.trim() ? body.message : DEFAULT_DENY_MESSAGE }
+          : body.message === undefined
+            ? {}
+            : { message: body.message }),
         ...(body.updated_input === undefined ? {} : { updated_input: body.updated_input }),
         ...(body.scope === undefined ? {} : { scope: body.scope }),
         ...(body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }),
@@ -126,7 +144,8 @@ export function createDecisions(deps: DecisionsDeps) {
         ...(decidedBy.name === undefined ? {} : { decided_by_name: decidedBy.name }),
         ...(decidedBy.email === undefined ? {} : { decided_by_email: decidedBy.email }),
       };
-      if (body.interrupt && body.decision !== 'deny') throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
+      if (body.interrupt && body.decision !== 'deny')
+        throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
       const rule = body.scope === 'always' ? (body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }) : undefined;
       const outcome = await deps.requests.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data), rule);

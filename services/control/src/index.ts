@@ -63,7 +63,9 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
         if (withdrawn !== undefined) deadlines.cancel(event.worker_id, withdrawn);
         else if (event.type === 'control_response') deadlines.cancel(event.worker_id, (event as StoredEvent<'control_response'>).data.request_id);
         else if (event.type === 'control_request') {
-          deadlines.watch({ event: event as StoredEvent<'control_request'>, storedAt: new Date() }).catch((error: unknown) => log.error({ err: error }, 'could not start a deadline'));
+          deadlines
+            .watch({ event: event as StoredEvent<'control_request'>, storedAt: new Date() })
+            .catch((error: unknown) => log.error({ err: error }, 'could not start a deadline'));
         }
       }
     },

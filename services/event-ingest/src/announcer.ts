@@ -79,7 +79,9 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
       if (!deps.dropAnnouncement?.(batch)) {
         await Promise.all([
           deps.publisher.publish(subjects.storedEvent(workerId), batch, { messageId: storedBatchMessageId(batch), immediate: true }),
-          exits.length > 0 ? deps.publisher.publish(subjects.lifecycleEvent(workerId), lifecycle, { messageId: storedBatchMessageId(lifecycle), immediate: true }) : undefined,
+          exits.length > 0
+            ? deps.publisher.publish(subjects.lifecycleEvent(workerId), lifecycle, { messageId: storedBatchMessageId(lifecycle), immediate: true })
+            : undefined,
         ]);
       }
       const control = batch.events.filter(isControlEvent);

@@ -31,11 +31,17 @@ describe('event-ingest — start and stop', () => {
   });
 
   it('a second replica starting beside it migrates nothing and fails nothing', async () => {
-    const replicas = await Promise.all([0, 1].map((replicaIndex) => start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: `ingest-${replicaIndex}`, replicaIndex, replicaCount: 2 })));
+    const replicas = await Promise.all(
+      [0, 1].map((replicaIndex) =>
+        start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: `ingest-${replicaIndex}`, replicaIndex, replicaCount: 2 }),
+      ),
+    );
     await Promise.all(replicas.map((r) => r.stop()));
   });
 
   it('an impossible replica index stops start-up', async () => {
-    await expect(start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'x', replicaIndex: 2, replicaCount: 2 })).rejects.toThrow(/replica index must be in 0..1, got 2/);
+    await expect(start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'x', replicaIndex: 2, replicaCount: 2 })).rejects.toThrow(
+      /replica index must be in 0..1, got 2/,
+    );
   });
 });

@@ -17,7 +17,6 @@ import { openDatabase, type StoreDatabase } from '@svc/store';
 import { systemEvent, startBusFixture, startPostgres, waitFor, type BusFixture, type PostgresProcess } from '@svc/test-support';
 import { start } from './index.js';
 
-
 describe('event-ingest — from JetStream to the store and the stored-event stream', () => {
   let bus: BusFixture;
   let postgres: PostgresProcess;
@@ -45,12 +44,20 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     for (const event of events) await publisher.publish(workerId, event);
     publisher.close();
   }
-  const list = (workerId: string, afterId = '0') => requestJson<ListResponseOf<StoredEvent>>(bus.nc, subjects.rpc.listEvents, { worker_id: workerId, after_id: afterId, limit: 1000 });
+  const list = (workerId: string, afterId = '0') =>
+    requestJson<ListResponseOf<StoredEvent>>(bus.nc, subjects.rpc.listEvents, { worker_id: workerId, after_id: afterId, limit: 1000 });
 
-  it('events of many workers (both replicas\' partitions) are stored once each, in order, and acknowledged', async () => {
+  it("events of many workers (both replicas' partitions) are stored once each, in order, and acknowledged", async () => {
     const workers = Array.from({ length: 12 }, (_, i) => `wrk_ingest_${i}`);
     expect(new Set(workers.map((w) => partitionOfWorker(w) % 2)).size).toBe(2);
-    await Promise.all(workers.map((workerId) => post(workerId, Array.from({ length: 30 }, (_, n) => systemEvent(`${workerId}:${n}`)))));
+    await Promise.all(
+      workers.map((workerId) =>
+        post(
+          workerId,
+          Array.from({ length: 30 }, (_, n) => systemEvent(`${workerId}:${n}`)),
+        ),
+      ),
+    );
     for (const workerId of workers) {
       const page = await waitFor(`${workerId} stored`, async () => {
         const result = await list(workerId);
@@ -81,7 +88,12 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     const workerId = 'wrk_exits';
     const exits: StoredEventBatchType[] = [];
     const sub = bus.nc.subscribe(subjects.lifecycleEvent(workerId), { callback: (_err, msg) => void exits.push(msg.json<StoredEventBatchType>()) });
-    const exit: IncomingEvent = { type: 'system', uid: 'exit', ts: new Date().toISOString(), data: { level: 'info', subtype: LIFECYCLE_SUBTYPES.agentExit, message: 'the agent exited', details: { code: 3 } } };
+    const exit: IncomingEvent = {
+      type: 'system',
+      uid: 'exit',
+      ts: new Date().toISOString(),
+      data: { level: 'info', subtype: LIFECYCLE_SUBTYPES.agentExit, message: 'the agent exited', details: { code: 3 } },
+    };
     await post(workerId, [systemEvent('before'), exit]);
     await waitFor('the exit announced', () => exits.length === 1);
     expect(exits[0]!.events.map((e) => [e.id, e.uid])).toEqual([['2', 'exit']]);
@@ -107,15 +119,22 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     await post(workerId, [systemEvent('before')]);
     await waitFor('the first event stored', async () => (await list(workerId)).total === 1);
     await postgres.suspend();
-    await post(workerId, Array.from({ length: 20 }, (_, n) => systemEvent(`during-${n}`)));
+    await post(
+      workerId,
+      Array.from({ length: 20 }, (_, n) => systemEvent(`during-${n}`)),
+    );
     // Longer than the first retries' back-off, so the appends really fail and are retried.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     await postgres.resume();
     // `items` and `total` are read side by side, so `total` may already count a commit `items` missed.
-    const page = await waitFor('all 21 stored', async () => {
-      const result = await list(workerId).catch(() => undefined);
-      return result?.items.length === 21 ? result : undefined;
-    }, 20_000);
+    const page = await waitFor(
+      'all 21 stored',
+      async () => {
+        const result = await list(workerId).catch(() => undefined);
+        return result?.items.length === 21 ? result : undefined;
+      },
+      20_000,
+    );
     expect(page.items.map((e) => e.uid)).toEqual(['before', ...Array.from({ length: 20 }, (_, n) => `during-${n}`)]);
     expect(page.items.map((e) => e.id)).toEqual(Array.from({ length: 21 }, (_, i) => String(i + 1)));
     const jsm = await jetstreamManager(bus.nc);
@@ -123,11 +142,13 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
   });
 
   it('a list query names a bad field; an unknown worker has no events', async () => {
-    await expect(requestJson(bus.nc, subjects.rpc.listEvents, { worker_id: 'wrk_x', after_id: '-1', limit: 10 })).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(requestJson(bus.nc, subjects.rpc.listEvents, { worker_id: 'wrk_x', after_id: '-1', limit: 10 })).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
     expect(await list('wrk_nobody')).toEqual({ items: [], total: 0 });
   });
 
-  it('a list query with with_last_id also answers the worker\'s highest id, whatever the type filter', async () => {
+  it("a list query with with_last_id also answers the worker's highest id, whatever the type filter", async () => {
     await post('wrk_head', [systemEvent('wrk_head:0'), systemEvent('wrk_head:1')]);
     await waitFor('wrk_head stored', async () => (await list('wrk_head')).items.length === 2);
     const query = { worker_id: 'wrk_head', after_id: '1', limit: 10, with_last_id: true };

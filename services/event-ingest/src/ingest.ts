@@ -33,7 +33,13 @@ interface WorkerShare {
  * through the one announcer) and `acknowledge`. Nothing is acknowledged before it is stored and
  * announced, so a crash at any point redelivers it.
  */
-export async function consumePartition(nc: NatsConnection, store: Appender, announcer: Announcer, partition: number, logger: Logger): Promise<PartitionConsumer> {
+export async function consumePartition(
+  nc: NatsConnection,
+  store: Appender,
+  announcer: Announcer,
+  partition: number,
+  logger: Logger,
+): Promise<PartitionConsumer> {
   const consumer = new IncomingPartition(store, announcer, logger.child({ partition }));
   await consumer.start(nc, partition);
   return consumer;
@@ -170,7 +176,8 @@ class IncomingPartition implements PartitionConsumer {
         if (this.stopping) throw err;
         // Postgres away (restarting, failing over) is waited out; the pause stays short so
         // storage resumes within about a second of the database coming back.
-        if (isStoreUnavailable(err)) this.log.warn({ err: { message: (err as Error).message }, workers: batches.length, attempt }, 'the store is unavailable; retrying the batch');
+        if (isStoreUnavailable(err))
+          this.log.warn({ err: { message: (err as Error).message }, workers: batches.length, attempt }, 'the store is unavailable; retrying the batch');
         else this.log.error({ err, workers: batches.length, attempt }, 'append failed; retrying');
         await new Promise((resolve) => setTimeout(resolve, Math.min(APPEND_RETRY_MAX_MS, 50 * 2 ** attempt)));
       }

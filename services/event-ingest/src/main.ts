@@ -12,5 +12,6 @@ await runService({
   },
   store: openServiceStore,
   prepare: (nc, logger) => retryWithBackoff('creating the streams', () => ensureStreams(nc), { logger, retryable: isBusUnavailable }),
-  start: ({ nc, db, logger, config }) => start({ nc, db, logger, instance: config.instance, replicaIndex: config.replicaIndex, replicaCount: config.replicaCount }),
+  start: ({ nc, db, logger, config }) =>
+    start({ nc, db, logger, instance: config.instance, replicaIndex: config.replicaIndex, replicaCount: config.replicaCount }),
 });

@@ -27,7 +27,8 @@ describe('shared commits — the partitions of a replica append together', () =>
   });
 
   const batch = (workerId: string, ...uids: string[]): WorkerEvents[] => [{ workerId, events: uids.map((uid) => systemEvent(uid)) }];
-  const idsOf = (results: Awaited<ReturnType<Appender['appendMany']>>) => results.map((list) => list.map((r) => `${r.event.worker_id}/${r.event.id}/${r.event.uid}`));
+  const idsOf = (results: Awaited<ReturnType<Appender['appendMany']>>) =>
+    results.map((list) => list.map((r) => `${r.event.worker_id}/${r.event.id}/${r.event.uid}`));
 
   it('an append asked for while another is stored waits, then goes with the others that waited, in one call', async () => {
     calls = [];

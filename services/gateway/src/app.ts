@@ -1,4 +1,11 @@
-import Fastify, { LogController, type FastifyReply, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type RawServerDefault } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyReply,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type RawServerDefault,
+} from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
@@ -36,11 +43,10 @@ declare module 'fastify' {
   }
 }
 
-export type GatewaySettings = Pick<
-  GatewayConfig,
-  'trustedProxies' | 'corsOrigins' | 'rateLimitMax' | 'rateLimitWindowMs' | 'bodyLimitBytes' | 'oidcAudience'
-> &
-  Partial<Pick<GatewayConfig, 'anthropicApiKey' | 'anthropicUpstreamUrl' | 'openaiApiKey' | 'openaiUpstreamUrl' | 'egressRefused' | 'natsUrl' | 'port' | 'healthPort'>>;
+export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigins' | 'rateLimitMax' | 'rateLimitWindowMs' | 'bodyLimitBytes' | 'oidcAudience'> &
+  Partial<
+    Pick<GatewayConfig, 'anthropicApiKey' | 'anthropicUpstreamUrl' | 'openaiApiKey' | 'openaiUpstreamUrl' | 'egressRefused' | 'natsUrl' | 'port' | 'healthPort'>
+  >;
 
 /** The gateway's Fastify instance, typed by its TypeBox schemas. */
 export type GatewayApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;

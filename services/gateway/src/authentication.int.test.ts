@@ -23,7 +23,10 @@ describe('gateway authentication — user JWTs', () => {
   });
 
   const attacks: Array<[string, () => Promise<string | undefined>]> = [
-    ['alg none', async () => `Bearer ${base64url({ alg: 'none', typ: 'JWT' })}.${base64url({ sub: 'mallory', iss: gw.issuer.issuer, aud: 'svc', exp: now() + 60 })}.`],
+    [
+      'alg none',
+      async () => `Bearer ${base64url({ alg: 'none', typ: 'JWT' })}.${base64url({ sub: 'mallory', iss: gw.issuer.issuer, aud: 'svc', exp: now() + 60 })}.`,
+    ],
     [
       'HS256 signed with the public key',
       async () => {
@@ -58,7 +61,10 @@ describe('gateway authentication — user JWTs', () => {
 
   it('a user token on a sidecar endpoint is refused', async () => {
     await gw.createWorker('wrk_user_on_sidecar', 'alice');
-    const response = await gw.app.inject({ url: '/v1/workers/wrk_user_on_sidecar/test-sidecar', headers: { authorization: `Bearer ${await gw.userToken('alice')}` } });
+    const response = await gw.app.inject({
+      url: '/v1/workers/wrk_user_on_sidecar/test-sidecar',
+      headers: { authorization: `Bearer ${await gw.userToken('alice')}` },
+    });
     expect(response.statusCode).toBe(403);
   });
 });
@@ -70,16 +76,17 @@ describe('gateway authentication — worker tokens', () => {
   });
   afterAll(() => gw?.stop());
 
-  const sidecarCall = (workerId: string, token: string) => gw.app.inject({ url: `/v1/workers/${workerId}/test-sidecar`, headers: { authorization: `Bearer ${token}` } });
+  const sidecarCall = (workerId: string, token: string) =>
+    gw.app.inject({ url: `/v1/workers/${workerId}/test-sidecar`, headers: { authorization: `Bearer ${token}` } });
 
-  it('a worker token opens its own worker\'s sidecar endpoints', async () => {
+  it("a worker token opens its own worker's sidecar endpoints", async () => {
     const token = await gw.createWorker('wrk_a', 'alice');
     const response = await sidecarCall('wrk_a', token);
     expect(response.statusCode).toBe(200);
     expect(response.json().principal).toEqual({ kind: 'worker', workerId: 'wrk_a' });
   });
 
-  it('on another worker\'s endpoint it is refused (403), and on a user endpoint too', async () => {
+  it("on another worker's endpoint it is refused (403), and on a user endpoint too", async () => {
     const tokenA = await gw.createWorker('wrk_b1', 'alice');
     await gw.createWorker('wrk_b2', 'alice');
     // The directory knows whose token it is once it has seen wrk_b1 (from its watch or a read).
@@ -105,7 +112,14 @@ describe('gateway authentication — worker tokens', () => {
       const token = await gw.createWorker(workerId, 'alice');
       expect((await sidecarCall(workerId, token)).statusCode).toBe(200);
       const revokedAt = Date.now();
-      if (revoke === 'ended') await gw.setWorker({ worker_id: workerId, owner: 'alice', status: 'stopped', token_hash: (await gw.workers.get(workerId))!.token_hash!, updated_at: new Date().toISOString() });
+      if (revoke === 'ended')
+        await gw.setWorker({
+          worker_id: workerId,
+          owner: 'alice',
+          status: 'stopped',
+          token_hash: (await gw.workers.get(workerId))!.token_hash!,
+          updated_at: new Date().toISOString(),
+        });
       if (revoke === 'token removed') await gw.setWorker({ worker_id: workerId, owner: 'alice', status: 'running', updated_at: new Date().toISOString() });
       if (revoke === 'deleted') await gw.kv.delete(workerId);
       const refusal = { ended: 409, 'token removed': 401, deleted: 404 }[revoke];

@@ -41,12 +41,21 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
   }
 
   const openRequests = async (id = workerId, token = alice, state = 'open') =>
-    (await gw.app.inject({ url: `/v1/workers/${id}/control/requests?state=${state}`, headers: asUser(token) })).json() as ListResponseOf<StoredEvent<'control_request'>>;
+    (await gw.app.inject({ url: `/v1/workers/${id}/control/requests?state=${state}`, headers: asUser(token) })).json() as ListResponseOf<
+      StoredEvent<'control_request'>
+    >;
 
   /** The sidecar reports a tool request; resolves once the control plane lists it as open. */
   async function askPermission(id = workerId, token = workerToken, tool = 'Bash'): Promise<string> {
     const requestId = `req-${++requests}`;
-    await postEvents(id, token, [{ type: 'control_request', uid: `cr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: tool, input: { command: 'npm test' } } }]);
+    await postEvents(id, token, [
+      {
+        type: 'control_request',
+        uid: `cr-${requestId}`,
+        ts: new Date().toISOString(),
+        data: { request_id: requestId, tool_name: tool, input: { command: 'npm test' } },
+      },
+    ]);
     await waitFor(`${requestId} open`, async () => (await openRequests(id)).items.some((r) => r.data.request_id === requestId));
     return requestId;
   }
@@ -60,7 +69,9 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
   it('10 concurrent decisions on one request across 2 control replicas: exactly one 201, nine 409 already_decided naming who and when', async () => {
     const requestId = await askPermission();
     const deciders = await Promise.all(Array.from({ length: 10 }, (_, i) => gw.userToken(`admin-${i}`, { svc_admin: true, name: `Admin ${i}` })));
-    const answers = await Promise.all(deciders.map((token, i) => decide({ request_id: requestId, decision: i % 2 === 0 ? 'allow' : 'deny', message: `from ${i}` }, token)));
+    const answers = await Promise.all(
+      deciders.map((token, i) => decide({ request_id: requestId, decision: i % 2 === 0 ? 'allow' : 'deny', message: `from ${i}` }, token)),
+    );
     const created = answers.filter((a) => a.statusCode === 201);
     const refused = answers.filter((a) => a.statusCode === 409);
     expect(created).toHaveLength(1);
@@ -157,7 +168,9 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     await new Promise((resolve) => setTimeout(resolve, 300));
     // Stored without an announcement (as if the announcement were lost on the way)…
     const data = { request_id: unannounced, decision: 'allow' as const, decided_by: 'alice' };
-    await createEventStore(gw.database!.db).appendMany([{ workerId, events: [{ type: 'control_response', uid: controlResponseUid(unannounced), ts: new Date().toISOString(), data }] }]);
+    await createEventStore(gw.database!.db).appendMany([
+      { workerId, events: [{ type: 'control_response', uid: controlResponseUid(unannounced), ts: new Date().toISOString(), data }] },
+    ]);
     // …then one announced as usual: its id does not follow the poll's head, so the store is read.
     expect((await decide({ request_id: announced, decision: 'deny' })).statusCode).toBe(201);
     const answer = (await poll).json() as ListResponseOf<Decision>;
@@ -184,7 +197,9 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
 
   it('a request withdrawn by the agent closes for every viewer and refuses a late decision with request_closed', async () => {
     const requestId = await askPermission();
-    await postEvents(workerId, workerToken, [{ type: 'system', uid: `withdraw-${requestId}`, ts: new Date().toISOString(), data: controlWithdrawnData(requestId) }]);
+    await postEvents(workerId, workerToken, [
+      { type: 'system', uid: `withdraw-${requestId}`, ts: new Date().toISOString(), data: controlWithdrawnData(requestId) },
+    ]);
     await waitFor('the request no longer open', async () => !(await openRequests()).items.some((r) => r.data.request_id === requestId));
     expect((await openRequests(workerId, alice, 'closed')).items.some((r) => r.data.request_id === requestId)).toBe(true);
     const late = await decide({ request_id: requestId, decision: 'allow' });
@@ -192,13 +207,25 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect(late.json()).toMatchObject({ code: 'request_closed', details: { reason: 'withdrawn' } });
   });
 
-  it('a request the sidecar\'s policy decided (an event it posted) is closed: not open, and a person\'s decision is refused naming the policy', async () => {
+  it("a request the sidecar's policy decided (an event it posted) is closed: not open, and a person's decision is refused naming the policy", async () => {
     const requestId = `policy-${++requests}`;
     await postEvents(workerId, workerToken, [
-      { type: 'control_request', uid: `pr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: 'Read', input: { file_path: 'a' } } },
-      { type: 'control_response', uid: `pd-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, decision: 'allow', message: 'auto-approved', decided_by: 'policy' } },
+      {
+        type: 'control_request',
+        uid: `pr-${requestId}`,
+        ts: new Date().toISOString(),
+        data: { request_id: requestId, tool_name: 'Read', input: { file_path: 'a' } },
+      },
+      {
+        type: 'control_response',
+        uid: `pd-${requestId}`,
+        ts: new Date().toISOString(),
+        data: { request_id: requestId, decision: 'allow', message: 'auto-approved', decided_by: 'policy' },
+      },
     ]);
-    await waitFor('the request listed as closed', async () => (await openRequests(workerId, alice, 'closed')).items.some((r) => r.data.request_id === requestId));
+    await waitFor('the request listed as closed', async () =>
+      (await openRequests(workerId, alice, 'closed')).items.some((r) => r.data.request_id === requestId),
+    );
     expect((await openRequests()).items.some((r) => r.data.request_id === requestId)).toBe(false);
     const late = await decide({ request_id: requestId, decision: 'deny' });
     expect(late.statusCode).toBe(409);
@@ -214,10 +241,11 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect((await openRequests(workerId, alice, 'all')).items.some((r) => r.data.request_id === requestId)).toBe(true);
   });
 
-  it('every viewer\'s stream carries the request and then the decision, so the prompt closes everywhere', async () => {
+  it("every viewer's stream carries the request and then the decision, so the prompt closes everywhere", async () => {
     const url = (await gw.app.listen({ host: '127.0.0.1', port: 0 })).replace('http', 'ws');
     const frames: StreamFrame[] = [];
-    const after = ((await gw.app.inject({ url: `/v1/workers/${workerId}/sdk-events?after_id=0&limit=1`, headers: asUser(alice) })).json() as { total: number }).total;
+    const after = ((await gw.app.inject({ url: `/v1/workers/${workerId}/sdk-events?after_id=0&limit=1`, headers: asUser(alice) })).json() as { total: number })
+      .total;
     const socket = new WebSocket(`${url}/v1/workers/${workerId}/sdk-events/stream?after_id=${after}`, { headers: asUser(alice) });
     socket.on('message', (data) => frames.push(JSON.parse(String(data)) as StreamFrame));
     await waitFor('live', () => frames.some((f) => f.kind === 'live'));
@@ -233,8 +261,12 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     const requestId = await askPermission(workerId, workerToken, 'Bash');
     const answer = await decide({ request_id: requestId, decision: 'allow', scope: 'always', input_pattern: 'npm test*' });
     expect((answer.json() as Decision).data).toMatchObject({ scope: 'always', input_pattern: 'npm test*', decided_by: 'alice' });
-    const rules = (await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(workerToken) })).json() as ListResponseOf<PermissionRule>;
-    expect(rules.items).toEqual([expect.objectContaining({ tool_name: 'Bash', input_pattern: 'npm test*', decision: 'allow', added_by: 'alice', request_id: requestId })]);
+    const rules = (
+      await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(workerToken) })
+    ).json() as ListResponseOf<PermissionRule>;
+    expect(rules.items).toEqual([
+      expect.objectContaining({ tool_name: 'Bash', input_pattern: 'npm test*', decision: 'allow', added_by: 'alice', request_id: requestId }),
+    ]);
     // The worker's owner lists them too; someone who may not see the worker is told it does not exist.
     const asOwner = (await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(alice) })).json() as ListResponseOf<PermissionRule>;
     expect(asOwner.items).toEqual(rules.items);
@@ -243,7 +275,7 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect(stranger.json()).toMatchObject({ code: 'worker_not_found' });
   });
 
-  it('a deny may end the agent\'s turn (interrupt: true), kept in the decision; interrupt with allow is 400 and decides nothing', async () => {
+  it("a deny may end the agent's turn (interrupt: true), kept in the decision; interrupt with allow is 400 and decides nothing", async () => {
     const requestId = await askPermission(workerId, workerToken, 'Bash');
     const refused = await decide({ request_id: requestId, decision: 'allow', interrupt: true });
     expect(refused.statusCode).toBe(400);

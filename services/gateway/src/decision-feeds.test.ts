@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { createFollowerStats, type StoredEvent } from '@svc/protocol';
 import { DecisionLog } from './decision-feeds.js';
 
-const event = (id: number, type: StoredEvent['type'] = 'assistant') => ({ id: String(id), worker_id: 'w', type, uid: `u${id}`, ts: '2026-11-22T00:00:00.000Z', data: {} }) as StoredEvent;
+const event = (id: number, type: StoredEvent['type'] = 'assistant') =>
+  ({ id: String(id), worker_id: 'w', type, uid: `u${id}`, ts: '2026-11-22T00:00:00.000Z', data: {} }) as StoredEvent;
 const decision = (id: number) => event(id, 'control_response');
 const ids = (page: { items: StoredEvent[] } | undefined) => page?.items.map((e) => e.id);
 

@@ -127,7 +127,11 @@ export interface DecisionFeed {
    * Resolves true as soon as a decision with id > `afterId` is delivered in order, false after `waitMs` or
    * when `hangUp` fires.
    */
-  nextDecision(afterId: string, waitMs: number, hangUp: { once(event: 'close', listener: () => void): unknown; off(event: 'close', listener: () => void): unknown }): Promise<boolean>;
+  nextDecision(
+    afterId: string,
+    waitMs: number,
+    hangUp: { once(event: 'close', listener: () => void): unknown; off(event: 'close', listener: () => void): unknown },
+  ): Promise<boolean>;
   /** The poll is done with it. */
   release(): void;
 }
@@ -150,7 +154,10 @@ export interface DecisionFeeds {
  */
 export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options: { lingerMs?: number; stats?: FollowerStats } = {}): DecisionFeeds {
   const lingerMs = options.lingerMs ?? 30_000;
-  const feeds = new Map<string, { log: DecisionLog; waiters: Set<(decision: StoredEvent) => void>; polls: number; stopWatching(): void; linger?: NodeJS.Timeout }>();
+  const feeds = new Map<
+    string,
+    { log: DecisionLog; waiters: Set<(decision: StoredEvent) => void>; polls: number; stopWatching(): void; linger?: NodeJS.Timeout }
+  >();
   // Announcements sent while the connection is down, or dropped for a slow consumer, are lost:
   // what the logs hold is proven no longer.
   void (async () => {

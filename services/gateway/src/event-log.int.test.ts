@@ -1,7 +1,15 @@
 import WebSocket from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { requestJson, subscribeStoredEvents, type StoredEventSubscription } from '@svc/bus';
-import { createFollowerStats, subjects, type CreateWorkerResultType, type IncomingEvent, type StoredEvent, type StoredEventBatchType, type StreamFrame } from '@svc/protocol';
+import {
+  createFollowerStats,
+  subjects,
+  type CreateWorkerResultType,
+  type IncomingEvent,
+  type StoredEvent,
+  type StoredEventBatchType,
+  type StreamFrame,
+} from '@svc/protocol';
 import { systemEvent, waitFor } from '@svc/test-support';
 import { startGatewayFixture, type FixtureOptions } from '../test/fixture.js';
 
@@ -68,7 +76,10 @@ async function runWorkload(fixtureOptions: FixtureOptions) {
     const done = (async () => {
       let cursor = '0';
       while (polling && decisions.length < REQUESTS) {
-        const answer = await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/control/pending?after_id=${cursor}&wait_ms=2000&limit=100`, headers: { authorization: `Bearer ${worker.token}` } });
+        const answer = await gw.app.inject({
+          url: `/v1/workers/${worker.worker_id}/control/pending?after_id=${cursor}&wait_ms=2000&limit=100`,
+          headers: { authorization: `Bearer ${worker.token}` },
+        });
         expect(answer.statusCode).toBe(200);
         for (const decision of answer.json<{ items: StoredEvent[] }>().items) {
           decisions.push(decision.id);
@@ -83,7 +94,12 @@ async function runWorkload(fixtureOptions: FixtureOptions) {
   const posting = (async () => {
     for (let first = 0; first < EVENTS; first += 20) {
       const events = Array.from({ length: 20 }, (_, i) => first + i).map((n) => (n % 5 === 0 ? requestEvent(n / 5) : systemEvent(`e${n}`)));
-      const answer = await gw.app.inject({ method: 'POST', url: `/v1/workers/${worker.worker_id}/sdk-events`, headers: { authorization: `Bearer ${worker.token}` }, payload: { events } });
+      const answer = await gw.app.inject({
+        method: 'POST',
+        url: `/v1/workers/${worker.worker_id}/sdk-events`,
+        headers: { authorization: `Bearer ${worker.token}` },
+        payload: { events },
+      });
       expect(answer.statusCode).toBe(202);
     }
   })();
@@ -91,7 +107,12 @@ async function runWorkload(fixtureOptions: FixtureOptions) {
   const deciding = (async () => {
     for (let decided = 0; decided < REQUESTS; decided++) {
       await waitFor(`request r${decided} on screen`, () => viewers[0]!.requests.includes(`r${decided}`), 20_000);
-      const answer = await gw.app.inject({ method: 'POST', url: `/v1/workers/${worker.worker_id}/control`, headers: { authorization: `Bearer ${userToken}` }, payload: { request_id: `r${decided}`, decision: 'allow' } });
+      const answer = await gw.app.inject({
+        method: 'POST',
+        url: `/v1/workers/${worker.worker_id}/control`,
+        headers: { authorization: `Bearer ${userToken}` },
+        payload: { request_id: `r${decided}`, decision: 'allow' },
+      });
       expect(answer.statusCode).toBe(201);
     }
   })();
@@ -124,7 +145,7 @@ describe('one stored-event log: every reader sees every event once, in id order'
     expect(run.bus).toBe(0);
   }, 120_000);
 
-  it('one announcement lost: every follower (each viewer, the long polls\' log, the bus subscriber) refills the hole from the store', async () => {
+  it("one announcement lost: every follower (each viewer, the long polls' log, the bus subscriber) refills the hole from the store", async () => {
     let dropped = false;
     const dropAnnouncement = (batch: StoredEventBatchType) => {
       if (dropped || BigInt(batch.events[0]!.id) < 500n) return false;

@@ -6,7 +6,6 @@ import { createEventStore } from '@svc/store';
 import { systemEvent, waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
-
 interface Viewer {
   frames: StreamFrame[];
   events(): StoredEvent[];
@@ -29,7 +28,12 @@ describe('sdk-events stream — replay, then live, each event once and in order'
   afterAll(() => gw?.stop());
 
   const post = (events: IncomingEvent[]) =>
-    gw.app.inject({ method: 'POST', url: `/v1/workers/${worker.worker_id}/sdk-events`, headers: { authorization: `Bearer ${worker.token}` }, payload: { events } });
+    gw.app.inject({
+      method: 'POST',
+      url: `/v1/workers/${worker.worker_id}/sdk-events`,
+      headers: { authorization: `Bearer ${worker.token}` },
+      payload: { events },
+    });
 
   function connect(afterId = '0', authorization = `Bearer ${token}`, workerId = worker.worker_id): Promise<Viewer> {
     const socket = new WebSocket(`${url}/v1/workers/${workerId}/sdk-events/stream?after_id=${afterId}`, { headers: { authorization } });
@@ -47,7 +51,11 @@ describe('sdk-events stream — replay, then live, each event once and in order'
 
   it('replays the stored events, says "live", then delivers new ones; ids contiguous, no duplicate', async () => {
     await post(Array.from({ length: 5 }, (_, i) => systemEvent(`r${i}`)));
-    await waitFor('5 stored', async () => (await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events`, headers: { authorization: `Bearer ${token}` } })).json().total === 5);
+    await waitFor(
+      '5 stored',
+      async () =>
+        (await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events`, headers: { authorization: `Bearer ${token}` } })).json().total === 5,
+    );
     const viewer = await connect();
     await waitFor('the live frame', () => viewer.frames.some((f) => f.kind === 'live'));
     expect(viewer.frames.find((f) => f.kind === 'live')).toEqual({ kind: 'live', last_id: '5' });
@@ -90,17 +98,26 @@ describe('sdk-events stream — replay, then live, each event once and in order'
     const lastSeen = received[received.length - 1]!.id;
     await posting;
     const resumed = await connect(lastSeen);
-    const total = Number(lastSeen) + (await waitFor('the rest', async () => {
-      const stored = (await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events?after_id=${lastSeen}&limit=1000`, headers: { authorization: `Bearer ${token}` } })).json();
-      return resumed.events().length === stored.items.length && stored.items.length > 0 ? stored.items.length : undefined;
-    }));
+    const total =
+      Number(lastSeen) +
+      (await waitFor('the rest', async () => {
+        const stored = (
+          await gw.app.inject({
+            url: `/v1/workers/${worker.worker_id}/sdk-events?after_id=${lastSeen}&limit=1000`,
+            headers: { authorization: `Bearer ${token}` },
+          })
+        ).json();
+        return resumed.events().length === stored.items.length && stored.items.length > 0 ? stored.items.length : undefined;
+      }));
     const ids = [...received, ...resumed.events()].map((e) => Number(e.id));
     expect(ids).toEqual(Array.from({ length: total }, (_, i) => i + 1));
     resumed.socket.close();
   });
 
   it('many viewers of one worker share one live feed: each gets every event once, in order, and one leaving stops no other', async () => {
-    const start = (await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events?limit=1000&after_id=0`, headers: { authorization: `Bearer ${token}` } })).json().total as number;
+    const start = (
+      await gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events?limit=1000&after_id=0`, headers: { authorization: `Bearer ${token}` } })
+    ).json().total as number;
     const viewers = await Promise.all(Array.from({ length: 40 }, () => connect(String(start))));
     await waitFor('every viewer live', () => viewers.every((v) => v.frames.some((f) => f.kind === 'live')));
     await post([systemEvent('shared-1'), systemEvent('shared-2')]);

@@ -48,10 +48,15 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
 
       // The request id travels to the services in the NATS headers of the status requests.
       const seenRequestIds: Array<string | undefined> = [];
-      const recorder = serveRpc(bus.nc, subjects.health('session'), (_request, context) => {
-        seenRequestIds.push(context.requestId);
-        return { service: 'session', status: 'up', version: 'test', instance: 'recorder', uptime_s: 0 };
-      }, { logger: bus.logger });
+      const recorder = serveRpc(
+        bus.nc,
+        subjects.health('session'),
+        (_request, context) => {
+          seenRequestIds.push(context.requestId);
+          return { service: 'session', status: 'up', version: 'test', instance: 'recorder', uptime_s: 0 };
+        },
+        { logger: bus.logger },
+      );
       await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'trace-to-session' } });
       recorder.unsubscribe();
       expect(seenRequestIds).toEqual(['trace-to-session']);

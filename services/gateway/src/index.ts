@@ -40,7 +40,16 @@ export async function start(deps: GatewayDeps): Promise<RunningGateway> {
     ...(localIssuer ? { keys: localIssuer.jwks() } : {}),
   });
   const workers = await createWorkerDirectory(deps.nc, log);
-  const app = await buildGatewayApp({ nc: deps.nc, logger: deps.logger, instance: deps.instance, settings: config, users, workers, localIssuer, routes: deps.routes ?? [] });
+  const app = await buildGatewayApp({
+    nc: deps.nc,
+    logger: deps.logger,
+    instance: deps.instance,
+    settings: config,
+    users,
+    workers,
+    localIssuer,
+    routes: deps.routes ?? [],
+  });
   const url = await app.listen({ host: config.host, port: config.port });
   const health = serveHealth(deps.nc, 'gateway', { instance: deps.instance, logger: log });
   log.info({ url, localIssuer: Boolean(localIssuer) }, 'gateway listening');

@@ -73,7 +73,10 @@ describe('gateway middleware — request id, client IP, logging, recovery, CORS'
 
   it('CORS — a sidecar route (worker token) gets no CORS headers, even from an allowed origin', async () => {
     const token = await gw.createWorker('wrk_cors', 'alice');
-    const sidecar = await gw.app.inject({ url: '/v1/workers/wrk_cors/test-sidecar', headers: { authorization: `Bearer ${token}`, origin: 'https://console.example' } });
+    const sidecar = await gw.app.inject({
+      url: '/v1/workers/wrk_cors/test-sidecar',
+      headers: { authorization: `Bearer ${token}`, origin: 'https://console.example' },
+    });
     expect(sidecar.statusCode).toBe(200);
     expect(sidecar.headers['access-control-allow-origin']).toBeUndefined();
     expect(sidecar.headers['vary']).toBeUndefined();
@@ -114,20 +117,36 @@ describe('gateway errors — every non-2xx answer is an APIError', () => {
   });
 
   it('malformed JSON → 400 invalid_request', async () => {
-    expectApiError(await gw.app.inject({ method: 'POST', url: '/v1/test/items', headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"name":' }), 400, 'invalid_request');
+    expectApiError(
+      await gw.app.inject({ method: 'POST', url: '/v1/test/items', headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"name":' }),
+      400,
+      'invalid_request',
+    );
   });
 
   it('body too large → 413 payload_too_large', async () => {
-    expectApiError(await gw.app.inject({ method: 'POST', url: '/v1/test/items', headers: auth(), payload: { name: 'x'.repeat(4096), count: 1 } }), 413, 'payload_too_large');
+    expectApiError(
+      await gw.app.inject({ method: 'POST', url: '/v1/test/items', headers: auth(), payload: { name: 'x'.repeat(4096), count: 1 } }),
+      413,
+      'payload_too_large',
+    );
   });
 
   it('unsupported content type → 415 unsupported_media_type', async () => {
-    expectApiError(await gw.app.inject({ method: 'POST', url: '/v1/test/items', headers: { ...auth(), 'content-type': 'text/xml' }, payload: '<item/>' }), 415, 'unsupported_media_type');
+    expectApiError(
+      await gw.app.inject({ method: 'POST', url: '/v1/test/items', headers: { ...auth(), 'content-type': 'text/xml' }, payload: '<item/>' }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('no credentials → 401 unauthorized; wrong scheme → 401', async () => {
     expectApiError(await gw.app.inject({ url: '/v1/status' }), 401, 'unauthorized');
-    expectApiError(await gw.app.inject({ url: '/v1/status', headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } }), 401, 'unauthorized');
+    expectApiError(
+      await gw.app.inject({ url: '/v1/status', headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } }),
+      401,
+      'unauthorized',
+    );
     expectApiError(await gw.app.inject({ url: '/v1/status', headers: { authorization: `Token ${token}` } }), 401, 'unauthorized');
   });
 

@@ -8,7 +8,10 @@ describe('gateway — module boundaries', () => {
   });
 
   it('importing the bus and the protocol is allowed', async () => {
-    const rules = await lintAsIf('services/gateway/src/allowed.ts', `import { requestJson } from '@svc/bus';\nimport { EVENT_TYPES } from '@svc/protocol';\nexport const x = [requestJson, EVENT_TYPES];\n`);
+    const rules = await lintAsIf(
+      'services/gateway/src/allowed.ts',
+      `import { requestJson } from '@svc/bus';\nimport { EVENT_TYPES } from '@svc/protocol';\nexport const x = [requestJson, EVENT_TYPES];\n`,
+    );
     expect(rules).toEqual([]);
   });
 });

@@ -19,7 +19,11 @@ describe('gateway — random input never breaks it', () => {
     const routes = gw.app.registeredRoutes.filter((route) => route.url !== '/v1/test/panic' && route.url !== '*');
     const method = fc.constantFrom('GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIONS');
     const segment = fc.oneof(fc.constant('wrk_fuzz'), fc.string({ maxLength: 80 }), fc.stringMatching(/^[A-Za-z0-9_-]{1,70}$/));
-    const query = fc.dictionary(fc.string({ maxLength: 12 }), fc.oneof(fc.string({ maxLength: 40 }), fc.integer().map(String), fc.constantFrom('true', '-1', '1e309', 'null')), { maxKeys: 4 });
+    const query = fc.dictionary(
+      fc.string({ maxLength: 12 }),
+      fc.oneof(fc.string({ maxLength: 40 }), fc.integer().map(String), fc.constantFrom('true', '-1', '1e309', 'null')),
+      { maxKeys: 4 },
+    );
     const authorization = fc.oneof(
       fc.constant(undefined),
       fc.constant(`Bearer ${userToken}`),
@@ -27,7 +31,15 @@ describe('gateway — random input never breaks it', () => {
       fc.string({ maxLength: 100 }),
       fc.string({ maxLength: 300 }).map((s) => `Bearer ${s}`),
     );
-    const contentType = fc.constantFrom(undefined, 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/json; charset=utf-16', 'garbage/;;');
+    const contentType = fc.constantFrom(
+      undefined,
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data',
+      'application/json; charset=utf-16',
+      'garbage/;;',
+    );
     const body = fc.oneof(
       fc.constant(undefined),
       fc.json({ maxDepth: 4 }),
@@ -37,7 +49,17 @@ describe('gateway — random input never breaks it', () => {
     );
     const extraHeaders = fc.dictionary(fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/), fc.stringMatching(/^[\x20-\x7e]{0,60}$/), { maxKeys: 3 });
 
-    const request = fc.record({ routeIndex: fc.nat({ max: routes.length - 1 }), method, segment, query, authorization, contentType, body, extraHeaders, useRouteMethod: fc.boolean() });
+    const request = fc.record({
+      routeIndex: fc.nat({ max: routes.length - 1 }),
+      method,
+      segment,
+      query,
+      authorization,
+      contentType,
+      body,
+      extraHeaders,
+      useRouteMethod: fc.boolean(),
+    });
 
     await fc.assert(
       fc.asyncProperty(request, async (input) => {

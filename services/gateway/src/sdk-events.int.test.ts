@@ -4,7 +4,6 @@ import { EXAMPLE_EVENTS, subjects, type CreateWorkerResultType, type StoredEvent
 import { systemEvent, waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
-
 describe('sdk-events — POST by the sidecar, GET by viewers, through the real event-ingest', () => {
   let gw: GatewayFixture;
   let worker: CreateWorkerResultType;
@@ -19,7 +18,10 @@ describe('sdk-events — POST by the sidecar, GET by viewers, through the real e
   const post = (body: unknown, token = worker.token, workerId = worker.worker_id) =>
     gw.app.inject({ method: 'POST', url: `/v1/workers/${workerId}/sdk-events`, headers: { authorization: `Bearer ${token}` }, payload: body as object });
   const list = async (query = '', sub = 'alice') =>
-    gw.app.inject({ url: `/v1/workers/${worker.worker_id}/sdk-events${query}`, headers: { authorization: `Bearer ${sub === 'alice' ? aliceToken : await gw.userToken(sub)}` } });
+    gw.app.inject({
+      url: `/v1/workers/${worker.worker_id}/sdk-events${query}`,
+      headers: { authorization: `Bearer ${sub === 'alice' ? aliceToken : await gw.userToken(sub)}` },
+    });
 
   it('one event, then a batch of every type: 202 accepted, then listed in order with ids 1…n', async () => {
     const single = await post(systemEvent('first'));
@@ -69,7 +71,9 @@ describe('sdk-events — POST by the sidecar, GET by viewers, through the real e
     expect(other.json().code).toBe('worker_not_found');
     const bad = await list('?after_id=-3&limit=5000&types=nope');
     expect(bad.statusCode).toBe(400);
-    expect(bad.json().details.map((d: { field: string }) => d.field)).toEqual(expect.arrayContaining(['/querystring/after_id', '/querystring/limit', '/querystring/types']));
+    expect(bad.json().details.map((d: { field: string }) => d.field)).toEqual(
+      expect.arrayContaining(['/querystring/after_id', '/querystring/limit', '/querystring/types']),
+    );
   });
 
   it('an ended worker is 409 worker_ended', async () => {

@@ -102,11 +102,28 @@ export async function startGatewayFixture(
     database = await openDatabase(postgres ? { url: postgres.url } : {});
     const opened = database;
     stopServices.push(() => opened.close());
-    const ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1, dropAnnouncement: fixtureOptions.dropAnnouncement });
+    const ingest = await startEventIngest({
+      nc: bus.nc,
+      db: database.db,
+      logger: bus.logger,
+      instance: 'ingest-0',
+      replicaIndex: 0,
+      replicaCount: 1,
+      dropAnnouncement: fixtureOptions.dropAnnouncement,
+    });
     const sandboxes = await mkdtemp(path.join(tmpdir(), 'svc-gw-sandboxes-'));
     stopServices.push(() => rm(sandboxes, { recursive: true, force: true }));
-    const session = await startSession({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'session-0', config: readConfig(sessionSettings, { SVC_SANDBOXES_DIR: sandboxes }) });
-    stopServices.push(() => ingest.stop(), () => session.stop());
+    const session = await startSession({
+      nc: bus.nc,
+      db: database.db,
+      logger: bus.logger,
+      instance: 'session-0',
+      config: readConfig(sessionSettings, { SVC_SANDBOXES_DIR: sandboxes }),
+    });
+    stopServices.push(
+      () => ingest.stop(),
+      () => session.stop(),
+    );
     for (let replica = 0; replica < (fixtureOptions.controlReplicas ?? 1); replica++) {
       // On Postgres each replica has its own pool, as separate processes would; PGlite is one in-process database.
       const controlDb = postgres ? await openDatabase({ url: postgres.url }) : opened;
@@ -126,7 +143,16 @@ export async function startGatewayFixture(
   const logger = createLogger({ name: 'gateway-test', level: 'debug', destination });
   const users = createOidcVerifier({ issuer: issuer.issuer, audience: AUDIENCE, jwksCooldownMs: 0, adminClaim: 'svc_admin' });
   const workers = await createWorkerDirectory(bus.nc, logger);
-  const app = await buildGatewayApp({ nc: bus.nc, logger, instance: 'gw-test', settings: { ...DEFAULT_SETTINGS, ...settings }, users, workers, localIssuer, routes: extraRoutes });
+  const app = await buildGatewayApp({
+    nc: bus.nc,
+    logger,
+    instance: 'gw-test',
+    settings: { ...DEFAULT_SETTINGS, ...settings },
+    users,
+    workers,
+    localIssuer,
+    routes: extraRoutes,
+  });
   const kv = await new Kvm(bus.nc).open(kvBuckets.workers);
 
   const setWorker = async (record: WorkerRecord) => {

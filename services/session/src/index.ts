@@ -117,7 +117,9 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
         validateSpawn(template, body, hostEnv, { seals: provider.seals, allowUnsealed: config.sandboxAllowUnsealed });
         // 2 allocate the worker id and token.
         const sessionId = `ses_${randomBytes(12).toString('base64url')}`;
-        const decisionPolicy = template.sidecar ? { decision_timeout_s: template.sidecar.decision_timeout_s, on_timeout: template.sidecar.on_timeout } : undefined;
+        const decisionPolicy = template.sidecar
+          ? { decision_timeout_s: template.sidecar.decision_timeout_s, on_timeout: template.sidecar.on_timeout }
+          : undefined;
         const model = modelAccessOf(template, body);
         const egress = egressPolicyOf(template, body);
         const worker = await registry.create({
@@ -127,7 +129,13 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
           ...(model ? { model } : {}),
           ...(egress ? { egress } : {}),
         });
-        const row = await store.insert({ id: sessionId, worker_id: worker.worker_id, owner: viewer.sub, template: template.name, has_sidecar: template.sidecar !== undefined });
+        const row = await store.insert({
+          id: sessionId,
+          worker_id: worker.worker_id,
+          owner: viewer.sub,
+          template: template.name,
+          has_sidecar: template.sidecar !== undefined,
+        });
         log.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
         const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body, stopping: stopping.signal });
         spawning.add(spawn);
@@ -187,8 +195,8 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
   if (!provider.seals) {
     log.warn(
       config.sandboxAllowUnsealed
-        ? 'sandboxes cannot be sealed here and SVC_SANDBOX_ALLOW_UNSEALED=true: agents run with this machine\'s network and can reach NATS, the store and every service on it'
-        : 'sandboxes cannot be sealed here: templates that ask for a sealed sandbox (the default) are refused; install bubblewrap, or set SVC_SANDBOX_ALLOW_UNSEALED=true to accept agents with this machine\'s network',
+        ? "sandboxes cannot be sealed here and SVC_SANDBOX_ALLOW_UNSEALED=true: agents run with this machine's network and can reach NATS, the store and every service on it"
+        : "sandboxes cannot be sealed here: templates that ask for a sealed sandbox (the default) are refused; install bubblewrap, or set SVC_SANDBOX_ALLOW_UNSEALED=true to accept agents with this machine's network",
     );
   }
   log.info({ provider: provider.name, templatesDir: config.templatesDir ?? null }, 'session service started');
@@ -208,7 +216,12 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
 
 function createProvider(config: SessionConfig, log: Logger): SandboxProvider {
   if (config.sandboxProvider === 'kubernetes') {
-    return createKubernetesProvider({ kubeConfig: loadKubeConfig(config.kubeconfig), namespace: config.sandboxNamespace, defaultImage: config.sandboxImage, logger: log });
+    return createKubernetesProvider({
+      kubeConfig: loadKubeConfig(config.kubeconfig),
+      namespace: config.sandboxNamespace,
+      defaultImage: config.sandboxImage,
+      logger: log,
+    });
   }
   const gateway = new URL(config.sandboxControlPlaneUrl);
   return createLocalProvider({

@@ -72,7 +72,10 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
           await failSession(deps, ids, { step: 'spawn', reason: `spawn_interrupted: not running after ${Math.round(deps.spawnTimeoutMs / 1000)} s` });
         } else if (now - Date.parse(session.updated_at) > deps.spawnSilentMs) {
           log.warn(logKeys, 'the spawn fell silent: the session service running it went away');
-          await failSession(deps, ids, { step: 'spawn', reason: `spawn_interrupted: the session service spawning it stopped (no sign of it for ${Math.round(deps.spawnSilentMs / 1000)} s); create the session again` });
+          await failSession(deps, ids, {
+            step: 'spawn',
+            reason: `spawn_interrupted: the session service spawning it stopped (no sign of it for ${Math.round(deps.spawnSilentMs / 1000)} s); create the session again`,
+          });
           if (row.sandbox) await deps.provider.open(row.sandbox).stop(deps.killGraceMs);
         }
         continue;

@@ -32,7 +32,11 @@ export function createSessionStore(db: Kysely<Database>) {
 
   return {
     async insert(session: { id: string; worker_id: string; owner: string; template: string; has_sidecar: boolean }): Promise<SessionRow> {
-      const row = await db.insertInto('sessions').values({ ...session, status: 'pending' }).returningAll().executeTakeFirstOrThrow();
+      const row = await db
+        .insertInto('sessions')
+        .values({ ...session, status: 'pending' })
+        .returningAll()
+        .executeTakeFirstOrThrow();
       return toSessionRow(row);
     },
 
@@ -70,7 +74,11 @@ export function createSessionStore(db: Kysely<Database>) {
     },
 
     async setSandbox(id: string, sandbox: SandboxHandle): Promise<void> {
-      await db.updateTable('sessions').set({ sandbox: JSON.stringify(sandbox), updated_at: new Date() }).where('id', '=', id).execute();
+      await db
+        .updateTable('sessions')
+        .set({ sandbox: JSON.stringify(sandbox), updated_at: new Date() })
+        .where('id', '=', id)
+        .execute();
     },
 
     /**

@@ -16,10 +16,12 @@ args = ["600"]
 `;
 
 const stepsOf = (events: StoredEvent[]) =>
-  events.filter((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'spawn_step').map((e) => {
-    const details = (e.data as EventData<'system'>).details as { step: string; status: string };
-    return `${details.step}:${details.status}`;
-  });
+  events
+    .filter((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'spawn_step')
+    .map((e) => {
+      const details = (e.data as EventData<'system'>).details as { step: string; status: string };
+      return `${details.step}:${details.status}`;
+    });
 
 describe('session service — sessions and the spawn pipeline', () => {
   let fixture: SessionFixture;
@@ -101,7 +103,12 @@ on_timeout = "allow"
       autonomous: false,
       permissions: { auto_approve: ['Read'], deny: ['Bash(rm *)'], ask: ['Write'] },
       poll_interval_ms: 250,
-      agent: { command: '/bin/echo', args: ['hi'], env: { FROM_TEMPLATE: 't', DEMO_KEY: 'from-the-host', OPTIONAL_SET: 'also', FROM_REQUEST: 'r' }, prompt: 'go' },
+      agent: {
+        command: '/bin/echo',
+        args: ['hi'],
+        env: { FROM_TEMPLATE: 't', DEMO_KEY: 'from-the-host', OPTIONAL_SET: 'also', FROM_REQUEST: 'r' },
+        prompt: 'go',
+      },
       state_dir: '/var/lib/svc-sidecar',
     });
     expect(config.agent.env).not.toHaveProperty('OPTIONAL_UNSET');
@@ -172,10 +179,12 @@ on_timeout = "allow"
     expect(failed.failure?.reason).toMatch(/not inside one of the sandbox's own directories/);
     expect(existsSync(sandboxDir(created.worker_id))).toBe(false);
     expect((await workerRecord(created.worker_id)).token_hash).toBeUndefined();
-    const steps = stepsOf(await waitFor('the failed step stored', async () => {
-      const stored = await fixture.events(created.worker_id);
-      return stepsOf(stored).some((s) => s.endsWith(':failed')) ? stored : undefined;
-    }));
+    const steps = stepsOf(
+      await waitFor('the failed step stored', async () => {
+        const stored = await fixture.events(created.worker_id);
+        return stepsOf(stored).some((s) => s.endsWith(':failed')) ? stored : undefined;
+      }),
+    );
     expect(steps.at(-1)).toBe('env_and_files:failed');
     expect(steps).not.toContain('credential_proxy:done');
   });
@@ -186,7 +195,10 @@ on_timeout = "allow"
       await other.writeTemplate('s', `[agent]\ncommand = "/bin/true"\n[sidecar]\nadapter = "generic"\n`);
       const created = await other.create(ALICE, { template: 's' });
       const failed = await other.waitForStatus(created.id, 'failed');
-      expect(failed.failure).toEqual({ step: 'sidecar.select_binary', reason: expect.stringMatching(/not at \/nonexistent\/svc-sidecar: build it with `npx nx run @svc\/sidecar:executable`/) as unknown as string });
+      expect(failed.failure).toEqual({
+        step: 'sidecar.select_binary',
+        reason: expect.stringMatching(/not at \/nonexistent\/svc-sidecar: build it with `npx nx run @svc\/sidecar:executable`/) as unknown as string,
+      });
       expect(await readdir(other.sandboxesDir)).toEqual([]);
     } finally {
       await other.stop();
@@ -220,7 +232,9 @@ on_timeout = "allow"
       }
       await expect(unsealed.create(ALICE, { template: 'sealed' })).rejects.toMatchObject({
         code: 'invalid_template',
-        message: expect.stringMatching(/asks for a sealed sandbox .*cannot seal one .*install bubblewrap, or let the operator set SVC_SANDBOX_ALLOW_UNSEALED=true/) as unknown as string,
+        message: expect.stringMatching(
+          /asks for a sealed sandbox .*cannot seal one .*install bubblewrap, or let the operator set SVC_SANDBOX_ALLOW_UNSEALED=true/,
+        ) as unknown as string,
       });
       expect(await readdir(unsealed.sandboxesDir).catch(() => [])).toEqual([]);
       // A template that asks for no seal runs; so does a sealed one where the operator accepts it.
@@ -228,22 +242,34 @@ on_timeout = "allow"
       await unsealed.waitForStatus((await unsealed.create(ALICE, { template: 'open' })).id, 'running');
       const accepted = await optedIn.create(ALICE, { template: 'sealed' });
       await optedIn.waitForStatus(accepted.id, 'running');
-      const created = (await optedIn.events(accepted.worker_id)).find((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.details?.['step'] === 'create_sandbox');
+      const created = (await optedIn.events(accepted.worker_id)).find(
+        (e): e is StoredEvent<'system'> => e.type === 'system' && e.data.details?.['step'] === 'create_sandbox',
+      );
       expect(created!.data.details).toMatchObject({ isolation: 'process', sealed: false });
     } finally {
       await Promise.all([unsealed.stop(), optedIn.stop()]);
     }
   });
 
-  it('a session budget needs a template that names a model API; a session budget lowers the template\'s, never raises it; the egress policy is recorded', async () => {
-    await fixture.writeTemplate('metered', `[agent]\ncommand = "/bin/true"\n[model]\napi = "anthropic"\nmax_tokens = 1000\n[sandbox]\negress = ["registry.npmjs.org:443"]\n[sidecar]\nadapter = "generic"\ndeny = ["Bash(rm *)", "network(*.evil.example:*)"]\n`);
-    await expect(fixture.create(ALICE, { template: 'sleeper', overrides: { budget: { max_tokens: 5 } } })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/names no model API/) as unknown as string });
+  it("a session budget needs a template that names a model API; a session budget lowers the template's, never raises it; the egress policy is recorded", async () => {
+    await fixture.writeTemplate(
+      'metered',
+      `[agent]\ncommand = "/bin/true"\n[model]\napi = "anthropic"\nmax_tokens = 1000\n[sandbox]\negress = ["registry.npmjs.org:443"]\n[sidecar]\nadapter = "generic"\ndeny = ["Bash(rm *)", "network(*.evil.example:*)"]\n`,
+    );
+    await expect(fixture.create(ALICE, { template: 'sleeper', overrides: { budget: { max_tokens: 5 } } })).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringMatching(/names no model API/) as unknown as string,
+    });
     const lowered = await fixture.create(ALICE, { template: 'metered', overrides: { budget: { max_tokens: 10, max_cost_usd: 0.5 } } });
     const raised = await fixture.create(ALICE, { template: 'metered', overrides: { budget: { max_tokens: 1_000_000 } } });
     expect((await workerRecord(lowered.worker_id)).model).toEqual({ apis: ['anthropic'], budget: { max_tokens: 10, max_cost_usd: 0.5 } });
     expect((await workerRecord(raised.worker_id)).model).toEqual({ apis: ['anthropic'], budget: { max_tokens: 1000 } });
     // Its tunnels are decided by the gateway from the record: the list, the network deny rules, the mode.
-    expect((await workerRecord(lowered.worker_id)).egress).toEqual({ allow: ['registry.npmjs.org:443'], deny: ['network(*.evil.example:*)'], autonomous: false });
+    expect((await workerRecord(lowered.worker_id)).egress).toEqual({
+      allow: ['registry.npmjs.org:443'],
+      deny: ['network(*.evil.example:*)'],
+      autonomous: false,
+    });
   });
 
   it('refuses an invalid template (400 naming the file and key), an unknown one, and an unset pass_env, making nothing', async () => {
@@ -251,11 +277,20 @@ on_timeout = "allow"
     await fixture.writeTemplate('needs-key', `[agent]\ncommand = "x"\npass_env = ["NOT_SET_ANYWHERE"]\n`);
     const before = (await readdir(fixture.sandboxesDir)).length;
     const listed = await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 1, offset: 0 });
-    await expect(fixture.create(ALICE, { template: 'broken' })).rejects.toMatchObject({ code: 'invalid_template', message: expect.stringMatching(/broken\.toml: .*\/sidecar\/adapter/) as unknown as string });
+    await expect(fixture.create(ALICE, { template: 'broken' })).rejects.toMatchObject({
+      code: 'invalid_template',
+      message: expect.stringMatching(/broken\.toml: .*\/sidecar\/adapter/) as unknown as string,
+    });
     await expect(fixture.create(ALICE, { template: 'nope' })).rejects.toMatchObject({ code: 'template_not_found' });
-    await expect(fixture.create(ALICE, { template: 'needs-key' })).rejects.toMatchObject({ code: 'invalid_template', message: expect.stringMatching(/NOT_SET_ANYWHERE/) as unknown as string });
+    await expect(fixture.create(ALICE, { template: 'needs-key' })).rejects.toMatchObject({
+      code: 'invalid_template',
+      message: expect.stringMatching(/NOT_SET_ANYWHERE/) as unknown as string,
+    });
     await expect(fixture.create(ALICE, { template: 'sleeper', overrides: { env: { 'BAD NAME': 'x' } } })).rejects.toMatchObject({ code: 'invalid_request' });
-    await expect(fixture.create(ALICE, { template: 'sleeper', prompt: 'hi' })).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/no \[sidecar\] section/) as unknown as string });
+    await expect(fixture.create(ALICE, { template: 'sleeper', prompt: 'hi' })).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringMatching(/no \[sidecar\] section/) as unknown as string,
+    });
     expect((await readdir(fixture.sandboxesDir)).length).toBe(before);
     expect((await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 1, offset: 0 })).total).toBe(listed.total);
   });
@@ -268,7 +303,13 @@ on_timeout = "allow"
     await fixture.waitForStatus(mine.id, 'running');
     const second = await fixture.create(BOB, { template: 'sleeper' });
     await fixture.waitForStatus(second.id, 'running');
-    const list = (query: Record<string, unknown>) => requestJson<{ items: Array<{ id: string; owner: string }>; total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: BOB, limit: 50, offset: 0, ...query });
+    const list = (query: Record<string, unknown>) =>
+      requestJson<{ items: Array<{ id: string; owner: string }>; total: number }>(fixture.bus.nc, subjects.rpc.listSessions, {
+        viewer: BOB,
+        limit: 50,
+        offset: 0,
+        ...query,
+      });
     const all = await list({});
     expect(all.total).toBe(2);
     expect(all.items.map((s) => s.id)).toEqual([second.id, mine.id]);
@@ -276,12 +317,16 @@ on_timeout = "allow"
     await fixture.remove(BOB, second.id);
     expect((await list({ status: 'running' })).items.map((s) => s.id)).toEqual([mine.id]);
     expect((await list({ status: 'stopped' })).items.map((s) => s.id)).toEqual([second.id]);
-    const everyone = await requestJson<{ items: Array<{ owner: string }> }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 500, offset: 0 });
+    const everyone = await requestJson<{ items: Array<{ owner: string }> }>(fixture.bus.nc, subjects.rpc.listSessions, {
+      viewer: ADMIN,
+      limit: 500,
+      offset: 0,
+    });
     expect(new Set(everyone.items.map((s) => s.owner))).toEqual(new Set(['alice', 'bob']));
     await fixture.remove(BOB, mine.id);
   });
 
-  it('follows a sandbox\'s logs: the last lines, then new ones, then end when its programs have ended; stop ends it early', async () => {
+  it("follows a sandbox's logs: the last lines, then new ones, then end when its programs have ended; stop ends it early", async () => {
     await fixture.writeTemplate('talker', `[agent]\ncommand = "sh"\nargs = ["-c", "echo one; echo two; echo three; sleep 2; echo four"]\n`);
     const created = await fixture.create(ALICE, { template: 'talker' });
     await fixture.waitForStatus(created.id, 'running');
@@ -307,7 +352,13 @@ on_timeout = "allow"
     const sleeping = await fixture.create(ALICE, { template: 'sleeper' });
     await fixture.waitForStatus(sleeping.id, 'running');
     const inbox = fixture.bus.nc.subscribe('_INBOX.test.f3');
-    await requestJson(fixture.bus.nc, subjects.rpc.followLogs, { viewer: ALICE, session_id: sleeping.id, tail: 10, deliver_to: inbox.getSubject(), follow_id: 'f3' });
+    await requestJson(fixture.bus.nc, subjects.rpc.followLogs, {
+      viewer: ALICE,
+      session_id: sleeping.id,
+      tail: 10,
+      deliver_to: inbox.getSubject(),
+      follow_id: 'f3',
+    });
     fixture.bus.nc.publish(subjects.logFollowStop('f3'));
     for await (const msg of inbox) {
       expect(msg.json<SessionLogMessageType>()).toEqual({ kind: 'end', reason: 'the follower stopped' });

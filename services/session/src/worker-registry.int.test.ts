@@ -39,7 +39,9 @@ describe('session — the worker registry', () => {
     await requestJson(bus.nc, subjects.rpc.createWorker, { owner: 'a', worker_id: 'wrk_twice' });
     await expect(requestJson(bus.nc, subjects.rpc.createWorker, { owner: 'a', worker_id: 'wrk_twice' })).rejects.toMatchObject({ code: 'conflict' });
     await expect(requestJson(bus.nc, subjects.rpc.getWorker, { worker_id: 'wrk_nobody' })).rejects.toMatchObject({ code: 'worker_not_found' });
-    await expect(requestJson(bus.nc, subjects.rpc.setWorkerStatus, { worker_id: 'wrk_twice', status: 'dancing' })).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(requestJson(bus.nc, subjects.rpc.setWorkerStatus, { worker_id: 'wrk_twice', status: 'dancing' })).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
     await expect(requestJson(bus.nc, subjects.rpc.createWorker, { owner: 'a', worker_id: 'has.dots' })).rejects.toMatchObject({ code: 'invalid_request' });
   });
 });

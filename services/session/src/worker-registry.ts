@@ -119,7 +119,12 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
 export type WorkerRegistry = Awaited<ReturnType<typeof createWorkerRegistry>>;
 
 /** The registry's bus operations (the local stack's demo and tests register workers directly). */
-export function serveWorkerRegistry(nc: NatsConnection, registry: WorkerRegistry, logger: Logger, options: { livenessWriteIntervalMs?: number } = {}): { stop(): void } {
+export function serveWorkerRegistry(
+  nc: NatsConnection,
+  registry: WorkerRegistry,
+  logger: Logger,
+  options: { livenessWriteIntervalMs?: number } = {},
+): { stop(): void } {
   const log = logger.child({ component: 'worker-registry' });
   const queue = 'session';
   const subscriptions: Subscription[] = [

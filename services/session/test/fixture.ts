@@ -38,7 +38,11 @@ export interface SessionFixture {
  * event-ingest (which stores the spawn steps and announces agent exits), and sandboxes in a
  * temporary directory. No gateway: sidecars here cannot reach one (the e2e tests have one).
  */
-export async function startSessionFixture(settings: Record<string, string> = {}, hostEnv: Record<string, string> = {}, provider?: SandboxProvider): Promise<SessionFixture> {
+export async function startSessionFixture(
+  settings: Record<string, string> = {},
+  hostEnv: Record<string, string> = {},
+  provider?: SandboxProvider,
+): Promise<SessionFixture> {
   const bus = await startBusFixture();
   await ensureStreams(bus.nc);
   const database = await openDatabase({});
@@ -54,7 +58,15 @@ export async function startSessionFixture(settings: Record<string, string> = {},
     SVC_SANDBOX_KILL_GRACE_MS: '2000',
     ...settings,
   });
-  const session: RunningService = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'session-0', config, hostEnv, ...(provider ? { provider } : {}) });
+  const session: RunningService = await start({
+    nc: bus.nc,
+    db: database.db,
+    logger: bus.logger,
+    instance: 'session-0',
+    config,
+    hostEnv,
+    ...(provider ? { provider } : {}),
+  });
   const get = (viewer: ViewerType, sessionId: string) => requestJson<Session>(bus.nc, subjects.rpc.getSession, { viewer, session_id: sessionId });
   return {
     bus,
@@ -67,10 +79,14 @@ export async function startSessionFixture(settings: Record<string, string> = {},
     get,
     remove: (viewer, sessionId) => requestJson<Session>(bus.nc, subjects.rpc.deleteSession, { viewer, session_id: sessionId }, { timeoutMs: 30_000 }),
     waitForStatus: (sessionId, status, timeoutMs = 10_000) =>
-      waitFor(`session ${sessionId} ${status}`, async () => {
-        const current = await get(ADMIN, sessionId);
-        return current.status === status ? current : undefined;
-      }, timeoutMs),
+      waitFor(
+        `session ${sessionId} ${status}`,
+        async () => {
+          const current = await get(ADMIN, sessionId);
+          return current.status === status ? current : undefined;
+        },
+        timeoutMs,
+      ),
     async events(workerId) {
       const request: ListEventsRequestType = { worker_id: workerId, after_id: '0', limit: 1000 };
       return (await requestJson<{ items: StoredEvent[] }>(bus.nc, subjects.rpc.listEvents, request)).items;

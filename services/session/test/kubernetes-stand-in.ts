@@ -48,7 +48,15 @@ export async function startKubernetesStandIn(options: { tokens: Record<string, S
   const pods = new Map<string, RunningPod>();
   const requests: string[] = [];
 
-  const status = (code: number, reason: string, message: string) => ({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+  const status = (code: number, reason: string, message: string) => ({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    code,
+  });
   const send = (response: ServerResponse, code: number, body: unknown) => {
     response.writeHead(code, { 'content-type': 'application/json' });
     response.end(JSON.stringify(body));
@@ -89,10 +97,12 @@ export async function startKubernetesStandIn(options: { tokens: Record<string, S
 
   async function createPod(namespace: string, pod: V1Pod): Promise<{ code: number; body: unknown }> {
     const name = pod.metadata?.name;
-    if (!name || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63) return { code: 422, body: status(422, 'Invalid', `Pod "${name}" is invalid: metadata.name`) };
+    if (!name || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name) || name.length > 63)
+      return { code: 422, body: status(422, 'Invalid', `Pod "${name}" is invalid: metadata.name`) };
     if (pods.has(key(namespace, name))) return { code: 409, body: status(409, 'AlreadyExists', `pods "${name}" already exists`) };
     const container = pod.spec?.containers?.[0];
-    if (!container?.command?.length) return { code: 422, body: status(422, 'Invalid', 'spec.containers[0].command: the stand-in runs command, it has no images') };
+    if (!container?.command?.length)
+      return { code: 422, body: status(422, 'Invalid', 'spec.containers[0].command: the stand-in runs command, it has no images') };
     const dir = path.join(work, namespace, name);
     for (const mount of container.volumeMounts ?? []) await mkdir(path.join(dir, 'volumes', mount.name), { recursive: true });
     const stored: V1Pod = { ...pod, metadata: { ...pod.metadata, namespace, uid: `uid-${name}`, creationTimestamp: new Date() }, status: { phase: 'Pending' } };
@@ -141,9 +151,15 @@ export async function startKubernetesStandIn(options: { tokens: Record<string, S
     let closed = false;
     response.once('close', () => (closed = true));
     while (url.searchParams.get('follow') === 'true' && !closed) {
-      const size = await stat(running.logFile).then((s) => s.size).catch(() => offset);
+      const size = await stat(running.logFile)
+        .then((s) => s.size)
+        .catch(() => offset);
       if (size > offset) {
-        await new Promise<void>((resolve) => createReadStream(running.logFile, { start: offset, end: size - 1 }).on('data', (chunk) => response.write(chunk)).on('end', resolve));
+        await new Promise<void>((resolve) =>
+          createReadStream(running.logFile, { start: offset, end: size - 1 })
+            .on('data', (chunk) => response.write(chunk))
+            .on('end', resolve),
+        );
         offset = size;
         continue;
       }
@@ -224,7 +240,13 @@ export async function startKubernetesStandIn(options: { tokens: Record<string, S
       const result =
         code === 0
           ? { metadata: {}, status: 'Success' }
-          : { metadata: {}, status: 'Failure', message: `command terminated with non-zero exit code: ${code}`, reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: String(code ?? 1) }] } };
+          : {
+              metadata: {},
+              status: 'Failure',
+              message: `command terminated with non-zero exit code: ${code}`,
+              reason: 'NonZeroExitCode',
+              details: { causes: [{ reason: 'ExitCode', message: String(code ?? 1) }] },
+            };
       frame(3, Buffer.from(JSON.stringify(result)));
       ws.close(1000);
     });

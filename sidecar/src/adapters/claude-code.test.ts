@@ -7,7 +7,10 @@ import type { AgentEvent } from './adapter.js';
 import { claudeCodeAdapter, INITIALIZE_REQUEST_ID } from './claude-code.js';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test/fixtures/claude-code');
-const lines = (name: string) => readFileSync(path.join(FIXTURES, name), 'utf8').split('\n').filter((line) => line.trim() !== '');
+const lines = (name: string) =>
+  readFileSync(path.join(FIXTURES, name), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
 const parseAll = (name: string) => lines(name).flatMap((line) => claudeCodeAdapter.parseLine(line, 'stdout'));
 
 /** The event types each real transcript must produce, in order (checked by hand against the transcripts). */
@@ -33,7 +36,7 @@ describe('claude-code adapter — the real transcripts', () => {
     });
   }
 
-  it('a permission request keeps the agent\'s request_id, tool, input and tool_use_id', () => {
+  it("a permission request keeps the agent's request_id, tool, input and tool_use_id", () => {
     const request = parseAll('c-stdio-allow.stdout.jsonl').find((e) => e.type === 'control_request')!;
     expect(request.data).toEqual({
       request_id: '8644f6b6-e495-48fd-bf4f-f4e4fc33a306',
@@ -46,9 +49,21 @@ describe('claude-code adapter — the real transcripts', () => {
 
   it('text and tool blocks carry their message id and tool ids; a tool result its text', () => {
     const events = parseAll('c-stdio-allow.stdout.jsonl');
-    expect(events.find((e) => e.type === 'assistant')!.data).toEqual({ text: 'I will create out.txt containing hello.', kind: 'text', message_id: 'msg_mock_0001' });
-    expect(events.find((e) => e.type === 'tool_use')!.data).toMatchObject({ tool_use_id: 'toolu_mock_01', name: 'Bash', input: { command: 'echo hello > out.txt' } });
-    expect(events.find((e) => e.type === 'tool_result')!.data).toEqual({ tool_use_id: 'toolu_mock_01', content: '(Bash completed with no output)', is_error: false });
+    expect(events.find((e) => e.type === 'assistant')!.data).toEqual({
+      text: 'I will create out.txt containing hello.',
+      kind: 'text',
+      message_id: 'msg_mock_0001',
+    });
+    expect(events.find((e) => e.type === 'tool_use')!.data).toMatchObject({
+      tool_use_id: 'toolu_mock_01',
+      name: 'Bash',
+      input: { command: 'echo hello > out.txt' },
+    });
+    expect(events.find((e) => e.type === 'tool_result')!.data).toEqual({
+      tool_use_id: 'toolu_mock_01',
+      content: '(Bash completed with no output)',
+      is_error: false,
+    });
   });
 
   it('result gives the turn and a cumulative progress (modelUsage and total_cost_usd, never the per-turn usage)', () => {
@@ -57,7 +72,7 @@ describe('claude-code adapter — the real transcripts', () => {
     expect(events.find((e) => e.type === 'progress')!.data).toEqual({ input_tokens: 26864, output_tokens: 48, cache_read_tokens: 0, cost_usd: 0.108416 });
   });
 
-  it('a withdrawn request (control_cancel_request) becomes the protocol\'s withdrawal', () => {
+  it("a withdrawn request (control_cancel_request) becomes the protocol's withdrawal", () => {
     const [event] = claudeCodeAdapter.parseLine('{"type":"control_cancel_request","request_id":"req-9"}', 'stdout');
     expect(event).toEqual({ type: 'system', data: expect.objectContaining({ subtype: CONTROL_WITHDRAWN_SUBTYPE, details: { request_id: 'req-9' } }) });
   });
@@ -67,7 +82,9 @@ describe('claude-code adapter — the real transcripts', () => {
       const [event] = claudeCodeAdapter.parseLine(line, 'stdout');
       expect(event).toMatchObject({ type: 'system', data: { level: 'warn', message: line, subtype: 'unparsed_line' } });
     }
-    expect(claudeCodeAdapter.parseLine('Error: something', 'stderr')).toEqual([{ type: 'system', data: { level: 'warn', message: 'Error: something', stream: 'stderr' } }]);
+    expect(claudeCodeAdapter.parseLine('Error: something', 'stderr')).toEqual([
+      { type: 'system', data: { level: 'warn', message: 'Error: something', stream: 'stderr' } },
+    ]);
     expect(claudeCodeAdapter.parseLine('   ', 'stdout')).toEqual([]);
   });
 });
@@ -77,14 +94,25 @@ describe('claude-code adapter — what it writes to the agent', () => {
 
   it('launches stream-json in and out with the stdio permission tool, handshake then prompt on stdin', () => {
     const plan = claudeCodeAdapter.launch({ command: 'claude', args: ['--model', 'x'], prompt: 'Create out.txt', autonomous: false });
-    expect(plan.args).toEqual(['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio', '--model', 'x']);
+    expect(plan.args).toEqual([
+      '-p',
+      '--input-format',
+      'stream-json',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--permission-prompt-tool',
+      'stdio',
+      '--model',
+      'x',
+    ]);
     expect(plan.stdinLines.map((l) => JSON.parse(l))).toEqual([
       { type: 'control_request', request_id: INITIALIZE_REQUEST_ID, request: { subtype: 'initialize', hooks: {} } },
       { type: 'user', session_id: '', parent_tool_use_id: null, message: { role: 'user', content: [{ type: 'text', text: 'Create out.txt' }] } },
     ]);
   });
 
-  it('an allow always carries updatedInput (the request\'s input when unchanged), exactly as the real CLI accepted it', () => {
+  it("an allow always carries updatedInput (the request's input when unchanged), exactly as the real CLI accepted it", () => {
     const accepted = JSON.parse(lines('c-stdio-allow.stdin.jsonl').at(-1)!);
     const written = claudeCodeAdapter.formatDecision(
       { request_id: '8644f6b6-e495-48fd-bf4f-f4e4fc33a306', decision: 'allow', updated_input: accepted.response.response.updatedInput, decided_by: 'alice' },
@@ -105,7 +133,9 @@ describe('claude-code adapter — what it writes to the agent', () => {
       request,
     );
     expect(JSON.parse(written)).toEqual(accepted);
-    expect(JSON.parse(claudeCodeAdapter.formatDecision({ request_id: 'r1', decision: 'deny', message: ' ', decided_by: 'alice' }, request)).response.response).toEqual({
+    expect(
+      JSON.parse(claudeCodeAdapter.formatDecision({ request_id: 'r1', decision: 'deny', message: ' ', decided_by: 'alice' }, request)).response.response,
+    ).toEqual({
       behavior: 'deny',
       message: DEFAULT_DENY_MESSAGE,
     });

@@ -1,14 +1,25 @@
 import { controlWithdrawnData, DEFAULT_DENY_MESSAGE, SYSTEM_SUBTYPES, type EventData } from '@svc/protocol';
-import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
+import {
+  isObject,
+  jsonLine,
+  text,
+  unparsedLine,
+  type Adapter,
+  type AgentEvent,
+  type AgentLaunch,
+  type AgentStream,
+  type Json,
+  type LaunchPlan,
+} from './adapter.js';
 
 /** The id of the handshake the sidecar sends first; the CLI's answer is reported, not forwarded. */
 export const INITIALIZE_REQUEST_ID = 'svc_init';
 
-
 /** A tool result's content: a string, or blocks whose text parts are joined. */
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((block) => (isObject(block) && typeof block['text'] === 'string' ? block['text'] : JSON.stringify(block))).join('\n');
+  if (Array.isArray(content))
+    return content.map((block) => (isObject(block) && typeof block['text'] === 'string' ? block['text'] : JSON.stringify(block))).join('\n');
   return content === undefined ? '' : JSON.stringify(content);
 }
 
@@ -17,12 +28,24 @@ function assistantEvents(message: Json): AgentEvent[] {
   const blocks = Array.isArray(message['content']) ? message['content'] : [];
   return blocks.flatMap((block): AgentEvent[] => {
     if (!isObject(block)) return [];
-    if (block['type'] === 'text') return [{ type: 'assistant', data: { text: text(block['text']) ?? '', kind: 'text', ...(messageId ? { message_id: messageId } : {}) } }];
-    if (block['type'] === 'thinking') return [{ type: 'assistant', data: { text: text(block['thinking']) ?? '', kind: 'thinking', ...(messageId ? { message_id: messageId } : {}) } }];
+    if (block['type'] === 'text')
+      return [{ type: 'assistant', data: { text: text(block['text']) ?? '', kind: 'text', ...(messageId ? { message_id: messageId } : {}) } }];
+    if (block['type'] === 'thinking')
+      return [{ type: 'assistant', data: { text: text(block['thinking']) ?? '', kind: 'thinking', ...(messageId ? { message_id: messageId } : {}) } }];
     if (block['type'] === 'tool_use') {
-      return [{ type: 'tool_use', data: { tool_use_id: text(block['id']) ?? 'unknown', name: text(block['name']) ?? 'unknown', input: isObject(block['input']) ? block['input'] : {} } }];
+      return [
+        {
+          type: 'tool_use',
+          data: { tool_use_id: text(block['id']) ?? 'unknown', name: text(block['name']) ?? 'unknown', input: isObject(block['input']) ? block['input'] : {} },
+        },
+      ];
     }
-    return [{ type: 'system', data: { level: 'debug', message: `assistant block of type ${String(block['type'])}`, subtype: SYSTEM_SUBTYPES.assistantBlock, details: block } }];
+    return [
+      {
+        type: 'system',
+        data: { level: 'debug', message: `assistant block of type ${String(block['type'])}`, subtype: SYSTEM_SUBTYPES.assistantBlock, details: block },
+      },
+    ];
   });
 }
 
@@ -33,9 +56,15 @@ function userEvents(message: Json): AgentEvent[] {
   return blocks.flatMap((block): AgentEvent[] => {
     if (!isObject(block)) return [];
     if (block['type'] === 'tool_result') {
-      return [{ type: 'tool_result', data: { tool_use_id: text(block['tool_use_id']) ?? 'unknown', content: contentText(block['content']), is_error: block['is_error'] === true } }];
+      return [
+        {
+          type: 'tool_result',
+          data: { tool_use_id: text(block['tool_use_id']) ?? 'unknown', content: contentText(block['content']), is_error: block['is_error'] === true },
+        },
+      ];
     }
-    if (block['type'] === 'text') return [{ type: 'system', data: { level: 'info', message: text(block['text']) ?? '', subtype: SYSTEM_SUBTYPES.userMessage } }];
+    if (block['type'] === 'text')
+      return [{ type: 'system', data: { level: 'info', message: text(block['text']) ?? '', subtype: SYSTEM_SUBTYPES.userMessage } }];
     return [];
   });
 }
@@ -67,7 +96,19 @@ function resultEvents(line: Json): AgentEvent[] {
 function systemEvent(line: Json): AgentEvent {
   const subtype = text(line['subtype']) ?? 'system';
   const details: Json = {};
-  for (const key of ['session_id', 'model', 'cwd', 'permissionMode', 'claude_code_version', 'tool_name', 'tool_use_id', 'message', 'status', 'attempt', 'error']) {
+  for (const key of [
+    'session_id',
+    'model',
+    'cwd',
+    'permissionMode',
+    'claude_code_version',
+    'tool_name',
+    'tool_use_id',
+    'message',
+    'status',
+    'attempt',
+    'error',
+  ]) {
     if (line[key] !== undefined) details[key] = line[key];
   }
   const message =
@@ -83,7 +124,15 @@ function controlRequestEvent(line: Json): AgentEvent {
   const request = isObject(line['request']) ? line['request'] : {};
   const requestId = text(line['request_id']) ?? 'unknown';
   if (request['subtype'] !== 'can_use_tool') {
-    return { type: 'system', data: { level: 'debug', message: `agent control request ${String(request['subtype'])}`, subtype: SYSTEM_SUBTYPES.agentControlRequest, details: { request_id: requestId } } };
+    return {
+      type: 'system',
+      data: {
+        level: 'debug',
+        message: `agent control request ${String(request['subtype'])}`,
+        subtype: SYSTEM_SUBTYPES.agentControlRequest,
+        details: { request_id: requestId },
+      },
+    };
   }
   const description = text(request['description']);
   const toolUseId = text(request['tool_use_id']);
@@ -113,7 +162,9 @@ export const claudeCodeAdapter: Adapter = {
     const args = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio', ...launch.args];
     const stdinLines = [JSON.stringify({ type: 'control_request', request_id: INITIALIZE_REQUEST_ID, request: { subtype: 'initialize', hooks: {} } })];
     if (launch.prompt !== undefined) {
-      stdinLines.push(JSON.stringify({ type: 'user', session_id: '', parent_tool_use_id: null, message: { role: 'user', content: [{ type: 'text', text: launch.prompt }] } }));
+      stdinLines.push(
+        JSON.stringify({ type: 'user', session_id: '', parent_tool_use_id: null, message: { role: 'user', content: [{ type: 'text', text: launch.prompt }] } }),
+      );
     }
     return { command: launch.command, args, stdinLines };
   },
@@ -137,7 +188,16 @@ export const claudeCodeAdapter: Adapter = {
         return [{ type: 'system', data: controlWithdrawnData(text(parsed['request_id']) ?? 'unknown') }];
       case 'control_response': {
         const response = isObject(parsed['response']) ? parsed['response'] : {};
-        return [{ type: 'system', data: { level: 'debug', message: `agent answered control request ${String(response['request_id'])} (${String(response['subtype'])})`, subtype: SYSTEM_SUBTYPES.agentControlResponse } }];
+        return [
+          {
+            type: 'system',
+            data: {
+              level: 'debug',
+              message: `agent answered control request ${String(response['request_id'])} (${String(response['subtype'])})`,
+              subtype: SYSTEM_SUBTYPES.agentControlResponse,
+            },
+          },
+        ];
       }
       case 'stream_event':
         // Partial deltas (only with --include-partial-messages): the whole blocks follow as `assistant` lines.

@@ -26,7 +26,8 @@ const transcript = (name: string): TranscriptLine[] =>
 function play(name: string, decision: 'allow' | 'deny', extra: Partial<EventData<'control_response'>> = {}) {
   const adapter = createCodexAppServerAdapter();
   const lines = transcript(name);
-  const prompt = ((lines.find((l) => typeof l.msg === 'object' && l.msg['method'] === 'turn/start')!.msg as { params: { input: Array<{ text: string }> } }).params.input[0]!.text);
+  const prompt = (lines.find((l) => typeof l.msg === 'object' && l.msg['method'] === 'turn/start')!.msg as { params: { input: Array<{ text: string }> } })
+    .params.input[0]!.text;
   const plan = adapter.launch({ command: 'codex', args: [], prompt, autonomous: false });
   const written: string[] = [...plan.stdinLines];
   const events: AgentEvent[] = [];
@@ -35,7 +36,13 @@ function play(name: string, decision: 'allow' | 'deny', extra: Partial<EventData
     for (const event of adapter.parseLine(JSON.stringify(line.msg), 'stdout')) {
       events.push(event);
       if (event.type === 'control_request') {
-        const response: EventData<'control_response'> = { request_id: event.data.request_id, decision, decided_by: 'alice', ...(decision === 'deny' ? { message: 'no' } : {}), ...extra };
+        const response: EventData<'control_response'> = {
+          request_id: event.data.request_id,
+          decision,
+          decided_by: 'alice',
+          ...(decision === 'deny' ? { message: 'no' } : {}),
+          ...extra,
+        };
         written.push(adapter.formatDecision(response, event.data).trimEnd());
       }
     }
@@ -56,27 +63,52 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
       // What the adapter writes is what the real client wrote (the same methods, ids and decisions).
       expect(written.map((m) => [m['method'] ?? 'response', m['id'] ?? null])).toEqual(clientSent.map((m) => [m['method'] ?? 'response', m['id'] ?? null]));
       const turnStart = written.find((m) => m['method'] === 'turn/start')!;
-      expect(turnStart['params']).toEqual((clientSent.find((m) => m['method'] === 'turn/start')!)['params']);
+      expect(turnStart['params']).toEqual(clientSent.find((m) => m['method'] === 'turn/start')!['params']);
       expect(written.at(-1)).toEqual({ id: 0, result: { decision: decision === 'allow' ? 'accept' : 'decline' } });
 
       const types = events.map((e) => e.type);
-      expect(types).toEqual(['system', 'system', 'system', 'assistant', 'assistant', 'tool_use', 'control_request', 'tool_result', 'progress', 'assistant', 'progress', 'result']);
-      for (const [n, event] of events.entries()) expect(validateIncomingEvent({ ...event, uid: `b:${n}`, ts: '2026-11-22T09:00:00.000Z' }).ok, JSON.stringify(event)).toBe(true);
+      expect(types).toEqual([
+        'system',
+        'system',
+        'system',
+        'assistant',
+        'assistant',
+        'tool_use',
+        'control_request',
+        'tool_result',
+        'progress',
+        'assistant',
+        'progress',
+        'result',
+      ]);
+      for (const [n, event] of events.entries())
+        expect(validateIncomingEvent({ ...event, uid: `b:${n}`, ts: '2026-11-22T09:00:00.000Z' }).ok, JSON.stringify(event)).toBe(true);
       expect(events.filter((e) => e.type === 'assistant').map((e) => (e.data as EventData<'assistant'>).kind)).toEqual(['thinking', 'text', 'text']);
       const request = events.find((e) => e.type === 'control_request')!.data as EventData<'control_request'>;
-      expect(request).toMatchObject({ tool_name: 'command_execution', input: { command: 'echo hello | tee out.txt' }, tool_use_id: 'call_mock_1', description: 'Mock model wants to write out.txt outside the sandbox' });
+      expect(request).toMatchObject({
+        tool_name: 'command_execution',
+        input: { command: 'echo hello | tee out.txt' },
+        tool_use_id: 'call_mock_1',
+        description: 'Mock model wants to write out.txt outside the sandbox',
+      });
       expect(request.request_id).toMatch(/^[0-9a-f-]{36}:0$/);
       const result = events.find((e) => e.type === 'tool_result')!.data as EventData<'tool_result'>;
-      expect(result).toEqual(decision === 'allow' ? { tool_use_id: 'call_mock_1', content: 'hello\n', is_error: false } : { tool_use_id: 'call_mock_1', content: 'declined', is_error: true });
+      expect(result).toEqual(
+        decision === 'allow'
+          ? { tool_use_id: 'call_mock_1', content: 'hello\n', is_error: false }
+          : { tool_use_id: 'call_mock_1', content: 'declined', is_error: true },
+      );
       expect(events.at(-1)).toEqual({ type: 'result', data: { subtype: 'success', is_error: false, num_turns: 1 } });
     });
   }
 
-  it('appserver-patch-readonly-accept.jsonl: a file change\'s request carries the item\'s changes, so file_change(<path>) rules can match them', () => {
+  it("appserver-patch-readonly-accept.jsonl: a file change's request carries the item's changes, so file_change(<path>) rules can match them", () => {
     const { events, written } = play('appserver-patch-readonly-accept.jsonl', 'allow');
     const request = events.find((e) => e.type === 'control_request')!.data as EventData<'control_request'>;
     expect(request).toMatchObject({ tool_name: 'file_change', tool_use_id: 'call_mock_1' });
-    expect(request.input['changes']).toEqual([{ path: '/srv/codex-case/appserver-patch-readonly-accept/work/hello.txt', kind: { type: 'add' }, diff: 'hello from apply_patch\n' }]);
+    expect(request.input['changes']).toEqual([
+      { path: '/srv/codex-case/appserver-patch-readonly-accept/work/hello.txt', kind: { type: 'add' }, diff: 'hello from apply_patch\n' },
+    ]);
     expect(written.at(-1)).toEqual({ id: 0, result: { decision: 'accept' } });
     expect(events.filter((e) => e.type === 'tool_result').map((e) => (e.data as EventData<'tool_result'>).is_error)).toEqual([false]);
   });
@@ -87,18 +119,29 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
       ['appserver-escalate-cancel.jsonl', 'deny', { interrupt: true }, 'cancel'],
     ] as const) {
       const { written, clientSent } = play(name, decision, extra);
-      const decisionOf = (messages: Array<Record<string, unknown>>) => messages.filter((m) => m['result'] !== undefined).map((m) => (m['result'] as { decision: string }).decision);
+      const decisionOf = (messages: Array<Record<string, unknown>>) =>
+        messages.filter((m) => m['result'] !== undefined).map((m) => (m['result'] as { decision: string }).decision);
       expect(decisionOf(written)[0], name).toBe(answer);
       expect(decisionOf(clientSent)[0], name).toBe(answer);
     }
   });
 
-  it('a refused attempt Codex reports no item for still shows: tool_use and an error tool_result, before the turn\'s result', () => {
+  it("a refused attempt Codex reports no item for still shows: tool_use and an error tool_result, before the turn's result", () => {
     const adapter = createCodexAppServerAdapter();
     adapter.launch({ command: 'codex', args: [], prompt: 'x', autonomous: false });
-    const [request] = adapter.parseLine(JSON.stringify({ method: 'item/commandExecution/requestApproval', id: 7, params: { itemId: 'call_9', command: 'curl evil.example', reason: 'needs network' } }), 'stdout');
+    const [request] = adapter.parseLine(
+      JSON.stringify({
+        method: 'item/commandExecution/requestApproval',
+        id: 7,
+        params: { itemId: 'call_9', command: 'curl evil.example', reason: 'needs network' },
+      }),
+      'stdout',
+    );
     const data = request!.data as EventData<'control_request'>;
-    expect(JSON.parse(adapter.formatDecision({ request_id: data.request_id, decision: 'deny', message: 'no network', decided_by: 'alice' }, data))).toEqual({ id: 7, result: { decision: 'decline' } });
+    expect(JSON.parse(adapter.formatDecision({ request_id: data.request_id, decision: 'deny', message: 'no network', decided_by: 'alice' }, data))).toEqual({
+      id: 7,
+      result: { decision: 'decline' },
+    });
     const events = adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'completed' } } }), 'stdout');
     expect(events).toEqual([
       { type: 'tool_use', data: { tool_use_id: 'call_9', name: 'command_execution', input: { command: 'curl evil.example' } } },
@@ -113,18 +156,30 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     expect(retrying!.data).toMatchObject({ level: 'warn', message: 'stream disconnected', details: { will_retry: true } });
     const [final] = adapter.parseLine(JSON.stringify({ method: 'error', params: { error: { message: 'exceeded retry limit' }, willRetry: false } }), 'stdout');
     expect(final!.data).toMatchObject({ level: 'error', message: 'exceeded retry limit' });
-    const [result] = adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'failed', error: { message: 'exceeded retry limit' } } } }), 'stdout');
+    const [result] = adapter.parseLine(
+      JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'failed', error: { message: 'exceeded retry limit' } } } }),
+      'stdout',
+    );
     expect(result).toEqual({ type: 'result', data: { subtype: 'failed', is_error: true, num_turns: 1, text: 'exceeded retry limit' } });
   });
 
-  it('token usage is the thread\'s total; junk and an unknown request are said, not dropped', () => {
+  it("token usage is the thread's total; junk and an unknown request are said, not dropped", () => {
     const adapter = createCodexAppServerAdapter();
-    expect(adapter.parseLine('{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":1001,"cachedInputTokens":200,"outputTokens":51}}}}', 'stdout')).toEqual([
-      { type: 'progress', data: { input_tokens: 1001, output_tokens: 51, cache_read_tokens: 200, cost_usd: 0 } },
-    ]);
+    expect(
+      adapter.parseLine(
+        '{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":1001,"cachedInputTokens":200,"outputTokens":51}}}}',
+        'stdout',
+      ),
+    ).toEqual([{ type: 'progress', data: { input_tokens: 1001, output_tokens: 51, cache_read_tokens: 200, cost_usd: 0 } }]);
     expect(adapter.parseLine('not json', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'warn', subtype: 'unparsed_line' } });
-    expect(adapter.parseLine('{"method":"item/tool/requestUserInput","id":7,"params":{}}', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'warn', subtype: 'unanswered_request' } });
-    expect(adapter.parseLine('{"id":1,"error":{"message":"bad sandbox"}}', 'stdout')[0]).toMatchObject({ type: 'system', data: { level: 'error', message: 'Codex refused request 1: bad sandbox' } });
+    expect(adapter.parseLine('{"method":"item/tool/requestUserInput","id":7,"params":{}}', 'stdout')[0]).toMatchObject({
+      type: 'system',
+      data: { level: 'warn', subtype: 'unanswered_request' },
+    });
+    expect(adapter.parseLine('{"id":1,"error":{"message":"bad sandbox"}}', 'stdout')[0]).toMatchObject({
+      type: 'system',
+      data: { level: 'error', message: 'Codex refused request 1: bad sandbox' },
+    });
   });
 
   it('thread/start asks for the sandbox the lists call for: read-only by default, workspace-write when every file change is approved and nothing limits commands', () => {
@@ -134,7 +189,10 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     };
     expect(threadStart()).toEqual({ approvalPolicy: 'on-request', sandbox: 'read-only' });
     expect(threadStart({ auto_approve: ['file_change'], deny: [], ask: [] })).toEqual({ approvalPolicy: 'on-request', sandbox: 'workspace-write' });
-    expect(threadStart({ auto_approve: ['file_change(*)'], deny: ['command_execution(rm *)'], ask: [] }, true)).toEqual({ approvalPolicy: 'on-request', sandbox: 'read-only' });
+    expect(threadStart({ auto_approve: ['file_change(*)'], deny: ['command_execution(rm *)'], ask: [] }, true)).toEqual({
+      approvalPolicy: 'on-request',
+      sandbox: 'read-only',
+    });
   });
 
   it('at the end of a turn, a call Codex recorded in its rollout but made no item for (a command its sandbox refused) shows as tool_use and an error tool_result with the output the model saw', () => {
@@ -145,7 +203,11 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
       writeFileSync(
         rollout,
         record({ type: 'function_call', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo hello > out.txt', login: false }), call_id: 'call_1' }) +
-          record({ type: 'function_call_output', call_id: 'call_1', output: 'Process exited with code 1\nOutput:\n/bin/bash: line 1: out.txt: Read-only file system\n' }) +
+          record({
+            type: 'function_call_output',
+            call_id: 'call_1',
+            output: 'Process exited with code 1\nOutput:\n/bin/bash: line 1: out.txt: Read-only file system\n',
+          }) +
           record({ type: 'function_call', name: 'exec_command', arguments: JSON.stringify({ cmd: 'echo hi' }), call_id: 'call_2' }) +
           record({ type: 'function_call_output', call_id: 'call_2', output: 'Process exited with code 0\nOutput:\nhi\n' }),
       );
@@ -154,7 +216,13 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
       adapter.parseLine(JSON.stringify({ id: 1, result: { thread: { id: 't1', path: rollout }, model: 'gpt-5.5' } }), 'stdout');
       // call_2 had its item: it is not repeated.
       adapter.parseLine(JSON.stringify({ method: 'item/started', params: { item: { type: 'commandExecution', id: 'call_2', command: 'echo hi' } } }), 'stdout');
-      adapter.parseLine(JSON.stringify({ method: 'item/completed', params: { item: { type: 'commandExecution', id: 'call_2', command: 'echo hi', aggregatedOutput: 'hi\n', exitCode: 0, status: 'completed' } } }), 'stdout');
+      adapter.parseLine(
+        JSON.stringify({
+          method: 'item/completed',
+          params: { item: { type: 'commandExecution', id: 'call_2', command: 'echo hi', aggregatedOutput: 'hi\n', exitCode: 0, status: 'completed' } },
+        }),
+        'stdout',
+      );
       const events = adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'completed' } } }), 'stdout');
       expect(events).toEqual([
         { type: 'tool_use', data: { tool_use_id: 'call_1', name: 'command_execution', input: { command: 'echo hello > out.txt' } } },
@@ -162,7 +230,12 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
         { type: 'result', data: { subtype: 'success', is_error: false, num_turns: 1 } },
       ]);
       // The next turn reads on from where this one stopped.
-      writeFileSync(rollout, record({ type: 'custom_tool_call', name: 'apply_patch', input: '*** Begin Patch\n*** Add File: a.txt\n+a\n*** End Patch\n', call_id: 'call_3' }) + record({ type: 'custom_tool_call_output', call_id: 'call_3', output: 'patch rejected by user' }), { flag: 'a' });
+      writeFileSync(
+        rollout,
+        record({ type: 'custom_tool_call', name: 'apply_patch', input: '*** Begin Patch\n*** Add File: a.txt\n+a\n*** End Patch\n', call_id: 'call_3' }) +
+          record({ type: 'custom_tool_call_output', call_id: 'call_3', output: 'patch rejected by user' }),
+        { flag: 'a' },
+      );
       expect(adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'completed' } } }), 'stdout').slice(0, 2)).toEqual([
         { type: 'tool_use', data: { tool_use_id: 'call_3', name: 'file_change', input: { changes: [{ path: 'a.txt' }] } } },
         { type: 'tool_result', data: { tool_use_id: 'call_3', content: 'patch rejected by user', is_error: true } },
@@ -179,7 +252,7 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     ]);
   });
 
-  it('the preflight says which sandbox Codex runs with, and warns when Codex\'s own sandbox cannot start here', async () => {
+  it("the preflight says which sandbox Codex runs with, and warns when Codex's own sandbox cannot start here", async () => {
     const adapter = createCodexAppServerAdapter();
     const launch = { command: 'false', args: [], prompt: 'x', autonomous: false };
     adapter.launch(launch);
@@ -190,5 +263,4 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     const working = await adapter.preflight!({ ...launch, command: 'true' }, { env: process.env });
     expect(working.map((e) => (e.data as EventData<'system'>).subtype)).toEqual(['codex_settings']);
   });
-
 });

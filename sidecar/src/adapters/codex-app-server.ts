@@ -4,7 +4,18 @@ import { codexProviderArgs } from './codex-provider.js';
 import { pathsOfPatch, readRolloutCalls, type RolloutCall } from './codex-rollout.js';
 import { codexSettingsFor, type CodexSettings } from './codex-settings.js';
 import { modelCommandOf } from './shell-command.js';
-import { isObject, jsonLine, text, unparsedLine, type Adapter, type AgentEvent, type AgentLaunch, type AgentStream, type Json, type LaunchPlan } from './adapter.js';
+import {
+  isObject,
+  jsonLine,
+  text,
+  unparsedLine,
+  type Adapter,
+  type AgentEvent,
+  type AgentLaunch,
+  type AgentStream,
+  type Json,
+  type LaunchPlan,
+} from './adapter.js';
 
 const INITIALIZE_ID = 0;
 const THREAD_START_ID = 1;
@@ -37,11 +48,17 @@ const APPROVALS: Record<string, string> = {
 function toolOf(item: Json): { name: string; input: Json } | undefined {
   switch (item['type']) {
     case 'commandExecution':
-      return { name: 'command_execution', input: { command: modelCommandOf(text(item['command']) ?? ''), ...(text(item['cwd']) ? { cwd: text(item['cwd']) } : {}) } };
+      return {
+        name: 'command_execution',
+        input: { command: modelCommandOf(text(item['command']) ?? ''), ...(text(item['cwd']) ? { cwd: text(item['cwd']) } : {}) },
+      };
     case 'fileChange':
       return { name: 'file_change', input: { changes: Array.isArray(item['changes']) ? item['changes'] : [] } };
     case 'mcpToolCall':
-      return { name: `mcp__${text(item['server']) ?? 'unknown'}__${text(item['tool']) ?? 'unknown'}`, input: isObject(item['arguments']) ? item['arguments'] : {} };
+      return {
+        name: `mcp__${text(item['server']) ?? 'unknown'}__${text(item['tool']) ?? 'unknown'}`,
+        input: isObject(item['arguments']) ? item['arguments'] : {},
+      };
     default:
       return undefined;
   }
@@ -56,7 +73,8 @@ function toolOfCall(call: RolloutCall): { name: string; input: Json } {
   } catch {
     args = undefined;
   }
-  if (call.name === 'exec_command' && isObject(args)) return { name: 'command_execution', input: { command: text(args['cmd']) ?? '', ...(text(args['workdir']) ? { cwd: text(args['workdir']) } : {}) } };
+  if (call.name === 'exec_command' && isObject(args))
+    return { name: 'command_execution', input: { command: text(args['cmd']) ?? '', ...(text(args['workdir']) ? { cwd: text(args['workdir']) } : {}) } };
   return { name: call.name, input: isObject(args) ? args : { input: call.input } };
 }
 
@@ -72,7 +90,11 @@ function toolResultOf(item: Json): EventData<'tool_result'> {
   const failed = status === 'failed' || status === 'declined';
   if (item['type'] === 'commandExecution') {
     const exitCode = item['exitCode'];
-    return { tool_use_id: id, content: text(item['aggregatedOutput']) ?? (status === 'declined' ? 'declined' : ''), is_error: failed || (typeof exitCode === 'number' && exitCode !== 0) };
+    return {
+      tool_use_id: id,
+      content: text(item['aggregatedOutput']) ?? (status === 'declined' ? 'declined' : ''),
+      is_error: failed || (typeof exitCode === 'number' && exitCode !== 0),
+    };
   }
   return { tool_use_id: id, content: JSON.stringify(item['result'] ?? item['changes'] ?? status ?? ''), is_error: failed };
 }
@@ -94,26 +116,36 @@ export function codexDecision(decision: EventData<'control_response'>): 'accept'
  */
 function probeCodexSandbox(launch: AgentLaunch, settings: CodexSettings, spawn: { cwd?: string | undefined; env: NodeJS.ProcessEnv }): Promise<AgentEvent[]> {
   return new Promise((resolve) => {
-    execFile(launch.command, ['sandbox', '-c', `sandbox_mode="${settings.sandbox}"`, '--', 'true'], { cwd: spawn.cwd, env: spawn.env, timeout: 20_000 }, (err, _stdout, stderr) => {
-      const settingsEvent: AgentEvent = {
-        type: 'system',
-        data: { level: 'info', message: `Codex runs with its ${settings.sandbox} sandbox and approvals ${settings.approvalPolicy}: ${settings.reason}`, subtype: SYSTEM_SUBTYPES.codexSettings, details: { sandbox: settings.sandbox, approval_policy: settings.approvalPolicy } },
-      };
-      if (!err) return resolve([settingsEvent]);
-      const why = stderr.trim().split('\n').at(-1) || err.message;
-      resolve([
-        settingsEvent,
-        {
+    execFile(
+      launch.command,
+      ['sandbox', '-c', `sandbox_mode="${settings.sandbox}"`, '--', 'true'],
+      { cwd: spawn.cwd, env: spawn.env, timeout: 20_000 },
+      (err, _stdout, stderr) => {
+        const settingsEvent: AgentEvent = {
           type: 'system',
           data: {
-            level: 'warn',
-            message: `Codex's own sandbox does not work here (${why}): every command Codex runs inside it fails, so a command does something only after it asked to leave the sandbox; file changes and escalations still go to the permission engine`,
-            subtype: SYSTEM_SUBTYPES.codexSandboxUnavailable,
-            details: { error: why.slice(0, 1024) },
+            level: 'info',
+            message: `Codex runs with its ${settings.sandbox} sandbox and approvals ${settings.approvalPolicy}: ${settings.reason}`,
+            subtype: SYSTEM_SUBTYPES.codexSettings,
+            details: { sandbox: settings.sandbox, approval_policy: settings.approvalPolicy },
           },
-        },
-      ]);
-    });
+        };
+        if (!err) return resolve([settingsEvent]);
+        const why = stderr.trim().split('\n').at(-1) || err.message;
+        resolve([
+          settingsEvent,
+          {
+            type: 'system',
+            data: {
+              level: 'warn',
+              message: `Codex's own sandbox does not work here (${why}): every command Codex runs inside it fails, so a command does something only after it asked to leave the sandbox; file changes and escalations still go to the permission engine`,
+              subtype: SYSTEM_SUBTYPES.codexSandboxUnavailable,
+              details: { error: why.slice(0, 1024) },
+            },
+          },
+        ]);
+      },
+    );
   });
 }
 
@@ -151,7 +183,16 @@ export function createCodexAppServerAdapter(): Adapter {
 
   function response(parsed: Json, line: string): AgentEvent[] {
     if (isObject(parsed['error'])) {
-      return [{ type: 'system', data: { level: 'error', message: `Codex refused request ${String(parsed['id'])}: ${text(parsed['error']['message']) ?? line}`, subtype: SYSTEM_SUBTYPES.agentError } }];
+      return [
+        {
+          type: 'system',
+          data: {
+            level: 'error',
+            message: `Codex refused request ${String(parsed['id'])}: ${text(parsed['error']['message']) ?? line}`,
+            subtype: SYSTEM_SUBTYPES.agentError,
+          },
+        },
+      ];
     }
     const result = isObject(parsed['result']) ? parsed['result'] : {};
     if (parsed['id'] === THREAD_START_ID) {
@@ -161,7 +202,22 @@ export function createCodexAppServerAdapter(): Adapter {
       if (prompt !== undefined) {
         outgoing.push(message({ method: 'turn/start', id: TURN_START_ID, params: { threadId, input: [{ type: 'text', text: prompt, text_elements: [] }] } }));
       }
-      return [{ type: 'system', data: { level: 'info', message: `Codex started (model ${text(result['model']) ?? 'unknown'})`, subtype: SYSTEM_SUBTYPES.init, details: { thread_id: threadId, model: text(result['model']) ?? null, approval_policy: text(result['approvalPolicy']) ?? null, sandbox: isObject(result['sandbox']) ? (text(result['sandbox']['type']) ?? null) : null } } }];
+      return [
+        {
+          type: 'system',
+          data: {
+            level: 'info',
+            message: `Codex started (model ${text(result['model']) ?? 'unknown'})`,
+            subtype: SYSTEM_SUBTYPES.init,
+            details: {
+              thread_id: threadId,
+              model: text(result['model']) ?? null,
+              approval_policy: text(result['approvalPolicy']) ?? null,
+              sandbox: isObject(result['sandbox']) ? (text(result['sandbox']['type']) ?? null) : null,
+            },
+          },
+        },
+      ];
     }
     return [];
   }
@@ -181,7 +237,13 @@ export function createCodexAppServerAdapter(): Adapter {
       }
     }
     const tool = toolOf(value);
-    if (!tool) return [{ type: 'system', data: { level: 'debug', message: `codex item ${String(value['type'])}`, subtype: SYSTEM_SUBTYPES.codexItem, details: { line: line.slice(0, 4096) } } }];
+    if (!tool)
+      return [
+        {
+          type: 'system',
+          data: { level: 'debug', message: `codex item ${String(value['type'])}`, subtype: SYSTEM_SUBTYPES.codexItem, details: { line: line.slice(0, 4096) } },
+        },
+      ];
     const events: AgentEvent[] = [];
     if (!started.has(id)) {
       started.add(id);
@@ -228,7 +290,10 @@ export function createCodexAppServerAdapter(): Adapter {
         const tool = toolOfCall(call);
         events.push({ type: 'tool_use', data: { tool_use_id: call.callId, name: tool.name, input: tool.input } });
       }
-      events.push({ type: 'tool_result', data: { tool_use_id: call.callId, content: call.output ?? 'Codex recorded no output for this call', is_error: callFailed(call.output) } });
+      events.push({
+        type: 'tool_result',
+        data: { tool_use_id: call.callId, content: call.output ?? 'Codex recorded no output for this call', is_error: callFailed(call.output) },
+      });
     }
     return events;
   }
@@ -247,7 +312,11 @@ export function createCodexAppServerAdapter(): Adapter {
         command: launch.command,
         args: [...codexProviderArgs(launch), 'app-server', ...launch.args],
         stdinLines: [
-          JSON.stringify({ method: 'initialize', id: INITIALIZE_ID, params: { clientInfo: { name: 'svc-sidecar', title: 'svc', version: '0.1.0' }, capabilities: { experimentalApi: false } } }),
+          JSON.stringify({
+            method: 'initialize',
+            id: INITIALIZE_ID,
+            params: { clientInfo: { name: 'svc-sidecar', title: 'svc', version: '0.1.0' }, capabilities: { experimentalApi: false } },
+          }),
           JSON.stringify({ method: 'initialized' }),
           JSON.stringify({ method: 'thread/start', id: THREAD_START_ID, params: { approvalPolicy: settings.approvalPolicy, sandbox: settings.sandbox } }),
         ],
@@ -259,7 +328,8 @@ export function createCodexAppServerAdapter(): Adapter {
       if ('events' in json) return json.events;
       const parsed = json.object;
       const method = text(parsed['method']);
-      if (method === undefined) return 'id' in parsed ? response(parsed, line) : [unparsedLine(line, stream, 'neither a request, a notification nor a response')];
+      if (method === undefined)
+        return 'id' in parsed ? response(parsed, line) : [unparsedLine(line, stream, 'neither a request, a notification nor a response')];
       const params = isObject(parsed['params']) ? parsed['params'] : {};
       const approvalTool = APPROVALS[method];
       if (approvalTool && 'id' in parsed) {
@@ -296,7 +366,17 @@ export function createCodexAppServerAdapter(): Adapter {
         case 'thread/tokenUsage/updated': {
           const usage = isObject(params['tokenUsage']) && isObject(params['tokenUsage']['total']) ? params['tokenUsage']['total'] : {};
           // Codex reports no price: tokens only.
-          return [{ type: 'progress', data: { input_tokens: count(usage['inputTokens']), output_tokens: count(usage['outputTokens']), cache_read_tokens: count(usage['cachedInputTokens']), cost_usd: 0 } }];
+          return [
+            {
+              type: 'progress',
+              data: {
+                input_tokens: count(usage['inputTokens']),
+                output_tokens: count(usage['outputTokens']),
+                cache_read_tokens: count(usage['cachedInputTokens']),
+                cost_usd: 0,
+              },
+            },
+          ];
         }
         case 'turn/completed': {
           turns++;
@@ -304,24 +384,60 @@ export function createCodexAppServerAdapter(): Adapter {
           const status = text(turn['status']) ?? 'completed';
           const error = isObject(turn['error']) ? text(turn['error']['message']) : undefined;
           const summary = error ?? (status === 'interrupted' ? 'the turn was cancelled: a denial ended it' : undefined);
-          return [...unreportedRefusals(), ...unreportedCalls(), { type: 'result', data: { subtype: status === 'completed' ? 'success' : status, is_error: status === 'failed', num_turns: turns, ...(summary ? { text: summary } : {}) } }];
+          return [
+            ...unreportedRefusals(),
+            ...unreportedCalls(),
+            {
+              type: 'result',
+              data: {
+                subtype: status === 'completed' ? 'success' : status,
+                is_error: status === 'failed',
+                num_turns: turns,
+                ...(summary ? { text: summary } : {}),
+              },
+            },
+          ];
         }
         case 'error': {
           // A stream failure Codex will retry is a warning; one it gives up on, an error.
           const error = isObject(params['error']) ? params['error'] : {};
           const willRetry = params['willRetry'] === true;
-          return [{ type: 'system', data: { level: willRetry ? 'warn' : 'error', message: text(error['message']) ?? text(params['message']) ?? line, subtype: SYSTEM_SUBTYPES.agentError, details: { will_retry: willRetry } } }];
+          return [
+            {
+              type: 'system',
+              data: {
+                level: willRetry ? 'warn' : 'error',
+                message: text(error['message']) ?? text(params['message']) ?? line,
+                subtype: SYSTEM_SUBTYPES.agentError,
+                details: { will_retry: willRetry },
+              },
+            },
+          ];
         }
         default:
           // A request we do not know would leave Codex waiting: say so loudly.
-          if ('id' in parsed) return [{ type: 'system', data: { level: 'warn', message: `Codex asked ${method}, which the sidecar does not answer`, subtype: SYSTEM_SUBTYPES.unansweredRequest, details: { line: line.slice(0, 4096) } } }];
+          if ('id' in parsed)
+            return [
+              {
+                type: 'system',
+                data: {
+                  level: 'warn',
+                  message: `Codex asked ${method}, which the sidecar does not answer`,
+                  subtype: SYSTEM_SUBTYPES.unansweredRequest,
+                  details: { line: line.slice(0, 4096) },
+                },
+              },
+            ];
           return [{ type: 'system', data: { level: 'debug', message: method, subtype: SYSTEM_SUBTYPES.codexNotification } }];
       }
     },
 
     formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string {
       if (decision.decision === 'deny' && request.tool_use_id) {
-        refused.set(request.tool_use_id, { request, message: `${decision.interrupt ? 'cancelled' : 'declined'} by ${decision.decided_by}${decision.message ? `: ${decision.message}` : ''}` });
+        refused.set(request.tool_use_id, {
+          request,
+          message: `${decision.interrupt ? 'cancelled' : 'declined'} by ${decision.decided_by}${decision.message ? `: ${decision.message}` : ''}`,
+        });
       }
       const id = rpcIds.get(request.request_id);
       rpcIds.delete(request.request_id);

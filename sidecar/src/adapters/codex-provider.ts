@@ -14,4 +14,3 @@ export function codexProviderArgs(launch: AgentLaunch): string[] {
   const provider = `{ name = "svc model proxy", base_url = ${JSON.stringify(baseUrl)}, wire_api = "responses", env_key = "OPENAI_API_KEY" }`;
   return ['-c', `model_provider="${CODEX_PROXY_PROVIDER}"`, '-c', `model_providers.${CODEX_PROXY_PROVIDER}=${provider}`];
 }
-

@@ -11,7 +11,10 @@ describe("Codex's sandbox from svc's permission lists", () => {
   });
 
   it('read-only whenever a rule limits commands or file changes (inside workspace-write Codex would run them unasked)', () => {
-    expect(codexSettingsFor(lists(['file_change'], ['command_execution(rm *)']), true)).toMatchObject({ sandbox: 'read-only', reason: expect.stringContaining('command_execution(rm *)') });
+    expect(codexSettingsFor(lists(['file_change'], ['command_execution(rm *)']), true)).toMatchObject({
+      sandbox: 'read-only',
+      reason: expect.stringContaining('command_execution(rm *)'),
+    });
     expect(codexSettingsFor(lists(['file_change'], [], ['file_change(*.lock)']), false).sandbox).toBe('read-only');
     // Autonomous: nobody is asked, so an ask rule limits nothing.
     expect(codexSettingsFor(lists(['file_change'], [], ['command_execution']), true).sandbox).toBe('workspace-write');

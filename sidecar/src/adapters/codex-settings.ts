@@ -31,8 +31,16 @@ export function codexSettingsFor(lists: PermissionLists, autonomous: boolean): C
   const everyChangeApproved = lists.auto_approve.map(parseRule).find((rule) => rule.coversEveryCall('file_change'));
   const binding = [...lists.deny, ...(autonomous ? [] : lists.ask)].map(parseRule).find((rule) => CODEX_TOOLS.some((tool) => rule.namesTool(tool)));
   if (everyChangeApproved && !binding) {
-    return { sandbox: 'workspace-write', approvalPolicy: 'on-request', reason: `every file change is auto-approved (${everyChangeApproved.source}) and no rule limits commands or file changes` };
+    return {
+      sandbox: 'workspace-write',
+      approvalPolicy: 'on-request',
+      reason: `every file change is auto-approved (${everyChangeApproved.source}) and no rule limits commands or file changes`,
+    };
   }
   const why = binding ? `the rule ${binding.source} must be able to refuse` : 'file changes need a decision';
-  return { sandbox: 'read-only', approvalPolicy: 'on-request', reason: `${why}: Codex asks about every patch and every command that leaves its read-only sandbox` };
+  return {
+    sandbox: 'read-only',
+    approvalPolicy: 'on-request',
+    reason: `${why}: Codex asks about every patch and every command that leaves its read-only sandbox`,
+  };
 }

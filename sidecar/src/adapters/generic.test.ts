@@ -12,7 +12,11 @@ describe('generic adapter — any program', () => {
   });
 
   it('runs the command as given, with the prompt as its first stdin line; it writes nothing for decisions', () => {
-    expect(genericAdapter.launch({ command: 'python3', args: ['agent.py'], prompt: 'hello', autonomous: true })).toEqual({ command: 'python3', args: ['agent.py'], stdinLines: ['hello'] });
+    expect(genericAdapter.launch({ command: 'python3', args: ['agent.py'], prompt: 'hello', autonomous: true })).toEqual({
+      command: 'python3',
+      args: ['agent.py'],
+      stdinLines: ['hello'],
+    });
     expect(genericAdapter.launch({ command: 'make', args: [], autonomous: true }).stdinLines).toEqual([]);
     expect(genericAdapter.formatDecision({ request_id: 'r', decision: 'allow', decided_by: 'a' }, { request_id: 'r', tool_name: 't', input: {} })).toBe('');
   });

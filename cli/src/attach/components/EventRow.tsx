@@ -40,7 +40,9 @@ export function rowsOf(event: StoredEvent, width: number): number {
       return Math.min(lines, 3) + (lines > 3 ? 1 : 0);
     }
     case 'assistant':
-      return (event.data as EventData<'assistant'>).text.split('\n').reduce((rows, line) => rows + Math.max(1, Math.ceil(line.length / Math.max(20, width))), 0);
+      return (event.data as EventData<'assistant'>).text
+        .split('\n')
+        .reduce((rows, line) => rows + Math.max(1, Math.ceil(line.length / Math.max(20, width))), 0);
     default:
       return 1;
   }

@@ -28,7 +28,8 @@ export function StatusBar({ model, workerId, theme }: { model: AttachModel; work
         <Text wrap="truncate-end">
           <Text bold>{workerId}</Text>
           {model.readOnly ? <Text color={theme.warning}> [read-only]</Text> : null}
-          {model.scroll > 0 ? <Text color={theme.muted}> [scrolled up {model.scroll}]</Text> : null} <Text color={model.connection.kind === 'live' ? theme.success : theme.warning}>{connectionText(model)}</Text>
+          {model.scroll > 0 ? <Text color={theme.muted}> [scrolled up {model.scroll}]</Text> : null}{' '}
+          <Text color={model.connection.kind === 'live' ? theme.success : theme.warning}>{connectionText(model)}</Text>
         </Text>
         <ProgressBar data={model.progress} theme={theme} />
       </Box>

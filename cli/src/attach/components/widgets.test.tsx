@@ -22,14 +22,20 @@ describe('attach widgets, one per event type', () => {
   });
 
   it('tool_use: a bordered card [tool_name] input_summary', () => {
-    const frame = render(<ToolUseCard data={{ tool_use_id: 't1', name: 'Bash', input: { command: 'npm test', description: 'run the tests' } }} theme={theme} />).lastFrame()!;
+    const frame = render(
+      <ToolUseCard data={{ tool_use_id: 't1', name: 'Bash', input: { command: 'npm test', description: 'run the tests' } }} theme={theme} />,
+    ).lastFrame()!;
     const lines = frame.split('\n');
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^╭─+╮$/);
     expect(lines[1]).toMatch(/^│ \[Bash\] npm test +│$/);
     expect(lines[2]).toMatch(/^╰─+╯$/);
-    expect(render(<ToolUseCard data={{ tool_use_id: 't2', name: 'Write', input: { file_path: '/workspace/a.txt', content: 'x' } }} theme={theme} />).lastFrame()).toContain('[Write] /workspace/a.txt');
-    expect(render(<ToolUseCard data={{ tool_use_id: 't3', name: 'mcp__github__create_issue', input: { title: 'Bug' } }} theme={theme} />).lastFrame()).toContain('[mcp__github__create_issue] {"title":"Bug"}');
+    expect(
+      render(<ToolUseCard data={{ tool_use_id: 't2', name: 'Write', input: { file_path: '/workspace/a.txt', content: 'x' } }} theme={theme} />).lastFrame(),
+    ).toContain('[Write] /workspace/a.txt');
+    expect(
+      render(<ToolUseCard data={{ tool_use_id: 't3', name: 'mcp__github__create_issue', input: { title: 'Bug' } }} theme={theme} />).lastFrame(),
+    ).toContain('[mcp__github__create_issue] {"title":"Bug"}');
   });
 
   it('tool_result: the first 3 lines, how many more, and an error indicator', () => {
@@ -40,12 +46,16 @@ describe('attach widgets, one per event type', () => {
   });
 
   it('result: the final status with an icon', () => {
-    expect(render(<ResultLine data={{ subtype: 'success', is_error: false, num_turns: 3, duration_ms: 4200 }} theme={theme} />).lastFrame()).toBe('✔ turn complete (success · 3 turns · 4.2 s)');
+    expect(render(<ResultLine data={{ subtype: 'success', is_error: false, num_turns: 3, duration_ms: 4200 }} theme={theme} />).lastFrame()).toBe(
+      '✔ turn complete (success · 3 turns · 4.2 s)',
+    );
     expect(render(<ResultLine data={{ subtype: 'error_max_turns', is_error: true }} theme={theme} />).lastFrame()).toBe('✖ turn failed (error_max_turns)');
   });
 
   it('progress: tokens and cost', () => {
-    expect(render(<ProgressBar data={{ input_tokens: 13389, output_tokens: 48, cache_read_tokens: 1000, cost_usd: 0.108424 }} theme={theme} />).lastFrame()).toBe('tokens in 13,389 · out 48 · cached 1,000 · $0.1084');
+    expect(
+      render(<ProgressBar data={{ input_tokens: 13389, output_tokens: 48, cache_read_tokens: 1000, cost_usd: 0.108424 }} theme={theme} />).lastFrame(),
+    ).toBe('tokens in 13,389 · out 48 · cached 1,000 · $0.1084');
     expect(render(<ProgressBar data={undefined} theme={theme} />).lastFrame()).toBe('no usage yet');
   });
 
@@ -58,7 +68,12 @@ describe('attach widgets, one per event type', () => {
   });
 
   it('control_request: the modal "Allow [tool]? (y/n)" with the open count; and its line in the history', () => {
-    const request = event('control_request', { request_id: 'r1', tool_name: 'Write', input: { file_path: '/workspace/hello.txt' }, description: 'Write hello.txt' });
+    const request = event('control_request', {
+      request_id: 'r1',
+      tool_name: 'Write',
+      input: { file_path: '/workspace/hello.txt' },
+      description: 'Write hello.txt',
+    });
     const modal = render(<PromptModal request={request} open={3} theme={theme} />).lastFrame()!;
     expect(modal).toContain('Allow [Write]? (y/n) · 1 of 3 open');
     expect(modal).toContain('/workspace/hello.txt');
@@ -68,8 +83,16 @@ describe('attach widgets, one per event type', () => {
   });
 
   it('control_response: the decision and who made it', () => {
-    expect(render(<ControlResponseLine data={{ request_id: 'r1', decision: 'allow', decided_by: 'alice-sub', decided_by_name: 'Alice' }} theme={theme} />).lastFrame()).toBe('✓ allowed by Alice');
-    expect(render(<ControlResponseLine data={{ request_id: 'r1', decision: 'deny', decided_by: 'policy:timeout', message: 'nobody answered' }} theme={theme} />).lastFrame()).toBe('✗ denied by the timeout policy: nobody answered');
+    expect(
+      render(
+        <ControlResponseLine data={{ request_id: 'r1', decision: 'allow', decided_by: 'alice-sub', decided_by_name: 'Alice' }} theme={theme} />,
+      ).lastFrame(),
+    ).toBe('✓ allowed by Alice');
+    expect(
+      render(
+        <ControlResponseLine data={{ request_id: 'r1', decision: 'deny', decided_by: 'policy:timeout', message: 'nobody answered' }} theme={theme} />,
+      ).lastFrame(),
+    ).toBe('✗ denied by the timeout policy: nobody answered');
   });
 
   it('EventRow picks the widget by type', () => {

@@ -11,7 +11,8 @@ export const MAX_PENDING_WAIT_MS = 30_000;
 const InputPattern = Type.String({
   minLength: 1,
   maxLength: 1024,
-  description: 'With scope "always": the new rule covers only inputs matching this pattern (e.g. "npm test*" for Bash commands); without it, every input of the tool.',
+  description:
+    'With scope "always": the new rule covers only inputs matching this pattern (e.g. "npm test*" for Bash commands); without it, every input of the tool.',
 });
 
 /** `POST /v1/workers/{id}/control`: a person's decision on one `control_request`. */
@@ -24,7 +25,7 @@ export const PostControlBody = Type.Object(
     scope: Type.Optional(DecisionScopeSchema),
     input_pattern: Type.Optional(InputPattern),
     interrupt: Type.Optional(
-      Type.Boolean({ description: 'With deny: also end the agent\'s turn (Claude Code: the deny\'s interrupt; Codex: cancel). Only with deny.' }),
+      Type.Boolean({ description: "With deny: also end the agent's turn (Claude Code: the deny's interrupt; Codex: cancel). Only with deny." }),
     ),
   },
   { additionalProperties: false },
@@ -37,7 +38,12 @@ export const PostControlResponse = storedEventSchemaOf('control_response');
 /** `GET /v1/workers/{id}/control/pending?after_id=&wait_ms=`: decisions after the cursor. */
 export const PendingControlQuery = Type.Object({
   ...EventCursorQuery.properties,
-  wait_ms: Type.Integer({ minimum: 0, maximum: MAX_PENDING_WAIT_MS, default: 0, description: `Long-poll up to this many ms (0-${MAX_PENDING_WAIT_MS}) for a decision.` }),
+  wait_ms: Type.Integer({
+    minimum: 0,
+    maximum: MAX_PENDING_WAIT_MS,
+    default: 0,
+    description: `Long-poll up to this many ms (0-${MAX_PENDING_WAIT_MS}) for a decision.`,
+  }),
 });
 
 export const PendingControlResponse = ListResponse(storedEventSchemaOf('control_response'));
@@ -77,15 +83,16 @@ export function controlWithdrawnData(requestId: string): EventData<'system'> {
 
 /** The principal that decided, as the gateway forwards it from the JWT. */
 export const DecidedBySchema = Type.Object(
-  { sub: Type.String({ minLength: 1, maxLength: 256 }), name: Type.Optional(Type.String({ maxLength: 256 })), email: Type.Optional(Type.String({ maxLength: 256 })) },
+  {
+    sub: Type.String({ minLength: 1, maxLength: 256 }),
+    name: Type.Optional(Type.String({ maxLength: 256 })),
+    email: Type.Optional(Type.String({ maxLength: 256 })),
+  },
   { additionalProperties: false },
 );
 
 /** `svc.rpc.control.decide`: the gateway forwards a checked `POST /control` with who decided. */
-export const DecideRequest = Type.Object(
-  { worker_id: WorkerId, decision: PostControlBody, decided_by: DecidedBySchema },
-  { additionalProperties: false },
-);
+export const DecideRequest = Type.Object({ worker_id: WorkerId, decision: PostControlBody, decided_by: DecidedBySchema }, { additionalProperties: false });
 export type DecideRequestType = Static<typeof DecideRequest>;
 
 /** `svc.rpc.control.requests`: a worker's control requests in one state, oldest first. */

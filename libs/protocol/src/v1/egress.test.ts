@@ -6,7 +6,8 @@ describe('egress targets and rules', () => {
     expect(parseEgressTarget('registry.npmjs.org:443')).toEqual({ host: 'registry.npmjs.org', port: 443, target: 'registry.npmjs.org:443' });
     expect(parseEgressTarget('[::1]:8080')).toEqual({ host: '::1', port: 8080, target: '[::1]:8080' });
     expect(parseEgressTarget('Example.COM:80')?.target).toBe('example.com:80');
-    for (const bad of ['example.com', 'example.com:0', 'example.com:70000', 'http://example.com:80', 'a b:80', ':443', 'example.com:443/path']) expect(parseEgressTarget(bad), bad).toBeUndefined();
+    for (const bad of ['example.com', 'example.com:0', 'example.com:70000', 'http://example.com:80', 'a b:80', ':443', 'example.com:443/path'])
+      expect(parseEgressTarget(bad), bad).toBeUndefined();
   });
 
   it('egress — rules glob the host or the port, and match the whole target', () => {

@@ -47,7 +47,10 @@ export function parseEgressTarget(text: string): EgressTarget | undefined {
 
 /** Whether a `host:port` rule (with `*` globs) names `target`. */
 export function egressRuleMatches(rule: string, target: string): boolean {
-  const escaped = rule.toLowerCase().replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^:]*');
+  const escaped = rule
+    .toLowerCase()
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '[^:]*');
   return new RegExp(`^${escaped}$`).test(target);
 }
 

@@ -52,7 +52,6 @@ export type StoredEvent<K extends EventType = EventType> = {
   [T in K]: { id: string; worker_id: string; type: T; uid: string; ts: string; data: EventDataMap[T] };
 }[K];
 
-
 /** A schema of one stored event type, for routes that return a single type (e.g. a decision). */
 export function storedEventSchemaOf<K extends EventType>(type: K): TSchema {
   return storedOf(type);

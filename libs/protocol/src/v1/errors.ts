@@ -78,8 +78,6 @@ export class CodedError extends Error {
   }
 
   toBody(): APIErrorBody {
-    return this.details === undefined
-      ? { code: this.code, message: this.message }
-      : { code: this.code, message: this.message, details: this.details };
+    return this.details === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, details: this.details };
   }
 }

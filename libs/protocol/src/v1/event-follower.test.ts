@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { StoredEvent } from './envelope.js';
 import { createFollowerStats, EventFollower } from './event-follower.js';
 
-const eventOf = (id: number): StoredEvent => ({ id: String(id), worker_id: 'wrk_1', type: 'assistant', uid: `u${id}`, ts: '2026-11-24T00:00:00.000Z', data: { text: `#${id}` } }) as StoredEvent;
+const eventOf = (id: number): StoredEvent =>
+  ({ id: String(id), worker_id: 'wrk_1', type: 'assistant', uid: `u${id}`, ts: '2026-11-24T00:00:00.000Z', data: { text: `#${id}` } }) as StoredEvent;
 
 /** A store holding events 1..`head`, read a page at a time; `reads` records each cursor read after. */
 function storeOf(head: { value: number }, pageSize = 3) {

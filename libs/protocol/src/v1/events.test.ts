@@ -55,7 +55,11 @@ describe('protocol v1 events — malformed shapes name the field', () => {
     ['control_request without tool_name', withData('control_request', { request_id: 'r', input: {} }), '/data/tool_name'],
     ['control_response with decision "maybe"', withData('control_response', { request_id: 'r', decision: 'maybe', decided_by: 'u' }), '/data/decision'],
     ['control_response without decided_by', withData('control_response', { request_id: 'r', decision: 'allow' }), '/data/decided_by'],
-    ['control_response with an unknown member', withData('control_response', { request_id: 'r', decision: 'allow', decided_by: 'u', sneaky: 1 }), '/data/sneaky'],
+    [
+      'control_response with an unknown member',
+      withData('control_response', { request_id: 'r', decision: 'allow', decided_by: 'u', sneaky: 1 }),
+      '/data/sneaky',
+    ],
     ['an unknown type', { ...EXAMPLE_EVENTS.system, type: 'telemetry' }, '/type'],
     ['a missing uid', { type: 'system', ts: EXAMPLE_EVENTS.system.ts, data: EXAMPLE_EVENTS.system.data }, '/uid'],
     ['a uid with a space', { ...EXAMPLE_EVENTS.system, uid: 'a b' }, '/uid'],

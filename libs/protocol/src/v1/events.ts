@@ -2,16 +2,7 @@ import Type, { type Static, type TSchema } from 'typebox';
 import { JsonObject } from './primitives.js';
 
 /** The eight normalized SDK event types (SPEC "Events"). */
-export const EVENT_TYPES = [
-  'assistant',
-  'tool_use',
-  'tool_result',
-  'result',
-  'progress',
-  'system',
-  'control_request',
-  'control_response',
-] as const;
+export const EVENT_TYPES = ['assistant', 'tool_use', 'tool_result', 'result', 'progress', 'system', 'control_request', 'control_response'] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -26,7 +17,7 @@ export const AssistantData = Type.Object(
   {
     text: Text('The text of the block.'),
     kind: Type.Optional(Type.Enum(['text', 'thinking'], { description: 'Defaults to "text".' })),
-    message_id: Type.Optional(Identifier('The agent\'s message id; blocks of one model message share it.')),
+    message_id: Type.Optional(Identifier("The agent's message id; blocks of one model message share it.")),
   },
   { additionalProperties: false },
 );
@@ -34,7 +25,7 @@ export const AssistantData = Type.Object(
 /** `tool_use`: the agent invokes a tool. */
 export const ToolUseData = Type.Object(
   {
-    tool_use_id: Identifier('The agent\'s id of this tool call.'),
+    tool_use_id: Identifier("The agent's id of this tool call."),
     name: Identifier('Tool name, e.g. "Bash".'),
     input: JsonObject,
     parent_tool_use_id: Type.Optional(Type.Union([Identifier('Set for calls made by a sub-agent.'), Type.Null()])),
@@ -46,7 +37,7 @@ export const ToolUseData = Type.Object(
 export const ToolResultData = Type.Object(
   {
     tool_use_id: Identifier('The `tool_use_id` this result answers.'),
-    content: Text('The tool\'s output as text.'),
+    content: Text("The tool's output as text."),
     is_error: Type.Boolean({ description: 'True when the tool failed or was refused.' }),
   },
   { additionalProperties: false },
@@ -72,7 +63,9 @@ export const ProgressData = Type.Object(
     cache_read_tokens: Type.Optional(Count('Input tokens read from the prompt cache so far.')),
     cost_usd: Type.Number({ minimum: 0, description: 'Cost so far in US dollars.' }),
     measured_by: Type.Optional(
-      Type.Enum(['agent', 'model_proxy'], { description: '`model_proxy`: counted by svc from the model responses it forwarded (authoritative); otherwise as the agent reports it.' }),
+      Type.Enum(['agent', 'model_proxy'], {
+        description: '`model_proxy`: counted by svc from the model responses it forwarded (authoritative); otherwise as the agent reports it.',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -96,10 +89,10 @@ export const SystemData = Type.Object(
 /** `control_request`: the agent asks permission to run a tool. `request_id` is the agent's own. */
 export const ControlRequestData = Type.Object(
   {
-    request_id: Identifier('Correlates the decision with this request; the agent\'s own id.'),
+    request_id: Identifier("Correlates the decision with this request; the agent's own id."),
     tool_name: Identifier('The tool that needs permission.'),
     input: JsonObject,
-    tool_use_id: Type.Optional(Identifier('The agent\'s id of the tool call, when it gives one.')),
+    tool_use_id: Type.Optional(Identifier("The agent's id of the tool call, when it gives one.")),
     description: Type.Optional(Text('Why the agent asks, when it says.', 65_536)),
   },
   { additionalProperties: false },
@@ -123,7 +116,7 @@ export const ControlResponseData = Type.Object(
     updated_input: Type.Optional(JsonObject),
     scope: Type.Optional(DecisionScopeSchema),
     input_pattern: Type.Optional(Type.String({ maxLength: 1024, description: 'With scope "always": the inputs the added rule covers.' })),
-    interrupt: Type.Optional(Type.Boolean({ description: 'With deny: the agent\'s turn ends too.' })),
+    interrupt: Type.Optional(Type.Boolean({ description: "With deny: the agent's turn ends too." })),
     decided_by: Identifier('JWT `sub` of the deciding user, or "policy" / "policy:timeout".'),
     decided_by_name: Type.Optional(Type.String({ maxLength: 256 })),
     decided_by_email: Type.Optional(Type.String({ maxLength: 256 })),

@@ -22,7 +22,12 @@ export type ListResponseOf<T> = { items: T[]; total: number };
 
 /** The `limit`/`offset` query of every offset-paginated list. */
 export const PaginationQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: LIST_LIMIT.max, default: LIST_LIMIT.default, description: `Page size, 1-${LIST_LIMIT.max} (default ${LIST_LIMIT.default}).` }),
+  limit: Type.Integer({
+    minimum: 1,
+    maximum: LIST_LIMIT.max,
+    default: LIST_LIMIT.default,
+    description: `Page size, 1-${LIST_LIMIT.max} (default ${LIST_LIMIT.default}).`,
+  }),
   offset: Type.Integer({ minimum: 0, default: 0, description: 'How many matching items to skip.' }),
 });
 export type Pagination = Static<typeof PaginationQuery>;
@@ -30,7 +35,12 @@ export type Pagination = Static<typeof PaginationQuery>;
 /** The cursor query of every event list: events with id greater than `after_id`, in id order. */
 export const EventCursorQuery = Type.Object({
   after_id: Type.Optional(EventId),
-  limit: Type.Integer({ minimum: 1, maximum: EVENT_LIST_LIMIT.max, default: EVENT_LIST_LIMIT.default, description: `Page size, 1-${EVENT_LIST_LIMIT.max} (default ${EVENT_LIST_LIMIT.default}).` }),
+  limit: Type.Integer({
+    minimum: 1,
+    maximum: EVENT_LIST_LIMIT.max,
+    default: EVENT_LIST_LIMIT.default,
+    description: `Page size, 1-${EVENT_LIST_LIMIT.max} (default ${EVENT_LIST_LIMIT.default}).`,
+  }),
 });
 
 const eventTypeAlternatives = EVENT_TYPES.join('|');

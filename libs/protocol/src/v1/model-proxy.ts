@@ -113,14 +113,21 @@ export function priceOf(api: ModelApi, model: string | undefined): ModelPrice {
 export function costOf(api: ModelApi, tokens: MeasuredTokens): number {
   const price = priceOf(api, tokens.model);
   const uncached = Math.max(0, tokens.input_tokens - tokens.cache_read_tokens - tokens.cache_write_tokens);
-  return (uncached * price.input + tokens.cache_read_tokens * price.cache_read + tokens.cache_write_tokens * price.cache_write + tokens.output_tokens * price.output) / 1_000_000;
+  return (
+    (uncached * price.input +
+      tokens.cache_read_tokens * price.cache_read +
+      tokens.cache_write_tokens * price.cache_write +
+      tokens.output_tokens * price.output) /
+    1_000_000
+  );
 }
 
 /** Whether `usage` has reached `budget` (a request past this point is refused). */
 export function budgetReached(usage: ModelUsage, budget: ModelBudget | undefined): string | undefined {
   if (!budget) return undefined;
   const tokens = usage.input_tokens + usage.output_tokens;
-  if (budget.max_tokens !== undefined && tokens >= budget.max_tokens) return `the worker's token budget is used up (${tokens} of max_tokens ${budget.max_tokens})`;
+  if (budget.max_tokens !== undefined && tokens >= budget.max_tokens)
+    return `the worker's token budget is used up (${tokens} of max_tokens ${budget.max_tokens})`;
   if (budget.max_cost_usd !== undefined && usage.cost_usd >= budget.max_cost_usd) {
     return `the worker's cost budget is used up ($${usage.cost_usd.toFixed(4)} of max_cost_usd $${budget.max_cost_usd})`;
   }

@@ -44,4 +44,5 @@ export const ENV_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
  * Environment variables by name. (`propertyNames` checks the names: a `Record` keyed by a
  * patterned string would not.)
  */
-export const EnvironmentVariables = (description: string) => Type.Record(Type.String(), Type.String(), { propertyNames: { pattern: ENV_NAME_PATTERN }, default: {}, description });
+export const EnvironmentVariables = (description: string) =>
+  Type.Record(Type.String(), Type.String(), { propertyNames: { pattern: ENV_NAME_PATTERN }, default: {}, description });

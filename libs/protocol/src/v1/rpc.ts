@@ -63,7 +63,13 @@ export type ListEventsResultType = Static<typeof ListEventsResult>;
 
 /** `svc.rpc.session.worker.create`: register a worker and make its token (the token is returned once). */
 export const CreateWorkerRequest = Type.Object(
-  { owner: Type.String({ minLength: 1, maxLength: 256 }), worker_id: Type.Optional(WorkerId), decision_policy: Type.Optional(DecisionPolicySchema), model: Type.Optional(ModelAccessSchema), egress: Type.Optional(EgressPolicySchema) },
+  {
+    owner: Type.String({ minLength: 1, maxLength: 256 }),
+    worker_id: Type.Optional(WorkerId),
+    decision_policy: Type.Optional(DecisionPolicySchema),
+    model: Type.Optional(ModelAccessSchema),
+    egress: Type.Optional(EgressPolicySchema),
+  },
   { additionalProperties: false },
 );
 export type CreateWorkerRequestType = Static<typeof CreateWorkerRequest>;
@@ -91,7 +97,12 @@ export type SessionRpcType = Static<typeof SessionRpc>;
 
 /** `svc.rpc.session.list`: the sessions `viewer` may see, newest first. */
 export const ListSessionsRpc = Type.Object(
-  { viewer: Viewer, limit: Type.Integer({ minimum: 1, maximum: LIST_LIMIT.max }), offset: Type.Integer({ minimum: 0 }), status: Type.Optional(WorkerStatusSchema) },
+  {
+    viewer: Viewer,
+    limit: Type.Integer({ minimum: 1, maximum: LIST_LIMIT.max }),
+    offset: Type.Integer({ minimum: 0 }),
+    status: Type.Optional(WorkerStatusSchema),
+  },
   { additionalProperties: false },
 );
 export type ListSessionsRpcType = Static<typeof ListSessionsRpc>;
@@ -103,7 +114,13 @@ export type ListSessionsRpcType = Static<typeof ListSessionsRpc>;
  * `svc.session.logs.stop.<follow_id>`.
  */
 export const FollowLogsRpc = Type.Object(
-  { viewer: Viewer, session_id: SessionId, tail: Type.Integer({ minimum: 0, maximum: 10_000 }), deliver_to: Type.String({ minLength: 1 }), follow_id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) },
+  {
+    viewer: Viewer,
+    session_id: SessionId,
+    tail: Type.Integer({ minimum: 0, maximum: 10_000 }),
+    deliver_to: Type.String({ minLength: 1 }),
+    follow_id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }),
+  },
   { additionalProperties: false },
 );
 export type FollowLogsRpcType = Static<typeof FollowLogsRpc>;

@@ -14,10 +14,7 @@ export type WorkerParamsType = Static<typeof WorkerParams>;
 /** `POST /v1/workers/{id}/sdk-events`: one event, or a batch `{events: […]}`. */
 export const PostSdkEventsBody = Type.Union([
   IncomingEventSchema,
-  Type.Object(
-    { events: Type.Array(IncomingEventSchema, { minItems: 1, maxItems: MAX_EVENTS_PER_POST }) },
-    { additionalProperties: false },
-  ),
+  Type.Object({ events: Type.Array(IncomingEventSchema, { minItems: 1, maxItems: MAX_EVENTS_PER_POST }) }, { additionalProperties: false }),
 ]);
 
 /** `202`: every event is durable (acknowledged by JetStream). */

@@ -25,7 +25,7 @@ export const CreateSessionBody = Type.Object(
     overrides: Type.Optional(
       Type.Object(
         {
-          env: Type.Optional(EnvironmentVariables('Added to (or replacing) the template\'s agent environment.')),
+          env: Type.Optional(EnvironmentVariables("Added to (or replacing) the template's agent environment.")),
           autonomous: Type.Optional(Type.Boolean()),
           budget: Type.Optional(ModelBudgetSchema),
         },
@@ -117,7 +117,11 @@ export type WorkerRecord = Static<typeof WorkerRecordSchema>;
  * (`details: {code, signal}`), the session service each spawn step (`details: {step, status}`).
  * The session service ends a worker on `agent_exit`: code 0 → `completed`, else `failed`.
  */
-export const LIFECYCLE_SUBTYPES = { agentStart: SYSTEM_SUBTYPES.agentStart, agentExit: SYSTEM_SUBTYPES.agentExit, spawnStep: SYSTEM_SUBTYPES.spawnStep } as const;
+export const LIFECYCLE_SUBTYPES = {
+  agentStart: SYSTEM_SUBTYPES.agentStart,
+  agentExit: SYSTEM_SUBTYPES.agentExit,
+  spawnStep: SYSTEM_SUBTYPES.spawnStep,
+} as const;
 
 /** The agent's exit code, when `event` is the sidecar's report of the agent's exit. */
 export function agentExitCodeOf(event: { type: string; data: unknown }): number | undefined {

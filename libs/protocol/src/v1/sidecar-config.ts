@@ -43,7 +43,12 @@ export const SidecarConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: { auto_approve: [], deny: [], ask: [] } },
     ),
-    poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000, default: 1000, description: 'Pause between decision polls after an error or an empty answer.' }),
+    poll_interval_ms: Type.Integer({
+      minimum: 10,
+      maximum: 60_000,
+      default: 1000,
+      description: 'Pause between decision polls after an error or an empty answer.',
+    }),
     agent: Type.Object(
       {
         command: Type.String({ minLength: 1 }),

@@ -45,7 +45,10 @@ export function toFieldErrors(errors: readonly RawError[], prefix: string): Fiel
       continue;
     } else if (error.keyword === 'enum' && Array.isArray(error.params['allowedValues'])) {
       // Name the choices: "must be one of "anthropic", "openai"" says what to write instead.
-      fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: `must be one of ${(error.params['allowedValues'] as unknown[]).map((value) => JSON.stringify(value)).join(', ')}` });
+      fieldErrors.push({
+        field: `${prefix}${error.instancePath}`,
+        message: `must be one of ${(error.params['allowedValues'] as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`,
+      });
     } else if (error.keyword === 'anyOf' || error.keyword === 'oneOf') {
       fieldErrors.push({ field: `${prefix}${error.instancePath}`, message: 'does not match any allowed value' });
     } else {
@@ -84,9 +87,10 @@ export function createChecker<T>(schema: TSchema): SchemaChecker<T> {
 }
 
 const envelopeChecker = createChecker<{ type: EventType }>(IncomingEnvelopeSchema);
-const dataCheckers = Object.fromEntries(
-  EVENT_TYPES.map((type) => [type, createChecker(EVENT_DATA_SCHEMAS[type])]),
-) as Record<EventType, SchemaChecker<unknown>>;
+const dataCheckers = Object.fromEntries(EVENT_TYPES.map((type) => [type, createChecker(EVENT_DATA_SCHEMAS[type])])) as Record<
+  EventType,
+  SchemaChecker<unknown>
+>;
 
 /**
  * Validates an incoming event: the envelope first, then `data` against its type's schema,
@@ -95,8 +99,7 @@ const dataCheckers = Object.fromEntries(
 export function validateIncomingEvent(value: unknown, prefix = ''): ValidationResult<IncomingEvent> {
   const envelope = envelopeChecker.check(value, prefix);
   if (!envelope.ok) {
-    const typeIsKnown =
-      typeof value === 'object' && value !== null && EVENT_TYPES.includes((value as { type?: unknown }).type as EventType);
+    const typeIsKnown = typeof value === 'object' && value !== null && EVENT_TYPES.includes((value as { type?: unknown }).type as EventType);
     if (!typeIsKnown) return envelope;
     const dataResult = dataCheckers[(value as { type: EventType }).type].check((value as { data?: unknown }).data, `${prefix}/data`);
     // Report envelope problems and, when data is present, its field problems in one answer.

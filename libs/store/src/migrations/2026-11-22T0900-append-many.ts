@@ -26,4 +26,3 @@ $fn$;
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql.raw(APPEND_MANY_FUNCTION).execute(db);
 }
-

@@ -10,8 +10,12 @@ import { sql, type Kysely } from 'kysely';
  * `permission_rules` holds the allow rules a person added with `scope: "always"`.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`CREATE INDEX events_control_request_id_idx ON events (worker_id, (data->>'request_id'), id) WHERE type IN ('control_request', 'control_response')`.execute(db);
-  await sql`CREATE INDEX events_control_withdrawn_idx ON events (worker_id, ((data->'details')->>'request_id')) WHERE type = 'system' AND data->>'subtype' = 'control_withdrawn'`.execute(db);
+  await sql`CREATE INDEX events_control_request_id_idx ON events (worker_id, (data->>'request_id'), id) WHERE type IN ('control_request', 'control_response')`.execute(
+    db,
+  );
+  await sql`CREATE INDEX events_control_withdrawn_idx ON events (worker_id, ((data->'details')->>'request_id')) WHERE type = 'system' AND data->>'subtype' = 'control_withdrawn'`.execute(
+    db,
+  );
 
   await db.schema
     .createTable('permission_rules')

@@ -86,7 +86,8 @@ export async function createRefusedAddresses(options: { endpoints: readonly Refu
   return {
     reasonFor(address, port) {
       if (everywhere.check(address, family(address))) return `${address} is a link-local, metadata or unspecified address`;
-      if (anyPort.check(address, family(address)) || byPort.get(port)?.check(address, family(address))) return `${address}:${port} belongs to the control plane`;
+      if (anyPort.check(address, family(address)) || byPort.get(port)?.check(address, family(address)))
+        return `${address}:${port} belongs to the control plane`;
       return undefined;
     },
   };

@@ -64,7 +64,9 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
   const open = new Set<Socket>();
 
   const record = (workerId: string, event: Omit<IncomingEvent, 'ts'>) => {
-    return publisher.publish(workerId, { ...event, ts: new Date().toISOString() } as IncomingEvent).catch((err: unknown) => log.warn({ err, worker_id: workerId }, 'could not record an egress event'));
+    return publisher
+      .publish(workerId, { ...event, ts: new Date().toISOString() } as IncomingEvent)
+      .catch((err: unknown) => log.warn({ err, worker_id: workerId }, 'could not record an egress event'));
   };
 
   function answer(socket: Socket, status: number, reason: string): void {
@@ -78,7 +80,8 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
     const workerId = request.headers['x-svc-worker-id'];
     if (!token || typeof workerId !== 'string') return 'a tunnel needs the worker token (Authorization: Bearer) and x-svc-worker-id';
     const worker = await options.workers.get(workerId);
-    if (!worker?.token_hash || !tokens.matches(token, worker.token_hash) || isEndedStatus(worker.status)) return 'the worker token is not valid for this worker';
+    if (!worker?.token_hash || !tokens.matches(token, worker.token_hash) || isEndedStatus(worker.status))
+      return 'the worker token is not valid for this worker';
     return worker;
   }
 
@@ -92,7 +95,8 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
         resolve(value);
       };
       const stop = options.live.watch(workerId, (event) => {
-        if (event.type === 'control_response' && (event.data as EventData<'control_response'>).request_id === requestId) finish(event.data as EventData<'control_response'>);
+        if (event.type === 'control_response' && (event.data as EventData<'control_response'>).request_id === requestId)
+          finish(event.data as EventData<'control_response'>);
       });
       const timer = setTimeout(() => finish(undefined), timeoutMs);
       const onGone = () => finish(undefined);
@@ -107,14 +111,30 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
     const listed = policy.allow.find((rule) => egressRuleMatches(rule, target.target));
     if (listed) return { allow: true, by: 'policy', reason: `listed in the template's egress (${listed})` };
     const rules = await requestJson<ListResponseOf<PermissionRule>>(options.nc, subjects.rpc.permissionRules, { worker_id: worker.worker_id }, { retries: 1 });
-    const added = [...rules.items].reverse().find((rule) => rule.tool_name === EGRESS_TOOL && (rule.input_pattern === undefined || egressRuleMatches(rule.input_pattern, target.target)));
-    if (added) return { allow: added.decision === 'allow', by: added.added_by, reason: `${added.decision === 'allow' ? 'allowed' : 'denied'} by ${added.added_by}'s rule ${EGRESS_TOOL}${added.input_pattern === undefined ? '' : `(${added.input_pattern})`}` };
+    const added = [...rules.items]
+      .reverse()
+      .find((rule) => rule.tool_name === EGRESS_TOOL && (rule.input_pattern === undefined || egressRuleMatches(rule.input_pattern, target.target)));
+    if (added)
+      return {
+        allow: added.decision === 'allow',
+        by: added.added_by,
+        reason: `${added.decision === 'allow' ? 'allowed' : 'denied'} by ${added.added_by}'s rule ${EGRESS_TOOL}${added.input_pattern === undefined ? '' : `(${added.input_pattern})`}`,
+      };
 
     // Asked like a tool call: the history shows the request, whoever answers it.
     const requestId = `net_${randomUUID()}`;
-    const request: EventData<'control_request'> = { request_id: requestId, tool_name: EGRESS_TOOL, input: { target: target.target, host: target.host, port: target.port } };
+    const request: EventData<'control_request'> = {
+      request_id: requestId,
+      tool_name: EGRESS_TOOL,
+      input: { target: target.target, host: target.host, port: target.port },
+    };
     if (policy.autonomous) {
-      const data: EventData<'control_response'> = { request_id: requestId, decision: 'allow', message: 'autonomous: what is not denied is allowed', decided_by: 'policy' };
+      const data: EventData<'control_response'> = {
+        request_id: requestId,
+        decision: 'allow',
+        message: 'autonomous: what is not denied is allowed',
+        decided_by: 'policy',
+      };
       await record(worker.worker_id, { type: 'control_request', uid: `egress:${requestId}:request`, data: request });
       await record(worker.worker_id, { type: 'control_response', uid: `egress:${requestId}:decision`, data });
       return { allow: true, by: 'policy', reason: data.message! };
@@ -128,7 +148,11 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
       await record(worker.worker_id, { type: 'system', uid: `egress:${requestId}:withdrawn`, data: controlWithdrawnData(requestId) });
       return { allow: false, by: 'policy', reason: gone.aborted ? 'the agent closed the connection before a decision' : 'no decision before the deadline' };
     }
-    return { allow: data.decision === 'allow', by: data.decided_by, reason: data.message ?? `${data.decision === 'allow' ? 'allowed' : 'denied'} by ${data.decided_by}` };
+    return {
+      allow: data.decision === 'allow',
+      by: data.decided_by,
+      reason: data.message ?? `${data.decision === 'allow' ? 'allowed' : 'denied'} by ${data.decided_by}`,
+    };
   }
 
   async function handle(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
@@ -138,7 +162,11 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
     if (!target) return answer(socket, 400, `${JSON.stringify(request.url)} is not host:port`);
     const workerId = worker.worker_id;
     const recordTunnel = (level: 'info' | 'warn', outcome: string, details: Record<string, unknown>) =>
-      record(workerId, { type: 'system', uid: `egress:${randomUUID()}`, data: { level, subtype: EGRESS_SUBTYPE, message: `egress to ${target.target}: ${outcome}`, details: { target: target.target, ...details } } });
+      record(workerId, {
+        type: 'system',
+        uid: `egress:${randomUUID()}`,
+        data: { level, subtype: EGRESS_SUBTYPE, message: `egress to ${target.target}: ${outcome}`, details: { target: target.target, ...details } },
+      });
     const refuse = async (status: number, reason: string, by: string) => {
       await recordTunnel('warn', `refused (${reason})`, { decision: 'deny', decided_by: by });
       answer(socket, status, `svc refused the connection to ${target.target}: ${reason}`);

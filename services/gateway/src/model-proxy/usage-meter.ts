@@ -104,7 +104,11 @@ function readOpenAI(object: Json, tokens: MeasuredTokens): boolean {
   if (typeof response['model'] === 'string') tokens.model = response['model'];
   const usage = response['usage'];
   if (!isObject(usage)) return false;
-  const inputDetails = isObject(usage['input_tokens_details']) ? usage['input_tokens_details'] : isObject(usage['prompt_tokens_details']) ? usage['prompt_tokens_details'] : {};
+  const inputDetails = isObject(usage['input_tokens_details'])
+    ? usage['input_tokens_details']
+    : isObject(usage['prompt_tokens_details'])
+      ? usage['prompt_tokens_details']
+      : {};
   tokens.input_tokens = count(usage['input_tokens'] ?? usage['prompt_tokens']);
   tokens.output_tokens = count(usage['output_tokens'] ?? usage['completion_tokens']);
   tokens.cache_read_tokens = count(inputDetails['cached_tokens']);

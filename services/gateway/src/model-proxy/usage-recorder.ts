@@ -32,7 +32,11 @@ export interface UsageRecorder {
  * `progress` event with the worker's new totals. Writes for one worker go one after another, so
  * its events carry totals in order.
  */
-export function createUsageRecorder(options: { ledger: ModelUsageLedger; record(workerId: string, event: IncomingEvent): Promise<unknown>; onError(err: unknown, workerId: string): void }): UsageRecorder {
+export function createUsageRecorder(options: {
+  ledger: ModelUsageLedger;
+  record(workerId: string, event: IncomingEvent): Promise<unknown>;
+  onError(err: unknown, workerId: string): void;
+}): UsageRecorder {
   const pending = new Map<string, Pending>();
   const writing = new Map<string, Promise<void>>();
 
@@ -51,7 +55,13 @@ export function createUsageRecorder(options: { ledger: ModelUsageLedger; record(
       // The totals' request count is unique per worker: a repeated write is stored once.
       uid: `model-proxy:${usage.requests}`,
       ts: new Date().toISOString(),
-      data: { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, cache_read_tokens: usage.cache_read_tokens, cost_usd: usage.cost_usd, measured_by: 'model_proxy' },
+      data: {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_read_tokens: usage.cache_read_tokens,
+        cost_usd: usage.cost_usd,
+        measured_by: 'model_proxy',
+      },
     });
   }
 

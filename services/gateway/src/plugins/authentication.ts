@@ -1,7 +1,15 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import type { WorkerDirectory } from '@svc/bus';
-import { AuthenticationError, createWorkerTokenVerifier, hashWorkerToken, looksLikeWorkerToken, type OidcVerifier, type Principal, type UserPrincipal } from '@svc/auth';
+import {
+  AuthenticationError,
+  createWorkerTokenVerifier,
+  hashWorkerToken,
+  looksLikeWorkerToken,
+  type OidcVerifier,
+  type Principal,
+  type UserPrincipal,
+} from '@svc/auth';
 import { CodedError, createChecker, isEndedStatus, WorkerId, type WorkerRecord } from '@svc/protocol';
 
 /**
@@ -46,7 +54,7 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
     /** The worker named by `:id`, checked before any lookup: the id is a KV key and must have the protocol's shape. */
     function workerIdOf(request: FastifyRequest, token: string): string {
       const workerId = (request.params as { id?: string }).id;
-      if (!looksLikeWorkerToken(token)) throw new CodedError('forbidden', 'this endpoint takes the worker\'s token, not a user token');
+      if (!looksLikeWorkerToken(token)) throw new CodedError('forbidden', "this endpoint takes the worker's token, not a user token");
       if (workerId === undefined || !workerIdChecker.check(workerId).ok) {
         throw new CodedError('invalid_request', '/params/id must be a worker id (1-64 of A-Z, a-z, 0-9, "_" and "-")');
       }
@@ -87,7 +95,7 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
     }
 
     async function authenticateUser(token: string): Promise<UserPrincipal> {
-      if (looksLikeWorkerToken(token)) throw new CodedError('forbidden', 'a worker token is valid only on its worker\'s sidecar endpoints');
+      if (looksLikeWorkerToken(token)) throw new CodedError('forbidden', "a worker token is valid only on its worker's sidecar endpoints");
       try {
         return await options.users.verify(token);
       } catch (err) {

@@ -94,9 +94,10 @@ export const errorsPlugin = fp(
     app.decorate('notFoundHandler', (request: FastifyRequest, reply: FastifyReply) => {
       const path = request.url.split('?')[0]!;
       const allowed = METHODS.filter((method) => method !== request.method && routes.find(method, path));
-      const coded = allowed.length > 0
-        ? new CodedError('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`)
-        : new CodedError('not_found', `no route ${request.method} ${path}`);
+      const coded =
+        allowed.length > 0
+          ? new CodedError('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`)
+          : new CodedError('not_found', `no route ${request.method} ${path}`);
       if (allowed.length > 0) void reply.header('allow', allowed.join(', '));
       sendApiError(reply, coded);
     });

@@ -25,9 +25,12 @@ export const rateLimitPlugin = fp<RateLimitOptions>(
       addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
       keyGenerator: (request) => (request.principal ? principalLabel(request.principal) : `ip:${request.ip}`),
       errorResponseBuilder: (_request, context) =>
-        Object.assign(new CodedError('rate_limited', `rate limit of ${context.max} requests per ${context.after} reached; retry in ${Math.ceil(context.ttl / 1000)} s`), {
-          statusCode: 429,
-        }),
+        Object.assign(
+          new CodedError('rate_limited', `rate limit of ${context.max} requests per ${context.after} reached; retry in ${Math.ceil(context.ttl / 1000)} s`),
+          {
+            statusCode: 429,
+          },
+        ),
     });
   },
   { name: 'svc-rate-limit', fastify: '5.x', dependencies: ['svc-authentication'] },

@@ -157,7 +157,12 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
     async (request) => {
       const workerId = request.params.id;
       await authorizeWorker(request, workers, workerId);
-      return requestJson<ListResponseOf<StoredEvent<'control_request'>>>(nc, subjects.rpc.controlRequests, { worker_id: workerId, state: request.query.state ?? 'open' }, { requestId: request.id, retries: 1 });
+      return requestJson<ListResponseOf<StoredEvent<'control_request'>>>(
+        nc,
+        subjects.rpc.controlRequests,
+        { worker_id: workerId, state: request.query.state ?? 'open' },
+        { requestId: request.id, retries: 1 },
+      );
     },
   );
 
@@ -174,7 +179,12 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
     },
     async (request) => {
       await authorizeWorker(request, workers, request.params.id);
-      return requestJson<ListResponseOf<PermissionRule>>(nc, subjects.rpc.permissionRules, { worker_id: request.params.id }, { requestId: request.id, retries: 1 });
+      return requestJson<ListResponseOf<PermissionRule>>(
+        nc,
+        subjects.rpc.permissionRules,
+        { worker_id: request.params.id },
+        { requestId: request.id, retries: 1 },
+      );
     },
   );
 };

@@ -1,7 +1,17 @@
 import type { WebSocket } from 'ws';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listStoredEvents, type NatsConnection, type WorkerDirectory } from '@svc/bus';
-import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, EventFollower, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type FollowerStats, type StreamFrame } from '@svc/protocol';
+import {
+  APIErrorSchema,
+  CodedError,
+  EVENT_LIST_LIMIT,
+  EventFollower,
+  STREAM_CLOSE,
+  StreamSdkEventsQuery,
+  WorkerParams,
+  type FollowerStats,
+  type StreamFrame,
+} from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import type { LiveFeeds, LiveFrame } from '../live-feeds.js';
 
@@ -40,14 +50,18 @@ export interface EventStreamOptions {
  * `WS /v1/workers/{id}/sdk-events/stream?after_id=N`: the stored events after N, then live ones,
  * each exactly once and in id order (docs/event-stream.md), through an `EventFollower`.
  */
-export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (app, { nc, workers, live, streams, followers, pingIntervalMs = 15_000 }) => {
+export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = async (
+  app,
+  { nc, workers, live, streams, followers, pingIntervalMs = 15_000 },
+) => {
   app.route({
     method: 'GET',
     url: '/v1/workers/:id/sdk-events/stream',
     schema: {
       tags: ['events'],
       summary: 'Stream stored events after a cursor, then live ones (WebSocket)',
-      description: 'Upgrade to a WebSocket. Frames: `{kind:"event",event}` for each stored event in id order, one `{kind:"live",last_id}` when the replay is done. On shutdown the server closes with 1012 and `{"resume_after_id":"<id>"}`. See docs/event-stream.md.',
+      description:
+        'Upgrade to a WebSocket. Frames: `{kind:"event",event}` for each stored event in id order, one `{kind:"live",last_id}` when the replay is done. On shutdown the server closes with 1012 and `{"resume_after_id":"<id>"}`. See docs/event-stream.md.',
       params: WorkerParams,
       querystring: StreamSdkEventsQuery,
       response: { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 429: APIErrorSchema },
@@ -68,7 +82,8 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
         if (!closed) socket.send(frame, { binary: false });
       };
       const follower = new EventFollower<LiveFrame>(request.query.after_id ?? '0', {
-        read: async (afterId) => (await listStoredEvents(nc, { worker_id: workerId, after_id: afterId, limit: EVENT_LIST_LIMIT.max }, { requestId: request.id })).items,
+        read: async (afterId) =>
+          (await listStoredEvents(nc, { worker_id: workerId, after_id: afterId, limit: EVENT_LIST_LIMIT.max }, { requestId: request.id })).items,
         pageSize: EVENT_LIST_LIMIT.max,
         deliver: (event, frame) => send(frame ? frame() : JSON.stringify({ kind: 'event', event } satisfies StreamFrame)),
         onError: (err) => {

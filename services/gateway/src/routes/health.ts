@@ -21,11 +21,18 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
   const connection = trackConnection(nc);
   const natsUp = () => connection.connected();
 
-  app.get('/healthz', { config: { auth: 'public', rateLimit: false }, schema: { tags: ['health'], summary: 'The process is alive', response: { 200: Ok } } }, async () => ({ status: 'ok' as const }));
+  app.get(
+    '/healthz',
+    { config: { auth: 'public', rateLimit: false }, schema: { tags: ['health'], summary: 'The process is alive', response: { 200: Ok } } },
+    async () => ({ status: 'ok' as const }),
+  );
 
   app.get(
     '/readyz',
-    { config: { auth: 'public', rateLimit: false }, schema: { tags: ['health'], summary: 'Ready to serve: connected to NATS', response: { 200: Ok, 503: APIErrorSchema } } },
+    {
+      config: { auth: 'public', rateLimit: false },
+      schema: { tags: ['health'], summary: 'Ready to serve: connected to NATS', response: { 200: Ok, 503: APIErrorSchema } },
+    },
     async () => {
       if (!natsUp()) throw new CodedError('bus_unavailable', 'not connected to NATS');
       return { status: 'ok' as const };

@@ -25,13 +25,23 @@ const TokenResponse = Type.Object({
  */
 export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = async (app, { issuer, audience }) => {
   const publicRoute = { auth: 'public' as const };
-  app.get('/.well-known/openid-configuration', { config: publicRoute, schema: { tags: ['local issuer'], summary: 'OIDC discovery of the built-in issuer' } }, async () => issuer.discoveryDocument());
-  app.get('/.well-known/jwks.json', { config: publicRoute, schema: { tags: ['local issuer'], summary: 'Public keys of the built-in issuer' } }, async () => issuer.jwks());
+  app.get(
+    '/.well-known/openid-configuration',
+    { config: publicRoute, schema: { tags: ['local issuer'], summary: 'OIDC discovery of the built-in issuer' } },
+    async () => issuer.discoveryDocument(),
+  );
+  app.get('/.well-known/jwks.json', { config: publicRoute, schema: { tags: ['local issuer'], summary: 'Public keys of the built-in issuer' } }, async () =>
+    issuer.jwks(),
+  );
   app.post(
     '/v1/local/token',
     {
       config: publicRoute,
-      schema: { tags: ['local issuer'], summary: 'A user token for the local user (loopback callers only)', response: { 200: TokenResponse, 403: APIErrorSchema, 429: APIErrorSchema } },
+      schema: {
+        tags: ['local issuer'],
+        summary: 'A user token for the local user (loopback callers only)',
+        response: { 200: TokenResponse, 403: APIErrorSchema, 429: APIErrorSchema },
+      },
     },
     async (request) => {
       if (!LOOPBACK.has(request.ip)) throw new CodedError('forbidden', 'local tokens are given to loopback callers only');

@@ -2,14 +2,7 @@ import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:h
 import https from 'node:https';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { createIncomingEventPublisher, type ModelUsageLedger, type NatsConnection, type WorkerDirectory } from '@svc/bus';
-import {
-  budgetReached,
-  CodedError,
-  MODEL_APIS,
-  MODEL_PROXY_SUBTYPES,
-  type IncomingEvent,
-  type ModelApi,
-} from '@svc/protocol';
+import { budgetReached, CodedError, MODEL_APIS, MODEL_PROXY_SUBTYPES, type IncomingEvent, type ModelApi } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { sendApiError, toCodedError } from '../plugins/errors.js';
 import { createUsageMeter } from '../model-proxy/usage-meter.js';
@@ -32,8 +25,32 @@ export interface ModelProxyRoutesOptions {
 const MODEL_SNIFF_BYTES = 64 * 1024;
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and the credentials the agent was given: never forwarded. */
-const DROPPED_REQUEST_HEADERS = new Set(['host', 'connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'authorization', 'x-api-key', 'x-request-id', 'cookie']);
-const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'set-cookie']);
+const DROPPED_REQUEST_HEADERS = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'authorization',
+  'x-api-key',
+  'x-request-id',
+  'cookie',
+]);
+const DROPPED_RESPONSE_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'set-cookie',
+]);
 
 /** How each API takes its key. */
 const KEY_HEADERS: Record<ModelApi, (key: string) => OutgoingHttpHeaders> = {
@@ -81,7 +98,7 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
   app.setErrorHandler((error: Error, request, reply) => {
     const coded = toCodedError(error);
     if (coded.status >= 500) request.log.error({ err: error }, 'model proxy request failed');
-    sendApiError(reply, coded.code === 'forbidden' ? new CodedError('unauthorized', 'this token is not valid for this worker\'s model proxy') : coded);
+    sendApiError(reply, coded.code === 'forbidden' ? new CodedError('unauthorized', "this token is not valid for this worker's model proxy") : coded);
   });
 
   const record = (workerId: string, requestId: string | undefined, event: IncomingEvent) => {
@@ -122,12 +139,14 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
     async handler(request, reply) {
       const { id: workerId, api: apiName, '*': rest } = request.params as { id: string; api: string; '*': string };
       const worker = await authorizeWorker(request, workers, workerId);
-      if (!(MODEL_APIS as readonly string[]).includes(apiName)) throw new CodedError('not_found', `${apiName} is not a model API svc proxies (${MODEL_APIS.join(', ')})`);
+      if (!(MODEL_APIS as readonly string[]).includes(apiName))
+        throw new CodedError('not_found', `${apiName} is not a model API svc proxies (${MODEL_APIS.join(', ')})`);
       const api = apiName as ModelApi;
       // From this worker's side, an API its template does not name does not exist.
       if (!worker.model?.apis.includes(api)) throw new CodedError('not_found', `worker ${workerId}'s template does not use the ${api} model API`);
       const upstream = upstreams[api];
-      if (!upstream.apiKey) throw new CodedError('unavailable', `the control plane holds no key for the ${api} model API (set SVC_${api.toUpperCase()}_API_KEY on the gateway)`);
+      if (!upstream.apiKey)
+        throw new CodedError('unavailable', `the control plane holds no key for the ${api} model API (set SVC_${api.toUpperCase()}_API_KEY on the gateway)`);
 
       // Only a worker with a budget waits for its totals: this replica's last write of them, then
       // a read of the shared bucket (another replica may have served its last request).
@@ -192,5 +211,4 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
       request.raw.pipe(outgoing);
     },
   });
-
 };

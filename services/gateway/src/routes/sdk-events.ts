@@ -48,7 +48,16 @@ const validateEventsBody: FastifySchemaCompiler<unknown> = () => (body: unknown)
   return { value: valid };
 };
 
-const errorResponses = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 413: APIErrorSchema, 415: APIErrorSchema, 429: APIErrorSchema };
+const errorResponses = {
+  400: APIErrorSchema,
+  401: APIErrorSchema,
+  403: APIErrorSchema,
+  404: APIErrorSchema,
+  409: APIErrorSchema,
+  413: APIErrorSchema,
+  415: APIErrorSchema,
+  429: APIErrorSchema,
+};
 
 /** `POST` (sidecar) and `GET` (viewers) `/v1/workers/{id}/sdk-events`. */
 export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = async (app, { nc, workers }) => {
@@ -95,7 +104,11 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       const workerId = request.params.id;
       await authorizeWorker(request, workers, workerId);
       const types = request.query.types ? ([...new Set(request.query.types.split(','))] as EventType[]) : undefined;
-      return listStoredEvents(nc, { worker_id: workerId, after_id: request.query.after_id ?? '0', limit: request.query.limit, ...(types ? { types } : {}) }, { requestId: request.id });
+      return listStoredEvents(
+        nc,
+        { worker_id: workerId, after_id: request.query.after_id ?? '0', limit: request.query.limit, ...(types ? { types } : {}) },
+        { requestId: request.id },
+      );
     },
   );
 };

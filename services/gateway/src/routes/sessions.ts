@@ -28,7 +28,15 @@ export interface SessionRoutesOptions {
   streams: OpenStreams;
 }
 
-const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 429: APIErrorSchema, 503: APIErrorSchema, 504: APIErrorSchema };
+const userErrors = {
+  400: APIErrorSchema,
+  401: APIErrorSchema,
+  403: APIErrorSchema,
+  404: APIErrorSchema,
+  429: APIErrorSchema,
+  503: APIErrorSchema,
+  504: APIErrorSchema,
+};
 
 /** Deleting waits for the sandbox's programs to stop (their grace period), so it may take a while. */
 const DELETE_TIMEOUT_MS = 60_000;
@@ -72,13 +80,18 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
       schema: {
         tags: ['sessions'],
         summary: 'List your sessions, newest first',
-        description: '`total` counts every session that matches `status`. An admin sees everyone\'s.',
+        description: "`total` counts every session that matches `status`. An admin sees everyone's.",
         querystring: ListSessionsQuery,
         response: { 200: ListSessionsResponse, ...userErrors },
       },
     },
     async (request) => {
-      const rpc: ListSessionsRpcType = { viewer: viewerOf(request), limit: request.query.limit, offset: request.query.offset, ...(request.query.status ? { status: request.query.status } : {}) };
+      const rpc: ListSessionsRpcType = {
+        viewer: viewerOf(request),
+        limit: request.query.limit,
+        offset: request.query.offset,
+        ...(request.query.status ? { status: request.query.status } : {}),
+      };
       return requestJson<ListResponseOf<Session>>(nc, subjects.rpc.listSessions, rpc, { requestId: request.id, retries: 1 });
     },
   );
@@ -125,7 +138,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
     },
     // Checked before the upgrade, so a refusal is an ordinary HTTP APIError.
     preHandler: async (request) => {
-      await requestJson<Session>(nc, subjects.rpc.getSession, { viewer: viewerOf(request), session_id: request.params.id } satisfies SessionRpcType, { requestId: request.id, retries: 1 });
+      await requestJson<Session>(nc, subjects.rpc.getSession, { viewer: viewerOf(request), session_id: request.params.id } satisfies SessionRpcType, {
+        requestId: request.id,
+        retries: 1,
+      });
     },
     handler: async () => {
       throw new CodedError('invalid_request', 'this endpoint is a WebSocket: connect with "Upgrade: websocket"');
@@ -147,7 +163,13 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
         streams.delete(socket);
         publishJson(nc, subjects.logFollowStop(followId), {});
       });
-      const rpc: FollowLogsRpcType = { viewer: viewerOf(request), session_id: request.params.id, tail: request.query.tail, deliver_to: inbox.getSubject(), follow_id: followId };
+      const rpc: FollowLogsRpcType = {
+        viewer: viewerOf(request),
+        session_id: request.params.id,
+        tail: request.query.tail,
+        deliver_to: inbox.getSubject(),
+        follow_id: followId,
+      };
       requestJson(nc, subjects.rpc.followLogs, rpc, { requestId: request.id }).catch((err: unknown) => {
         request.log.warn({ err }, 'could not follow the logs');
         // A close reason holds at most 123 bytes.

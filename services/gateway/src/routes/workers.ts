@@ -11,7 +11,8 @@ export const workerRoutes: FastifyPluginAsyncTypebox<{ workers: WorkerDirectory;
       schema: {
         tags: ['workers'],
         summary: 'One worker: its status, session, owner and model use',
-        description: '404 `worker_not_found` also when you may not see it. `model_usage` is what the model proxy measured (for workers whose template names a model API).',
+        description:
+          '404 `worker_not_found` also when you may not see it. `model_usage` is what the model proxy measured (for workers whose template names a model API).',
         params: WorkerParams,
         response: { 200: WorkerSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 429: APIErrorSchema },
       },

@@ -12,7 +12,9 @@ const logger = createLogger({ name: 'test', level: 'silent' });
 
 /** The rules of the session service's Role as the Helm chart renders it: the permissions the provider gets in a cluster. */
 async function rulesOfTheChartsRole(): Promise<StandInRule[]> {
-  const [role] = (await renderChart({ valuesFiles: ['distributed-external.yaml'], showOnly: ['templates/session-rbac.yaml'] })).filter((m) => m.kind === 'Role');
+  const [role] = (await renderChart({ valuesFiles: ['distributed-external.yaml'], showOnly: ['templates/session-rbac.yaml'] })).filter(
+    (m) => m.kind === 'Role',
+  );
   return (role!['rules'] as Array<{ resources: string[]; verbs: string[] }>).map(({ resources, verbs }) => ({ resources, verbs }));
 }
 
@@ -27,14 +29,15 @@ function kubeConfigFor(url: string, token: string): KubeConfig {
   return kubeConfig;
 }
 
-describe('kubernetes sandboxes, through the real client against a stand-in of the Kubernetes API, with the permissions of the Helm chart\'s Role', () => {
+describe("kubernetes sandboxes, through the real client against a stand-in of the Kubernetes API, with the permissions of the Helm chart's Role", () => {
   let api: KubernetesStandIn;
   beforeAll(async () => {
     api = await startKubernetesStandIn({ tokens: { 'session-sa': await rulesOfTheChartsRole(), 'read-only': [{ resources: ['pods'], verbs: ['get'] }] } });
   });
   afterAll(() => api?.stop());
 
-  const provider = (token = 'session-sa') => createKubernetesProvider({ kubeConfig: kubeConfigFor(api.url, token), namespace: 'svc-sandboxes', defaultImage: 'svc-sandbox:test', logger });
+  const provider = (token = 'session-sa') =>
+    createKubernetesProvider({ kubeConfig: kubeConfigFor(api.url, token), namespace: 'svc-sandboxes', defaultImage: 'svc-sandbox:test', logger });
 
   it('creates a hardened Pod per worker, uploads through exec (no shell), starts a program with exactly its environment, follows its logs, deletes it', async () => {
     const sandbox = await provider().create({ workerId: 'wrk_K8s_One' });
@@ -42,7 +45,11 @@ describe('kubernetes sandboxes, through the real client against a stand-in of th
     const [pod] = api.pods();
     expect(pod!.metadata!.labels).toMatchObject({ 'svc.dev/worker-id': 'wrk_K8s_One' });
     expect(pod!.spec).toMatchObject({ automountServiceAccountToken: false, securityContext: { runAsNonRoot: true } });
-    expect(pod!.spec!.containers[0]).toMatchObject({ image: 'svc-sandbox:test', command: ['/bin/sh', '-c', SANDBOX_START_SCRIPT], securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } } });
+    expect(pod!.spec!.containers[0]).toMatchObject({
+      image: 'svc-sandbox:test',
+      command: ['/bin/sh', '-c', SANDBOX_START_SCRIPT],
+      securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+    });
 
     const tricky = 'a value with $(touch /tmp/pwned) and `backticks`';
     await sandbox.upload('/etc/svc/sidecar.json', Buffer.from(tricky), 0o600);
@@ -53,13 +60,16 @@ describe('kubernetes sandboxes, through the real client against a stand-in of th
     expect((await sandbox.exec(['ls', '/tmp/pwned'])).code).not.toBe(0);
     expect((await sandbox.exec(['sh', '-c', 'exit 7'])).code).toBe(7);
 
-    await sandbox.startBackground(['sh', '-c', 'echo "GIVEN=$GIVEN"; echo "$1"; trap "echo got-term; exit 0" TERM; while true; do sleep 0.05; done', 'sh', tricky], { PATH: '/usr/bin:/bin', GIVEN: 'yes' });
+    await sandbox.startBackground(
+      ['sh', '-c', 'echo "GIVEN=$GIVEN"; echo "$1"; trap "echo got-term; exit 0" TERM; while true; do sleep 0.05; done', 'sh', tricky],
+      { PATH: '/usr/bin:/bin', GIVEN: 'yes' },
+    );
     const abort = new AbortController();
     const seen: string[] = [];
     const following = (async () => {
       for await (const line of sandbox.logs({ tail: 100, follow: true, signal: abort.signal })) seen.push(line);
     })();
-    await waitFor('the program\'s lines', () => seen.includes(tricky));
+    await waitFor("the program's lines", () => seen.includes(tricky));
     expect(seen.slice(0, 2)).toEqual(['GIVEN=yes', tricky]);
     abort.abort();
     await following;
@@ -71,7 +81,7 @@ describe('kubernetes sandboxes, through the real client against a stand-in of th
     expect(api.requests).toContain(`delete pods svc-sandboxes/${podNameOf('wrk_K8s_One')} 200`);
   });
 
-  it('with a service account that may not create Pods, the spawn step fails with Kubernetes\' 403', async () => {
+  it("with a service account that may not create Pods, the spawn step fails with Kubernetes' 403", async () => {
     await expect(provider('read-only').create({ workerId: 'wrk_forbidden' })).rejects.toMatchObject({ code: 403 });
     await expect(provider('unknown-token').create({ workerId: 'wrk_forbidden' })).rejects.toMatchObject({ code: 401 });
     expect(api.pods()).toEqual([]);
@@ -80,7 +90,10 @@ describe('kubernetes sandboxes, through the real client against a stand-in of th
   it('the spawn pipeline on the kubernetes provider: step 6.5 uploads the sidecar and its config into the Pod and starts it; DELETE removes the Pod', async () => {
     const fixture = await startSessionFixture({}, {}, provider());
     try {
-      await fixture.writeTemplate('k8s', `[agent]\ncommand = "/bin/echo"\nimage = "svc-sandbox:1"\n[model]\napi = "anthropic"\n[sidecar]\nadapter = "generic"\n`);
+      await fixture.writeTemplate(
+        'k8s',
+        `[agent]\ncommand = "/bin/echo"\nimage = "svc-sandbox:1"\n[model]\napi = "anthropic"\n[sidecar]\nadapter = "generic"\n`,
+      );
       const created = await fixture.create(ADMIN, { template: 'k8s' });
       await fixture.waitForStatus(created.id, 'running', 60_000);
       const pod = api.pods().find((p) => p.metadata!.labels!['svc.dev/worker-id'] === created.worker_id)!;
@@ -92,7 +105,12 @@ describe('kubernetes sandboxes, through the real client against a stand-in of th
       expect(JSON.stringify(pod.spec)).not.toMatch(/secret|API_KEY/i);
       expect(JSON.stringify(config)).not.toMatch(/API_KEY/);
       expect((await sandbox.exec(['stat', '-c', '%a %s', '/usr/local/bin/svc-sidecar'])).stdout.trim()).toMatch(/^755 \d{7,}$/);
-      await waitFor('the sidecar starting, in the Pod\'s log', async () => (await collect(sandbox.logs({ tail: 50, follow: false, signal: new AbortController().signal }))).some((l) => l.startsWith('svc-sidecar: starting')), 20_000);
+      await waitFor(
+        "the sidecar starting, in the Pod's log",
+        async () =>
+          (await collect(sandbox.logs({ tail: 50, follow: false, signal: new AbortController().signal }))).some((l) => l.startsWith('svc-sidecar: starting')),
+        20_000,
+      );
       expect(await fixture.remove(ADMIN, created.id)).toMatchObject({ status: 'stopped' });
       expect(api.pods().some((p) => p.metadata!.name === pod.metadata!.name)).toBe(false);
     } finally {

@@ -122,7 +122,17 @@ export function createKubernetesProvider(options: KubernetesProviderOptions): Sa
           resolve({ code: exitCodeOf(status), stdout, stderr });
         };
         exec
-          .exec(podNamespace, pod, SANDBOX_CONTAINER, [...argv], collect((t) => (stdout += t)), collect((t) => (stderr += t)), stdin, false, onStatus)
+          .exec(
+            podNamespace,
+            pod,
+            SANDBOX_CONTAINER,
+            [...argv],
+            collect((t) => (stdout += t)),
+            collect((t) => (stderr += t)),
+            stdin,
+            false,
+            onStatus,
+          )
           .catch((err: unknown) => {
             clearTimeout(timer);
             reject(err instanceof Error ? err : new Error(String(err)));
@@ -150,15 +160,16 @@ export function createKubernetesProvider(options: KubernetesProviderOptions): Sa
     }
 
     async function upload(sandboxPath: string, content: Uint8Array | { fromFile: string }, mode = 0o644): Promise<void> {
-        if (!path.posix.isAbsolute(sandboxPath) || path.posix.normalize(sandboxPath) !== sandboxPath) throw new Error(`sandbox path must be absolute and normalized, got ${JSON.stringify(sandboxPath)}`);
-        const made = await run(['mkdir', '-p', path.posix.dirname(sandboxPath)], null, 30_000);
-        if (made.code !== 0) throw new Error(`mkdir ${path.posix.dirname(sandboxPath)} in pod ${pod} exited with ${made.code}: ${made.stderr.trim()}`);
-        const source = content instanceof Uint8Array ? Readable.from([Buffer.from(content)]) : createReadStream(content.fromFile);
-        const stdin = source.pipe(new PassThrough());
-        const written = await run(['dd', `of=${sandboxPath}`, 'bs=1M', 'status=none'], stdin, 300_000);
-        if (written.code !== 0) throw new Error(`writing ${sandboxPath} in pod ${pod} failed (${written.code}): ${written.stderr.trim()}`);
-        const chmod = await run(['chmod', mode.toString(8), sandboxPath], null, 30_000);
-        if (chmod.code !== 0) throw new Error(`chmod ${sandboxPath} in pod ${pod} failed: ${chmod.stderr.trim()}`);
+      if (!path.posix.isAbsolute(sandboxPath) || path.posix.normalize(sandboxPath) !== sandboxPath)
+        throw new Error(`sandbox path must be absolute and normalized, got ${JSON.stringify(sandboxPath)}`);
+      const made = await run(['mkdir', '-p', path.posix.dirname(sandboxPath)], null, 30_000);
+      if (made.code !== 0) throw new Error(`mkdir ${path.posix.dirname(sandboxPath)} in pod ${pod} exited with ${made.code}: ${made.stderr.trim()}`);
+      const source = content instanceof Uint8Array ? Readable.from([Buffer.from(content)]) : createReadStream(content.fromFile);
+      const stdin = source.pipe(new PassThrough());
+      const written = await run(['dd', `of=${sandboxPath}`, 'bs=1M', 'status=none'], stdin, 300_000);
+      if (written.code !== 0) throw new Error(`writing ${sandboxPath} in pod ${pod} failed (${written.code}): ${written.stderr.trim()}`);
+      const chmod = await run(['chmod', mode.toString(8), sandboxPath], null, 30_000);
+      if (chmod.code !== 0) throw new Error(`chmod ${sandboxPath} in pod ${pod} failed: ${chmod.stderr.trim()}`);
     }
 
     return {
@@ -231,7 +242,9 @@ export function createKubernetesProvider(options: KubernetesProviderOptions): Sa
         if (phase === 'Failed' || phase === 'Succeeded') throw new Error(`sandbox pod ${name} ended before it ran (${phase})`);
         if (Date.now() > deadline) {
           await core.deleteNamespacedPod({ name, namespace }).catch(() => {});
-          throw new Error(`sandbox pod ${name} was not running after ${Math.round((options.startTimeoutMs ?? 120_000) / 1000)} s (phase ${phase ?? 'unknown'})`);
+          throw new Error(
+            `sandbox pod ${name} was not running after ${Math.round((options.startTimeoutMs ?? 120_000) / 1000)} s (phase ${phase ?? 'unknown'})`,
+          );
         }
         await sleep(200);
       }

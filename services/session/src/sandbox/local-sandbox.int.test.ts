@@ -63,7 +63,11 @@ describe('local sandboxes', () => {
     const sealed = await provider.create({ workerId: 'wrk_sealed', sealed: true });
     expect(sealed.controlPlaneSocket).toBe('/var/run/svc/gateway.sock');
     expect((await sealed.exec(tcpProbe('127.0.0.1', gateway.port))).stdout).toBe('refused\n');
-    const viaSocket = await sealed.exec(['node', '-e', `require('http').get({ socketPath: '/var/run/svc/gateway.sock', path: '/v1/status' }, (r) => r.pipe(process.stdout))`]);
+    const viaSocket = await sealed.exec([
+      'node',
+      '-e',
+      `require('http').get({ socketPath: '/var/run/svc/gateway.sock', path: '/v1/status' }, (r) => r.pipe(process.stdout))`,
+    ]);
     expect(viaSocket.stdout).toBe('gateway saw /v1/status');
     await sealed.destroy(300);
     expect(existsSync(path.join(dir, 'wrk_sealed'))).toBe(false);

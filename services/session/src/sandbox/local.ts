@@ -15,7 +15,17 @@ import { DEFAULT_SANDBOX_PATH, type ExecResult, type Sandbox, type SandboxHandle
 export const LOCAL_SANDBOX_DIRS = ['/workspace', '/etc/svc', '/var/run/svc', '/usr/local/bin', '/var/lib/svc-sidecar'] as const;
 
 /** Host files of /etc a program needs (users, name resolution, TLS roots, time zone). */
-const HOST_ETC_FILES = ['/etc/passwd', '/etc/group', '/etc/hosts', '/etc/resolv.conf', '/etc/nsswitch.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/alternatives', '/etc/localtime'];
+const HOST_ETC_FILES = [
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/hosts',
+  '/etc/resolv.conf',
+  '/etc/nsswitch.conf',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+  '/etc/alternatives',
+  '/etc/localtime',
+];
 
 export type LocalIsolation = 'bubblewrap' | 'process';
 
@@ -43,7 +53,9 @@ const MAX_SOCKET_PATH = 107;
  */
 async function forwardToGateway(socketPath: string, gateway: { host: string; port: number }, log: Logger): Promise<net.Server> {
   if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
-    throw new Error(`the sandbox's gateway socket ${socketPath} is longer than a Unix socket path may be (${MAX_SOCKET_PATH} bytes): use a shorter SVC_SANDBOXES_DIR`);
+    throw new Error(
+      `the sandbox's gateway socket ${socketPath} is longer than a Unix socket path may be (${MAX_SOCKET_PATH} bytes): use a shorter SVC_SANDBOXES_DIR`,
+    );
   }
   await rm(socketPath, { force: true });
   const server = net.createServer((inside) => {
@@ -88,7 +100,9 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   const wanted = options.isolation ?? 'auto';
   const isolation: LocalIsolation = wanted === 'auto' ? (bubblewrapAvailable() ? 'bubblewrap' : 'process') : wanted;
   if (isolation === 'process') {
-    log.warn('bubblewrap (bwrap) is not available: local sandboxes are plain processes with NO isolation from this machine; install bubblewrap (apt-get install bubblewrap) for real sandboxes');
+    log.warn(
+      'bubblewrap (bwrap) is not available: local sandboxes are plain processes with NO isolation from this machine; install bubblewrap (apt-get install bubblewrap) for real sandboxes',
+    );
   }
   const root = path.resolve(options.dir);
   const hostDirs = (options.hostDirs ?? []).map((dir) => path.resolve(dir));
@@ -144,7 +158,8 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly s
   /** The host path of a sandbox path; only the sandbox's own directories can be written. */
   function hostPath(sandboxPath: string): string {
     const normalized = path.posix.normalize(sandboxPath);
-    if (!path.posix.isAbsolute(sandboxPath) || normalized !== sandboxPath) throw new Error(`sandbox path must be absolute and normalized, got ${JSON.stringify(sandboxPath)}`);
+    if (!path.posix.isAbsolute(sandboxPath) || normalized !== sandboxPath)
+      throw new Error(`sandbox path must be absolute and normalized, got ${JSON.stringify(sandboxPath)}`);
     if (!LOCAL_SANDBOX_DIRS.some((own) => normalized === own || normalized.startsWith(`${own}/`)) && !normalized.startsWith('/tmp/')) {
       throw new Error(`${sandboxPath} is not inside one of the sandbox's own directories (${LOCAL_SANDBOX_DIRS.join(', ')}, /tmp)`);
     }
@@ -209,7 +224,12 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly s
     exec(argv, execOptions = {}) {
       const { file, args, cwd } = command(argv, ['--chdir', '/workspace']);
       return new Promise<ExecResult>((resolve, reject) => {
-        const child = spawn(file, args, { cwd, env: { PATH: DEFAULT_SANDBOX_PATH }, stdio: ['ignore', 'pipe', 'pipe'], timeout: execOptions.timeoutMs ?? 30_000 });
+        const child = spawn(file, args, {
+          cwd,
+          env: { PATH: DEFAULT_SANDBOX_PATH },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          timeout: execOptions.timeoutMs ?? 30_000,
+        });
         let stdout = '';
         let stderr = '';
         child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -252,7 +272,9 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly s
       // before it exited (after the last read) is not lost.
       let exited = false;
       while (follow && !abort.aborted) {
-        const size = await stat(logFile).then((s) => s.size).catch(() => undefined);
+        const size = await stat(logFile)
+          .then((s) => s.size)
+          .catch(() => undefined);
         if (size === undefined) return;
         if (size > offset) {
           const handleFile = await open(logFile, 'r');
@@ -286,7 +308,6 @@ function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly s
     },
   };
 }
-
 
 function signal(pid: number, name: NodeJS.Signals): void {
   try {
@@ -334,6 +355,20 @@ export function bubblewrapArgs(binds: ReadonlyArray<{ host: string; inside: stri
   args.push('--dir', '/etc');
   for (const file of HOST_ETC_FILES) if (existsSync(file)) args.push('--ro-bind', file, file);
   for (const { host, inside } of binds) args.push('--bind', host, inside);
-  args.push('--proc', '/proc', '--dev', '/dev', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--hostname', 'svc-sandbox', '--die-with-parent', '--setenv', 'HOME', '/workspace');
+  args.push(
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--hostname',
+    'svc-sandbox',
+    '--die-with-parent',
+    '--setenv',
+    'HOME',
+    '/workspace',
+  );
   return args;
 }

@@ -30,7 +30,8 @@ export interface SandboxSpec {
 }
 
 /** What a provider needs to find a sandbox again; stored with the session (JSON). */
-export type SandboxHandle = { provider: 'local'; dir: string; isolation: 'bubblewrap' | 'process'; sealed?: boolean } | { provider: 'kubernetes'; namespace: string; pod: string };
+export type SandboxHandle =
+  { provider: 'local'; dir: string; isolation: 'bubblewrap' | 'process'; sealed?: boolean } | { provider: 'kubernetes'; namespace: string; pod: string };
 
 export interface ExecResult {
   code: number;

@@ -31,7 +31,6 @@ export const SANDBOX_PATHS = {
 /** The architecture every sandbox runs (step 6.5.1 selects the sidecar binary built for it). */
 export const SANDBOX_TARGET = 'linux/amd64';
 
-
 export interface SpawnDeps {
   provider: SandboxProvider;
   registry: WorkerRegistry;
@@ -82,11 +81,10 @@ export function validateSpawn(
   }
   const missing = template.agent.pass_env.filter((name) => !hostEnv[name]);
   if (missing.length > 0) {
-    throw new CodedError(
-      'invalid_template',
-      `${template.source}: /agent/pass_env needs ${missing.join(', ')} set in the session service's environment`,
-      { file: template.source, missing },
-    );
+    throw new CodedError('invalid_template', `${template.source}: /agent/pass_env needs ${missing.join(', ')} set in the session service's environment`, {
+      file: template.source,
+      missing,
+    });
   }
   if (template.sidecar === undefined && body.prompt !== undefined) {
     throw new CodedError('invalid_request', `template ${template.name} has no [sidecar] section, so nothing would give the agent a prompt`);
@@ -185,12 +183,20 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
     await report('2', 'allocate_worker', Date.now(), 'done', { worker_id: workerId, session_id: sessionId });
     await setSessionStatus(deps, { sessionId, workerId }, 'provisioning');
 
-    sandbox = await step('3', 'create_sandbox', async () => {
-      const made = await deps.provider.create({ workerId, image: template.agent.image, sealed: template.sandbox.sealed });
-      undo.push({ what: 'destroy the sandbox', run: () => made.destroy(deps.killGraceMs) });
-      await deps.store.setSandbox(sessionId, made.handle);
-      return made;
-    }, (made) => ({ provider: made.handle.provider, ...(made.handle.provider === 'local' ? { isolation: made.handle.isolation, sealed: made.handle.sealed ?? false } : { pod: made.handle.pod }) }));
+    sandbox = await step(
+      '3',
+      'create_sandbox',
+      async () => {
+        const made = await deps.provider.create({ workerId, image: template.agent.image, sealed: template.sandbox.sealed });
+        undo.push({ what: 'destroy the sandbox', run: () => made.destroy(deps.killGraceMs) });
+        await deps.store.setSandbox(sessionId, made.handle);
+        return made;
+      },
+      (made) => ({
+        provider: made.handle.provider,
+        ...(made.handle.provider === 'local' ? { isolation: made.handle.isolation, sealed: made.handle.sealed ?? false } : { pod: made.handle.pod }),
+      }),
+    );
     const box = sandbox;
 
     await step('4', 'prepare_workspace', async () => {
@@ -198,20 +204,34 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
       if (made.code !== 0) throw new Error(`mkdir ${SANDBOX_PATHS.workspace} exited with ${made.code}: ${made.stderr.trim()}`);
     });
 
-    const agentEnv = await step('5', 'env_and_files', async () => {
-      for (const file of template.files) await box.upload(file.path, Buffer.from(file.content), file.mode);
-      const passed = Object.fromEntries(
-        [...template.agent.pass_env, ...template.agent.pass_env_optional].flatMap((name) => (deps.hostEnv[name] === undefined ? [] : [[name, deps.hostEnv[name]!]])),
-      );
-      return { ...template.agent.env, ...passed, ...(request.body.overrides?.env ?? {}) };
-    }, (env) => ({ files: template.files.map((f) => f.path), env: Object.keys(env) }));
+    const agentEnv = await step(
+      '5',
+      'env_and_files',
+      async () => {
+        for (const file of template.files) await box.upload(file.path, Buffer.from(file.content), file.mode);
+        const passed = Object.fromEntries(
+          [...template.agent.pass_env, ...template.agent.pass_env_optional].flatMap((name) =>
+            deps.hostEnv[name] === undefined ? [] : [[name, deps.hostEnv[name]!]],
+          ),
+        );
+        return { ...template.agent.env, ...passed, ...(request.body.overrides?.env ?? {}) };
+      },
+      (env) => ({ files: template.files.map((f) => f.path), env: Object.keys(env) }),
+    );
 
     // 6: the credential proxy's part here: the worker's token, readable by the sandbox only.
-    await step('6', 'credential_proxy', () => box.upload(SANDBOX_PATHS.token, Buffer.from(`${request.token}\n`), 0o600), () => ({ path: SANDBOX_PATHS.token }));
+    await step(
+      '6',
+      'credential_proxy',
+      () => box.upload(SANDBOX_PATHS.token, Buffer.from(`${request.token}\n`), 0o600),
+      () => ({ path: SANDBOX_PATHS.token }),
+    );
 
     if (template.sidecar === undefined) {
       await report('6.5', 'sidecar', Date.now(), 'skipped', { reason: 'the template has no [sidecar] section' });
-      await step('6.5', 'start_agent', () => box.startBackground([resolveCommand(box, template.agent.command), ...template.agent.args], baseEnv(deps, agentEnv)));
+      await step('6.5', 'start_agent', () =>
+        box.startBackground([resolveCommand(box, template.agent.command), ...template.agent.args], baseEnv(deps, agentEnv)),
+      );
     } else {
       await deploySidecar(deps, request, box, agentEnv, step);
     }
@@ -234,7 +254,9 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
     for (const { what, run } of undo.reverse()) {
       await run().catch((error: unknown) => log.error({ err: error, what }, 'could not undo a spawn step'));
     }
-    await failSession(deps, { sessionId, workerId }, { step: failure.step, reason: failure.reason }).catch((error: unknown) => log.error({ err: error }, 'could not mark the session failed'));
+    await failSession(deps, { sessionId, workerId }, { step: failure.step, reason: failure.reason }).catch((error: unknown) =>
+      log.error({ err: error }, 'could not mark the session failed'),
+    );
   }
 }
 
@@ -243,59 +265,89 @@ type Step = <T>(number: string, name: string, work: () => Promise<T>, extra?: (r
 /** Step 6.5, exactly the spec's six sub-steps. */
 async function deploySidecar(deps: SpawnDeps, request: SpawnRequest, box: Sandbox, agentEnv: Record<string, string>, step: Step): Promise<void> {
   const sidecar = request.template.sidecar!;
-  const binary = await step('6.5.1', 'sidecar.select_binary', async () => {
-    const file = deps.sidecarBinaries[SANDBOX_TARGET];
-    if (!file) throw new Error(`no svc-sidecar binary is configured for ${SANDBOX_TARGET}`);
-    try {
-      await access(file, constants.R_OK);
-    } catch {
-      throw new Error(`the svc-sidecar binary for ${SANDBOX_TARGET} is not at ${file}: build it with \`npx nx run @svc/sidecar:executable\` or set SVC_SIDECAR_BINARY`);
-    }
-    return file;
-  }, (file) => ({ target: SANDBOX_TARGET, binary: file }));
+  const binary = await step(
+    '6.5.1',
+    'sidecar.select_binary',
+    async () => {
+      const file = deps.sidecarBinaries[SANDBOX_TARGET];
+      if (!file) throw new Error(`no svc-sidecar binary is configured for ${SANDBOX_TARGET}`);
+      try {
+        await access(file, constants.R_OK);
+      } catch {
+        throw new Error(
+          `the svc-sidecar binary for ${SANDBOX_TARGET} is not at ${file}: build it with \`npx nx run @svc/sidecar:executable\` or set SVC_SIDECAR_BINARY`,
+        );
+      }
+      return file;
+    },
+    (file) => ({ target: SANDBOX_TARGET, binary: file }),
+  );
 
-  await step('6.5.2', 'sidecar.upload_binary', () => box.upload(SANDBOX_PATHS.sidecarBinary, { fromFile: binary }, 0o755), () => ({ path: SANDBOX_PATHS.sidecarBinary }));
+  await step(
+    '6.5.2',
+    'sidecar.upload_binary',
+    () => box.upload(SANDBOX_PATHS.sidecarBinary, { fromFile: binary }, 0o755),
+    () => ({ path: SANDBOX_PATHS.sidecarBinary }),
+  );
 
-  await step('6.5.3', 'sidecar.read_token', async () => {
-    const read = await box.exec(['cat', box.resolvePath(SANDBOX_PATHS.token)]);
-    if (read.code !== 0) throw new Error(`${SANDBOX_PATHS.token} cannot be read in the sandbox (cat exited with ${read.code})`);
-    if (read.stdout.trim() !== request.token) throw new Error(`${SANDBOX_PATHS.token} does not hold this worker's token`);
-  }, () => ({ path: SANDBOX_PATHS.token }));
+  await step(
+    '6.5.3',
+    'sidecar.read_token',
+    async () => {
+      const read = await box.exec(['cat', box.resolvePath(SANDBOX_PATHS.token)]);
+      if (read.code !== 0) throw new Error(`${SANDBOX_PATHS.token} cannot be read in the sandbox (cat exited with ${read.code})`);
+      if (read.stdout.trim() !== request.token) throw new Error(`${SANDBOX_PATHS.token} does not hold this worker's token`);
+    },
+    () => ({ path: SANDBOX_PATHS.token }),
+  );
 
-  const config = await step('6.5.4', 'sidecar.build_config', async () => {
-    const built: SidecarConfig = {
-      adapter: sidecar.adapter,
-      worker_id: request.workerId,
-      control_plane_url: deps.controlPlaneUrl,
-      ...(box.controlPlaneSocket ? { control_plane_socket: box.controlPlaneSocket } : {}),
-      ...(request.template.model ? { model_proxy: { apis: [request.template.model.api] } } : {}),
-      egress_proxy: egressPolicyOf(request.template, request.body) !== undefined,
-      auth_token: request.token,
-      auth_token_file: box.resolvePath(SANDBOX_PATHS.token),
-      autonomous: request.body.overrides?.autonomous ?? sidecar.autonomous,
-      permissions: { auto_approve: sidecar.auto_approve, deny: sidecar.deny, ask: sidecar.ask },
-      poll_interval_ms: sidecar.poll_interval_ms,
-      agent: {
-        command: resolveCommand(box, request.template.agent.command),
-        args: request.template.agent.args,
-        env: agentEnv,
-        ...(request.template.agent.cwd ? { cwd: box.resolvePath(request.template.agent.cwd) } : {}),
-        ...((request.body.prompt ?? request.template.agent.prompt) !== undefined ? { prompt: request.body.prompt ?? request.template.agent.prompt } : {}),
-      },
-      state_dir: box.resolvePath(SANDBOX_PATHS.sidecarState),
-      decision_wait_ms: deps.decisionWaitMs,
-      buffer_max_bytes: 64 * 1024 * 1024,
-      // The agent's grace and then the sidecar's drain both fit in the sandbox's grace period.
-      kill_grace_ms: Math.floor(deps.killGraceMs * 0.4),
-    };
-    return built;
-  }, (built) => ({ adapter: built.adapter, autonomous: built.autonomous }));
+  const config = await step(
+    '6.5.4',
+    'sidecar.build_config',
+    async () => {
+      const built: SidecarConfig = {
+        adapter: sidecar.adapter,
+        worker_id: request.workerId,
+        control_plane_url: deps.controlPlaneUrl,
+        ...(box.controlPlaneSocket ? { control_plane_socket: box.controlPlaneSocket } : {}),
+        ...(request.template.model ? { model_proxy: { apis: [request.template.model.api] } } : {}),
+        egress_proxy: egressPolicyOf(request.template, request.body) !== undefined,
+        auth_token: request.token,
+        auth_token_file: box.resolvePath(SANDBOX_PATHS.token),
+        autonomous: request.body.overrides?.autonomous ?? sidecar.autonomous,
+        permissions: { auto_approve: sidecar.auto_approve, deny: sidecar.deny, ask: sidecar.ask },
+        poll_interval_ms: sidecar.poll_interval_ms,
+        agent: {
+          command: resolveCommand(box, request.template.agent.command),
+          args: request.template.agent.args,
+          env: agentEnv,
+          ...(request.template.agent.cwd ? { cwd: box.resolvePath(request.template.agent.cwd) } : {}),
+          ...((request.body.prompt ?? request.template.agent.prompt) !== undefined ? { prompt: request.body.prompt ?? request.template.agent.prompt } : {}),
+        },
+        state_dir: box.resolvePath(SANDBOX_PATHS.sidecarState),
+        decision_wait_ms: deps.decisionWaitMs,
+        buffer_max_bytes: 64 * 1024 * 1024,
+        // The agent's grace and then the sidecar's drain both fit in the sandbox's grace period.
+        kill_grace_ms: Math.floor(deps.killGraceMs * 0.4),
+      };
+      return built;
+    },
+    (built) => ({ adapter: built.adapter, autonomous: built.autonomous }),
+  );
 
   // JSON.stringify is the only encoding: no template value passes through a shell or a format string.
-  await step('6.5.5', 'sidecar.upload_config', () => box.upload(SANDBOX_PATHS.sidecarConfig, Buffer.from(JSON.stringify(config, null, 2)), 0o600), () => ({ path: SANDBOX_PATHS.sidecarConfig }));
+  await step(
+    '6.5.5',
+    'sidecar.upload_config',
+    () => box.upload(SANDBOX_PATHS.sidecarConfig, Buffer.from(JSON.stringify(config, null, 2)), 0o600),
+    () => ({ path: SANDBOX_PATHS.sidecarConfig }),
+  );
 
   await step('6.5.6', 'sidecar.start', () =>
-    box.startBackground([box.resolvePath(SANDBOX_PATHS.sidecarBinary)], { ...baseEnv(deps, {}), SVC_SIDECAR_CONFIG: box.resolvePath(SANDBOX_PATHS.sidecarConfig) }),
+    box.startBackground([box.resolvePath(SANDBOX_PATHS.sidecarBinary)], {
+      ...baseEnv(deps, {}),
+      SVC_SIDECAR_CONFIG: box.resolvePath(SANDBOX_PATHS.sidecarConfig),
+    }),
   );
 }
 

@@ -25,7 +25,16 @@ describe('templates', () => {
     expect(template).toMatchObject({ name: 't', source: 'templates/t.toml', agent: { command: '/bin/echo', args: [], env: {}, pass_env: [] }, files: [] });
     expect(template.sidecar).toBeUndefined();
     const withSidecar = parseTemplate('t', `${minimal}\n[sidecar]\nadapter = "generic"\n`, 'x');
-    expect(withSidecar.sidecar).toEqual({ adapter: 'generic', auto_approve: [], deny: [], ask: [], autonomous: false, decision_timeout_s: 600, on_timeout: 'deny', poll_interval_ms: 1000 });
+    expect(withSidecar.sidecar).toEqual({
+      adapter: 'generic',
+      auto_approve: [],
+      deny: [],
+      ask: [],
+      autonomous: false,
+      decision_timeout_s: 600,
+      on_timeout: 'deny',
+      poll_interval_ms: 1000,
+    });
   });
 
   it('names the file and the key of each mistake', () => {
@@ -49,14 +58,22 @@ describe('templates', () => {
     const unknown = refusal(`${minimal}\n[model]\napi = "gemini"\n[sidecar]\nadapter = "generic"\n`);
     expect(unknown.code).toBe('invalid_template');
     expect(unknown.message).toBe('templates/t.toml: /model/api must be one of "anthropic", "openai"');
-    expect(refusal(`${minimal}\n[model]\napi = "openai"\n`).message).toBe('templates/t.toml: /model needs a [sidecar] section (the sidecar serves the agent\'s model proxy)');
+    expect(refusal(`${minimal}\n[model]\napi = "openai"\n`).message).toBe(
+      "templates/t.toml: /model needs a [sidecar] section (the sidecar serves the agent's model proxy)",
+    );
     expect(refusal(`${minimal}\n[model]\napi = "openai"\nmax_cost_usd = 0\n[sidecar]\nadapter = "generic"\n`).message).toMatch(/\/model\/max_cost_usd/);
   });
 
   it('a key passed into the sandbox (pass_env) still works, with a deprecation warning that says what to do instead', () => {
-    const template = parseTemplate('t', `[agent]\ncommand = "x"\npass_env = ["ANTHROPIC_API_KEY", "HTTP_PROXY"]\npass_env_optional = ["GITHUB_TOKEN"]\n`, 'templates/t.toml');
+    const template = parseTemplate(
+      't',
+      `[agent]\ncommand = "x"\npass_env = ["ANTHROPIC_API_KEY", "HTTP_PROXY"]\npass_env_optional = ["GITHUB_TOKEN"]\n`,
+      'templates/t.toml',
+    );
     expect(template.warnings).toHaveLength(2);
-    expect(template.warnings[0]).toMatch(/^templates\/t\.toml: \/agent\/pass_env hands ANTHROPIC_API_KEY to the agent inside its sandbox; this is deprecated: name the model API instead \(\[model\] api = /);
+    expect(template.warnings[0]).toMatch(
+      /^templates\/t\.toml: \/agent\/pass_env hands ANTHROPIC_API_KEY to the agent inside its sandbox; this is deprecated: name the model API instead \(\[model\] api = /,
+    );
     expect(template.warnings[1]).toContain('GITHUB_TOKEN');
     expect(parseTemplate('t', minimal, 'x').warnings).toEqual([]);
   });

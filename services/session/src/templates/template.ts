@@ -1,7 +1,16 @@
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { CodedError, createChecker, describeFieldErrors, ENV_NAME_PATTERN, EgressRuleSchema, EnvironmentVariables, ModelApiSchema, SIDECAR_ADAPTERS } from '@svc/protocol';
+import {
+  CodedError,
+  createChecker,
+  describeFieldErrors,
+  ENV_NAME_PATTERN,
+  EgressRuleSchema,
+  EnvironmentVariables,
+  ModelApiSchema,
+  SIDECAR_ADAPTERS,
+} from '@svc/protocol';
 
 const EnvName = Type.String({ pattern: ENV_NAME_PATTERN });
 const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [] });
@@ -22,7 +31,7 @@ export const TemplateSchema = Type.Object(
         args: Type.Array(Type.String(), { default: [] }),
         /** The container image of the sandbox (the kubernetes provider; the local one ignores it). */
         image: Type.Optional(Type.String({ minLength: 1 })),
-        env: EnvironmentVariables('The agent\'s environment.'),
+        env: EnvironmentVariables("The agent's environment."),
         /** Variables copied from the session service's own environment (e.g. an API key); spawning fails if one is unset. */
         pass_env: Type.Array(EnvName, { default: [] }),
         /** Copied too when set (e.g. a proxy's base URL); no error when unset. */
@@ -66,7 +75,13 @@ export const TemplateSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     /** Files written into the sandbox before the agent starts (e.g. a workspace's README). */
-    files: Type.Array(Type.Object({ path: SandboxPath, content: Type.String(), mode: Type.Integer({ minimum: 0, maximum: 0o777, default: 0o644 }) }, { additionalProperties: false }), { default: [] }),
+    files: Type.Array(
+      Type.Object(
+        { path: SandboxPath, content: Type.String(), mode: Type.Integer({ minimum: 0, maximum: 0o777, default: 0o644 }) },
+        { additionalProperties: false },
+      ),
+      { default: [] },
+    ),
     /** The sidecar (step 6.5 of the spawn); without it, the spawn skips that step. */
     sidecar: Type.Optional(
       Type.Object(
