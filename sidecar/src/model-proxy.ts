@@ -1,22 +1,10 @@
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { modelProxyPath, PLACEHOLDER_MODEL_KEY, SANDBOX_MODEL_BASE_PATHS, type ModelApi } from '@svc/protocol';
+import { MODEL_PROXY_UNFORWARDED_HEADERS, modelProxyPath, PLACEHOLDER_MODEL_KEY, SANDBOX_MODEL_BASE_PATHS, type ModelApi } from '@svc/protocol';
 import type { ControlPlaneClient } from './http-client.js';
 
 /** Headers that end at this hop, and the agent's own credentials (a placeholder): never forwarded. */
-const DROPPED = new Set([
-  'host',
-  'connection',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'authorization',
-  'x-api-key',
-]);
+const DROPPED = new Set(MODEL_PROXY_UNFORWARDED_HEADERS);
 
 function forwarded(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};

@@ -136,3 +136,22 @@ export function budgetReached(usage: ModelUsage, budget: ModelBudget | undefined
 
 /** `system` event subtypes the model proxy reports in a worker's history. */
 export const MODEL_PROXY_SUBTYPES = { budgetExhausted: SYSTEM_SUBTYPES.modelBudgetExhausted, upstreamFailed: SYSTEM_SUBTYPES.modelUpstreamFailed } as const;
+
+/**
+ * Request headers a model proxy never forwards: those that end at one hop (RFC 9110 §7.6.1) and
+ * the credentials the agent holds (a placeholder in the sandbox, its worker token at the gateway).
+ * The sidecar's proxy and the gateway's both drop them.
+ */
+export const MODEL_PROXY_UNFORWARDED_HEADERS: readonly string[] = [
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'authorization',
+  'x-api-key',
+];

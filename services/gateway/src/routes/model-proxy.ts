@@ -2,7 +2,7 @@ import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:h
 import https from 'node:https';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { createIncomingEventPublisher, type ModelUsageLedger, type NatsConnection, type WorkerDirectory } from '@svc/bus';
-import { budgetReached, CodedError, MODEL_APIS, MODEL_PROXY_SUBTYPES, type IncomingEvent, type ModelApi } from '@svc/protocol';
+import { budgetReached, CodedError, MODEL_APIS, MODEL_PROXY_SUBTYPES, MODEL_PROXY_UNFORWARDED_HEADERS, type IncomingEvent, type ModelApi } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { sendApiError, toCodedError } from '../plugins/errors.js';
 import { createUsageMeter } from '../model-proxy/usage-meter.js';
@@ -25,21 +25,7 @@ export interface ModelProxyRoutesOptions {
 const MODEL_SNIFF_BYTES = 64 * 1024;
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and the credentials the agent was given: never forwarded. */
-const DROPPED_REQUEST_HEADERS = new Set([
-  'host',
-  'connection',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'authorization',
-  'x-api-key',
-  'x-request-id',
-  'cookie',
-]);
+const DROPPED_REQUEST_HEADERS = new Set([...MODEL_PROXY_UNFORWARDED_HEADERS, 'x-request-id', 'cookie']);
 const DROPPED_RESPONSE_HEADERS = new Set([
   'connection',
   'keep-alive',
