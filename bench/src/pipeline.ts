@@ -7,10 +7,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { connectBus, natsAuthorization, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
+import { connectBus, incomingBacklog, natsAuthorization, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
 import { launchNatsServer } from '@svc/nats-server';
-import { streams, subjects, type CreateWorkerRequestType, type CreateWorkerResultType } from '@svc/protocol';
+import { subjects, type CreateWorkerRequestType, type CreateWorkerResultType } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
 
@@ -124,8 +123,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     userToken,
     createWorker: (options = {}) => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench', ...options }),
     async drained() {
-      const jsm = await jetstreamManager(nc);
-      await waitFor('the incoming queue to drain', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0, 600_000, 200);
+      await waitFor('the incoming queue to drain', async () => (await incomingBacklog(nc)) === 0, 600_000, 200);
     },
     async stop() {
       await nc.close();

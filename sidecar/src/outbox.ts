@@ -1,8 +1,8 @@
-import { appendFileSync, closeSync, existsSync, openSync, readSync, renameSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { apiPaths, MAX_EVENTS_PER_POST, SYSTEM_SUBTYPES, type IncomingEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
 import { backoffMs, type ControlPlaneClient } from './http-client.js';
+import { SpillFile } from './spill-file.js';
 
 export interface OutboxOptions {
   client: ControlPlaneClient;
@@ -22,8 +22,6 @@ export interface OutboxOptions {
   warn(message: string): void;
 }
 
-const READ_CHUNK_BYTES = 1024 * 1024;
-
 /**
  * Every event the agent produces, delivered in order, each exactly once (the gateway and the
  * store drop a repeated uid). Events wait in memory; when the control plane does not answer, or
@@ -35,12 +33,9 @@ export function createOutbox(options: OutboxOptions) {
   const maxBatch = Math.min(options.maxBatch ?? 100, MAX_EVENTS_PER_POST);
   const flushMs = options.flushMs ?? 5;
   const memoryLimit = options.memoryLimit ?? 1000;
-  const spillPath = path.join(options.stateDir, 'outbox.jsonl');
+  const spill = new SpillFile(path.join(options.stateDir, 'outbox.jsonl'));
   const memory: IncomingEvent[] = [];
   let next = 0;
-  /** Bytes of the spill file already loaded back into memory. */
-  let readOffset = 0;
-  let spilledBytes = existsSync(spillPath) ? statSync(spillPath).size : 0;
   let wakeSender: (() => void) | undefined;
   const roomWaiters: Array<() => void> = [];
   let closing = false;
@@ -48,53 +43,16 @@ export function createOutbox(options: OutboxOptions) {
   let abandoned = false;
   let failed: string | undefined;
 
-  const spilling = () => spilledBytes > readOffset;
-
   function toDisk(event: IncomingEvent): void {
-    if (!spilling()) options.warn(`${memory.length} events wait in memory; the next ones wait on disk (${spillPath})`);
-    const line = `${JSON.stringify(event)}\n`;
-    appendFileSync(spillPath, line);
-    spilledBytes += Buffer.byteLength(line);
+    if (!spill.waiting) options.warn(`${memory.length} events wait in memory; the next ones wait on disk (${spill.path})`);
+    spill.append(event);
   }
 
-  /** Loads the next events from disk into memory; resets the file when it is all loaded. */
   function loadFromDisk(): void {
-    const fd = openSync(spillPath, 'r');
-    try {
-      const chunk = Buffer.alloc(Math.min(READ_CHUNK_BYTES, spilledBytes - readOffset));
-      const read = readSync(fd, chunk, 0, chunk.length, readOffset);
-      const lastNewline = chunk.lastIndexOf(10, read - 1);
-      if (lastNewline < 0) return;
-      for (const line of chunk.subarray(0, lastNewline).toString('utf8').split('\n')) {
-        if (line.trim() !== '') memory.push(JSON.parse(line) as IncomingEvent);
-      }
-      readOffset += lastNewline + 1;
-    } finally {
-      closeSync(fd);
-    }
-    if (readOffset >= spilledBytes) {
-      truncateSync(spillPath, 0);
-      readOffset = 0;
-      spilledBytes = 0;
-    }
+    const loaded = spill.readNext();
+    if (loaded.length === 0) return;
+    memory.push(...loaded);
     for (const resolve of roomWaiters.splice(0)) resolve();
-  }
-
-  /** Rewrites the spill file as: the events in memory, then the part of the file not loaded yet. */
-  function persistUnsent(): void {
-    let rest = Buffer.alloc(0);
-    if (spilling()) {
-      const fd = openSync(spillPath, 'r');
-      try {
-        rest = Buffer.alloc(spilledBytes - readOffset);
-        readSync(fd, rest, 0, rest.length, readOffset);
-      } finally {
-        closeSync(fd);
-      }
-    }
-    const temporary = `${spillPath}.tmp`;
-    writeFileSync(temporary, Buffer.concat([Buffer.from(memory.map((event) => `${JSON.stringify(event)}\n`).join('')), rest]));
-    renameSync(temporary, spillPath);
   }
 
   /** Posts one batch until it is taken; a 400 is narrowed down to the event it is about. */
@@ -133,7 +91,7 @@ export function createOutbox(options: OutboxOptions) {
     for (;;) {
       // Abandoned on close: the spill file has been rewritten; touch nothing more.
       if (abandoned) return;
-      if (memory.length === 0 && spilling()) loadFromDisk();
+      if (memory.length === 0 && spill.waiting) loadFromDisk();
       if (memory.length === 0) {
         if (closing) return;
         await new Promise<void>((resolve) => (wakeSender = resolve));
@@ -149,7 +107,7 @@ export function createOutbox(options: OutboxOptions) {
         return;
       }
       memory.splice(0, batch.length);
-      if (!spilling()) for (const resolve of roomWaiters.splice(0)) resolve();
+      if (!spill.waiting) for (const resolve of roomWaiters.splice(0)) resolve();
     }
   })();
 
@@ -158,17 +116,17 @@ export function createOutbox(options: OutboxOptions) {
     push(event: AgentEvent): void {
       const incoming = { ...event, uid: `${options.bootId}:${next++}`, ts: new Date().toISOString() } as IncomingEvent;
       // Once anything is on disk, everything goes there, so order holds.
-      if (spilling() || memory.length >= memoryLimit) toDisk(incoming);
+      if (spill.waiting || memory.length >= memoryLimit) toDisk(incoming);
       else memory.push(incoming);
       wakeSender?.();
     },
 
     /** False while the disk buffer is full: stop reading the agent (it waits on its pipe) until `room()`. */
-    hasRoom: () => spilledBytes - readOffset < options.bufferMaxBytes,
+    hasRoom: () => spill.bytesWaiting < options.bufferMaxBytes,
     room: () => new Promise<void>((resolve) => roomWaiters.push(resolve)),
 
     /** Events not yet taken by the control plane. */
-    pending: () => memory.length + (spilling() ? 1 : 0),
+    pending: () => memory.length + (spill.waiting ? 1 : 0),
     failure: () => failed,
 
     /**
@@ -189,9 +147,9 @@ export function createOutbox(options: OutboxOptions) {
       clearTimeout(timer);
       if (drained) return true;
       abandoned = true;
-      persistUnsent();
+      spill.rewrite(memory);
       options.warn(
-        `the control plane did not take every event in ${deadlineMs} ms; ${memory.length} and what was on disk stay in ${spillPath} for the next start`,
+        `the control plane did not take every event in ${deadlineMs} ms; ${memory.length} and what was on disk stay in ${spill.path} for the next start`,
       );
       return false;
     },

@@ -58,3 +58,9 @@ export async function ensureStreams(nc: NatsConnection): Promise<void> {
   const kvm = new Kvm(nc);
   await kvm.create(kvBuckets.workers, { history: 1 });
 }
+
+/** Incoming messages not yet stored (the work queue's length): what event-ingest still has to do. */
+export async function incomingBacklog(nc: NatsConnection): Promise<number> {
+  const jsm = await jetstreamManager(nc);
+  return (await jsm.streams.info(streams.incomingEvents.name)).state.messages;
+}
