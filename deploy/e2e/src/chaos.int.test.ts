@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ListResponseOf, StatusResponseType, StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { standInAgent, startMockAnthropic } from '@svc/test-support/stand-ins';
-import { expectEverythingOnceInOrder, startLoad, unexpectedFailures, type FailedAnswer, type Load } from './load.js';
+import { failedAnswer, type FailedAnswer } from './answers.js';
+import { expectEverythingOnceInOrder, startLoad, unexpectedFailures, type Load } from './load.js';
 import { claudeAgent, CLAUDE_CODE_VERSIONS } from './real-agents.js';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
@@ -202,16 +203,7 @@ describe('chaos: one fault at a time under load', () => {
     let deciding = true;
     const get = async (url: string) =>
       fetch(`${stack.gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` }, signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
-    const note = async (started: number, response: Response | undefined) => {
-      const body = response ? ((await response.json().catch(() => ({}))) as { code?: string }) : {};
-      failures.push({
-        at: started,
-        status: response?.status ?? 0,
-        code: body.code,
-        retryAfter: response?.headers.get('retry-after'),
-        tookMs: Date.now() - started,
-      });
-    };
+    const note = async (started: number, response: Response | undefined) => void failures.push(await failedAnswer(response, started));
     const deciders = agents.map(async ({ worker }) => {
       while (deciding) {
         const started = Date.now();

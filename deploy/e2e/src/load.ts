@@ -1,19 +1,11 @@
 import pg from 'pg';
 import { EXAMPLE_EVENTS, type CreateWorkerResultType, type IncomingEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
+import { failedAnswer, type FailedAnswer } from './answers.js';
 import { Poller, StreamViewer, type ReceivedEvents } from './readers.js';
 import type { E2eStack } from './stack.js';
 
-/** One answer a client got that was not a success: what a fault looked like from outside. */
-export interface FailedAnswer {
-  at: number;
-  /** The HTTP status, or 0 when the request did not get through (connection refused, reset). */
-  status: number;
-  code?: string | undefined;
-  retryAfter?: string | null | undefined;
-  /** How long the request took to be answered. */
-  tookMs: number;
-}
+export type { FailedAnswer } from './answers.js';
 
 /** The events a fake sidecar has posted and had accepted, in order, and what went wrong on the way. */
 export class RetryingSidecar {
@@ -67,16 +59,10 @@ export class RetryingSidecar {
             this.acceptedAt.push(Date.now());
             break;
           }
-          const body = response ? ((await response.json().catch(() => ({}))) as { code?: string }) : {};
-          this.failures.push({
-            at: started,
-            status: response?.status ?? 0,
-            code: body.code,
-            retryAfter: response?.headers.get('retry-after'),
-            tookMs: Date.now() - started,
-          });
+          const failure = await failedAnswer(response, started);
+          this.failures.push(failure);
           if (response && response.status !== 503 && response.status !== 504)
-            throw new Error(`POST sdk-events of ${this.worker.worker_id} answered ${response.status} ${JSON.stringify(body)}`);
+            throw new Error(`POST sdk-events of ${this.worker.worker_id} answered ${response.status} ${JSON.stringify(failure.body)}`);
           const wait = Number(response?.headers.get('retry-after') ?? 0.2) * 1000;
           await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 1000) / 4));
         }

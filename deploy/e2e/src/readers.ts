@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { ListResponseOf, StoredEvent, StreamFrame } from '@svc/protocol';
-import type { FailedAnswer } from './load.js';
+import { failedAnswer, type FailedAnswer } from './answers.js';
 
 /**
  * What one reader (a WebSocket viewer or a poller) has received, per worker. Every event is
@@ -121,14 +121,7 @@ export class Poller {
         }).catch(() => undefined);
         // A real client waits and asks again when the gateway, or a replica behind it, cannot answer for a moment.
         if (!response || response.status >= 500) {
-          const body = response ? ((await response.json().catch(() => ({}))) as { code?: string }) : {};
-          this.failures.push({
-            at: started,
-            status: response?.status ?? 0,
-            code: body.code,
-            retryAfter: response?.headers.get('retry-after'),
-            tookMs: Date.now() - started,
-          });
+          this.failures.push(await failedAnswer(response, started));
           this.retried++;
           await new Promise((resolve) => setTimeout(resolve, 100));
           continue;
