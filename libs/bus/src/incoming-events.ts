@@ -9,6 +9,13 @@ import {
 } from '@svc/protocol';
 import { createDurablePublisher, type DurableAck } from './durable-publisher.js';
 import type { NatsConnection } from './connection.js';
+import { requestJson } from './messaging.js';
+
+/**
+ * How long the owner of the worker's partition has to confirm an announcement handed to it
+ * before the hand-over goes the durable way (it is announced at once, or it is down).
+ */
+const HAND_OVER_ANSWER_MS = 2000;
 
 export interface IncomingEventPublisher {
   /**
@@ -17,8 +24,14 @@ export interface IncomingEventPublisher {
    * its window and stored once by the store in any case.
    */
   publish(workerId: string, event: IncomingEvent, options?: { requestId?: string | undefined; receivedAt?: string }): Promise<DurableAck>;
-  /** An event another service stored itself (a decision): event-ingest announces it in order. */
-  publishStored(workerId: string, event: StoredEvent): Promise<DurableAck>;
+  /**
+   * An event another service stored itself (a decision): event-ingest announces it in the
+   * worker's order. It goes to the replica owning the worker's partition over core NATS, which
+   * announces it before answering (one hop, nothing written to JetStream on the way); if that
+   * replica does not answer in time, it goes durably on the worker's incoming partition, where
+   * event-ingest finds it when it is back. Resolves once announced or durable.
+   */
+  handOverStored(workerId: string, event: StoredEvent): Promise<void>;
   close(): void;
 }
 
@@ -31,10 +44,14 @@ export function createIncomingEventPublisher(nc: NatsConnection): IncomingEventP
       const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: options.receivedAt ?? new Date().toISOString() };
       return publisher.publish(subjectOf(workerId), message, { messageId: incomingMessageId(workerId, event.uid), requestId: options.requestId });
     },
-    publishStored(workerId, event) {
+    async handOverStored(workerId, event) {
       const message: StoredElsewhereMessageType = { worker_id: workerId, stored: event };
-      // `immediate`: a decision's announcement is on the path of the agent's next step.
-      return publisher.publish(subjectOf(workerId), message, { messageId: incomingMessageId(workerId, event.uid), immediate: true });
+      try {
+        await requestJson(nc, subjects.storedElsewhere(partitionOfWorker(workerId)), message, { timeoutMs: HAND_OVER_ANSWER_MS });
+      } catch {
+        // `immediate`: a decision's announcement is on the path of the agent's next step.
+        await publisher.publish(subjectOf(workerId), message, { messageId: incomingMessageId(workerId, event.uid), immediate: true });
+      }
     },
     close: () => publisher.close(),
   };

@@ -60,23 +60,26 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
   gateway: {
     publish: {
       allow: [...COMMON_PUBLISH, subjects.incomingAll, 'svc.rpc.>', 'svc.session.logs.>', wildcard(subjects.workerAliveAll), KV(kvBuckets.modelUsage)],
-      deny: [...STORED_ANNOUNCEMENTS, wildcard(subjects.workerStatusAll), KV(kvBuckets.workers), ...DESTRUCTIVE_JS_API],
+      deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll, wildcard(subjects.workerStatusAll), KV(kvBuckets.workers), ...DESTRUCTIVE_JS_API],
     },
     subscribe: { allow: [...COMMON_SUBSCRIBE, subjects.storedAll, wildcard(subjects.workerStatusAll), subjects.health('gateway')] },
   },
   'event-ingest': {
     publish: { allow: [...COMMON_PUBLISH, '$JS.ACK.>', ...STORED_ANNOUNCEMENTS], deny: [KV(kvBuckets.workers)] },
-    subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.events.>', subjects.health('event-ingest')] },
+    subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.events.>', subjects.storedElsewhereAll, subjects.health('event-ingest')] },
   },
   control: {
-    // A decision it stores goes to event-ingest on the worker's incoming partition; event-ingest announces it.
-    publish: { allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, 'svc.rpc.>'], deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers)] },
+    // A decision it stores goes to event-ingest, which announces it (svc.events.elsewhere.<partition>, or durably the worker's incoming partition).
+    publish: {
+      allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, subjects.storedElsewhereAll, 'svc.rpc.>'],
+      deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers)],
+    },
     subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.control.>', wildcard(subjects.controlEventsAll), subjects.health('control')] },
   },
   session: {
     publish: {
       allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, 'svc.rpc.>', wildcard(subjects.workerStatusAll), KV(kvBuckets.workers)],
-      deny: STORED_ANNOUNCEMENTS,
+      deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll],
     },
     subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.session.>', wildcard(subjects.workerAliveAll), 'svc.session.logs.>', subjects.health('session')] },
   },

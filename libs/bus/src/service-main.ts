@@ -52,7 +52,7 @@ export async function runServiceMain<T extends RunningService>(options: ServiceM
   return service;
 }
 
-/** A service's database as `runService` needs it (`libs/store`'s `openServiceStore` makes one). */
+/** A service's database as `runService` needs it (`libs/store`'s `serviceStore` makes one). */
 export interface ServiceStore<Db> {
   db: Db;
   /** Whether it answers now (`/readyz`). */

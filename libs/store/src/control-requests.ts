@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { CONTROL_WITHDRAWN_SUBTYPE, type IncomingEvent, type StoredEvent } from '@svc/protocol';
+import { CONTROL_WITHDRAWN_SUBTYPE, controlResponseUid, type EventData, type IncomingEvent, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { Database } from './schema.js';
 
 /** A control request as stored, with when it was stored (its deadline counts from then). */
@@ -100,20 +100,12 @@ export function createControlRequestLog(db: Kysely<Database>) {
 
     /**
      * Checks a person's decision and stores it, in one round trip (`svc_decide`, migration
-     * 2026-11-22T1500-decide): the request's state under the worker's lock, then the append, and
-     * the "always" rule when given.
+     * 2026-11-24T2330-rules-from-decisions): the request's state under the worker's lock, then
+     * the append.
      */
-    async decide(
-      workerId: string,
-      requestId: string,
-      timeoutS: number,
-      decision: IncomingEvent,
-      rule: { input_pattern?: string } | undefined,
-    ): Promise<DecideOutcome> {
+    async decide(workerId: string, requestId: string, timeoutS: number, decision: IncomingEvent): Promise<DecideOutcome> {
       const { rows } = await sql<{ outcome: DecideOutcome['kind']; request_row: RequestJson | null; decision_row: DecisionJson | null }>`
-        SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb, ${rule ? JSON.stringify(rule) : null}::jsonb)`.execute(
-        db,
-      );
+        SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb)`.execute(db);
       const { outcome, request_row: requestRow, decision_row: decisionRow } = rows[0]!;
       if (outcome === 'not_found' || !requestRow) return { kind: 'not_found' };
       const request = toStored({
@@ -135,6 +127,29 @@ export function createControlRequestLog(db: Kysely<Database>) {
         WHERE r.worker_id = ${workerId} AND r.type = 'control_request' ${filter}
         ORDER BY r.id`.execute(db);
       return rows.map(toStored);
+    },
+
+    /**
+     * The worker's permission rules, oldest first: the decisions a person stored with
+     * `scope: "always"` (under the control service's uid, so never one the agent's side posted),
+     * each for its request's tool. The decision's id is the rule's.
+     */
+    async permissionRules(workerId: string): Promise<PermissionRule[]> {
+      const { rows } = await sql<{ id: string; stored_at: Date; data: EventData<'control_response'>; tool_name: string }>`
+        SELECT d.id, d.stored_at, d.data, r.data->>'tool_name' AS tool_name FROM events d
+        JOIN LATERAL (SELECT q.data FROM events q
+          WHERE q.worker_id = d.worker_id AND q.type = 'control_request' AND q.data->>'request_id' = d.data->>'request_id' ORDER BY q.id LIMIT 1) r ON true
+        WHERE d.worker_id = ${workerId} AND d.type = 'control_response' AND d.data->>'scope' = 'always' AND d.uid = ${controlResponseUid('')} || (d.data->>'request_id')
+        ORDER BY d.id`.execute(db);
+      return rows.map(({ id, stored_at: storedAt, data, tool_name: toolName }) => ({
+        rule_id: id,
+        tool_name: toolName,
+        ...(data.input_pattern === undefined ? {} : { input_pattern: data.input_pattern }),
+        decision: data.decision,
+        added_by: data.decided_by,
+        request_id: data.request_id,
+        added_at: storedAt.toISOString(),
+      }));
     },
 
     /** Every open request of every worker: what a starting control replica must keep deadlines for. */

@@ -1,7 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { migrationProvider } from './migrations/index.js';
 import { createPGliteDialect } from './pglite-dialect.js';
 import { unavailableAsTypedError } from './store-errors.js';
 import type { Database } from './schema.js';
@@ -51,21 +50,6 @@ export async function openDatabase(location: DatabaseLocation): Promise<StoreDat
 /** A PGlite that reads bigints as decimal strings, like our pg pool. */
 export function createPGlite(dataDir?: string): PGlite {
   return new PGlite({ ...(dataDir ? { dataDir } : {}), parsers: { [INT8_OID]: (value: string) => value } });
-}
-
-export class MigrationError extends Error {
-  override readonly name = 'MigrationError';
-}
-
-/** Applies every pending migration (safe to run from several processes at once: Kysely takes a lock). */
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: migrationProvider });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new MigrationError(`migration ${failed} failed`, { cause: error });
-  }
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
 /** Whether the database answers a trivial query within `timeoutMs`. */

@@ -3,9 +3,10 @@ import { EXAMPLE_EVENTS, type IncomingEvent, type StoredEvent } from '@svc/proto
 import { systemEvent, startPostgres, type PostgresProcess } from '@svc/test-support';
 import { Migrator, sql } from 'kysely';
 import pg from 'pg';
-import { migrateToLatest, openDatabase, type StoreDatabase } from './database.js';
+import { openDatabase, type StoreDatabase } from './database.js';
+import { migrateToLatest } from './migrate.js';
 import { createEventStore, type EventStore } from './event-store.js';
-import { migrations } from './migrations/index.js';
+import { migrationGroups } from './migrations/index.js';
 
 /**
  * The visibility invariant under load: `appenders` concurrent writers per worker append
@@ -124,14 +125,14 @@ describe.each(backends)('event store on %s', (backend) => {
     } else {
       database = await openDatabase({});
     }
-    expect(await migrateToLatest(database.db)).toEqual([
+    expect(await migrateToLatest(database.db, 'event-log')).toEqual([
       '2026-11-22T0530-event-store',
       '2026-11-22T0900-append-many',
       '2026-11-22T1000-control',
-      '2026-11-22T1200-sessions',
       '2026-11-22T1500-decide',
       '2026-11-22T1700-append-generic-plans',
       '2026-11-22T2000-append-many-set-based',
+      '2026-11-24T2330-rules-from-decisions',
     ]);
     store = createEventStore(database.db);
   });
@@ -142,7 +143,7 @@ describe.each(backends)('event store on %s', (backend) => {
   });
 
   it('migrations — a second run applies nothing', async () => {
-    expect(await migrateToLatest(database.db)).toEqual([]);
+    expect(await migrateToLatest(database.db, 'event-log')).toEqual([]);
   });
 
   it('append — ids are 1, 2, 3 … per worker, across calls', async () => {
@@ -300,8 +301,13 @@ describe('event store — upgraded under its events', () => {
   it("a store appended to before the set-based svc_append_many goes on from each worker's last id after it", async () => {
     const database = await openDatabase({});
     try {
-      const { '2026-11-22T2000-append-many-set-based': setBased, ...before } = migrations;
-      expect(setBased).toBeDefined();
+      // Migrated as before the migrations were grouped by owner: all in Kysely's default table.
+      const {
+        '2026-11-22T2000-append-many-set-based': setBased,
+        '2026-11-24T2330-rules-from-decisions': rulesFromDecisions,
+        ...before
+      } = migrationGroups['event-log'].migrations;
+      expect(setBased && rulesFromDecisions).toBeDefined();
       const { error } = await new Migrator({ db: database.db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
       expect(error).toBeUndefined();
       const store = createEventStore(database.db);
@@ -309,7 +315,7 @@ describe('event store — upgraded under its events', () => {
         { workerId: 'w-up-a', events: [systemEvent('a1'), systemEvent('a2')] },
         { workerId: 'w-up-b', events: [systemEvent('b1')] },
       ]);
-      expect(await migrateToLatest(database.db)).toEqual(['2026-11-22T2000-append-many-set-based']);
+      expect(await migrateToLatest(database.db, 'event-log')).toEqual(['2026-11-22T2000-append-many-set-based', '2026-11-24T2330-rules-from-decisions']);
       const results = await store.appendMany([
         { workerId: 'w-up-a', events: [systemEvent('a2'), systemEvent('a3')] },
         { workerId: 'w-up-b', events: [systemEvent('b2')] },
@@ -337,11 +343,11 @@ describe('event store — data survives a restart of embedded PGlite', () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'svc-pglite-'));
     try {
       const first = await openDatabase({ dataDir });
-      await migrateToLatest(first.db);
+      await migrateToLatest(first.db, 'event-log');
       await createEventStore(first.db).append('w-persist', [systemEvent('p1'), systemEvent('p2')]);
       await first.close();
       const second = await openDatabase({ dataDir });
-      await migrateToLatest(second.db);
+      await migrateToLatest(second.db, 'event-log');
       const events = await createEventStore(second.db).list('w-persist', { afterId: '0', limit: 10 });
       expect(events.map((e) => e.uid)).toEqual(['p1', 'p2']);
       await second.close();
@@ -387,7 +393,7 @@ describe('event store on postgres — statistics that saw one busy worker only',
   beforeAll(async () => {
     postgres = await startPostgres();
     database = await openDatabase({ url: postgres.url });
-    await migrateToLatest(database.db);
+    await migrateToLatest(database.db, 'event-log');
     store = createEventStore(database.db);
   });
 

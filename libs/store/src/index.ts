@@ -1,5 +1,7 @@
 export * from './schema.js';
 export * from './database.js';
+export * from './migrate.js';
+export { migrationGroups, type MigrationGroup } from './migrations/index.js';
 export * from './event-store.js';
 export * from './control-requests.js';
 export { createPGliteDialect } from './pglite-dialect.js';

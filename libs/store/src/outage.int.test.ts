@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { CodedError } from '@svc/protocol';
 import { startPostgres, systemEvent, type PostgresProcess } from '@svc/test-support';
-import { migrateToLatest, openDatabase, pingDatabase, type StoreDatabase } from './database.js';
+import { openDatabase, pingDatabase, type StoreDatabase } from './database.js';
+import { migrateToLatest } from './migrate.js';
 import { createEventStore } from './event-store.js';
 import { isConnectionLoss, isStoreUnavailable } from './store-errors.js';
 
@@ -20,7 +21,7 @@ describe('the store across a Postgres outage (real Postgres, immediate shutdown)
   beforeAll(async () => {
     postgres = await startPostgres({ durable: true });
     database = await openDatabase({ url: postgres.url, onConnectionError: (err) => connectionErrors.push(err) });
-    await migrateToLatest(database.db);
+    await migrateToLatest(database.db, 'event-log');
   }, 60_000);
   afterAll(async () => {
     await database?.close();

@@ -26,26 +26,6 @@ export interface EventsTable {
   data: ColumnType<unknown, string, never>;
 }
 
-/** An allow (or deny) rule a person added for a worker's tool with `scope: "always"`. */
-export interface PermissionRulesTable {
-  worker_id: string;
-  /** bigserial: the order rules were added in. */
-  rule_id: ColumnType<string, never, never>;
-  tool_name: string;
-  /** A pattern over the tool's input (the sidecar's engine interprets it); null: any input. */
-  input_pattern: string | null;
-  decision: 'allow' | 'deny';
-  /** Who added it (the deciding user's `sub`). */
-  added_by: string;
-  /** The control request whose decision added it. */
-  request_id: string;
-  added_at: ColumnType<Date, never, never>;
-}
-
-export interface ControlSchema {
-  permission_rules: PermissionRulesTable;
-}
-
 export interface EventStoreSchema {
   event_streams: EventStreamsTable;
   events: EventsTable;
@@ -74,4 +54,4 @@ export interface SessionSchema {
 }
 
 /** The whole database, one interface per owner intersected. */
-export type Database = EventStoreSchema & ControlSchema & SessionSchema;
+export type Database = EventStoreSchema & SessionSchema;

@@ -1,6 +1,10 @@
 import path from 'node:path';
 import { optionalStringSetting, retryWithBackoff, stringSetting, type Logger } from '@svc/service-kit';
-import { migrateToLatest, openDatabase, pingDatabase, type DatabaseLocation } from './database.js';
+import type { Kysely } from 'kysely';
+import { openDatabase, pingDatabase, type DatabaseLocation } from './database.js';
+import { awaitMigrated, migrateToLatest, MigrationsPending } from './migrate.js';
+import type { MigrationGroup } from './migrations/index.js';
+import type { Database } from './schema.js';
 import { isStoreUnavailable } from './store-errors.js';
 
 /** Where the store lives: `SVC_DATABASE_URL` (Postgres), else embedded PGlite under `SVC_STATE_DIR`. */
@@ -13,17 +17,34 @@ export function databaseLocationOf(config: { databaseUrl: string | undefined; st
   return config.databaseUrl ? { url: config.databaseUrl } : { dataDir: path.resolve(config.stateDir, 'pglite') };
 }
 
+/** What a service does about migrations: applies those of the group it owns, waits for those of the groups it reads. */
+export interface StoreUse {
+  owns?: MigrationGroup;
+  reads?: MigrationGroup[];
+}
+
+/** Brings the service's tables to this build's schema: its own group migrated, the groups it reads awaited. */
+export async function prepareTables(db: Kysely<Database>, use: StoreUse): Promise<string[]> {
+  const applied = use.owns ? await migrateToLatest(db, use.owns) : [];
+  for (const group of use.reads ?? []) await awaitMigrated(db, group);
+  return applied;
+}
+
 /**
  * A service's database as its `main.ts` runs it (`runService` in libs/bus): opened as a pool (it
- * works with Postgres still away), probed for `/readyz`, migrated once it answers (waited for
- * with back-off: a database that is restarting is no reason to exit).
+ * works with Postgres still away), probed for `/readyz`, its tables made ready once it answers
+ * (waited for with back-off: a database that is restarting, or another service's tables not
+ * migrated yet, is no reason to exit).
  */
-export async function openServiceStore(config: { databaseUrl: string | undefined; stateDir: string }, logger: Logger) {
-  const database = await openDatabase(databaseLocationOf(config));
-  return {
-    db: database.db,
-    probe: () => pingDatabase(database.db),
-    ready: () => retryWithBackoff('waiting for the store', () => migrateToLatest(database.db), { logger, retryable: isStoreUnavailable }),
-    close: () => database.close(),
+export function serviceStore(use: StoreUse) {
+  return async (config: { databaseUrl: string | undefined; stateDir: string }, logger: Logger) => {
+    const database = await openDatabase(databaseLocationOf(config));
+    const retryable = (err: unknown) => isStoreUnavailable(err) || err instanceof MigrationsPending;
+    return {
+      db: database.db,
+      probe: () => pingDatabase(database.db),
+      ready: () => retryWithBackoff('waiting for the store', () => prepareTables(database.db, use), { logger, retryable }),
+      close: () => database.close(),
+    };
   };
 }

@@ -11,7 +11,7 @@ import {
   type ServiceHealth,
   type StoredEvent,
 } from '@svc/protocol';
-import { createEventStore, openDatabase, type StoreDatabase } from '@svc/store';
+import { createEventStore, migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { start } from './index.js';
 
@@ -21,6 +21,8 @@ describe('control — start and stop', () => {
   beforeAll(async () => {
     bus = await startBusFixture();
     database = await openDatabase({});
+    // The event log is event-ingest's to migrate; the control service only reads it.
+    await migrateToLatest(database.db, 'event-log');
   });
   afterAll(async () => {
     await database?.close();

@@ -78,14 +78,15 @@ export function createDecisions(deps: DecisionsDeps) {
 
   /**
    * Viewers and long polls hear of a decision like any stored event, from event-ingest, the one
-   * announcer: the decision goes to it on the worker's incoming partition. The decider's answer
-   * does not wait for JetStream's ack (the decision is stored; the ack is another hop): a failed
-   * hand-over is tried again; if it never arrives, event-ingest still announces the decision
-   * before the worker's next event (it fills holes from the store), and a long poll finds it in
-   * the store at its deadline.
+   * announcer: the decision is handed to the replica owning the worker's partition
+   * (`handOverStored`: at once over core NATS, or durably if that replica does not answer). The
+   * decider's answer does not wait for it (the decision is stored). A failed hand-over is tried
+   * again; if it never arrives, event-ingest still announces the decision before the worker's
+   * next event (it fills holes from the store), and a long poll finds it in the store at its
+   * deadline.
    */
   function handOver(workerId: string, event: StoredEvent<'control_response'>, attempt = 1): void {
-    deps.incoming.publishStored(workerId, event).catch((err: unknown) => {
+    deps.incoming.handOverStored(workerId, event).catch((err: unknown) => {
       if (attempt >= HAND_OVER_ATTEMPTS)
         return log.error(
           { err, worker_id: workerId, event_id: event.id },
@@ -147,8 +148,7 @@ export function createDecisions(deps: DecisionsDeps) {
       if (body.interrupt && body.decision !== 'deny')
         throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
-      const rule = body.scope === 'always' ? (body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }) : undefined;
-      const outcome = await deps.requests.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data), rule);
+      const outcome = await deps.requests.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data));
       switch (outcome.kind) {
         case 'not_found':
           throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);

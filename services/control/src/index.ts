@@ -16,8 +16,7 @@ import {
   type StoredEventBatchType,
 } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { createControlRequestLog, migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
-import { createPermissionRules } from './permission-rules.js';
+import { createControlRequestLog, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { createDeadlines } from './deadlines.js';
 import { createDecisions } from './decisions.js';
 
@@ -30,16 +29,17 @@ export interface ControlDeps {
   instance: string;
 }
 
+/** The store's tables this service needs: it reads the event log (its control requests and decisions) and owns no table. */
+export const tables: StoreUse = { reads: ['event-log'] };
+
 /**
  * Starts the control service: stores decisions (first wins, across replicas), keeps every open
  * request's deadline, answers the open-requests and permission-rules queries.
  */
 export async function start(deps: ControlDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'control' });
-  const applied = await migrateToLatest(deps.db);
-  if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
+  await prepareTables(deps.db, tables);
   const requests = createControlRequestLog(deps.db);
-  const rules = createPermissionRules(deps.db);
   const incoming = createIncomingEventPublisher(deps.nc);
   const workers = await createWorkerDirectory(deps.nc, log);
 
@@ -99,7 +99,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       deps.nc,
       subjects.rpc.permissionRules,
       async (request) => {
-        const items = await rules.listRules(request.worker_id);
+        const items = await requests.permissionRules(request.worker_id);
         return { items, total: items.length };
       },
       { logger: log, queue, checker: createChecker(GetWorkerRequest) },

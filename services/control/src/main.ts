@@ -1,10 +1,10 @@
 import { runService } from '@svc/bus';
-import { openServiceStore, storeSettings } from '@svc/store';
-import { start } from './index.js';
+import { serviceStore, storeSettings } from '@svc/store';
+import { start, tables } from './index.js';
 
 await runService({
   service: 'control',
   settings: storeSettings,
-  store: openServiceStore,
+  store: serviceStore(tables),
   start: ({ nc, db, logger, config }) => start({ nc, db, logger, instance: config.instance }),
 });

@@ -41,6 +41,10 @@ export interface Announcer {
 export function createAnnouncer(deps: AnnouncerDeps): Announcer {
   const log = deps.logger.child({ component: 'announcer' });
   const announced = new Map<string, bigint>();
+  // One announcement per worker at a time: the partition's batches and hand-overs from other
+  // services (stored-elsewhere.ts) arrive concurrently, and each must start from the last id
+  // the one before it announced.
+  const inTurn = new Map<string, Promise<void>>();
   let fills = 0;
 
   /** What follows on from `last` up to the newest of `events`, with any hole read from the store. */
@@ -71,22 +75,32 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
     get fills() {
       return fills;
     },
-    async announce(workerId, events) {
-      const batch: StoredEventBatchType = { worker_id: workerId, events: await followingOn(workerId, events, announced.get(workerId)) };
-      if (batch.events.length === 0) return;
-      const exits = batch.events.filter((event) => agentExitCodeOf(event) !== undefined);
-      const lifecycle: StoredEventBatchType = { worker_id: workerId, events: exits };
-      if (!deps.dropAnnouncement?.(batch)) {
-        await Promise.all([
-          deps.publisher.publish(subjects.storedEvent(workerId), batch, { messageId: storedBatchMessageId(batch), immediate: true }),
-          exits.length > 0
-            ? deps.publisher.publish(subjects.lifecycleEvent(workerId), lifecycle, { messageId: storedBatchMessageId(lifecycle), immediate: true })
-            : undefined,
-        ]);
-      }
-      const control = batch.events.filter(isControlEvent);
-      if (control.length > 0) publishJson(deps.nc, subjects.controlEvents(workerId), { worker_id: workerId, events: control } satisfies StoredEventBatchType);
-      remember(workerId, BigInt(batch.events.at(-1)!.id));
+    announce(workerId, events) {
+      const turn = (inTurn.get(workerId) ?? Promise.resolve()).catch(() => {}).then(() => announceInTurn(workerId, events));
+      inTurn.set(workerId, turn);
+      const settled = () => {
+        if (inTurn.get(workerId) === turn) inTurn.delete(workerId);
+      };
+      turn.then(settled, settled);
+      return turn;
     },
   };
+
+  async function announceInTurn(workerId: string, events: readonly StoredEvent[]): Promise<void> {
+    const batch: StoredEventBatchType = { worker_id: workerId, events: await followingOn(workerId, events, announced.get(workerId)) };
+    if (batch.events.length === 0) return;
+    const exits = batch.events.filter((event) => agentExitCodeOf(event) !== undefined);
+    const lifecycle: StoredEventBatchType = { worker_id: workerId, events: exits };
+    if (!deps.dropAnnouncement?.(batch)) {
+      await Promise.all([
+        deps.publisher.publish(subjects.storedEvent(workerId), batch, { messageId: storedBatchMessageId(batch), immediate: true }),
+        exits.length > 0
+          ? deps.publisher.publish(subjects.lifecycleEvent(workerId), lifecycle, { messageId: storedBatchMessageId(lifecycle), immediate: true })
+          : undefined,
+      ]);
+    }
+    const control = batch.events.filter(isControlEvent);
+    if (control.length > 0) publishJson(deps.nc, subjects.controlEvents(workerId), { worker_id: workerId, events: control } satisfies StoredEventBatchType);
+    remember(workerId, BigInt(batch.events.at(-1)!.id));
+  }
 }

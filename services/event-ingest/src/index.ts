@@ -1,11 +1,12 @@
 import { createDurablePublisher, serveHealth, type NatsConnection } from '@svc/bus';
 import { partitionsOfReplica, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { createEventStore, migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createEventStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { createAnnouncer } from './announcer.js';
 import { consumePartition } from './ingest.js';
 import { sharedCommits } from './shared-commits.js';
 import { serveEventQueries } from './queries.js';
+import { serveStoredElsewhere } from './stored-elsewhere.js';
 
 export interface EventIngestDeps {
   nc: NatsConnection;
@@ -19,15 +20,18 @@ export interface EventIngestDeps {
   dropAnnouncement?: ((batch: StoredEventBatchType) => boolean) | undefined;
 }
 
+/** The store's tables this service needs: the event log, which it owns. */
+export const tables: StoreUse = { owns: 'event-log' };
+
 /**
  * Starts event-ingest: migrates the event tables (it owns them), consumes the partitions of
- * incoming events this replica owns, announces what it stores (the one announcer of stored
- * events), and answers event queries.
+ * incoming events this replica owns, announces what it stores and what other services stored
+ * for its partitions' workers (the one announcer of stored events), and answers event queries.
  */
 export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'event-ingest', replica: deps.replicaIndex });
   const partitions = partitionsOfReplica(deps.replicaIndex, deps.replicaCount);
-  const applied = await migrateToLatest(deps.db);
+  const applied = await prepareTables(deps.db, tables);
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
   const store = createEventStore(deps.db);
   const publisher = createDurablePublisher(deps.nc);
@@ -41,6 +45,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   // The partitions' appends share commits (shared-commits.ts).
   const appender = sharedCommits(store);
   const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, appender, announcer, partition, log)));
+  const handOvers = partitions.map((partition) => serveStoredElsewhere(deps.nc, announcer, partition, log));
   const queries = serveEventQueries(deps.nc, store, log);
   const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   log.info({ partitions }, 'event-ingest consuming');
@@ -48,6 +53,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
     async stop() {
       health.unsubscribe();
       queries.unsubscribe();
+      handOvers.forEach((subscription) => subscription.unsubscribe());
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       publisher.close();
     },

@@ -13,7 +13,7 @@ describe('shared commits — the partitions of a replica append together', () =>
 
   beforeAll(async () => {
     database = await openDatabase({});
-    await migrateToLatest(database.db);
+    await migrateToLatest(database.db, 'event-log');
     store = createEventStore(database.db);
     counting = {
       appendMany(batches) {

@@ -17,7 +17,7 @@ import {
   type SessionRpcType,
 } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { migrateToLatest, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import type { SessionConfig } from './config.js';
 import { startLifecycle } from './lifecycle.js';
 import { followSandboxLogs } from './logs.js';
@@ -51,6 +51,9 @@ const SPAWN_HEARTBEAT_MS = 5_000;
 /** A spawn silent this long lost its replica (killed, or cut off from the store): it is failed. */
 const SPAWN_SILENT_MS = 20_000;
 
+/** The store's tables this service needs: it owns the sessions table. */
+export const tables: StoreUse = { owns: 'sessions' };
+
 /**
  * Starts the session service: the session API's operations, the spawn pipeline, worker
  * lifecycle (agent exits, sidecar liveness), sandbox logs, and the worker registry.
@@ -58,7 +61,7 @@ const SPAWN_SILENT_MS = 20_000;
 export async function start(deps: SessionDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'session' });
   const { config } = deps;
-  const applied = await migrateToLatest(deps.db);
+  const applied = await prepareTables(deps.db, tables);
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
   const provider = deps.provider ?? createProvider(config, log);
   const registry = await createWorkerRegistry(deps.nc, log);

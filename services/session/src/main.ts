@@ -1,12 +1,12 @@
 import { runService } from '@svc/bus';
-import { openServiceStore, storeSettings } from '@svc/store';
+import { serviceStore, storeSettings } from '@svc/store';
 import { sessionSettings } from './config.js';
-import { start } from './index.js';
+import { start, tables } from './index.js';
 
 await runService({
   service: 'session',
   settings: { ...storeSettings, ...sessionSettings },
-  store: openServiceStore,
+  store: serviceStore(tables),
   // Stopping sandboxes may take their kill grace: the deadline leaves room for it.
   shutdownTimeoutMs: (config) => config.killGraceMs + 10_000,
   start: ({ nc, db, logger, config }) => start({ nc, db, logger, instance: config.instance, config }),

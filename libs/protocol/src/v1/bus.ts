@@ -35,6 +35,14 @@ export const subjects = {
    */
   controlEvents: (workerId: string) => `svc.control.events.${workerId}`,
   controlEventsAll: 'svc.control.events.*',
+  /**
+   * Request/reply, core NATS: an event another service stored itself (a decision, as a
+   * `StoredElsewhereMessage`), for the event-ingest replica owning the worker's partition to
+   * announce in its place in the worker's order. Only the control service may publish here; when
+   * nobody answers, the hand-over goes the durable way, on the worker's incoming partition.
+   */
+  storedElsewhere: (partition: number) => `svc.events.elsewhere.${partition}`,
+  storedElsewhereAll: 'svc.events.elsewhere.*',
   /** Core NATS: a worker's sidecar polled for decisions (it is alive); the session service records it. */
   workerAlive: (workerId: string) => `svc.workers.alive.${workerId}`,
   workerAliveAll: 'svc.workers.alive.*',

@@ -7,7 +7,8 @@ import { sql, type Kysely } from 'kysely';
  * A decision's first-wins rule needs no index of its own: every decision on a request is stored
  * under one uid (`control_response:<request_id>`), and (worker_id, uid) is unique.
  *
- * `permission_rules` holds the allow rules a person added with `scope: "always"`.
+ * `permission_rules` held the allow rules a person added with `scope: "always"` (until
+ * 2026-11-24T2330-rules-from-decisions: they are read from the decisions now).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX events_control_request_id_idx ON events (worker_id, (data->>'request_id'), id) WHERE type IN ('control_request', 'control_response')`.execute(

@@ -1,4 +1,4 @@
-import type { Migration, MigrationProvider } from 'kysely';
+import type { Migration } from 'kysely';
 import * as eventStore from './2026-11-22T0530-event-store.js';
 import * as appendMany from './2026-11-22T0900-append-many.js';
 import * as control from './2026-11-22T1000-control.js';
@@ -6,21 +6,43 @@ import * as sessions from './2026-11-22T1200-sessions.js';
 import * as decide from './2026-11-22T1500-decide.js';
 import * as appendGenericPlans from './2026-11-22T1700-append-generic-plans.js';
 import * as appendManySetBased from './2026-11-22T2000-append-many-set-based.js';
+import * as rulesFromDecisions from './2026-11-24T2330-rules-from-decisions.js';
+
+/** The owners of tables: each applies its own group's migrations, and no other service does. */
+export type MigrationGroup = 'event-log' | 'sessions';
+
+export interface MigrationGroupOf {
+  /** The service that applies them (and the only one that writes the tables). */
+  owner: 'event-ingest' | 'session';
+  /** Where the group's applied migrations are recorded (Kysely's table; its lock is `<table>_lock`). */
+  table: string;
+  /** By timestamped name, in one explicit index: bundlers and single-file builds keep them; the order is the names' order. */
+  migrations: Record<string, Migration>;
+}
 
 /**
- * Every migration, by timestamped name, in one explicit index: bundlers and single-file builds
- * keep them, and the order is the names' order.
+ * Every migration, by owner. Until issue 21 every service applied all of them, recorded in
+ * Kysely's default table `kysely_migration`; a database migrated then has its rows copied into
+ * each group's own table the first time the group is migrated (`migrate.ts`), under the same
+ * names.
  */
-export const migrations: Record<string, Migration> = {
-  '2026-11-22T0530-event-store': eventStore,
-  '2026-11-22T0900-append-many': appendMany,
-  '2026-11-22T1000-control': control,
-  '2026-11-22T1200-sessions': sessions,
-  '2026-11-22T1500-decide': decide,
-  '2026-11-22T1700-append-generic-plans': appendGenericPlans,
-  '2026-11-22T2000-append-many-set-based': appendManySetBased,
-};
-
-export const migrationProvider: MigrationProvider = {
-  getMigrations: () => Promise.resolve(migrations),
+export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
+  'event-log': {
+    owner: 'event-ingest',
+    table: 'svc_migrations_event_log',
+    migrations: {
+      '2026-11-22T0530-event-store': eventStore,
+      '2026-11-22T0900-append-many': appendMany,
+      '2026-11-22T1000-control': control,
+      '2026-11-22T1500-decide': decide,
+      '2026-11-22T1700-append-generic-plans': appendGenericPlans,
+      '2026-11-22T2000-append-many-set-based': appendManySetBased,
+      '2026-11-24T2330-rules-from-decisions': rulesFromDecisions,
+    },
+  },
+  sessions: {
+    owner: 'session',
+    table: 'svc_migrations_sessions',
+    migrations: { '2026-11-22T1200-sessions': sessions },
+  },
 };

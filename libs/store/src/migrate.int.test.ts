@@ -1,0 +1,104 @@
+import { Migrator, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlResponseUid, type IncomingEvent } from '@svc/protocol';
+import { startPostgres, type PostgresProcess } from '@svc/test-support';
+import { createControlRequestLog } from './control-requests.js';
+import { openDatabase, type StoreDatabase } from './database.js';
+import { createEventStore } from './event-store.js';
+import { awaitMigrated, migrateToLatest, MigrationsPending } from './migrate.js';
+import { migrationGroups } from './migrations/index.js';
+import type { Database, Kysely } from './index.js';
+
+/** Every migration as it was before they were grouped by owner (issue 21), in Kysely's default table. */
+async function migrateAsBeforeTheGrouping(db: Kysely<Database>): Promise<void> {
+  const { '2026-11-24T2330-rules-from-decisions': added, ...eventLog } = migrationGroups['event-log'].migrations;
+  expect(added).toBeDefined();
+  const before = { ...eventLog, ...migrationGroups.sessions.migrations };
+  const { error } = await new Migrator({ db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
+  expect(error).toBeUndefined();
+}
+
+const tableExists = async (db: Kysely<Database>, table: string) =>
+  (await sql<{ found: string | null }>`SELECT to_regclass(${table})::text AS found`.execute(db)).rows[0]!.found !== null;
+
+function controlRequest(requestId: string, toolName: string): IncomingEvent {
+  return { type: 'control_request', uid: `cr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: toolName, input: {} } };
+}
+
+function decision(requestId: string, decidedBy: string, scope?: 'always'): IncomingEvent {
+  const data = { request_id: requestId, decision: 'allow', decided_by: decidedBy, ...(scope ? { scope, input_pattern: 'npm *' } : {}) };
+  return { type: 'control_response', uid: controlResponseUid(requestId), ts: new Date().toISOString(), data } as IncomingEvent;
+}
+
+describe('migrations — grouped by the service that owns the tables', () => {
+  it("each owner applies its own group only; a reader of another's tables waits until they are migrated", async () => {
+    const database = await openDatabase({});
+    try {
+      expect(await migrateToLatest(database.db, 'sessions')).toEqual(['2026-11-22T1200-sessions']);
+      expect(await tableExists(database.db, 'sessions')).toBe(true);
+      expect(await tableExists(database.db, 'events')).toBe(false);
+      const waiting = awaitMigrated(database.db, 'event-log');
+      await expect(waiting).rejects.toBeInstanceOf(MigrationsPending);
+      await expect(waiting).rejects.toThrow(/the event-log tables are not migrated yet \(event-ingest applies 2026-11-22T0530-event-store, /);
+      expect(await migrateToLatest(database.db, 'event-log')).toEqual(Object.keys(migrationGroups['event-log'].migrations));
+      await expect(awaitMigrated(database.db, 'event-log')).resolves.toBeUndefined();
+      expect(await migrateToLatest(database.db, 'sessions')).toEqual([]);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('a database migrated before the grouping keeps what it has: applied migrations are not applied again, "always" rules become the decisions\' own', async () => {
+    const database = await openDatabase({});
+    try {
+      await migrateAsBeforeTheGrouping(database.db);
+      const store = createEventStore(database.db);
+      await store.append('wrk_old', [controlRequest('r1', 'Bash'), controlRequest('r2', 'Read')]);
+      // As the control service decided then: the rule written beside the decision, in svc_decide.
+      for (const [requestId, scope] of [
+        ['r1', 'always'],
+        ['r2', undefined],
+      ] as const) {
+        await sql`SELECT outcome FROM svc_decide('wrk_old', ${requestId}, 600, ${JSON.stringify(decision(requestId, 'alice', scope))}::jsonb, ${scope ? '{"input_pattern":"npm *"}' : null}::jsonb)`.execute(
+          database.db,
+        );
+      }
+      const { rows: oldRules } = await sql<{ tool_name: string; input_pattern: string; added_by: string; request_id: string }>`
+        SELECT tool_name, input_pattern, added_by, request_id FROM permission_rules`.execute(database.db);
+      expect(oldRules).toEqual([{ tool_name: 'Bash', input_pattern: 'npm *', added_by: 'alice', request_id: 'r1' }]);
+
+      expect(await migrateToLatest(database.db, 'event-log')).toEqual(['2026-11-24T2330-rules-from-decisions']);
+      expect(await migrateToLatest(database.db, 'sessions')).toEqual([]);
+      expect(await tableExists(database.db, 'permission_rules')).toBe(false);
+      const rules = await createControlRequestLog(database.db).permissionRules('wrk_old');
+      expect(rules).toEqual([expect.objectContaining({ ...oldRules[0], decision: 'allow', rule_id: '3' })]);
+    } finally {
+      await database.close();
+    }
+  });
+
+  describe('on Postgres, with services starting together', () => {
+    let postgres: PostgresProcess;
+    let database: StoreDatabase;
+    beforeAll(async () => {
+      postgres = await startPostgres();
+      database = await openDatabase({ url: postgres.url, poolSize: 10 });
+    });
+    afterAll(async () => {
+      await database?.close();
+      await postgres?.stop();
+    });
+
+    it('replicas of both owners migrating a database of before the grouping at once apply each migration once', async () => {
+      await migrateAsBeforeTheGrouping(database.db);
+      const results = await Promise.all([
+        migrateToLatest(database.db, 'event-log'),
+        migrateToLatest(database.db, 'event-log'),
+        migrateToLatest(database.db, 'sessions'),
+        migrateToLatest(database.db, 'sessions'),
+      ]);
+      expect(results.flat().sort()).toEqual(['2026-11-24T2330-rules-from-decisions']);
+      await expect(awaitMigrated(database.db, 'event-log')).resolves.toBeUndefined();
+    });
+  });
+});
