@@ -2,3 +2,4 @@ export * from './worker-token.js';
 export * from './principal.js';
 export * from './oidc.js';
 export * from './local-issuer.js';
+export * from './worker-directory.js';

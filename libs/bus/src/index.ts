@@ -6,7 +6,7 @@ export * from './stored-events.js';
 export * from './durable-publisher.js';
 export * from './incoming-events.js';
 export * from './partition-consumer.js';
-export * from './worker-directory.js';
+export * from './worker-records.js';
 export * from './model-usage.js';
 export * from './nats-auth.js';
 export * from './service-main.js';

@@ -1,4 +1,5 @@
-import { createIncomingEventPublisher, createWorkerDirectory, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
+import { createWorkerDirectory } from '@svc/auth';
+import { createIncomingEventPublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
 import {
   ControlRequestsRpc,
   createChecker,

@@ -1,5 +1,5 @@
-import { createLocalIssuer, createOidcVerifier, type LocalIssuer } from '@svc/auth';
-import { createWorkerDirectory, serveHealth, type NatsConnection } from '@svc/bus';
+import { createLocalIssuer, createOidcVerifier, createWorkerDirectory, type LocalIssuer } from '@svc/auth';
+import { serveHealth, type NatsConnection } from '@svc/bus';
 import { ConfigError, type Logger, type RunningService } from '@svc/service-kit';
 import type { FastifyPluginAsync } from 'fastify';
 import { buildGatewayApp } from './app.js';

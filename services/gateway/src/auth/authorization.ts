@@ -1,6 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { WorkerDirectory } from '@svc/bus';
-import { canAccess } from '@svc/auth';
+import { canAccess, type WorkerDirectory } from '@svc/auth';
 import { CodedError, type WorkerRecord } from '@svc/protocol';
 
 /**

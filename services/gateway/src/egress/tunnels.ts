@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import net, { type Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import { createWorkerTokenVerifier } from '@svc/auth';
-import { createIncomingEventPublisher, requestJson, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { createWorkerTokenVerifier, type WorkerDirectory } from '@svc/auth';
+import { createIncomingEventPublisher, requestJson, type NatsConnection } from '@svc/bus';
 import {
   controlWithdrawnData,
   DEFAULT_DECISION_TIMEOUT_S,

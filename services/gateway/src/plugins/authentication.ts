@@ -1,16 +1,8 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
-import type { WorkerDirectory } from '@svc/bus';
-import {
-  AuthenticationError,
-  createWorkerTokenVerifier,
-  hashWorkerToken,
-  looksLikeWorkerToken,
-  type OidcVerifier,
-  type Principal,
-  type UserPrincipal,
-} from '@svc/auth';
-import { CodedError, createChecker, isEndedStatus, WorkerId, type WorkerRecord } from '@svc/protocol';
+
+import { AuthenticationError, looksLikeWorkerToken, type OidcVerifier, type Principal, type UserPrincipal, type WorkerDirectory } from '@svc/auth';
+import { CodedError, createChecker, WorkerId, type WorkerRecord } from '@svc/protocol';
 
 /**
  * Who may call a route: `public` (no credential), `user` (an OIDC JWT; the default, so a route
@@ -47,10 +39,6 @@ function bearerToken(request: FastifyRequest): string {
 /** Authenticates every request by its route's `auth` and sets `request.principal`. */
 export const authenticationPlugin = fp<AuthenticationOptions>(
   async (app, options) => {
-    // Remembers the tokens it accepted; the worker's record (its current hash, its status) is
-    // still read on every request, so a new token or an ended worker is seen at once.
-    const workerTokens = createWorkerTokenVerifier();
-
     /** The worker named by `:id`, checked before any lookup: the id is a KV key and must have the protocol's shape. */
     function workerIdOf(request: FastifyRequest, token: string): string {
       const workerId = (request.params as { id?: string }).id;
@@ -61,24 +49,13 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
       return workerId;
     }
 
-    function workerPrincipal(workerId: string, token: string, record: WorkerRecord | undefined): Principal {
-      // Worker ids are random (96 bits): saying that one does not exist reveals nothing useful.
-      if (!record) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);
-      if (record.token_hash && workerTokens.matches(token, record.token_hash)) {
-        if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} has ended (${record.status}); its token is revoked`);
-        return { kind: 'worker', workerId };
-      }
-      const owner = options.workers.workerOfTokenHash(hashWorkerToken(token));
-      if (owner && owner !== workerId) throw new CodedError('forbidden', 'this worker token is not valid for this worker');
-      throw unauthorized('the worker token is not valid');
-    }
-
     /** Calls `done` at once when the worker's record is at hand (the usual case), else after reading it. */
     function authenticateWorker(request: FastifyRequest, token: string, done: (err?: Error) => void): void {
       let workerId: string;
       const settle = (record: WorkerRecord | undefined) => {
         try {
-          request.principal = workerPrincipal(workerId, token, record);
+          options.workers.checkWorkerToken(workerId, token, record);
+          request.principal = { kind: 'worker', workerId };
         } catch (err) {
           return done(err as Error);
         }

@@ -1,5 +1,6 @@
+import { type WorkerDirectory } from '@svc/auth';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { listStoredEvents, publishJson, requestJson, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { listStoredEvents, publishJson, requestJson, type NatsConnection } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,

@@ -1,6 +1,7 @@
+import { type WorkerDirectory } from '@svc/auth';
 import type { WebSocket } from 'ws';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { listStoredEvents, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { listStoredEvents, type NatsConnection } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,

@@ -1,7 +1,8 @@
+import { type WorkerDirectory } from '@svc/auth';
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { createIncomingEventPublisher, type ModelUsageLedger, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { createIncomingEventPublisher, type ModelUsageLedger, type NatsConnection } from '@svc/bus';
 import { budgetReached, CodedError, MODEL_APIS, MODEL_PROXY_SUBTYPES, MODEL_PROXY_UNFORWARDED_HEADERS, type IncomingEvent, type ModelApi } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import { sendApiError, toCodedError } from '../plugins/errors.js';

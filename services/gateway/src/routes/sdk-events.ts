@@ -1,6 +1,7 @@
+import { type WorkerDirectory } from '@svc/auth';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createIncomingEventPublisher, listStoredEvents, type NatsConnection, type WorkerDirectory } from '@svc/bus';
+import { createIncomingEventPublisher, listStoredEvents, type NatsConnection } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,

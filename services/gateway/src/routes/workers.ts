@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { ModelUsageLedger, WorkerDirectory } from '@svc/bus';
+import type { WorkerDirectory } from '@svc/auth';
+import type { ModelUsageLedger } from '@svc/bus';
 import { APIErrorSchema, WorkerParams, WorkerSchema, type Worker } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 

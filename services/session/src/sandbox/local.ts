@@ -130,7 +130,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
       await writeFile(path.join(dir, 'sandbox.log'), '');
       channels.set(dir, await forwardToGateway(path.join(dir, 'root', GATEWAY_SOCKET), options.gateway, log));
       const handle: LocalHandle = { provider: 'local', dir, isolation, ...(isolation === 'bubblewrap' && spec.sealed !== false ? { sealed: true } : {}) };
-      const sandbox = openLocalSandbox(handle, log, hostDirs, () => {
+      const sandbox = new LocalSandbox(handle, log, hostDirs, () => {
         made.delete(dir);
         closeChannel(dir);
       });
@@ -139,7 +139,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
     },
     open(handle: SandboxHandle) {
       if (handle.provider !== 'local') throw new Error(`the local provider cannot open a ${handle.provider} sandbox`);
-      return openLocalSandbox(handle, log, hostDirs, () => {
+      return new LocalSandbox(handle, log, hostDirs, () => {
         made.delete(handle.dir);
         closeChannel(handle.dir);
       });
@@ -149,164 +149,192 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
 
 type LocalHandle = Extract<SandboxHandle, { provider: 'local' }>;
 
-function openLocalSandbox(handle: LocalHandle, log: Logger, hostDirs: readonly string[], onDestroyed: () => void): Sandbox {
-  const { dir, isolation } = handle;
-  const rootDir = path.join(dir, 'root');
-  const logFile = path.join(dir, 'sandbox.log');
-  const pidFile = path.join(dir, 'pids.json');
+/** What `startBackground` leaves in the sandbox's directory: bubblewrap's pid and, inside it, its child's. */
+interface SandboxPids {
+  launcher: number;
+  child?: number;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs `file` to its end and collects its output. */
+function runToEnd(file: string, args: string[], options: { cwd: string; timeoutMs: number }): Promise<ExecResult> {
+  return new Promise<ExecResult>((resolve, reject) => {
+    const child = spawn(file, args, { cwd: options.cwd, env: { PATH: DEFAULT_SANDBOX_PATH }, stdio: ['ignore', 'pipe', 'pipe'], timeout: options.timeoutMs });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? 128, stdout, stderr }));
+  });
+}
+
+/**
+ * A sandbox on this host: its files under `handle.dir/root`, its program run under bubblewrap
+ * (or as a plain process), its output in `sandbox.log`, its pids in `pids.json`, so that a
+ * restarted session service can open it again from the handle alone.
+ */
+class LocalSandbox implements Sandbox {
+  readonly controlPlaneSocket: string;
+  private readonly rootDir: string;
+  private readonly logFile: string;
+  private readonly pidFile: string;
+
+  constructor(
+    readonly handle: LocalHandle,
+    private readonly log: Logger,
+    private readonly hostDirs: readonly string[],
+    private readonly onDestroyed: () => void,
+  ) {
+    this.rootDir = path.join(handle.dir, 'root');
+    this.logFile = path.join(handle.dir, 'sandbox.log');
+    this.pidFile = path.join(handle.dir, 'pids.json');
+    this.controlPlaneSocket = this.resolvePath(GATEWAY_SOCKET);
+  }
+
+  resolvePath(sandboxPath: string): string {
+    return this.handle.isolation === 'bubblewrap' ? sandboxPath : this.hostPath(sandboxPath);
+  }
+
+  async upload(sandboxPath: string, content: Uint8Array | { fromFile: string }, mode = 0o644): Promise<void> {
+    const target = this.hostPath(sandboxPath);
+    await mkdir(path.dirname(target), { recursive: true });
+    if (content instanceof Uint8Array) await writeFile(target, content, { mode });
+    else await copyFile(content.fromFile, target);
+    await chmod(target, mode);
+  }
+
+  exec(argv: readonly string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {
+    const { file, args, cwd } = this.command(argv, ['--chdir', '/workspace']);
+    return runToEnd(file, args, { cwd, timeoutMs: options.timeoutMs ?? 30_000 });
+  }
+
+  async startBackground(argv: readonly string[], env: Readonly<Record<string, string>>): Promise<void> {
+    const bubblewrap = this.handle.isolation === 'bubblewrap';
+    const output = await open(this.logFile, 'a');
+    try {
+      const { file, args, cwd } = this.command(argv, bubblewrap ? ['--chdir', '/workspace', '--info-fd', '3'] : []);
+      const child = spawn(file, args, { cwd, env: { ...env }, detached: true, stdio: ['ignore', output.fd, output.fd, 'pipe'] });
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', reject);
+      });
+      child.unref();
+      const childPid = bubblewrap ? await readChildPid(child.stdio[3] as NodeJS.ReadableStream) : undefined;
+      await writeFile(this.pidFile, JSON.stringify({ launcher: child.pid, ...(childPid ? { child: childPid } : {}) } satisfies Partial<SandboxPids>));
+      this.log.info({ dir: this.handle.dir, pid: child.pid, childPid, isolation: this.handle.isolation }, 'sandbox process started');
+    } finally {
+      await output.close();
+    }
+  }
+
+  logs(options: { tail: number; follow: boolean; signal: AbortSignal }): AsyncIterable<string> {
+    return followLogFile(this.logFile, options, async () => {
+      const pids = await this.readPids();
+      return pids !== undefined && !isAlive(pids.launcher);
+    });
+  }
+
+  async stop(graceMs: number): Promise<void> {
+    const pids = await this.readPids();
+    if (!pids || !isAlive(pids.launcher)) return;
+    // SIGTERM goes to the sandboxed program only. bubblewrap would die at once; so would the
+    // pid namespace's init (bubblewrap's child), and with it everything in the namespace:
+    // no grace for the program to drain.
+    signal(pids.child ? await programOf(pids.child) : pids.launcher, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (isAlive(pids.launcher) && Date.now() < deadline) await sleep(50);
+    if (isAlive(pids.launcher)) signal(-pids.launcher, 'SIGKILL');
+    while (isAlive(pids.launcher)) await sleep(20);
+  }
+
+  async destroy(graceMs: number): Promise<void> {
+    await this.stop(graceMs);
+    await rm(this.handle.dir, { recursive: true, force: true });
+    this.onDestroyed();
+  }
 
   /** The host path of a sandbox path; only the sandbox's own directories can be written. */
-  function hostPath(sandboxPath: string): string {
+  private hostPath(sandboxPath: string): string {
     const normalized = path.posix.normalize(sandboxPath);
     if (!path.posix.isAbsolute(sandboxPath) || normalized !== sandboxPath)
       throw new Error(`sandbox path must be absolute and normalized, got ${JSON.stringify(sandboxPath)}`);
     if (!LOCAL_SANDBOX_DIRS.some((own) => normalized === own || normalized.startsWith(`${own}/`)) && !normalized.startsWith('/tmp/')) {
       throw new Error(`${sandboxPath} is not inside one of the sandbox's own directories (${LOCAL_SANDBOX_DIRS.join(', ')}, /tmp)`);
     }
-    return path.join(rootDir, normalized);
+    return path.join(this.rootDir, normalized);
   }
 
-  const resolvePath = (sandboxPath: string) => (isolation === 'bubblewrap' ? sandboxPath : hostPath(sandboxPath));
-
   /** The program and arguments that run `argv` inside the sandbox. */
-  function command(argv: readonly string[], extra: string[] = []): { file: string; args: string[]; cwd: string } {
-    if (isolation === 'process') return { file: argv[0]!, args: argv.slice(1), cwd: hostPath('/workspace') };
-    const binds = [...LOCAL_SANDBOX_DIRS, '/tmp'].map((inside) => ({ host: path.join(rootDir, inside), inside }));
-    const readOnly = hostDirs.flatMap((host) => ['--ro-bind', host, host]);
+  private command(argv: readonly string[], extra: string[] = []): { file: string; args: string[]; cwd: string } {
+    if (this.handle.isolation === 'process') return { file: argv[0]!, args: argv.slice(1), cwd: this.hostPath('/workspace') };
+    const binds = [...LOCAL_SANDBOX_DIRS, '/tmp'].map((inside) => ({ host: path.join(this.rootDir, inside), inside }));
+    const readOnly = this.hostDirs.flatMap((host) => ['--ro-bind', host, host]);
     // Sealed: a network namespace of its own, with loopback only; the gateway socket is its way out.
-    const network = handle.sealed ? ['--unshare-net'] : [];
+    const network = this.handle.sealed ? ['--unshare-net'] : [];
     return { file: 'bwrap', args: [...bubblewrapArgs(binds), ...network, ...readOnly, ...extra, '--', ...argv], cwd: '/' };
   }
 
-  async function readPids(): Promise<{ launcher: number; child?: number } | undefined> {
+  private async readPids(): Promise<SandboxPids | undefined> {
     try {
-      return JSON.parse(await readFile(pidFile, 'utf8')) as { launcher: number; child?: number };
+      return JSON.parse(await readFile(this.pidFile, 'utf8')) as SandboxPids;
     } catch {
       return undefined;
     }
   }
+}
 
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
+/**
+ * The last `tail` lines of a log file, then (with `follow`) each line added to it, until `signal`
+ * aborts or the writer has exited (`hasExited`; one not started yet has not) and its last words are read.
+ */
+async function* followLogFile(
+  logFile: string,
+  { tail, follow, signal: abort }: { tail: number; follow: boolean; signal: AbortSignal },
+  hasExited: () => Promise<boolean>,
+): AsyncIterable<string> {
+  const text = await readFile(logFile, 'utf8').catch(() => undefined);
+  if (text === undefined) return;
+  let offset = Buffer.byteLength(text);
+  const lines = text.split('\n');
+  let pending = lines.pop() ?? '';
+  for (const line of lines.slice(Math.max(0, lines.length - tail))) yield line;
+  // Once the program is seen to have exited, the file is read once more: what it wrote just
+  // before it exited (after the last read) is not lost.
+  let exited = false;
+  while (follow && !abort.aborted) {
+    const size = await stat(logFile)
+      .then((s) => s.size)
+      .catch(() => undefined);
+    if (size === undefined) return;
+    if (size > offset) {
+      const file = await open(logFile, 'r');
+      const chunk = Buffer.alloc(size - offset);
+      await file.read(chunk, 0, chunk.length, offset).finally(() => file.close());
+      offset = size;
+      const parts = (pending + chunk.toString('utf8')).split('\n');
+      pending = parts.pop() ?? '';
+      for (const line of parts) yield line;
+      continue;
     }
-  };
-
-  async function stop(graceMs: number): Promise<void> {
-    const pids = await readPids();
-    if (!pids || !alive(pids.launcher)) return;
-    // SIGTERM goes to the sandboxed program only. bubblewrap would die at once; so would the
-    // pid namespace's init (bubblewrap's child), and with it everything in the namespace:
-    // no grace for the program to drain.
-    signal(pids.child ? await programOf(pids.child) : pids.launcher, 'SIGTERM');
-    const deadline = Date.now() + graceMs;
-    while (alive(pids.launcher) && Date.now() < deadline) await sleep(50);
-    if (alive(pids.launcher)) signal(-pids.launcher, 'SIGKILL');
-    while (alive(pids.launcher)) await sleep(20);
+    if (exited) {
+      if (pending !== '') yield pending;
+      return;
+    }
+    if (await hasExited()) {
+      exited = true;
+      continue;
+    }
+    await sleep(100, undefined, { signal: abort }).catch(() => {});
   }
-
-  return {
-    handle,
-    resolvePath,
-    controlPlaneSocket: resolvePath(GATEWAY_SOCKET),
-
-    async upload(sandboxPath, content, mode = 0o644) {
-      const target = hostPath(sandboxPath);
-      await mkdir(path.dirname(target), { recursive: true });
-      if (content instanceof Uint8Array) await writeFile(target, content, { mode });
-      else await copyFile(content.fromFile, target);
-      await chmod(target, mode);
-    },
-
-    exec(argv, execOptions = {}) {
-      const { file, args, cwd } = command(argv, ['--chdir', '/workspace']);
-      return new Promise<ExecResult>((resolve, reject) => {
-        const child = spawn(file, args, {
-          cwd,
-          env: { PATH: DEFAULT_SANDBOX_PATH },
-          stdio: ['ignore', 'pipe', 'pipe'],
-          timeout: execOptions.timeoutMs ?? 30_000,
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code: code ?? 128, stdout, stderr }));
-      });
-    },
-
-    async startBackground(argv, env) {
-      const output = await open(logFile, 'a');
-      try {
-        const extra = isolation === 'bubblewrap' ? ['--chdir', '/workspace', '--info-fd', '3'] : [];
-        const { file, args, cwd } = command(argv, extra);
-        const child = spawn(file, args, { cwd, env: { ...env }, detached: true, stdio: ['ignore', output.fd, output.fd, 'pipe'] });
-        await new Promise<void>((resolve, reject) => {
-          child.once('spawn', resolve);
-          child.once('error', reject);
-        });
-        child.unref();
-        let childPid: number | undefined;
-        if (isolation === 'bubblewrap') childPid = await readChildPid(child.stdio[3] as NodeJS.ReadableStream);
-        await writeFile(pidFile, JSON.stringify({ launcher: child.pid, ...(childPid ? { child: childPid } : {}) }));
-        log.info({ dir, pid: child.pid, childPid, isolation }, 'sandbox process started');
-      } finally {
-        await output.close();
-      }
-    },
-
-    async *logs({ tail, follow, signal: abort }) {
-      let offset = 0;
-      let pending = '';
-      const text = await readFile(logFile, 'utf8').catch(() => undefined);
-      if (text === undefined) return;
-      offset = Buffer.byteLength(text);
-      const lines = text.split('\n');
-      pending = lines.pop() ?? '';
-      for (const line of lines.slice(Math.max(0, lines.length - tail))) yield line;
-      // Once the program is seen to have exited, the file is read once more: what it wrote just
-      // before it exited (after the last read) is not lost.
-      let exited = false;
-      while (follow && !abort.aborted) {
-        const size = await stat(logFile)
-          .then((s) => s.size)
-          .catch(() => undefined);
-        if (size === undefined) return;
-        if (size > offset) {
-          const handleFile = await open(logFile, 'r');
-          const chunk = Buffer.alloc(size - offset);
-          await handleFile.read(chunk, 0, chunk.length, offset).finally(() => handleFile.close());
-          offset = size;
-          const parts = (pending + chunk.toString('utf8')).split('\n');
-          pending = parts.pop() ?? '';
-          for (const line of parts) yield line;
-          continue;
-        }
-        if (exited) {
-          if (pending !== '') yield pending;
-          return;
-        }
-        const pids = await readPids();
-        if (pids && !alive(pids.launcher)) {
-          exited = true;
-          continue;
-        }
-        await sleep(100, undefined, { signal: abort }).catch(() => {});
-      }
-    },
-
-    stop,
-
-    async destroy(graceMs) {
-      await stop(graceMs);
-      await rm(dir, { recursive: true, force: true });
-      onDestroyed();
-    },
-  };
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {

@@ -1,37 +1,41 @@
-import { Kvm, type KV } from '@nats-io/kv';
-import type { NatsConnection } from './connection.js';
-import { createChecker, kvBuckets, WorkerRecordSchema, type WorkerRecord } from '@svc/protocol';
+import { openWorkerRecords, type NatsConnection } from '@svc/bus';
+import { CodedError, createChecker, isEndedStatus, WorkerRecordSchema, type WorkerRecord } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
+import { createWorkerTokenVerifier, hashWorkerToken } from './worker-token.js';
 
 /**
- * The gateway's view of the workers, from the `svc_workers` KV bucket: a watch keeps every
- * replica's copy current within milliseconds (a revoked token is refused well within 1 s), and
- * a worker not seen yet is read from the bucket directly (a gateway that just started).
+ * The workers as the gateway and the control service see them, from the `svc_workers` KV bucket:
+ * a watch keeps every replica's copy current within milliseconds (a revoked token is refused well
+ * within 1 s), and a worker not seen yet is read from the bucket directly (a gateway that just
+ * started). Worker tokens are checked here too, against the records (the token primitives are in
+ * `worker-token.ts`): whose a token is and whether it still counts are one question about the
+ * directory.
  */
 export interface WorkerDirectory {
   /** The worker's record, or undefined when there is no such worker. */
   get(workerId: string): Promise<WorkerRecord | undefined>;
   /** The record as the watch last delivered it, without asking the bucket: undefined when not seen yet. */
   known(workerId: string): WorkerRecord | undefined;
-  /** Which worker a token hash belongs to, among the workers seen so far. */
-  workerOfTokenHash(tokenHash: string): string | undefined;
+  /**
+   * Returns if `token` is the current token of `workerId`, whose record (from `known` or `get`)
+   * is given; else throws the refusal: `worker_not_found` (no record), `worker_ended` (its
+   * token, but the worker ended: revoked), `forbidden` (another worker's token), `unauthorized`
+   * (no worker's).
+   */
+  checkWorkerToken(workerId: string, token: string, record: WorkerRecord | undefined): void;
   stop(): Promise<void>;
 }
 
 const recordChecker = createChecker<WorkerRecord>(WorkerRecordSchema);
-
-/** The `svc_workers` KV bucket (made if missing): its writer is the session service's worker registry. */
-export function openWorkerRecords(nc: NatsConnection): Promise<KV> {
-  return new Kvm(nc).create(kvBuckets.workers, { history: 1 });
-}
-
-export type { KV } from '@nats-io/kv';
 
 export async function createWorkerDirectory(nc: NatsConnection, logger: Logger): Promise<WorkerDirectory> {
   const log = logger.child({ component: 'worker-directory' });
   const kv = await openWorkerRecords(nc);
   const records = new Map<string, WorkerRecord>();
   const byTokenHash = new Map<string, string>();
+  // Remembers the tokens it accepted; the record (its current hash, its status) is still looked
+  // at on every check, so a new token or an ended worker is seen at once.
+  const tokens = createWorkerTokenVerifier();
 
   function remember(workerId: string, record: WorkerRecord | undefined): void {
     const previous = records.get(workerId);
@@ -74,7 +78,17 @@ export async function createWorkerDirectory(nc: NatsConnection, logger: Logger):
       return records.get(workerId) ?? record;
     },
     known: (workerId) => records.get(workerId),
-    workerOfTokenHash: (tokenHash) => byTokenHash.get(tokenHash),
+    checkWorkerToken(workerId, token, record) {
+      // Worker ids are random (96 bits): saying that one does not exist reveals nothing useful.
+      if (!record) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);
+      if (record.token_hash && tokens.matches(token, record.token_hash)) {
+        if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} has ended (${record.status}); its token is revoked`);
+        return;
+      }
+      const owner = byTokenHash.get(hashWorkerToken(token));
+      if (owner && owner !== workerId) throw new CodedError('forbidden', 'this worker token is not valid for this worker');
+      throw new CodedError('unauthorized', 'the worker token is not valid');
+    },
     async stop() {
       watch.stop();
     },
