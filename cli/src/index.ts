@@ -1,4 +1,3 @@
 /** `svc`: the command line. `runCli` runs it; the attach renderer's pieces are exported for tests and embedding. */
 export { runCli, COMMANDS, MAIN_HELP } from './cli.js';
-export { AttachModel } from './attach/model.js';
 export { EXIT } from './exit-codes.js';

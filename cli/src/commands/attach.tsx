@@ -2,8 +2,9 @@ import { render } from 'ink';
 import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
 import { ApiError, createApi } from '../api.js';
 import { AttachApp, type ExitReason } from '../attach/components/AttachApp.js';
-import { followEventStream } from '../attach/event-stream.js';
-import { AttachModel } from '../attach/model.js';
+import { followEventStream } from '@svc/viewer';
+import { wsTransport } from '@svc/viewer/ws';
+import { WorkerView } from '@svc/viewer';
 import { createTheme } from '../attach/theme.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { colourEnabled } from '../output.js';
@@ -41,14 +42,14 @@ Examples
     if (!workerId) throw new CliError('svc attach needs a worker id (svc sessions list shows them)', EXIT.usage);
     const api = createApi(await resolveConnection(cli.flags));
     const worker = await api.request<Worker>('GET', apiPaths.worker(workerId));
-    const model = new AttachModel({ readOnly: cli.flags.readOnly || isEndedStatus(worker.status) });
+    const model = new WorkerView({ readOnly: cli.flags.readOnly || isEndedStatus(worker.status) });
     if (!cli.flags.readOnly && isEndedStatus(worker.status)) model.notify(`read-only: the worker is ${worker.status}`, 'info');
 
     let fatal: string | undefined;
     let exitReason = 'quit' as ExitReason;
     const stream = followEventStream({
-      model,
-      open: (afterId) => api.socket(apiPaths.eventStream(workerId, afterId)),
+      view: model,
+      transport: wsTransport((afterId) => api.socket(apiPaths.eventStream(workerId, afterId))),
       read: async (afterId) =>
         (await api.request<ListResponseOf<StoredEvent>>('GET', apiPaths.sdkEvents(workerId, { after_id: afterId, limit: EVENT_LIST_LIMIT.max }))).items,
       onFatal: (message) => {

@@ -14,7 +14,12 @@ import {
 } from '@svc/service-kit';
 import { gatewaySettings } from '@svc/gateway';
 import { sessionSettings } from '@svc/session';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startLocalStack } from './index.js';
+
+/** The web console as `npx nx run @svc/console:build` leaves it in this workspace (SVC_CONSOLE_DIR overrides). */
+const WORKSPACE_CONSOLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../console/dist');
 
 const localSettings = {
   stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
@@ -35,7 +40,11 @@ function readSettings() {
     return {
       config: readConfig(localSettings),
       // The local stack runs its own OIDC issuer unless one is configured.
-      gateway: readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: process.env['SVC_OIDC_ISSUER'] ? 'false' : 'true', ...process.env }),
+      gateway: readConfig(gatewaySettings, {
+        SVC_LOCAL_ISSUER: process.env['SVC_OIDC_ISSUER'] ? 'false' : 'true',
+        SVC_CONSOLE_DIR: WORKSPACE_CONSOLE,
+        ...process.env,
+      }),
     };
   } catch (err) {
     process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
@@ -65,6 +74,7 @@ try {
   process.stdout.write(
     [
       'svc local stack is up.',
+      `  console:  ${stack.gatewayUrl}/   (sign in as the local user, watch the demo, approve from the browser)`,
       `  gateway:  ${stack.gatewayUrl}   (API docs: ${stack.gatewayUrl}/docs)`,
       `  NATS:     ${stack.natsUrl}${config.natsUrl ? '' : ' (started here)'}`,
       `  store:    ${stack.store === 'pglite' ? `embedded PGlite in ${config.stateDir}/pglite` : redactUrl(config.databaseUrl ?? '')}`,

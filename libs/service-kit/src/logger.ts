@@ -22,6 +22,8 @@ export const SECRET_KEYS: ReadonlySet<string> = new Set([
   'authorization',
   'Authorization',
   'cookie',
+  // A browser's WebSocket offers its token as a subprotocol (the gateway's console support).
+  'sec-websocket-protocol',
   'x-api-key',
   'api_key',
   'apiKey',

@@ -14,11 +14,12 @@ import { type LocalIssuer, type OidcVerifier, type WorkerDirectory } from '@svc/
 import { createModelUsageLedger, type NatsConnection } from '@svc/bus';
 import type { Logger } from '@svc/service-kit';
 import type { GatewayConfig } from './config.js';
-import { authenticationPlugin } from './plugins/authentication.js';
+import { authenticationPlugin, WS_PROTOCOL } from './plugins/authentication.js';
 import { errorsPlugin, sendApiError, toCodedError } from './plugins/errors.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { requestContextPlugin, requestIdOf, requestLoggerFactory } from './plugins/request-context.js';
+import { consoleRoutes } from './routes/console.js';
 import { healthRoutes } from './routes/health.js';
 import { localIssuerRoutes } from './routes/local-issuer.js';
 import { createOpenStreams, eventStreamRoutes } from './routes/event-stream.js';
@@ -45,7 +46,10 @@ declare module 'fastify' {
 
 export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigins' | 'rateLimitMax' | 'rateLimitWindowMs' | 'bodyLimitBytes' | 'oidcAudience'> &
   Partial<
-    Pick<GatewayConfig, 'anthropicApiKey' | 'anthropicUpstreamUrl' | 'openaiApiKey' | 'openaiUpstreamUrl' | 'egressRefused' | 'natsUrl' | 'port' | 'healthPort'>
+    Pick<
+      GatewayConfig,
+      'anthropicApiKey' | 'anthropicUpstreamUrl' | 'openaiApiKey' | 'openaiUpstreamUrl' | 'egressRefused' | 'natsUrl' | 'port' | 'healthPort' | 'consoleDir'
+    >
   >;
 
 /** The gateway's Fastify instance, typed by its TypeBox schemas. */
@@ -111,7 +115,11 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(healthRoutes, { nc: options.nc, instance: options.instance });
   const streams = createOpenStreams();
   await app.register(websocket, {
-    options: { maxPayload: 64 * 1024 },
+    options: {
+      maxPayload: 64 * 1024,
+      // A browser's token rides in the subprotocols it offers; the answer names ours, never the token.
+      handleProtocols: (protocols) => (protocols.has(WS_PROTOCOL) ? WS_PROTOCOL : false),
+    },
     // At shutdown every viewer learns where to resume (instead of a bare close).
     preClose(done) {
       streams.closeAll();
@@ -150,6 +158,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   });
   app.addHook('onClose', async () => tunnels.close());
   if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
+  await app.register(consoleRoutes, { dir: settings.consoleDir });
   for (const routes of options.routes ?? []) await app.register(routes);
 
   await app.ready();

@@ -19,6 +19,8 @@ export const gatewaySettings = {
   /** Serve the built-in issuer (local stack): users get tokens from POST /v1/local/token on loopback. */
   localIssuer: booleanSetting('SVC_LOCAL_ISSUER', { default: false }),
   stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
+  /** The web console's built files (`console/dist`), served at `/`; unset: no console (docs/console.md). */
+  consoleDir: optionalStringSetting('SVC_CONSOLE_DIR'),
   /**
    * The model proxy's keys and upstreams (docs/model-proxy.md). Keys live here, in the control
    * plane, only: a sandbox never holds one. A model API without a key answers 503.

@@ -1,7 +1,7 @@
 import { render } from 'ink-testing-library';
 import { describe, expect, it } from 'vitest';
-import { AttachModel } from '../model.js';
-import { eventFactory } from '../test-events.js';
+import { WorkerView } from '@svc/viewer';
+import { eventFactory } from '@svc/test-support';
 import { createTheme } from '../theme.js';
 import { AttachApp, type ExitReason } from './AttachApp.js';
 
@@ -9,7 +9,7 @@ const KEYS = { up: '\u001B[A', down: '\u001B[B', pageUp: '\u001B[5~', pageDown: 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 80));
 
 function mount(options: { readOnly?: boolean } = {}) {
-  const model = new AttachModel({ readOnly: options.readOnly ?? false });
+  const model = new WorkerView({ readOnly: options.readOnly ?? false });
   const decisions: Array<[string, string]> = [];
   const exits: ExitReason[] = [];
   const app = render(

@@ -1,8 +1,8 @@
 import { Box, Text, useApp, useInput } from 'ink';
 import type { StoredEvent } from '@svc/protocol';
-import type { AttachModel } from '../model.js';
+import type { WorkerView } from '@svc/viewer';
 import type { Theme } from '../theme.js';
-import { useModel } from '../use-model.js';
+import { useWorkerView } from '@svc/viewer/react';
 import { useTerminalSize } from '../use-terminal-size.js';
 import { EventRow, rowsOf } from './EventRow.js';
 import { PromptModal } from './PromptModal.js';
@@ -11,7 +11,7 @@ import { StatusBar } from './StatusBar.js';
 export type ExitReason = 'detached' | 'quit';
 
 export interface AttachAppProps {
-  model: AttachModel;
+  model: WorkerView;
   workerId: string;
   theme: Theme;
   /** Sends a decision on the open request (the model is told by the caller). */
@@ -39,7 +39,7 @@ function visibleEvents(events: readonly StoredEvent[], scroll: number, rows: num
  * ctrl+c / ctrl+d detach (the worker keeps running).
  */
 export function AttachApp({ model, workerId, theme, decide, onExit }: AttachAppProps) {
-  useModel(model);
+  useWorkerView(model);
   const { exit } = useApp();
   const { rows, columns } = useTerminalSize();
   const prompt = model.prompt();

@@ -1,7 +1,7 @@
 import { Text } from 'ink';
 import type { EventData } from '@svc/protocol';
-import { deciderOf } from '../model.js';
-import { summarizeInput } from '../summary.js';
+import { deciderOf } from '@svc/viewer';
+import { summarizeInput } from '@svc/viewer';
 import type { Theme } from '../theme.js';
 
 /** `control_request` in the history: what was asked. */

@@ -1,6 +1,6 @@
 import { Text } from 'ink';
 import type { EventData } from '@svc/protocol';
-import { formatCost, formatCount } from '../summary.js';
+import { formatCost, formatCount } from '@svc/viewer';
 import type { Theme } from '../theme.js';
 
 /** `progress`: tokens and cost so far, in the status bar. */

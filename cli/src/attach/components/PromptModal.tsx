@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
 import type { StoredEvent } from '@svc/protocol';
-import { summarizeInput } from '../summary.js';
+import { summarizeInput } from '@svc/viewer';
 import type { Theme } from '../theme.js';
 
 /** `control_request`: the prompt `Allow [tool]? (y/n)`, with how many more wait behind it. */

@@ -1,9 +1,9 @@
 import { Box, Text } from 'ink';
-import type { AttachModel } from '../model.js';
+import type { WorkerView } from '@svc/viewer';
 import type { Theme } from '../theme.js';
 import { ProgressBar } from './ProgressBar.js';
 
-function connectionText(model: AttachModel): string {
+function connectionText(model: WorkerView): string {
   const state = model.connection;
   switch (state.kind) {
     case 'connecting':
@@ -20,7 +20,7 @@ function connectionText(model: AttachModel): string {
 }
 
 /** The bottom line: the worker, the connection, tokens and cost, and the keys. */
-export function StatusBar({ model, workerId, theme }: { model: AttachModel; workerId: string; theme: Theme }) {
+export function StatusBar({ model, workerId, theme }: { model: WorkerView; workerId: string; theme: Theme }) {
   const keys = model.prompt() ? 'y allow · n deny · ↑↓ PgUp PgDn scroll · ctrl+d detach' : `↑↓ PgUp PgDn scroll · q quit · ctrl+d detach`;
   return (
     <Box flexDirection="column">

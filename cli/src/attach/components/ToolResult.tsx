@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
 import type { EventData } from '@svc/protocol';
-import { firstLines } from '../summary.js';
+import { firstLines } from '@svc/viewer';
 import type { Theme } from '../theme.js';
 
 /** `tool_result`: its first 3 lines, with ✓ or, for an error, ✗. */

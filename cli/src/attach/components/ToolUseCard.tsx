@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
 import type { EventData } from '@svc/protocol';
-import { summarizeInput } from '../summary.js';
+import { summarizeInput } from '@svc/viewer';
 import type { Theme } from '../theme.js';
 
 /** `tool_use`: a bordered card `[tool_name] input_summary`. */

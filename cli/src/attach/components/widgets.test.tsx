@@ -1,7 +1,7 @@
 import { render } from 'ink-testing-library';
 import { describe, expect, it } from 'vitest';
 import { createTheme } from '../theme.js';
-import { eventFactory } from '../test-events.js';
+import { eventFactory } from '@svc/test-support';
 import { AssistantText } from './AssistantText.js';
 import { ControlRequestLine, ControlResponseLine } from './ControlLine.js';
 import { EventRow } from './EventRow.js';

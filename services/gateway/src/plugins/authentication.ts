@@ -28,9 +28,32 @@ export interface AuthenticationOptions {
 const unauthorized = (message: string) => new CodedError('unauthorized', message);
 const workerIdChecker = createChecker<string>(WorkerId);
 
+/**
+ * The WebSocket subprotocol a browser offers with its token (`new WebSocket(url, [WS_PROTOCOL,
+ * \`${WS_BEARER_PREFIX}${token}\`])`): a browser cannot set `Authorization` on an upgrade, and a
+ * token in the URL would land in logs. The gateway answers with `WS_PROTOCOL`, never the token.
+ */
+export const WS_PROTOCOL = 'svc.v1';
+export const WS_BEARER_PREFIX = 'bearer.';
+
+/** The token a browser offered as a WebSocket subprotocol, if any. */
+function subprotocolToken(request: FastifyRequest): string | undefined {
+  const offered = request.headers['sec-websocket-protocol'];
+  if (typeof offered !== 'string' || request.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
+  const entry = offered
+    .split(',')
+    .map((protocol) => protocol.trim())
+    .find((protocol) => protocol.startsWith(WS_BEARER_PREFIX));
+  return entry?.slice(WS_BEARER_PREFIX.length);
+}
+
 function bearerToken(request: FastifyRequest): string {
   const header = request.headers.authorization;
-  if (!header) throw unauthorized('missing Authorization header');
+  if (!header) {
+    const offered = subprotocolToken(request);
+    if (offered) return offered;
+    throw unauthorized('missing Authorization header');
+  }
   const match = /^Bearer ([^\s]+)$/i.exec(header);
   if (!match) throw unauthorized('the Authorization header must be "Bearer <token>"');
   return match[1]!;

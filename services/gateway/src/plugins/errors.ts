@@ -93,7 +93,9 @@ export const errorsPlugin = fp(
 
     app.decorate('notFoundHandler', (request: FastifyRequest, reply: FastifyReply) => {
       const path = request.url.split('?')[0]!;
-      const allowed = METHODS.filter((method) => method !== request.method && routes.find(method, path));
+      // A route of this method that found nothing (a missing file under `/assets/*`) is a 404 too.
+      const routed = routes.find(request.method as HTTPMethod, path) !== null;
+      const allowed = routed ? [] : METHODS.filter((method) => method !== request.method && routes.find(method, path));
       const coded =
         allowed.length > 0
           ? new CodedError('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`)

@@ -14,11 +14,12 @@ export interface Notice {
 }
 
 /**
- * Everything `svc attach` shows, built from the stored events in id order (pure: no I/O, no
- * React). The history is kept as the events themselves, a flat array: a 100,000-event replay is
- * one array of objects, and the view renders only the rows it shows.
+ * Everything a viewer of one worker shows — `svc attach` in a terminal, the console's worker page
+ * in a browser — built from the stored events in id order (pure: no I/O, no rendering). The
+ * history is kept as the events themselves, a flat array: a 100,000-event replay is one array of
+ * objects, and a renderer draws only the rows it shows.
  */
-export class AttachModel {
+export class WorkerView {
   readonly events: StoredEvent[] = [];
   /** The last id applied: reconnects resume after it. */
   lastId = '0';
@@ -34,9 +35,9 @@ export class AttachModel {
   connection: ConnectionState = { kind: 'connecting' };
   /** No prompts, no decisions: `--read-only`, or the worker has ended. */
   readOnly: boolean;
-  /** Rows scrolled up from the bottom (0: following the newest). */
+  /** Rows scrolled up from the bottom (0: following the newest); the terminal's, a browser scrolls itself. */
   scroll = 0;
-  /** Bumped on every change: the view re-renders when it moves. */
+  /** Bumped on every change: a renderer redraws when it moves. */
   version = 0;
 
   constructor(options: { readOnly: boolean }) {
@@ -84,6 +85,11 @@ export class AttachModel {
   prompt(): StoredEvent<'control_request'> | undefined {
     if (this.readOnly) return undefined;
     return this.open.values().next().value;
+  }
+
+  /** Every open request, oldest first (none when read-only): the console pins them all. */
+  openRequests(): StoredEvent<'control_request'>[] {
+    return this.readOnly ? [] : [...this.open.values()];
   }
 
   openCount(): number {

@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { waitFor } from '@svc/test-support';
+import { eventFactory, waitFor } from '@svc/test-support';
 import { followEventStream } from './event-stream.js';
-import { AttachModel } from './model.js';
-import { eventFactory } from './test-events.js';
+import { wsTransport } from './ws-transport.js';
+import { WorkerView } from './worker-view.js';
 
 /**
  * A stand-in of the gateway's event stream on loopback: it sends the events after `after_id`,
@@ -43,31 +43,31 @@ describe('following the event stream', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  /** Follows the stand-in's ten events into a model until live; every one must arrive once, in order. */
+  /** Follows the stand-in's ten events into a view until live; every one must arrive once, in order. */
   async function followAll(options: { skip?: string } = {}) {
     const server = await startStreamServer(options);
     cleanups.push(server.close);
-    const model = new AttachModel({ readOnly: false });
+    const view = new WorkerView({ readOnly: false });
     const stream = followEventStream({
-      model,
-      open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`),
+      view,
+      transport: wsTransport((afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`)),
       read: server.read,
       backoffMs: () => 50,
       onFatal: () => {},
     });
     cleanups.push(() => stream.close());
-    await waitFor('all ten events, live', () => model.events.length === 10 && model.connection.kind === 'live');
-    expect(model.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
-    return { server, model };
+    await waitFor('all ten events, live', () => view.events.length === 10 && view.connection.kind === 'live');
+    expect(view.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
+    return { server, view };
   }
 
   it('reconnects after a drop and resumes after the last id it saw: every event once, in order, said on screen', async () => {
-    const { server, model } = await followAll();
+    const { server, view } = await followAll();
     expect(server.connections).toEqual(['0', '5']);
-    expect(model.notices.map((n) => n.text)).toContain('reconnected; resumed after event #5');
+    expect(view.notices.map((n) => n.text)).toContain('reconnected; resumed after event #5');
   });
 
-  it('a frame that skips an id: the hole is read from the list endpoint first, so the model still gets every event once, in order', async () => {
+  it('a frame that skips an id: the hole is read from the list endpoint first, so the view still gets every event once, in order', async () => {
     const { server } = await followAll({ skip: '3' });
     expect(server.reads).toEqual(['2']);
   });
@@ -75,11 +75,11 @@ describe('following the event stream', () => {
   it('a refused stream (HTTP 404 on the upgrade) is fatal, with the reason', async () => {
     const server = await startStreamServer({ refuse: 404 });
     cleanups.push(server.close);
-    const model = new AttachModel({ readOnly: false });
+    const view = new WorkerView({ readOnly: false });
     let fatal: string | undefined;
     const stream = followEventStream({
-      model,
-      open: (afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`),
+      view,
+      transport: wsTransport((afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`)),
       read: server.read,
       backoffMs: () => 50,
       onFatal: (message) => (fatal = message),
@@ -87,20 +87,20 @@ describe('following the event stream', () => {
     cleanups.push(() => stream.close());
     await waitFor('the refusal', () => fatal);
     expect(fatal).toBe('HTTP 404');
-    expect(model.connection).toEqual({ kind: 'closed', reason: 'HTTP 404' });
+    expect(view.connection).toEqual({ kind: 'closed', reason: 'HTTP 404' });
   });
 
   it('while the server is away it says it is reconnecting, with the attempt and the wait', async () => {
-    const model = new AttachModel({ readOnly: false });
+    const view = new WorkerView({ readOnly: false });
     const stream = followEventStream({
-      model,
-      open: (afterId) => new WebSocket(`ws://127.0.0.1:9/?after_id=${afterId}`),
+      view,
+      transport: wsTransport((afterId) => new WebSocket(`ws://127.0.0.1:9/?after_id=${afterId}`)),
       read: () => Promise.resolve([]),
       backoffMs: (attempt) => attempt * 100,
       onFatal: () => {},
     });
     cleanups.push(() => stream.close());
-    await waitFor('a second attempt', () => model.connection.kind === 'reconnecting' && model.connection.attempt >= 2);
-    expect(model.connection).toMatchObject({ kind: 'reconnecting', inMs: expect.any(Number) as unknown as number });
+    await waitFor('a second attempt', () => view.connection.kind === 'reconnecting' && view.connection.attempt >= 2);
+    expect(view.connection).toMatchObject({ kind: 'reconnecting', inMs: expect.any(Number) as unknown as number });
   });
 });

@@ -1,0 +1,37 @@
+import type { Auth } from './auth.js';
+
+/** An API error as the gateway reports it (`APIError`: code and message), with the HTTP status. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type Api = ReturnType<typeof createApi>;
+
+/** Calls the gateway's `/v1` API with the signed-in user's token; a 401 signs out (the page asks to sign in again). */
+export function createApi(auth: Auth) {
+  return {
+    async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+      const token = auth.signedIn?.token;
+      if (!token) throw new ApiError(401, 'unauthorized', 'sign in first');
+      const response = await fetch(path, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await response.text();
+      const parsed = text ? (JSON.parse(text) as unknown) : undefined;
+      if (!response.ok) {
+        const error = (parsed ?? {}) as { code?: string; message?: string };
+        if (response.status === 401) auth.expired();
+        throw new ApiError(response.status, error.code ?? 'internal', error.message ?? `HTTP ${response.status}`);
+      }
+      return parsed as T;
+    },
+  };
+}

@@ -1,0 +1,24 @@
+import type { StreamTransport } from '@svc/viewer';
+
+/** The subprotocols the gateway reads a browser's token from (a browser cannot set `Authorization` on a WebSocket). */
+const WS_PROTOCOL = 'svc.v1';
+const WS_BEARER_PREFIX = 'bearer.';
+
+/**
+ * The event stream over the browser's WebSocket. A browser is not told why an upgrade failed
+ * (it sees code 1006): the console reads the worker over HTTP first, which says "not found" or
+ * "sign in", so what is left to a failed upgrade is a drop, retried by the follower.
+ */
+export function browserTransport(path: (afterId: string) => string, token: () => string | undefined): StreamTransport {
+  return {
+    open(afterId, listener) {
+      const url = new URL(path(afterId), window.location.href);
+      url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+      const socket = new WebSocket(url, [WS_PROTOCOL, `${WS_BEARER_PREFIX}${token() ?? ''}`]);
+      socket.onopen = () => listener.opened();
+      socket.onmessage = (message) => listener.frame(String(message.data));
+      socket.onclose = (closed) => listener.closed(closed.code, closed.reason);
+      return { close: (code = 1000, reason) => socket.close(code, reason) };
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import type { StoredEvent } from '@svc/protocol';
+import { deciderOf, firstLines, formatCost, formatCount, summarizeInput } from '@svc/viewer';
+import { useState } from 'react';
+
+/** One event of the history, as `svc attach` shows it (the same summaries, from `@svc/viewer`). */
+export function EventRow({ event }: { event: StoredEvent }) {
+  switch (event.type) {
+    case 'assistant': {
+      const data = (event as StoredEvent<'assistant'>).data;
+      return <div className={`row assistant${data.kind === 'thinking' ? ' thinking' : ''}`}>{data.text}</div>;
+    }
+    case 'tool_use': {
+      const data = (event as StoredEvent<'tool_use'>).data;
+      return (
+        <div className="row tool-use">
+          <span className="tag">{data.name}</span> <code>{summarizeInput(data.name, data.input)}</code>
+        </div>
+      );
+    }
+    case 'tool_result':
+      return <ToolResult data={(event as StoredEvent<'tool_result'>).data} />;
+    case 'system': {
+      const data = (event as StoredEvent<'system'>).data;
+      return (
+        <div className={`row system level-${data.level}`}>
+          <span className="tag">{data.level}</span> {data.message}
+        </div>
+      );
+    }
+    case 'control_request': {
+      const data = (event as StoredEvent<'control_request'>).data;
+      return (
+        <div className="row control">
+          <span className="tag">asks</span> {data.tool_name}: <code>{summarizeInput(data.tool_name, data.input)}</code>
+        </div>
+      );
+    }
+    case 'control_response': {
+      const data = (event as StoredEvent<'control_response'>).data;
+      return (
+        <div className={`row control decision-${data.decision}`}>
+          <span className="tag">{data.decision === 'allow' ? 'allowed' : 'denied'}</span> by {deciderOf(data)}
+          {data.scope === 'always' ? ' (always)' : ''}
+          {data.message ? `: ${data.message}` : ''}
+        </div>
+      );
+    }
+    case 'progress': {
+      const data = (event as StoredEvent<'progress'>).data;
+      return (
+        <div className="row progress">
+          {formatCount(data.input_tokens)} in · {formatCount(data.output_tokens)} out · {formatCost(data.cost_usd)}
+        </div>
+      );
+    }
+    case 'result': {
+      const data = (event as StoredEvent<'result'>).data;
+      return (
+        <div className={`row result${data.is_error ? ' failed' : ''}`}>
+          <span className="tag">{data.is_error ? 'failed' : 'done'}</span> {data.text ?? data.subtype}
+        </div>
+      );
+    }
+    default:
+      return null;
+  }
+}
+
+/** A tool's output: its first lines, the rest folded behind a button. */
+function ToolResult({ data }: { data: StoredEvent<'tool_result'>['data'] }) {
+  const [open, setOpen] = useState(false);
+  const { lines, more } = firstLines(data.content);
+  return (
+    <div className={`row tool-result${data.is_error ? ' failed' : ''}`}>
+      {data.is_error && <span className="tag">error</span>}
+      <pre>{open ? data.content : lines.join('\n')}</pre>
+      {more > 0 && (
+        <button type="button" className="quiet" aria-expanded={open} onClick={() => setOpen(!open)}>
+          {open ? 'Fold' : `${more} more line${more === 1 ? '' : 's'}`}
+        </button>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,3 @@
+export * from './worker-view.js';
+export * from './event-stream.js';
+export * from './summary.js';

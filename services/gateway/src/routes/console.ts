@@ -1,0 +1,79 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import fastifyStatic from '@fastify/static';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { CodedError } from '@svc/protocol';
+
+export interface ConsoleRoutesOptions {
+  /** The console's built files (`console/dist`): `index.html` and `assets/`. Unset or not built: its pages are 404s that say why. */
+  dir: string | undefined;
+}
+
+/**
+ * The console's own paths (client-side routes): each is answered with `index.html`, and the
+ * page's script shows what the path names. Anything else outside `/v1` is not the console's.
+ */
+export const CONSOLE_PAGES = ['/', '/sessions', '/inbox', '/workers/:id'] as const;
+
+/**
+ * What a browser may do with the console's pages: scripts, styles and fonts from the gateway
+ * only (no inline script; React sets styles through the DOM, which CSP allows), API and
+ * WebSocket calls to the gateway only, never framed (clickjacking an "Allow" button).
+ */
+export const CONSOLE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function secureHeaders(reply: FastifyReply): void {
+  reply.header('content-security-policy', CONSOLE_CSP);
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header('referrer-policy', 'no-referrer');
+  reply.header('cross-origin-opener-policy', 'same-origin');
+}
+
+/**
+ * Serves the web console at `/` (docs/console.md). Files under `/assets/` have content hashes
+ * in their names and are cached for a year; `index.html` is revalidated every time, so a new
+ * build is picked up at the next load.
+ */
+export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (app, { dir }) => {
+  const built = dir !== undefined && existsSync(path.join(dir, 'index.html'));
+  const config = { auth: 'public' as const };
+  const schema = { hide: true };
+  if (!built) {
+    const notBuilt = () => {
+      throw new CodedError(
+        'not_found',
+        dir === undefined
+          ? 'the web console is not served by this gateway (SVC_CONSOLE_DIR is not set)'
+          : `the web console is not built: ${dir} has no index.html (npx nx run @svc/console:build)`,
+      );
+    };
+    for (const page of CONSOLE_PAGES) app.get(page, { config, schema }, notBuilt);
+    return;
+  }
+  // `serve: false`: the routes are ours, so they carry `auth: 'public'` (the files hold no data)
+  // and the caching rule; @fastify/static only sends the files (ranges, ETags, no path escapes).
+  await app.register(fastifyStatic, { root: dir, serve: false });
+  const assets = path.join(dir, 'assets');
+  app.get<{ Params: { '*': string } }>('/assets/*', { config, schema }, (request, reply) => {
+    reply.header('x-content-type-options', 'nosniff');
+    return reply.sendFile(request.params['*'], assets, { immutable: true, maxAge: '365d' });
+  });
+  for (const page of CONSOLE_PAGES) {
+    app.get(page, { config, schema }, (_request, reply) => {
+      secureHeaders(reply);
+      reply.header('cache-control', 'no-cache');
+      return reply.sendFile('index.html', dir, { cacheControl: false });
+    });
+  }
+};
