@@ -1,10 +1,8 @@
-import { useEffect, useState } from 'react';
-import { apiPaths, type ListResponseOf, type Session, type StoredEvent, type Worker } from '@svc/protocol';
+import { apiPaths, DEFAULT_DECISION_POLICY, type ListResponseOf, type Session, type StoredEvent, type Worker } from '@svc/protocol';
 import { useConsole } from '../console-context.js';
 import { Link } from '../router.js';
+import { usePolling } from '../use-polling.js';
 import { ApprovalCard } from '../widgets/ApprovalCard.js';
-
-const REFRESH_MS = 2000;
 
 interface OpenRequest {
   worker: Worker;
@@ -15,37 +13,19 @@ interface OpenRequest {
 /** Every open request across the user's running workers, the nearest deadline first: the page a phone user lives on. */
 export function InboxPage() {
   const { api } = useConsole();
-  const [open, setOpen] = useState<OpenRequest[]>();
-  const [error, setError] = useState<string>();
-
-  useEffect(() => {
-    let stopped = false;
-    const load = async () => {
-      try {
-        const sessions = await api.request<ListResponseOf<Session>>('GET', apiPaths.sessions({ limit: 100, status: 'running' }));
-        const perWorker = await Promise.all(
-          sessions.items.map(async (session) => {
-            const [worker, requests] = await Promise.all([
-              api.request<Worker>('GET', apiPaths.worker(session.worker_id)),
-              api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(session.worker_id, { state: 'open' })),
-            ]);
-            const timeoutMs = (worker.decision_policy?.decision_timeout_s ?? 600) * 1000;
-            return requests.items.map((request) => ({ worker, request, deadline: Date.parse(request.ts) + timeoutMs }));
-          }),
-        );
-        if (stopped) return;
-        setOpen(perWorker.flat().sort((a, b) => a.deadline - b.deadline));
-        setError(undefined);
-      } catch (err) {
-        if (!stopped) setError(err instanceof Error ? err.message : String(err));
-      }
-    };
-    void load();
-    const timer = setInterval(() => void load(), REFRESH_MS);
-    return () => {
-      stopped = true;
-      clearInterval(timer);
-    };
+  const { value: open, error } = usePolling(async () => {
+    const sessions = await api.request<ListResponseOf<Session>>('GET', apiPaths.sessions({ limit: 100, status: 'running' }));
+    const perWorker = await Promise.all(
+      sessions.items.map(async (session) => {
+        const [worker, requests] = await Promise.all([
+          api.request<Worker>('GET', apiPaths.worker(session.worker_id)),
+          api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(session.worker_id, { state: 'open' })),
+        ]);
+        const timeoutMs = (worker.decision_policy ?? DEFAULT_DECISION_POLICY).decision_timeout_s * 1000;
+        return requests.items.map((request): OpenRequest => ({ worker, request, deadline: Date.parse(request.ts) + timeoutMs }));
+      }),
+    );
+    return perWorker.flat().sort((a, b) => a.deadline - b.deadline);
   }, [api]);
 
   return (

@@ -1,50 +1,27 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useState, type FormEvent } from 'react';
 import { apiPaths, WORKER_STATUSES, type ListResponseOf, type Session, type StoredEvent, type WorkerStatus } from '@svc/protocol';
 import { ApiError } from '../api.js';
 import { useConsole } from '../console-context.js';
 import { Link, navigate } from '../router.js';
-
-/** How often the list is read again (statuses and open approvals move on their own). */
-const REFRESH_MS = 2000;
+import { usePolling } from '../use-polling.js';
 
 /** Every session the user may see, newest first, with its open approvals; a form to start one. */
 export function SessionsPage() {
   const { api } = useConsole();
   const [status, setStatus] = useState<WorkerStatus | ''>('');
-  const [sessions, setSessions] = useState<Session[]>();
-  const [openCounts, setOpenCounts] = useState<Record<string, number>>({});
-  const [error, setError] = useState<string>();
-
-  useEffect(() => {
-    let stopped = false;
-    const load = async () => {
-      try {
-        const page = await api.request<ListResponseOf<Session>>('GET', apiPaths.sessions({ limit: 100, ...(status ? { status } : {}) }));
-        if (stopped) return;
-        setSessions(page.items);
-        setError(undefined);
-        const running = page.items.filter((session) => session.status === 'running');
-        const counts = await Promise.all(
-          running.map(async (session) => {
-            const open = await api.request<ListResponseOf<StoredEvent<'control_request'>>>(
-              'GET',
-              apiPaths.controlRequests(session.worker_id, { state: 'open' }),
-            );
-            return [session.worker_id, open.total] as const;
-          }),
-        );
-        if (!stopped) setOpenCounts(Object.fromEntries(counts));
-      } catch (err) {
-        if (!stopped) setError(err instanceof Error ? err.message : String(err));
-      }
-    };
-    void load();
-    const timer = setInterval(() => void load(), REFRESH_MS);
-    return () => {
-      stopped = true;
-      clearInterval(timer);
-    };
+  const { value, error } = usePolling(async () => {
+    const page = await api.request<ListResponseOf<Session>>('GET', apiPaths.sessions({ limit: 100, ...(status ? { status } : {}) }));
+    const running = page.items.filter((session) => session.status === 'running');
+    const counts = await Promise.all(
+      running.map(async (session) => {
+        const open = await api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(session.worker_id, { state: 'open' }));
+        return [session.worker_id, open.total] as const;
+      }),
+    );
+    return { sessions: page.items, openCounts: Object.fromEntries(counts) as Record<string, number> };
   }, [api, status]);
+  const sessions = value?.sessions;
+  const openCounts = value?.openCounts ?? {};
 
   return (
     <section aria-labelledby="sessions-title">
