@@ -50,7 +50,7 @@ const boundaries = (testCode) => ({
   ],
 });
 
-const testFiles = ['**/*.test.ts', '**/*.test.tsx', '**/test/**/*.ts', '**/vitest.config.ts'];
+const testFiles = ['**/*.test.ts', '**/*.test.tsx', '**/test/**/*.ts', '**/e2e/**/*.ts', '**/vitest.config.ts'];
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/executable/**', '**/node_modules/**', '**/.nx/**', '**/coverage/**', '**/.svc/**', '.cache/**'] },

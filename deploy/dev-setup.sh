@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what svc needs on a fresh Debian machine, and nothing that is already there:
 #   Debian packages: postgresql (tests start throwaway servers; no cluster is created),
-#                    bubblewrap (local sandboxes), tmux (terminal e2e tests)
+#                    bubblewrap (local sandboxes), tmux (terminal e2e tests),
+#                    chromium (the web console's browser tests, driven by playwright-core)
 #   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
 #   helm             via `go install`, pinned in .ci/versions.env (the chart's tests)
 #   node_modules     via `npm ci`, re-run only when package-lock.json changed
@@ -20,6 +21,7 @@ sudo_cmd=()
 # --- Debian packages -------------------------------------------------------
 packages=()
 command -v tmux >/dev/null 2>&1 || packages+=(tmux)
+command -v chromium >/dev/null 2>&1 || packages+=(chromium)
 command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || packages+=(postgresql)
 if [ "${#packages[@]}" -gt 0 ]; then

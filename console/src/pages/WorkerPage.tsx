@@ -11,6 +11,8 @@ import { NotFoundPage } from './NotFoundPage.js';
 
 /** How many of the newest events the page draws (a long history is not all in the DOM). */
 const SHOWN_EVENTS = 500;
+/** How many approval cards stay on the page, open or recently closed. */
+const SHOWN_CARDS = 10;
 
 /** A worker: its live events and open approvals; read-only once it has ended. */
 export function WorkerPage({ workerId }: { workerId: string }) {
@@ -66,7 +68,12 @@ function WorkerEvents({ worker }: { worker: Worker }) {
     if (isEndedStatus(worker.status)) view.setReadOnly(`the worker is ${worker.status}`);
   }, [view, worker.status]);
 
-  const open = view.openRequests();
+  // A card stays once its request is closed (here, elsewhere, or withdrawn), saying how, so a
+  // person who was about to decide sees who did; the newest few are kept.
+  const [cards] = useState(() => new Map<string, StoredEvent<'control_request'>>());
+  // Only once live: while the history replays, requests long decided are briefly open.
+  if (view.connection.kind === 'live') for (const request of view.openRequests()) cards.set(request.data.request_id, request);
+  const shownCards = [...cards.values()].slice(-SHOWN_CARDS);
   const shown = view.events.slice(-SHOWN_EVENTS);
   const usage = worker.model_usage;
   return (
@@ -88,14 +95,15 @@ function WorkerEvents({ worker }: { worker: Worker }) {
       {view.readOnly ? (
         <p className="read-only">Read-only: this worker has ended; nothing can be decided.</p>
       ) : (
-        open.length > 0 && (
-          <section aria-label="Open approvals" className="approvals">
-            {open.map((request) => (
+        shownCards.length > 0 && (
+          <section aria-label="Approvals" className="approvals">
+            {shownCards.map((request) => (
               <ApprovalCard
                 key={request.data.request_id}
                 workerId={workerId}
                 request={request}
                 policy={worker.decision_policy}
+                closing={view.closingOf(request.data.request_id)}
                 onDecided={() => view.decided(request.data.request_id)}
               />
             ))}

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { apiPaths, DEFAULT_DECISION_POLICY, type DecisionPolicy, type StoredEvent } from '@svc/protocol';
-import { summarizeInput } from '@svc/viewer';
+import { deciderOf, summarizeInput, type Closing } from '@svc/viewer';
 import { ApiError } from '../api.js';
 import { useConsole } from '../console-context.js';
 
@@ -18,12 +18,15 @@ export function ApprovalCard({
   workerId,
   request,
   policy = DEFAULT_DECISION_POLICY,
+  closing,
   onDecided,
 }: {
   workerId: string;
   request: StoredEvent<'control_request'>;
   /** The worker's deadline policy (its record's `decision_policy`). */
   policy?: DecisionPolicy | undefined;
+  /** How the request was closed, once it has been (here or elsewhere): the buttons are then disabled and say so. */
+  closing?: Closing | undefined;
   onDecided?: () => void;
 }) {
   const { api } = useConsole();
@@ -53,7 +56,7 @@ export function ApprovalCard({
   // y / n decide the first card on the page, as in `svc attach`.
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
-      if (busy || outcome || mode !== 'choose' || event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
+      if (busy || outcome || closing || mode !== 'choose' || event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
       const first = document.querySelector('[data-approval]');
       if (first?.getAttribute('data-approval') !== requestId) return;
       if (event.key === 'y') decide('allow');
@@ -75,10 +78,29 @@ export function ApprovalCard({
         <summary>Input</summary>
         <pre>{JSON.stringify(input, null, 2)}</pre>
       </details>
-      {outcome ? (
-        <p role="status" className="outcome">
-          {outcome}
-        </p>
+      {outcome || closing ? (
+        <>
+          {outcome && (
+            <p role="status" className="outcome">
+              {outcome}
+            </p>
+          )}
+          {closing && (
+            <p role="status" className="closed">
+              {closing.decision
+                ? `${closing.decision.decision === 'allow' ? 'Allowed' : 'Denied'}: decided by ${deciderOf(closing.decision)}${closing.decision.message ? ` — ${closing.decision.message}` : ''}`
+                : 'Withdrawn by the agent'}
+            </p>
+          )}
+          <div className="buttons">
+            <button type="button" className="primary" disabled>
+              Allow
+            </button>
+            <button type="button" className="danger" disabled>
+              Deny…
+            </button>
+          </div>
+        </>
       ) : mode === 'deny' ? (
         <form
           onSubmit={(event) => {

@@ -29,6 +29,9 @@ describe('the worker view', () => {
     view.apply(event('control_response', { request_id: 'r2', decision: 'deny', decided_by: 'policy:timeout', message: 'late' }));
     expect(view.prompt()).toBeUndefined();
     expect(view.notices.at(-1)?.text).toBe('denied: decided by the timeout policy');
+    expect(view.closingOf('r1')).toEqual({ withdrawn: true });
+    expect(view.closingOf('r2')?.decision).toMatchObject({ decision: 'deny', decided_by: 'policy:timeout' });
+    expect(view.closingOf('r3')).toBeUndefined();
   });
 
   it('a decision made here closes the prompt at once, without a "decided by" notice when its event arrives', () => {

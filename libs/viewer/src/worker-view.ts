@@ -7,6 +7,9 @@ export type ConnectionState =
   | { kind: 'reconnecting'; attempt: number; inMs: number; reason: string }
   | { kind: 'closed'; reason: string };
 
+/** How a request stopped waiting: its first decision, or the agent withdrew it. */
+export type Closing = { decision: EventData<'control_response'>; withdrawn?: undefined } | { withdrawn: true; decision?: undefined };
+
 /** A short-lived line under the history: a reconnect, a prompt decided elsewhere, an error. */
 export interface Notice {
   text: string;
@@ -27,6 +30,8 @@ export class WorkerView {
   private readonly open = new Map<string, StoredEvent<'control_request'>>();
   /** Requests this viewer decided (so their closing is not "decided elsewhere"). */
   private readonly decidedHere = new Set<string>();
+  /** How each closed request was closed: its first decision, or the agent's withdrawal. */
+  private readonly closings = new Map<string, Closing>();
   progress: EventData<'progress'> | undefined;
   result: EventData<'result'> | undefined;
   /** The agent has exited (the sidecar reported it). */
@@ -57,6 +62,7 @@ export class WorkerView {
       }
       case 'control_response': {
         const decision = (event as StoredEvent<'control_response'>).data;
+        if (!this.closings.has(decision.request_id)) this.closings.set(decision.request_id, { decision });
         const wasShown = this.prompt()?.data.request_id === decision.request_id;
         if (this.open.delete(decision.request_id) && wasShown && !this.decidedHere.has(decision.request_id)) {
           this.notify(`${decision.decision === 'allow' ? 'allowed' : 'denied'}: decided by ${deciderOf(decision)}`, 'info');
@@ -71,6 +77,7 @@ export class WorkerView {
         break;
       case 'system': {
         const withdrawn = withdrawnRequestId(event);
+        if (withdrawn !== undefined && !this.closings.has(withdrawn)) this.closings.set(withdrawn, { withdrawn: true });
         if (withdrawn !== undefined && this.open.delete(withdrawn)) this.notify(`request ${withdrawn} withdrawn by the agent`, 'info');
         const code = agentExitCodeOf(event);
         if (code !== undefined) this.agentExit = code;
@@ -90,6 +97,11 @@ export class WorkerView {
   /** Every open request, oldest first (none when read-only): the console pins them all. */
   openRequests(): StoredEvent<'control_request'>[] {
     return this.readOnly ? [] : [...this.open.values()];
+  }
+
+  /** How a request was closed (decided, and by whom; or withdrawn), once the view has seen it. */
+  closingOf(requestId: string): Closing | undefined {
+    return this.closings.get(requestId);
   }
 
   openCount(): number {

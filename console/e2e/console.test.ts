@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import AxeBuilder from '@axe-core/playwright';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser } from './browser.js';
+import { startLocalStack, type RunningStack } from './local-stack.js';
+
+describe('the web console in a real Chromium, against the local stack', () => {
+  let stack: RunningStack;
+  let browser: Browser;
+  beforeAll(async () => {
+    [stack, browser] = await Promise.all([startLocalStack(), launchBrowser()]);
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  }, 60_000);
+
+  async function signedIn(path: string, viewport = { width: 1280, height: 800 }): Promise<Page> {
+    const context = await browser.newContext({ viewport });
+    const page = await context.newPage();
+    await page.goto(`${stack.url}${path}`);
+    await page.getByRole('button', { name: 'Sign in as the local user' }).click();
+    return page;
+  }
+
+  it('sign in, see the demo session, allow its Write from the worker page, see the result', async () => {
+    const page = await signedIn('/sessions');
+    await page.getByRole('link', { name: stack.demoWorker }).click();
+    await expect.poll(() => page.url()).toBe(`${stack.url}/workers/${stack.demoWorker}`);
+    const approval = page.getByRole('article').filter({ hasText: 'Write' });
+    await approval.waitFor({ timeout: 20_000 });
+    await approval.getByRole('button', { name: 'Allow', exact: true }).click();
+    await page.locator('.row.result').waitFor({ timeout: 20_000 });
+    await expect.poll(() => page.locator('.row.decision-allow').count()).toBeGreaterThan(0);
+    expect(await page.locator('.row.decision-allow').first().textContent()).toContain('allowed by Local user');
+    await page.context().close();
+  }, 60_000);
+
+  it('a worker that is not there, or not yours: a "not found or not yours" page, with no data', async () => {
+    const page = await signedIn('/workers/wrk_nobody_here');
+    await page.getByRole('heading', { name: 'Not found' }).waitFor();
+    expect(await page.textContent('main')).toContain('No worker wrk_nobody_here here, or it is not yours.');
+    await page.context().close();
+  }, 30_000);
+
+  it('on a phone (390×844): a second demo asks, and is allowed from the approvals inbox', async () => {
+    const page = await signedIn('/sessions', { width: 390, height: 844 });
+    await page.getByRole('button', { name: 'Start session' }).click();
+    await page.waitForURL(/\/workers\/wrk_/);
+    const workerId = page.url().split('/').at(-1)!;
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const card = page.getByRole('listitem').filter({ hasText: workerId });
+    await card.waitFor({ timeout: 30_000 });
+    const allow = card.getByRole('button', { name: 'Allow', exact: true });
+    const box = await allow.boundingBox();
+    expect(box!.height).toBeGreaterThanOrEqual(44);
+    await allow.click();
+    await card.getByRole('status').filter({ hasText: 'Allowed' }).waitFor();
+    await page.context().close();
+  }, 60_000);
+
+  /** Starts a demo session from the sessions page the browser is on, returns its worker id (the demo asks to write hello.txt). */
+  async function startDemo(page: Page): Promise<string> {
+    await page.getByRole('button', { name: 'Start session' }).click();
+    await page.waitForURL(/\/workers\/wrk_/);
+    return page.url().split('/').at(-1)!;
+  }
+
+  it('two browsers on one worker: a decision in one shows in the other within 1 s, its buttons disabled, saying who decided', async () => {
+    const first = await signedIn('/sessions');
+    const workerId = await startDemo(first);
+    const second = await signedIn(`/workers/${workerId}`);
+    const cardOf = (page: Page) => page.getByRole('article').filter({ hasText: 'Write' });
+    await Promise.all([cardOf(first).waitFor({ timeout: 30_000 }), cardOf(second).waitFor({ timeout: 30_000 })]);
+    await cardOf(first).getByRole('button', { name: 'Allow', exact: true }).click();
+    const decidedAt = Date.now();
+    await cardOf(second).getByText('Allowed: decided by Local user').waitFor({ timeout: 5000 });
+    expect(Date.now() - decidedAt).toBeLessThanOrEqual(1000);
+    expect(await cardOf(second).getByRole('button', { name: 'Allow', exact: true }).isDisabled()).toBe(true);
+    await Promise.all([first.context().close(), second.context().close()]);
+  }, 60_000);
+
+  it('both browsers decide at once: one decision wins, the other is told it was already decided, and by whom', async () => {
+    const first = await signedIn('/sessions');
+    const workerId = await startDemo(first);
+    const second = await signedIn(`/workers/${workerId}`);
+    const cardOf = (page: Page) => page.getByRole('article').filter({ hasText: 'Write' });
+    await Promise.all([cardOf(first).waitFor({ timeout: 30_000 }), cardOf(second).waitFor({ timeout: 30_000 })]);
+    // Both clicks at the same moment (no waiting for the other's decision to disable a button).
+    await Promise.all(
+      [first, second].map((page) =>
+        cardOf(page)
+          .getByRole('button', { name: 'Allow', exact: true })
+          .evaluate((button: HTMLElement) => button.click()),
+      ),
+    );
+    const outcomes = await Promise.all(
+      [first, second].map(async (page) => {
+        const outcome = cardOf(page).locator('.outcome');
+        await outcome.waitFor({ timeout: 10_000 });
+        return (await outcome.textContent()) ?? '';
+      }),
+    );
+    const refused = outcomes.filter((text) => /was already decided \((allow|deny)\) by Local user/.test(text));
+    expect(refused, outcomes.join(' | ')).toHaveLength(1);
+    expect(outcomes.filter((text) => text === 'Allowed')).toHaveLength(1);
+    await Promise.all([first.context().close(), second.context().close()]);
+  }, 60_000);
+
+  it("deny with a message: the agent gets it as the tool's error; the ended worker then opens read-only", async () => {
+    const page = await signedIn('/sessions');
+    const workerId = await startDemo(page);
+    const card = page.getByRole('article').filter({ hasText: 'Write' });
+    await card.waitFor({ timeout: 30_000 });
+    await card.getByRole('button', { name: 'Deny…' }).click();
+    await card.getByLabel('Why (the agent reads this)').fill('not in this repository, please');
+    await card.getByRole('button', { name: 'Deny', exact: true }).click();
+    await page.locator('.row.tool-result.failed').filter({ hasText: 'not in this repository, please' }).waitFor({ timeout: 20_000 });
+    expect(await page.locator('.row.decision-deny').first().textContent()).toContain('not in this repository, please');
+    // The demo ends after its one request; its page is then read-only, with nothing to decide.
+    await page.locator('.status-completed, .status-failed').waitFor({ timeout: 30_000 });
+    const again = await page.context().newPage();
+    await again.goto(`${stack.url}/workers/${workerId}`);
+    await again.getByRole('button', { name: 'Sign in as the local user' }).click();
+    await again.getByText('Read-only: this worker has ended; nothing can be decided.').waitFor({ timeout: 10_000 });
+    expect(await again.getByRole('button', { name: 'Allow', exact: true }).count()).toBe(0);
+    await page.context().close();
+  }, 90_000);
+
+  it('axe finds no serious or critical violation on the sessions page, a worker page (with an open approval) and the inbox, desktop and phone', async () => {
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      const page = await signedIn('/sessions', viewport);
+      await page.getByRole('table').or(page.getByText('No sessions')).first().waitFor();
+      const pages: Array<[string, () => Promise<void>]> = [
+        ['sessions', async () => {}],
+        [
+          'worker',
+          async () => {
+            await startDemo(page);
+            await page.getByRole('article').filter({ hasText: 'Write' }).waitFor({ timeout: 30_000 });
+          },
+        ],
+        [
+          'inbox',
+          async () => {
+            await page.getByRole('link', { name: 'Approvals' }).click();
+            await page.getByRole('heading', { name: 'Approvals' }).waitFor();
+            await page.getByRole('article').first().waitFor({ timeout: 10_000 });
+          },
+        ],
+      ];
+      for (const [name, open] of pages) {
+        await open();
+        const { violations } = await new AxeBuilder({ page }).analyze();
+        const serious = violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
+        expect(
+          serious.map(
+            (violation) =>
+              `${name} ${viewport.width}px: ${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+          ),
+        ).toEqual([]);
+      }
+      await page.context().close();
+    }
+  }, 120_000);
+});

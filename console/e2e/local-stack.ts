@@ -1,0 +1,48 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, waitFor } from '@svc/test-support';
+
+/** The local stack as `npm run up` runs it (built launcher), serving this workspace's console build. */
+const LAUNCHER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../deploy/local-stack/dist/main.js');
+
+export interface RunningStack {
+  url: string;
+  /** The demo session's worker (it asks to write hello.txt). */
+  demoWorker: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the local stack in a temporary state directory on a free port; `stop` ends it and removes the directory. */
+export async function startLocalStack(): Promise<RunningStack> {
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-console-'));
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [LAUNCHER], {
+    env: { ...process.env, SVC_STATE_DIR: stateDir, SVC_GATEWAY_PORT: String(port), SVC_LOG_LEVEL: 'error' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null) child.kill('SIGINT');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 20_000))]);
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await rm(stateDir, { recursive: true, force: true });
+  };
+  try {
+    await waitFor('the local stack', () => output.includes('Press Ctrl+C to stop.'), 90_000);
+  } catch (err) {
+    await stop();
+    throw new Error(`${String(err)}; the launcher printed:\n${output}`, { cause: err });
+  }
+  const demoWorker = /demo worker[^\n]*: (wrk_[A-Za-z0-9_-]+)/.exec(output)?.[1];
+  if (!demoWorker) {
+    await stop();
+    throw new Error(`the local stack started no demo session:\n${output}`);
+  }
+  return { url: `http://127.0.0.1:${port}`, demoWorker, stop };
+}
