@@ -4,11 +4,6 @@ import { deciderOf, summarizeInput, type Closing } from '@svc/viewer';
 import { ApiError } from '../api.js';
 import { useConsole } from '../console-context.js';
 
-export interface Decided {
-  decision: 'allow' | 'deny';
-  by?: string;
-}
-
 /**
  * One open request, decidable: Allow, Deny (with a message for the agent), Always allow (the
  * rule it adds is shown before it is saved). A decision someone else made first is explained
@@ -34,10 +29,14 @@ export function ApprovalCard({
   const [mode, setMode] = useState<'choose' | 'deny' | 'always'>('choose');
   const [message, setMessage] = useState('');
   const [busy, setBusy] = useState(false);
+  /** How this card's own decision ended: taken, or refused because the request was closed first. */
   const [outcome, setOutcome] = useState<string>();
+  /** A decision that failed for another reason (the gateway away, say): the buttons stay, to try again. */
+  const [failure, setFailure] = useState<string>();
 
   const decide = (decision: 'allow' | 'deny', extra: Record<string, unknown> = {}) => {
     setBusy(true);
+    setFailure(undefined);
     api
       .request('POST', apiPaths.control(workerId), { request_id: requestId, decision, ...extra })
       .then(() => {
@@ -47,16 +46,17 @@ export function ApprovalCard({
       .catch((err: unknown) => {
         if (err instanceof ApiError && (err.code === 'already_decided' || err.code === 'request_closed')) setOutcome(err.message);
         else {
-          setOutcome(`Not decided: ${err instanceof Error ? err.message : String(err)}`);
+          setFailure(`Not decided: ${err instanceof Error ? err.message : String(err)}`);
           setBusy(false);
         }
       });
   };
 
-  // y / n decide the first card on the page, as in `svc attach`.
+  const decidable = !outcome && !closing;
+  // y / n decide the first open card on the page, as in `svc attach`.
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
-      if (busy || outcome || closing || mode !== 'choose' || event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
+      if (busy || !decidable || mode !== 'choose' || event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement) return;
       const first = document.querySelector('[data-approval]');
       if (first?.getAttribute('data-approval') !== requestId) return;
       if (event.key === 'y') decide('allow');
@@ -68,7 +68,7 @@ export function ApprovalCard({
 
   const summary = summarizeInput(tool, input);
   return (
-    <article className="approval" data-approval={requestId} aria-label={`${tool} asks: ${summary}`}>
+    <article className="approval" data-approval={decidable ? requestId : undefined} aria-label={`${tool} asks: ${summary}`}>
       <header>
         <span className="tag">{tool}</span> <code>{summary}</code>
         <Countdown since={request.ts} policy={policy} />
@@ -78,7 +78,12 @@ export function ApprovalCard({
         <summary>Input</summary>
         <pre>{JSON.stringify(input, null, 2)}</pre>
       </details>
-      {outcome || closing ? (
+      {failure && (
+        <p role="alert" className="error">
+          {failure}
+        </p>
+      )}
+      {!decidable ? (
         <>
           {outcome && (
             <p role="status" className="outcome">
