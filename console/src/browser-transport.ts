@@ -1,8 +1,5 @@
+import { WS_BEARER_PREFIX, WS_PROTOCOL } from '@svc/protocol';
 import type { StreamTransport } from '@svc/viewer';
-
-/** The subprotocols the gateway reads a browser's token from (a browser cannot set `Authorization` on a WebSocket). */
-const WS_PROTOCOL = 'svc.v1';
-const WS_BEARER_PREFIX = 'bearer.';
 
 /**
  * The event stream over the browser's WebSocket. A browser is not told why an upgrade failed

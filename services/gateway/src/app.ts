@@ -14,7 +14,7 @@ import { type LocalIssuer, type OidcVerifier, type WorkerDirectory } from '@svc/
 import { createModelUsageLedger, type NatsConnection } from '@svc/bus';
 import type { Logger } from '@svc/service-kit';
 import type { GatewayConfig } from './config.js';
-import { authenticationPlugin, WS_PROTOCOL } from './plugins/authentication.js';
+import { authenticationPlugin } from './plugins/authentication.js';
 import { errorsPlugin, sendApiError, toCodedError } from './plugins/errors.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
@@ -29,7 +29,7 @@ import { workerRoutes } from './routes/workers.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
 import { createRefusedAddresses, natsEndpoints, parseRefusedEntry } from './egress/refused-addresses.js';
 import { serveEgressTunnels } from './egress/tunnels.js';
-import { createFollowerStats, type FollowerStats } from '@svc/protocol';
+import { createFollowerStats, WS_PROTOCOL, type FollowerStats } from '@svc/protocol';
 import { createLiveFeeds } from './live-feeds.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 

@@ -12,6 +12,14 @@ export const StreamLiveFrame = Type.Object({ kind: Type.Literal('live'), last_id
 
 export type StreamFrame = Static<typeof StreamEventFrame> | Static<typeof StreamLiveFrame>;
 
+/**
+ * How a browser authenticates a WebSocket (it cannot set `Authorization` on an upgrade, and a
+ * token in the URL would land in logs): it offers `[WS_PROTOCOL, WS_BEARER_PREFIX + token]` as
+ * subprotocols; the gateway reads the token there and answers with `WS_PROTOCOL`, never the token.
+ */
+export const WS_PROTOCOL = 'svc.v1';
+export const WS_BEARER_PREFIX = 'bearer.';
+
 /** Close codes of the event stream. */
 export const STREAM_CLOSE = {
   /** The server is shutting down; reconnect with `after_id` = the last id received. */

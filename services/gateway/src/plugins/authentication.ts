@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 
 import { AuthenticationError, looksLikeWorkerToken, type OidcVerifier, type Principal, type UserPrincipal, type WorkerDirectory } from '@svc/auth';
-import { CodedError, createChecker, WorkerId, type WorkerRecord } from '@svc/protocol';
+import { CodedError, createChecker, WorkerId, WS_BEARER_PREFIX, type WorkerRecord } from '@svc/protocol';
 
 /**
  * Who may call a route: `public` (no credential), `user` (an OIDC JWT; the default, so a route
@@ -28,15 +28,7 @@ export interface AuthenticationOptions {
 const unauthorized = (message: string) => new CodedError('unauthorized', message);
 const workerIdChecker = createChecker<string>(WorkerId);
 
-/**
- * The WebSocket subprotocol a browser offers with its token (`new WebSocket(url, [WS_PROTOCOL,
- * \`${WS_BEARER_PREFIX}${token}\`])`): a browser cannot set `Authorization` on an upgrade, and a
- * token in the URL would land in logs. The gateway answers with `WS_PROTOCOL`, never the token.
- */
-export const WS_PROTOCOL = 'svc.v1';
-export const WS_BEARER_PREFIX = 'bearer.';
-
-/** The token a browser offered as a WebSocket subprotocol, if any. */
+/** The token a browser offered as a WebSocket subprotocol (`WS_BEARER_PREFIX`), if any. */
 function subprotocolToken(request: FastifyRequest): string | undefined {
   const offered = request.headers['sec-websocket-protocol'];
   if (typeof offered !== 'string' || request.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
