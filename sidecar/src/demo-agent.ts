@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -11,8 +11,9 @@ import { createInterface } from 'node:readline';
  *
  * The turn: it says hello, lists its working directory (a read-only tool: no permission
  * needed), then asks to write `hello.txt` there. Allowed, it really writes the file (with the
- * input as decided, `updatedInput`); denied, it reports the reason it got. Then it ends the turn
- * with a `result` carrying tokens and cost, and exits when its stdin closes.
+ * input as decided, `updatedInput`) and asks the same once more to add a line (what "Always
+ * allow" saves asking); denied, it reports the reason it got. Then it ends the turn with a
+ * `result` carrying tokens and cost, and exits when its stdin closes.
  */
 export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<number> {
   const stepMs = options.stepMs ?? Number(process.env['SVC_DEMO_STEP_MS'] ?? 400);
@@ -98,35 +99,44 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
   toolResult('toolu_demo_1', entries.length > 0 ? entries.join('\n') : '(the directory is empty)', false);
   await pause();
 
-  const filePath = path.join(cwd, 'hello.txt');
-  const proposed = { file_path: filePath, content: 'hello from the svc demo agent\n' };
-  say([{ type: 'tool_use', id: 'toolu_demo_2', name: 'Write', input: proposed }]);
-  const requestId = randomUUID();
-  const decision = new Promise<Record<string, unknown>>((resolve) => waiting.set(requestId, resolve));
-  write({
-    type: 'control_request',
-    request_id: requestId,
-    request: {
-      subtype: 'can_use_tool',
-      tool_name: 'Write',
-      display_name: 'Write',
-      input: proposed,
-      tool_use_id: 'toolu_demo_2',
-      description: 'Write hello.txt in the working directory',
-    },
-  });
-  const answer = await decision;
-  let summary: string;
-  if (answer['behavior'] === 'allow') {
+  /** Asks to write a file, as Claude Code asks: allowed, it writes what was decided (`updatedInput`); denied, it reports why. */
+  const askToWrite = async (toolUseId: string, proposed: { file_path: string; content: string }, description: string) => {
+    say([{ type: 'tool_use', id: toolUseId, name: 'Write', input: proposed }]);
+    const requestId = randomUUID();
+    const decision = new Promise<Record<string, unknown>>((resolve) => waiting.set(requestId, resolve));
+    write({
+      type: 'control_request',
+      request_id: requestId,
+      request: { subtype: 'can_use_tool', tool_name: 'Write', display_name: 'Write', input: proposed, tool_use_id: toolUseId, description },
+    });
+    const answer = await decision;
+    if (answer['behavior'] !== 'allow') {
+      const reason = typeof answer['message'] === 'string' ? answer['message'] : 'denied';
+      toolResult(toolUseId, reason, true);
+      return { written: false as const, reason };
+    }
     const decided = (answer['updatedInput'] ?? proposed) as { file_path?: unknown; content?: unknown };
-    const target = typeof decided.file_path === 'string' ? decided.file_path : filePath;
-    writeFileSync(target, typeof decided.content === 'string' ? decided.content : String(proposed.content));
-    toolResult('toolu_demo_2', `File created successfully at: ${target}`, false);
-    summary = `Done: I wrote ${path.basename(target)}.`;
-  } else {
-    const reason = typeof answer['message'] === 'string' ? answer['message'] : 'denied';
-    toolResult('toolu_demo_2', reason, true);
-    summary = `Understood, I did not write the file (${reason}).`;
+    const target = typeof decided.file_path === 'string' ? decided.file_path : proposed.file_path;
+    const existed = existsSync(target);
+    writeFileSync(target, typeof decided.content === 'string' ? decided.content : proposed.content);
+    toolResult(toolUseId, existed ? `The file ${target} has been updated.` : `File created successfully at: ${target}`, false);
+    return { written: true as const, target };
+  };
+
+  const filePath = path.join(cwd, 'hello.txt');
+  const greeting = 'hello from the svc demo agent\n';
+  const first = await askToWrite('toolu_demo_2', { file_path: filePath, content: greeting }, 'Write hello.txt in the working directory');
+  let summary: string;
+  if (!first.written) summary = `Understood, I did not write the file (${first.reason}).`;
+  else {
+    await pause();
+    // The same request once more: a person who chose "Always allow" is not asked again.
+    say([{ type: 'text', text: 'Now I add a line to it: the same Write again. If you chose "Always allow", nobody is asked this time.' }]);
+    await pause();
+    const second = await askToWrite('toolu_demo_3', { file_path: filePath, content: `${greeting}hello again\n` }, 'Write hello.txt in the working directory');
+    summary = second.written
+      ? `Done: I wrote ${path.basename(first.target)}, then added a line.`
+      : `I wrote ${path.basename(first.target)}, but did not add the line (${second.reason}).`;
   }
   await pause();
   say([{ type: 'text', text: summary }]);
@@ -135,7 +145,7 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
     type: 'result',
     subtype: 'success',
     is_error: false,
-    num_turns: 3,
+    num_turns: first.written ? 4 : 3,
     duration_ms: Date.now() - started,
     result: summary,
     session_id: sessionId,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventData, StoredEvent } from '@svc/protocol';
+import type { EventData, PermissionRule, StoredEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
 import { createEventRouting } from './event-routing.js';
 import { createPermissionEngine } from './permissions.js';
@@ -21,14 +21,19 @@ const personDecides = (requestId: string, extra: Partial<EventData<'control_resp
 function route(options: { autonomous?: boolean; endsAfterResult?: boolean } = {}) {
   const recorded: AgentEvent[] = [];
   const toAgent: string[] = [];
-  const seen = { closed: 0, rulesAdded: 0 };
+  const seen = { closed: 0, rulesAdded: [] as PermissionRule[] };
+  const engine = createPermissionEngine({ auto_approve: ['Bash(ls*)'], deny: ['Bash(rm *)'], ask: [] }, { autonomous: options.autonomous ?? false });
   const routing = createEventRouting({
     adapter: { formatDecision: (decision) => `${decision.request_id}:${decision.decision}\n`, endsAfterResult: options.endsAfterResult ?? false },
-    engine: createPermissionEngine({ auto_approve: ['Bash(ls*)'], deny: ['Bash(rm *)'], ask: [] }, { autonomous: options.autonomous ?? false }),
+    engine,
     record: (event) => void recorded.push(event),
     toAgent: (bytes) => void toAgent.push(bytes),
     closeAgentInput: () => void seen.closed++,
-    onRuleAdded: () => void seen.rulesAdded++,
+    // As the runner does: the engine learns the rule at once.
+    onRuleAdded: (rule) => {
+      seen.rulesAdded.push(rule);
+      engine.addRule(rule);
+    },
   });
   return { routing, recorded, toAgent, seen };
 }
@@ -54,8 +59,23 @@ describe("the sidecar's event routing", () => {
     routing.fromPerson(personDecides('r1', { scope: 'always' }));
     routing.fromPerson(personDecides('r1'));
     expect(toAgent).toEqual(['r1:allow\n']);
-    expect(seen.rulesAdded).toBe(1);
+    expect(seen.rulesAdded).toEqual([
+      { rule_id: '9', tool_name: 'Bash', decision: 'allow', added_by: 'alice', request_id: 'r1', added_at: '2026-11-24T00:00:00.000Z' },
+    ]);
     expect(routing.waiting()).toBe(0);
+  });
+
+  it('after "always allow", the same request is decided by the rule at once: nobody is asked again', () => {
+    const { routing, recorded, toAgent } = route();
+    routing.fromAgent(request('r1', 'npm test'));
+    routing.fromPerson(personDecides('r1', { scope: 'always' }));
+    routing.fromAgent(request('r2', 'npm test'));
+    expect(toAgent).toEqual(['r1:allow\n', 'r2:allow\n']);
+    expect(routing.waiting()).toBe(0);
+    expect(recorded.at(-1)).toEqual({
+      type: 'control_response',
+      data: { request_id: 'r2', decision: 'allow', message: "allowed by alice's rule Bash", decided_by: 'policy' },
+    });
   });
 
   it('autonomous: what would be asked is allowed at once; a withdrawn request stops waiting', () => {

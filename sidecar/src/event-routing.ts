@@ -1,4 +1,4 @@
-import { withdrawnRequestId, type EventData, type StoredEvent } from '@svc/protocol';
+import { withdrawnRequestId, type EventData, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { Adapter, AgentEvent } from './adapters/adapter.js';
 import type { PermissionEngine } from './permissions.js';
 
@@ -11,8 +11,8 @@ export interface EventRoutingOptions {
   toAgent(bytes: string): void;
   /** The agent's stdin is done with (its adapter ends after a result). */
   closeAgentInput(): void;
-  /** A person added an "always" rule: the engine should learn it. */
-  onRuleAdded(): void;
+  /** A person added an "always" rule (the decision's id is the rule's, as the control plane lists it): the engine learns it before the agent asks again. */
+  onRuleAdded(rule: PermissionRule): void;
 }
 
 /**
@@ -58,7 +58,16 @@ export function createEventRouting(options: EventRoutingOptions) {
       if (decision.data.decided_by === 'policy' || !request) return; // ours, or not this agent's
       open.delete(decision.data.request_id);
       options.toAgent(options.adapter.formatDecision(decision.data, request));
-      if (decision.data.scope === 'always') options.onRuleAdded();
+      if (decision.data.scope === 'always')
+        options.onRuleAdded({
+          rule_id: decision.id,
+          tool_name: request.tool_name,
+          ...(decision.data.input_pattern === undefined ? {} : { input_pattern: decision.data.input_pattern }),
+          decision: decision.data.decision,
+          added_by: decision.data.decided_by,
+          request_id: decision.data.request_id,
+          added_at: decision.ts,
+        });
     },
 
     /** Requests waiting for a person. */

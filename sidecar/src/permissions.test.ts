@@ -73,6 +73,23 @@ describe('permission engine — lists, patterns and precedence', () => {
     expect(withRules.decide('Bash', bash('rm -rf /')).decision).toBe('deny');
   });
 
+  it('a rule learned from a decision as it arrives is kept when a list read before it was stored comes back', () => {
+    const engine = createPermissionEngine(lists, { autonomous: false });
+    const rule = (id: string): PermissionRule => ({
+      rule_id: id,
+      tool_name: 'Bash',
+      input_pattern: id === '7' ? 'make*' : 'npm test*',
+      decision: 'allow',
+      added_by: 'alice',
+      request_id: `r${id}`,
+      added_at: '2026-11-22T09:00:00.000Z',
+    });
+    engine.addRule(rule('12'));
+    engine.setAddedRules([rule('7')]);
+    expect(engine.decide('Bash', bash('npm test')).decision).toBe('allow');
+    expect(engine.decide('Bash', bash('make all')).decision).toBe('allow');
+  });
+
   it('patterns: * spans anything (spaces and slashes too), ? one character, the whole input must match; regex characters are literal', () => {
     expect(parseRule('Write(src/*.ts)').matches('Write', { file_path: 'src/a/b.ts' })).toBe(true);
     expect(parseRule('Write(src/*.ts)').matches('Write', { file_path: 'lib/src/b.ts' })).toBe(false);

@@ -92,15 +92,34 @@ export function createPermissionEngine(lists: PermissionLists, options: { autono
   const deny = lists.deny.map(parseRule);
   const ask = lists.ask.map(parseRule);
   const approve = lists.auto_approve.map(parseRule);
+  /** The rules people added, by rule id: the control plane's list, and any learned from a decision before that list was read again. */
+  const addedById = new Map<string, PermissionRule>();
   let added: Array<{ rule: Rule; decision: 'allow' | 'deny'; by: string }> = [];
+  const compile = () => {
+    added = [...addedById.values()]
+      // The latest first: a rule's id is its decision's event id, in the worker's order.
+      .sort((a, b) => Number(BigInt(b.rule_id) - BigInt(a.rule_id)))
+      .map((rule) => ({ rule: addedRule(rule), decision: rule.decision, by: rule.added_by }));
+  };
 
   const asked = (reason: string): Verdict =>
     options.autonomous ? { decision: 'allow', reason: `${reason}; autonomous, so allowed` } : { decision: 'ask', reason };
 
   return {
-    /** Replaces the rules added with "always" (the sidecar refreshes them from the control plane). */
+    /**
+     * The rules added with "always", as the control plane lists them (the sidecar reads them at
+     * start and after each such decision). Adds to what it knows: a list read before a rule was
+     * stored does not forget the rule learned from its decision.
+     */
     setAddedRules(rules: readonly PermissionRule[]): void {
-      added = [...rules].reverse().map((rule) => ({ rule: addedRule(rule), decision: rule.decision, by: rule.added_by }));
+      for (const rule of rules) addedById.set(rule.rule_id, rule);
+      compile();
+    },
+
+    /** One rule, learned from a person's "always" decision as it arrives: the agent's next request already obeys it. */
+    addRule(rule: PermissionRule): void {
+      addedById.set(rule.rule_id, rule);
+      compile();
     },
 
     decide(toolName: string, input: Record<string, unknown>): Verdict {

@@ -87,7 +87,10 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     record: (event) => outbox.push(event),
     toAgent: (bytes) => agent.write(bytes),
     closeAgentInput: () => agent.closeStdin(),
-    onRuleAdded: () => void refreshRules(),
+    onRuleAdded: (rule) => {
+      engine.addRule(rule);
+      void refreshRules();
+    },
   });
   for (const line of plan.stdinLines) agent.write(`${line}\n`);
   if (plan.closeStdin) agent.closeStdin();

@@ -119,7 +119,8 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect(data.tool_name).toBe('Write');
     const open = await api('GET', `/v1/workers/${session.worker_id}/control/requests?state=open`);
     expect((open.body['items'] as StoredEvent[]).map((e) => e.id)).toEqual([request.id]);
-    const decided = await api('POST', `/v1/workers/${session.worker_id}/control`, { request_id: data.request_id, decision: 'allow' });
+    // "Always": the demo then asks the same once more, and the sidecar's engine answers by the rule.
+    const decided = await api('POST', `/v1/workers/${session.worker_id}/control`, { request_id: data.request_id, decision: 'allow', scope: 'always' });
     expect(decided.status).toBe(201);
     await waitForStatus(session, 'completed');
     const events = await waitFor('the agent exit on the stream', () => {
@@ -129,9 +130,19 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect(viewer.received.violations).toEqual([]);
     const types = events.map((e) => e.type);
     for (const type of ['assistant', 'tool_use', 'tool_result', 'control_request', 'control_response', 'result', 'progress']) expect(types).toContain(type);
-    const written = events.find((e) => e.type === 'tool_result' && (e.data as EventData<'tool_result'>).tool_use_id === 'toolu_demo_2')!;
-    expect(written.data).toMatchObject({ is_error: false });
-    expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/hello.txt'), 'utf8')).toBe('hello from the svc demo agent\n');
+    for (const toolUseId of ['toolu_demo_2', 'toolu_demo_3']) {
+      const written = events.find((e) => e.type === 'tool_result' && (e.data as EventData<'tool_result'>).tool_use_id === toolUseId)!;
+      expect(written.data).toMatchObject({ is_error: false });
+    }
+    const decisions = events.filter((e) => e.type === 'control_response').map((e) => e.data as EventData<'control_response'>);
+    expect(decisions.map((d) => [d.decided_by, d.decision, d.scope])).toEqual([
+      ['e2e-user', 'allow', 'always'],
+      ['policy', 'allow', undefined],
+    ]);
+    expect(decisions[1]!.message).toBe("allowed by e2e-user's rule Write");
+    expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/hello.txt'), 'utf8')).toBe(
+      'hello from the svc demo agent\nhello again\n',
+    );
     // The sidecar read its config and token at the spec's paths, inside the sandbox.
     const started = events.find((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'agent_start')!;
     expect((started.data as EventData<'system'>).details).toMatchObject({
@@ -177,6 +188,16 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     );
     expect((await api('GET', `/v1/sessions/${session.id}`)).body).toMatchObject({ status: 'stopped' });
     expect((await api('DELETE', `/v1/sessions/${session.id}`)).body).toMatchObject({ status: 'stopped' });
+  });
+
+  it('GET /v1/templates lists what a start form offers: the built-in and configured templates, a broken one with its problem', async () => {
+    const listed = await api('GET', '/v1/templates');
+    expect(listed.status).toBe(200);
+    const items = listed.body['items'] as Array<{ name: string; description: string; problem?: string; adapter?: string }>;
+    expect(items.map((t) => t.name)).toEqual(expect.arrayContaining(['demo', 'claude', 'codex', 'inside', 'broken']));
+    expect(items.find((t) => t.name === 'demo')).toMatchObject({ adapter: 'claude-code', prompt: 'Show me what you can do.' });
+    expect(items.find((t) => t.name === 'broken')!.problem).toMatch(/broken\.toml: \/sidecar\/auto_approve/);
+    expect((await api('GET', '/v1/templates', undefined, 'not-a-token')).status).toBe(401);
   });
 
   it('an invalid template is 400 naming the file and key; an unknown one 404; a failing step fails the session and cleans up', async () => {

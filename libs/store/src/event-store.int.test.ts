@@ -282,6 +282,17 @@ describe.each(backends)('event store on %s', (backend) => {
     expect(await store.list('w-nobody', { afterId: '0', limit: 10 })).toEqual([]);
   });
 
+  it('list — before_id reads backwards: the limit events just before it, in id order; "end" is the newest page', async () => {
+    await store.append('w-back', Object.values(EXAMPLE_EVENTS) as IncomingEvent[]);
+    const ids = async (options: { afterId?: string; beforeId: string; limit: number }) =>
+      (await store.list('w-back', { afterId: '0', ...options })).map((e) => e.id);
+    expect(await ids({ beforeId: 'end', limit: 3 })).toEqual(['6', '7', '8']);
+    expect(await ids({ beforeId: '6', limit: 3 })).toEqual(['3', '4', '5']);
+    expect(await ids({ beforeId: '3', limit: 10 })).toEqual(['1', '2']);
+    expect(await ids({ afterId: '3', beforeId: '8', limit: 10 })).toEqual(['4', '5', '6', '7']);
+    expect(await ids({ beforeId: '1', limit: 10 })).toEqual([]);
+  });
+
   it('visibility invariant — 8 appenders and 4 readers on one worker: every event once, contiguous, in order', async () => {
     await checkVisibilityInvariant(store, ['w-vis'], 8, 4, 12);
   });

@@ -11,6 +11,8 @@ export interface AppendResult {
 export interface ListOptions {
   /** Events with an id greater than this ("0" for all). */
   afterId: string;
+  /** Only events with an id smaller than this ("end": no bound); the page is then the `limit` newest of them. */
+  beforeId?: string | undefined;
   limit: number;
   /** Keep only these types; all when omitted or empty. */
   types?: readonly EventType[] | undefined;
@@ -137,15 +139,19 @@ export function createEventStore(db: Kysely<Database>): EventStore {
     },
 
     async list(workerId, options) {
+      const backwards = options.beforeId !== undefined;
       let query = db
         .selectFrom('events')
         .selectAll()
         .where('worker_id', '=', workerId)
         .where('id', '>', options.afterId as never)
-        .orderBy('id')
+        .orderBy('id', backwards ? 'desc' : 'asc')
         .limit(options.limit);
+      if (backwards && options.beforeId !== 'end') query = query.where('id', '<', options.beforeId as never);
       if (options.types && options.types.length > 0) query = query.where('type', 'in', [...options.types]);
-      return (await query.execute()).map(toStoredEvent);
+      const rows = (await query.execute()).map(toStoredEvent);
+      // Read newest first along the index, handed out in id order.
+      return backwards ? rows.reverse() : rows;
     },
 
     async count(workerId, types) {

@@ -14,7 +14,7 @@ export function serveEventQueries(nc: NatsConnection, store: EventStore, logger:
     nc,
     subjects.rpc.listEvents,
     async (request) => {
-      const page = () => store.list(request.worker_id, { afterId: request.after_id, limit: request.limit, types: request.types });
+      const page = () => store.list(request.worker_id, { afterId: request.after_id, beforeId: request.before_id, limit: request.limit, types: request.types });
       if (request.with_last_id) {
         // The head first, then the page: whatever the head counts, the page has seen.
         const { total, lastId } = await store.head(request.worker_id, request.types);

@@ -43,6 +43,16 @@ describe('gateway OpenAPI — generated from the routes', () => {
     expect(document.paths['/healthz']!['get']!.security).toEqual([]);
   });
 
+  it('the events list documents both cursors: after_id forwards, before_id (an id or "end") backwards', async () => {
+    const document = (await gw.app.inject({ url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { parameters: Array<{ name: string; in: string; schema: unknown; description?: string }> }>>;
+    };
+    const parameters = document.paths['/v1/workers/{id}/sdk-events']!['get']!.parameters;
+    expect(parameters.filter((p) => p.in === 'query').map((p) => p.name)).toEqual(expect.arrayContaining(['after_id', 'before_id', 'limit', 'types']));
+    const beforeId = parameters.find((p) => p.name === 'before_id')!;
+    expect(JSON.stringify(beforeId)).toContain('"end"');
+  });
+
   it('the UI is served at /docs without credentials', async () => {
     const response = await gw.app.inject({ url: '/docs/' });
     expect(response.statusCode).toBe(200);

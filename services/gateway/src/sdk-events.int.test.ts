@@ -46,6 +46,17 @@ describe('sdk-events — POST by the sidecar, GET by viewers, through the real e
     expect(tools.total).toBe(2);
   });
 
+  it('before_id pages backwards: the limit events just before it, in id order; before_id=end is the newest page', async () => {
+    const ids = (query: string) => list(query).then((response) => (response.json() as { items: StoredEvent[] }).items.map((e) => e.id));
+    expect(await ids('?before_id=end&limit=3')).toEqual(['7', '8', '9']);
+    expect(await ids('?before_id=7&limit=3')).toEqual(['4', '5', '6']);
+    expect(await ids('?before_id=3&limit=3')).toEqual(['1', '2']);
+    expect(await ids('?after_id=4&before_id=9&limit=2')).toEqual(['7', '8']);
+    // The type filter holds backwards too (the two tool events, not the last two events).
+    expect(await ids('?before_id=end&limit=2&types=tool_use,tool_result')).toEqual(await ids('?types=tool_use,tool_result'));
+    expect((await list('?before_id=end&limit=1')).json().total).toBe(9);
+  });
+
   it('re-posting the same uids stores nothing new', async () => {
     expect((await post({ events: [systemEvent('first'), EXAMPLE_EVENTS.assistant] })).statusCode).toBe(202);
     await post(systemEvent('marker'));
@@ -69,10 +80,10 @@ describe('sdk-events — POST by the sidecar, GET by viewers, through the real e
     const other = await list('', 'bob');
     expect(other.statusCode).toBe(404);
     expect(other.json().code).toBe('worker_not_found');
-    const bad = await list('?after_id=-3&limit=5000&types=nope');
+    const bad = await list('?after_id=-3&before_id=start&limit=5000&types=nope');
     expect(bad.statusCode).toBe(400);
     expect(bad.json().details.map((d: { field: string }) => d.field)).toEqual(
-      expect.arrayContaining(['/querystring/after_id', '/querystring/limit', '/querystring/types']),
+      expect.arrayContaining(['/querystring/after_id', '/querystring/before_id', '/querystring/limit', '/querystring/types']),
     );
   });
 

@@ -7,12 +7,15 @@ import {
   FollowLogsRpc,
   isEndedStatus,
   ListSessionsRpc,
+  ListTemplatesRpc,
   SessionRpc,
   subjects,
   type CreateSessionRpcType,
   type FollowLogsRpcType,
   type ListResponseOf,
   type ListSessionsRpcType,
+  type ListTemplatesRpcType,
+  type TemplateSummary,
   type Session,
   type SessionRpcType,
 } from '@svc/protocol';
@@ -152,6 +155,15 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
         return row.session;
       },
       { logger: log, queue, checker: createChecker(CreateSessionRpc) },
+    ),
+    serveRpc<ListTemplatesRpcType, ListResponseOf<TemplateSummary>>(
+      deps.nc,
+      subjects.rpc.listTemplates,
+      async () => {
+        const items = await templates.list();
+        return { items, total: items.length };
+      },
+      { logger: log, queue, checker: createChecker(ListTemplatesRpc) },
     ),
     serveRpc<SessionRpcType, Session>(deps.nc, subjects.rpc.getSession, async (request) => (await visibleSession(request)).session, {
       logger: log,

@@ -18,9 +18,11 @@ export const apiPaths = {
   localToken: '/v1/local/token',
   sessions: (parameters: { limit?: number; offset?: number; status?: string } = {}) => `/v1/sessions${query(parameters)}`,
   session,
+  templates: '/v1/templates',
   sessionLogs: (sessionId: string, parameters: { tail?: number } = {}) => `${session(sessionId)}/logs${query(parameters)}`,
   worker,
-  sdkEvents: (workerId: string, parameters: { after_id?: string; limit?: number; types?: string } = {}) => `${worker(workerId)}/sdk-events${query(parameters)}`,
+  sdkEvents: (workerId: string, parameters: { after_id?: string; before_id?: string; limit?: number; types?: string } = {}) =>
+    `${worker(workerId)}/sdk-events${query(parameters)}`,
   eventStream: (workerId: string, afterId: string) => `${worker(workerId)}/sdk-events/stream${query({ after_id: afterId })}`,
   control: (workerId: string) => `${worker(workerId)}/control`,
   pendingDecisions: (workerId: string, parameters: { after_id: string; wait_ms?: number; limit?: number }) =>

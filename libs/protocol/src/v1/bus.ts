@@ -63,6 +63,7 @@ export const subjects = {
     createSession: 'svc.rpc.session.create',
     getSession: 'svc.rpc.session.get',
     listSessions: 'svc.rpc.session.list',
+    listTemplates: 'svc.rpc.session.templates',
     deleteSession: 'svc.rpc.session.delete',
     followLogs: 'svc.rpc.session.logs',
     getWorker: 'svc.rpc.session.worker.get',

@@ -43,6 +43,15 @@ export const EventCursorQuery = Type.Object({
   }),
 });
 
+/**
+ * `before_id`: the page is the `limit` events just before it (the newest of them), still in id
+ * order; `end` stands after the newest event, so `before_id=end` reads a worker's last page.
+ */
+export const EventBeforeId = Type.Union([EventId, Type.Literal('end')], {
+  description: 'Events with an id smaller than this ("end": the newest events); the page is the `limit` events just before it, in id order.',
+  examples: ['1000', 'end'],
+});
+
 const eventTypeAlternatives = EVENT_TYPES.join('|');
 
 /** `types=tool_use,result`: a comma-separated filter on event types. */

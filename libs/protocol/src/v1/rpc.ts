@@ -1,7 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { EVENT_TYPES } from './events.js';
 import { StoredEventSchema } from './envelope.js';
-import { EVENT_LIST_LIMIT, LIST_LIMIT } from './lists.js';
+import { EVENT_LIST_LIMIT, EventBeforeId, LIST_LIMIT } from './lists.js';
 import { EventId, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema } from './model-proxy.js';
@@ -45,6 +45,8 @@ export const ListEventsRequest = Type.Object(
   {
     worker_id: WorkerId,
     after_id: EventId,
+    /** With it, the page is the `limit` events just before it (and after `after_id`), in id order. */
+    before_id: Type.Optional(EventBeforeId),
     limit: Type.Integer({ minimum: 1, maximum: EVENT_LIST_LIMIT.max }),
     types: Type.Optional(Type.Array(Type.Enum(EVENT_TYPES))),
     /**
@@ -106,6 +108,10 @@ export const ListSessionsRpc = Type.Object(
   { additionalProperties: false },
 );
 export type ListSessionsRpcType = Static<typeof ListSessionsRpc>;
+
+/** `svc.rpc.session.templates`: the templates a session can name (the same for every user). */
+export const ListTemplatesRpc = Type.Object({ viewer: Viewer }, { additionalProperties: false });
+export type ListTemplatesRpcType = Static<typeof ListTemplatesRpc>;
 
 /**
  * `svc.rpc.session.logs`: follow a session's sandbox logs. The session service sends the last

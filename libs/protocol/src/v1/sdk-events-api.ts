@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { IncomingEventSchema, StoredEventSchema } from './envelope.js';
-import { EventCursorQuery, EventTypesFilter, ListResponse } from './lists.js';
+import { EventBeforeId, EventCursorQuery, EventTypesFilter, ListResponse } from './lists.js';
 import { WorkerId } from './primitives.js';
 
 /** Most events one `POST …/sdk-events` may carry. */
@@ -24,9 +24,10 @@ export const PostSdkEventsResponse = Type.Object(
 );
 export type PostSdkEventsResponseType = Static<typeof PostSdkEventsResponse>;
 
-/** `GET /v1/workers/{id}/sdk-events?after_id=&limit=&types=`. */
+/** `GET /v1/workers/{id}/sdk-events?after_id=&before_id=&limit=&types=`. */
 export const ListSdkEventsQuery = Type.Object({
   ...EventCursorQuery.properties,
+  before_id: Type.Optional(EventBeforeId),
   types: Type.Optional(EventTypesFilter),
 });
 

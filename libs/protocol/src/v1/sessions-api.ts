@@ -58,6 +58,25 @@ export type Session = Static<typeof SessionSchema>;
 
 export const SessionParams = Type.Object({ id: SessionId });
 
+/** One template a session can be started from, as `GET /v1/templates` lists it (what a start form needs). */
+export const TemplateSummarySchema = Type.Object(
+  {
+    name: Type.String(),
+    description: Type.String(),
+    /** The first message the agent gets when the session names none. */
+    prompt: Type.Optional(Type.String()),
+    /** How the sidecar drives the agent (`claude-code`, `codex`, …); absent when the template runs a bare command. */
+    adapter: Type.Optional(Type.String()),
+    /** Nobody is asked: the worker's policy decides every tool request. */
+    autonomous: Type.Boolean(),
+    /** Why the template cannot be used (its file is broken): a session from it would be refused with this. */
+    problem: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false, title: 'TemplateSummary' },
+);
+export type TemplateSummary = Static<typeof TemplateSummarySchema>;
+export const ListTemplatesResponse = ListResponse(TemplateSummarySchema);
+
 export const ListSessionsQuery = Type.Object({
   ...PaginationQuery.properties,
   status: Type.Optional(WorkerStatusSchema),

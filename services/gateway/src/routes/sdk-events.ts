@@ -94,8 +94,8 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
     {
       schema: {
         tags: ['events'],
-        summary: 'List stored events after a cursor, in id order',
-        description: `\`total\` is the number of the worker's stored events that match \`types\` (not only those after \`after_id\`); there is no \`offset\`: page with \`after_id\` = the last id you got. Default \`limit\` ${EVENT_LIST_LIMIT.default}, maximum ${EVENT_LIST_LIMIT.max}.`,
+        summary: 'List stored events after (or before) a cursor, in id order',
+        description: `\`total\` is the number of the worker's stored events that match \`types\` (not only those in the page); there is no \`offset\`: page forwards with \`after_id\` = the last id you got, backwards with \`before_id\` = the first id you got (\`before_id=end\` reads the newest page: a viewer opening a long history at its end). With \`before_id\` the page is the \`limit\` events just before it, still in id order. Default \`limit\` ${EVENT_LIST_LIMIT.default}, maximum ${EVENT_LIST_LIMIT.max}.`,
         params: WorkerParams,
         querystring: ListSdkEventsQuery,
         response: { 200: ListSdkEventsResponse, ...errorResponses },
@@ -107,7 +107,13 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       const types = request.query.types ? ([...new Set(request.query.types.split(','))] as EventType[]) : undefined;
       return listStoredEvents(
         nc,
-        { worker_id: workerId, after_id: request.query.after_id ?? '0', limit: request.query.limit, ...(types ? { types } : {}) },
+        {
+          worker_id: workerId,
+          after_id: request.query.after_id ?? '0',
+          ...(request.query.before_id === undefined ? {} : { before_id: request.query.before_id }),
+          limit: request.query.limit,
+          ...(types ? { types } : {}),
+        },
         { requestId: request.id },
       );
     },

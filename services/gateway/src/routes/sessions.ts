@@ -8,6 +8,7 @@ import {
   CreateSessionBody,
   ListSessionsQuery,
   ListSessionsResponse,
+  ListTemplatesResponse,
   SessionLogsQuery,
   SessionParams,
   SessionSchema,
@@ -16,8 +17,10 @@ import {
   type FollowLogsRpcType,
   type ListResponseOf,
   type ListSessionsRpcType,
+  type ListTemplatesRpcType,
   type Session,
   type SessionLogMessageType,
+  type TemplateSummary,
   type SessionRpcType,
   type ViewerType,
 } from '@svc/protocol';
@@ -93,6 +96,23 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
         ...(request.query.status ? { status: request.query.status } : {}),
       };
       return requestJson<ListResponseOf<Session>>(nc, subjects.rpc.listSessions, rpc, { requestId: request.id, retries: 1 });
+    },
+  );
+
+  app.get(
+    '/v1/templates',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: 'List the templates a session can be started from',
+        description:
+          "By name: the configured templates directory's first, then the built-in ones it does not shadow. Read at each call, so an edited file shows at once; a broken file is listed with its `problem` (a session from it would be refused with that message).",
+        response: { 200: ListTemplatesResponse, ...userErrors },
+      },
+    },
+    async (request) => {
+      const rpc: ListTemplatesRpcType = { viewer: viewerOf(request) };
+      return requestJson<ListResponseOf<TemplateSummary>>(nc, subjects.rpc.listTemplates, rpc, { requestId: request.id, retries: 1 });
     },
   );
 

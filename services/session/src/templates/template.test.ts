@@ -1,4 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CodedError } from '@svc/protocol';
@@ -98,5 +99,23 @@ describe('templates', () => {
     expect((await catalog.load('demo')).source).toBe(path.join(BUILT_IN_TEMPLATES_DIR, 'demo.toml'));
     await expect(catalog.load('nope')).rejects.toMatchObject({ code: 'template_not_found' });
     await expect(catalog.load('../demo')).rejects.toMatchObject({ code: 'template_not_found' });
+  });
+
+  it('lists every template by name: the configured directory shadows a built-in one; a broken file is listed with its problem', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'svc-templates-'));
+    try {
+      await writeFile(path.join(dir, 'demo.toml'), `description = "my demo"\n${minimal}`);
+      await writeFile(path.join(dir, 'broken.toml'), '[agent\n');
+      await writeFile(path.join(dir, 'notes.txt'), 'not a template');
+      const listed = await createTemplateCatalog({ dir }).list();
+      expect(listed.map((t) => t.name)).toEqual(['broken', 'claude', 'codex', 'codex-auto', 'demo']);
+      expect(listed.find((t) => t.name === 'demo')).toEqual({ name: 'demo', description: 'my demo', autonomous: false });
+      expect(listed.find((t) => t.name === 'broken')!.problem).toMatch(/broken\.toml: not valid TOML/);
+      expect(listed.find((t) => t.name === 'codex-auto')).toMatchObject({ adapter: 'codex', autonomous: true });
+      const builtIn = await createTemplateCatalog({ dir: '/nonexistent-dir' }).list();
+      expect(builtIn.find((t) => t.name === 'demo')).toMatchObject({ adapter: 'claude-code', prompt: 'Show me what you can do.', autonomous: false });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
