@@ -4,6 +4,13 @@ import type { Browser, Page } from 'playwright-core';
 import { launchBrowser } from './browser.js';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 
+/** Starts a demo session from the sessions page the browser is on, returns its worker id (the demo asks to write hello.txt). */
+async function startDemo(page: Page): Promise<string> {
+  await page.getByRole('button', { name: 'Start session' }).click();
+  await page.waitForURL(/\/workers\/wrk_/);
+  return page.url().split('/').at(-1)!;
+}
+
 describe('the web console in a real Chromium, against the local stack', () => {
   let stack: RunningStack;
   let browser: Browser;
@@ -23,18 +30,51 @@ describe('the web console in a real Chromium, against the local stack', () => {
     return page;
   }
 
-  it('sign in, see the demo session, allow its Write from the worker page, see the result', async () => {
+  /** The card of the request waiting for a decision (a closed card has no `data-approval`). */
+  const openCard = (page: Page) => page.locator('article.approval[data-approval]');
+
+  it('sign in, see the demo session, allow its Write from the worker page (twice: Allow is for once), see the result', async () => {
     const page = await signedIn('/sessions');
     await page.getByRole('link', { name: stack.demoWorker }).click();
     await expect.poll(() => page.url()).toBe(`${stack.url}/workers/${stack.demoWorker}`);
-    const approval = page.getByRole('article').filter({ hasText: 'Write' });
-    await approval.waitFor({ timeout: 20_000 });
-    await approval.getByRole('button', { name: 'Allow', exact: true }).click();
+    for (const _ of ['the first Write', 'the same Write again']) {
+      await openCard(page).waitFor({ timeout: 20_000 });
+      await openCard(page).getByRole('button', { name: 'Allow', exact: true }).click();
+      await openCard(page).waitFor({ state: 'detached' });
+    }
     await page.locator('.row.result').waitFor({ timeout: 20_000 });
-    await expect.poll(() => page.locator('.row.decision-allow').count()).toBeGreaterThan(0);
+    await expect.poll(() => page.locator('.row.decision-allow').count()).toBe(2);
     expect(await page.locator('.row.decision-allow').first().textContent()).toContain('allowed by Local user');
+    // The agent's text is Markdown: "Always allow" in quotes stays text, and no raw HTML gets through.
+    expect(await page.locator('.row.assistant').filter({ hasText: 'If you chose "Always allow"' }).count()).toBe(1);
     await page.context().close();
   }, 60_000);
+
+  it('"Always allow" shows the rule before saving it; the same request again is then answered by the rule, nobody asked', async () => {
+    const page = await signedIn('/sessions');
+    const workerId = await startDemo(page);
+    // Every card that ever becomes decidable on this page, by request id.
+    await page.evaluate(() => {
+      const seen = new Set<string>();
+      (window as unknown as { decidable: Set<string> }).decidable = seen;
+      new MutationObserver(() => document.querySelectorAll('article[data-approval]').forEach((card) => seen.add(card.getAttribute('data-approval')!))).observe(
+        document.body,
+        { subtree: true, childList: true, attributes: true },
+      );
+    });
+    await openCard(page).waitFor({ timeout: 30_000 });
+    await openCard(page).getByRole('button', { name: 'Always allow…' }).click();
+    expect(await openCard(page).textContent()).toContain('Saves a rule: always allow Write for this worker, whatever its input.');
+    await openCard(page).getByRole('button', { name: 'Save rule and allow' }).click();
+    await page.locator('.row.result').waitFor({ timeout: 30_000 });
+    const decisions = await page.locator('.row.control[class*="decision-"]').allTextContents();
+    expect(decisions).toHaveLength(2);
+    expect(decisions[0]).toMatch(/^allowed by Local user \(always\)/);
+    expect(decisions[1]).toMatch(/^allowed by the policy: allowed by local-user's rule Write$/);
+    expect(await page.evaluate(() => [...(window as unknown as { decidable: Set<string> }).decidable])).toHaveLength(1);
+    expect(page.url()).toBe(`${stack.url}/workers/${workerId}`);
+    await page.context().close();
+  }, 90_000);
 
   it('a worker that is not there, or not yours: a "not found or not yours" page, with no data', async () => {
     const page = await signedIn('/workers/wrk_nobody_here');
@@ -49,7 +89,8 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.waitForURL(/\/workers\/wrk_/);
     const workerId = page.url().split('/').at(-1)!;
     await page.getByRole('link', { name: 'Approvals' }).click();
-    const card = page.getByRole('listitem').filter({ hasText: workerId });
+    // The first of its requests (the demo asks again once allowed).
+    const card = page.getByRole('listitem').filter({ hasText: workerId }).first();
     await card.waitFor({ timeout: 30_000 });
     const allow = card.getByRole('button', { name: 'Allow', exact: true });
     const box = await allow.boundingBox();
@@ -59,18 +100,12 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.context().close();
   }, 60_000);
 
-  /** Starts a demo session from the sessions page the browser is on, returns its worker id (the demo asks to write hello.txt). */
-  async function startDemo(page: Page): Promise<string> {
-    await page.getByRole('button', { name: 'Start session' }).click();
-    await page.waitForURL(/\/workers\/wrk_/);
-    return page.url().split('/').at(-1)!;
-  }
-
   it('two browsers on one worker: a decision in one shows in the other within 1 s, its buttons disabled, saying who decided', async () => {
     const first = await signedIn('/sessions');
     const workerId = await startDemo(first);
     const second = await signedIn(`/workers/${workerId}`);
-    const cardOf = (page: Page) => page.getByRole('article').filter({ hasText: 'Write' });
+    // The first request's card (the demo asks once more after it is allowed; that card comes after).
+    const cardOf = (page: Page) => page.getByRole('article').filter({ hasText: 'Write' }).first();
     await Promise.all([cardOf(first).waitFor({ timeout: 30_000 }), cardOf(second).waitFor({ timeout: 30_000 })]);
     await cardOf(first).getByRole('button', { name: 'Allow', exact: true }).click();
     const decidedAt = Date.now();
@@ -84,7 +119,8 @@ describe('the web console in a real Chromium, against the local stack', () => {
     const first = await signedIn('/sessions');
     const workerId = await startDemo(first);
     const second = await signedIn(`/workers/${workerId}`);
-    const cardOf = (page: Page) => page.getByRole('article').filter({ hasText: 'Write' });
+    // The first request's card (the demo asks once more after it is allowed; that card comes after).
+    const cardOf = (page: Page) => page.getByRole('article').filter({ hasText: 'Write' }).first();
     await Promise.all([cardOf(first).waitFor({ timeout: 30_000 }), cardOf(second).waitFor({ timeout: 30_000 })]);
     // Both clicks at the same moment (no waiting for the other's decision to disable a button).
     await Promise.all(

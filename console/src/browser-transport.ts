@@ -1,6 +1,13 @@
 import { WS_BEARER_PREFIX, WS_PROTOCOL } from '@svc/protocol';
 import type { StreamTransport } from '@svc/viewer';
 
+/** A WebSocket to one of the gateway's stream paths, its token in the subprotocols (a browser cannot set headers on an upgrade). */
+export function gatewaySocket(path: string, token: string | undefined): WebSocket {
+  const url = new URL(path, window.location.href);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  return new WebSocket(url, [WS_PROTOCOL, `${WS_BEARER_PREFIX}${token ?? ''}`]);
+}
+
 /**
  * The event stream over the browser's WebSocket. A browser is not told why an upgrade failed
  * (it sees code 1006): the console reads the worker over HTTP first, which says "not found" or
@@ -9,9 +16,7 @@ import type { StreamTransport } from '@svc/viewer';
 export function browserTransport(path: (afterId: string) => string, token: () => string | undefined): StreamTransport {
   return {
     open(afterId, listener) {
-      const url = new URL(path(afterId), window.location.href);
-      url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-      const socket = new WebSocket(url, [WS_PROTOCOL, `${WS_BEARER_PREFIX}${token() ?? ''}`]);
+      const socket = gatewaySocket(path(afterId), token());
       socket.onopen = () => listener.opened();
       socket.onmessage = (message) => listener.frame(String(message.data));
       socket.onclose = (closed) => listener.closed(closed.code, closed.reason);

@@ -1,27 +1,59 @@
-import { useState, type FormEvent } from 'react';
-import { apiPaths, WORKER_STATUSES, type ListResponseOf, type Session, type StoredEvent, type WorkerStatus } from '@svc/protocol';
+import { useEffect, useState, type FormEvent } from 'react';
+import { formatCost } from '@svc/viewer';
+import {
+  apiPaths,
+  isEndedStatus,
+  WORKER_STATUSES,
+  type EventData,
+  type ListResponseOf,
+  type Session,
+  type StoredEvent,
+  type TemplateSummary,
+  type WorkerStatus,
+} from '@svc/protocol';
 import { ApiError } from '../api.js';
 import { useConsole } from '../console-context.js';
 import { Link, navigate } from '../router.js';
 import { usePolling } from '../use-polling.js';
 
-/** Every session the user may see, newest first, with its open approvals; a form to start one. */
+/** Every session the user may see, newest first, with its cost and open approvals; a form to start one. */
 export function SessionsPage() {
   const { api } = useConsole();
   const [status, setStatus] = useState<WorkerStatus | ''>('');
+  // An ended worker's cost no longer moves: read once.
+  const [endedCosts] = useState(() => new Map<string, number | undefined>());
   const { value, error } = usePolling(async () => {
     const page = await api.request<ListResponseOf<Session>>('GET', apiPaths.sessions({ limit: 100, ...(status ? { status } : {}) }));
     const running = page.items.filter((session) => session.status === 'running');
-    const counts = await Promise.all(
-      running.map(async (session) => {
-        const open = await api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(session.worker_id, { state: 'open' }));
-        return [session.worker_id, open.total] as const;
-      }),
-    );
-    return { sessions: page.items, openCounts: Object.fromEntries(counts) as Record<string, number> };
+    const costOf = async (session: Session): Promise<number | undefined> => {
+      if (endedCosts.has(session.worker_id)) return endedCosts.get(session.worker_id);
+      // The cost so far is the latest progress event's (the sidecar reports the agent's running totals).
+      const last = await api.request<ListResponseOf<StoredEvent<'progress'>>>(
+        'GET',
+        apiPaths.sdkEvents(session.worker_id, { before_id: 'end', types: 'progress', limit: 1 }),
+      );
+      const cost = (last.items[0]?.data as EventData<'progress'> | undefined)?.cost_usd;
+      if (isEndedStatus(session.status)) endedCosts.set(session.worker_id, cost);
+      return cost;
+    };
+    const [counts, costs] = await Promise.all([
+      Promise.all(
+        running.map(async (session) => {
+          const open = await api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(session.worker_id, { state: 'open' }));
+          return [session.worker_id, open.total] as const;
+        }),
+      ),
+      Promise.all(page.items.filter((session) => session.status !== 'pending').map(async (session) => [session.worker_id, await costOf(session)] as const)),
+    ]);
+    return {
+      sessions: page.items,
+      openCounts: Object.fromEntries(counts) as Record<string, number>,
+      costs: Object.fromEntries(costs) as Record<string, number | undefined>,
+    };
   }, [api, status]);
   const sessions = value?.sessions;
   const openCounts = value?.openCounts ?? {};
+  const costs = value?.costs ?? {};
 
   return (
     <section aria-labelledby="sessions-title">
@@ -54,6 +86,7 @@ export function SessionsPage() {
               <th scope="col">Template</th>
               <th scope="col">Owner</th>
               <th scope="col">Age</th>
+              <th scope="col">Cost</th>
               <th scope="col">Approvals</th>
             </tr>
           </thead>
@@ -75,6 +108,7 @@ export function SessionsPage() {
                 <td>{session.template}</td>
                 <td>{session.owner}</td>
                 <td>{age(session.created_at)}</td>
+                <td>{costs[session.worker_id] === undefined ? '' : formatCost(costs[session.worker_id]!)}</td>
                 <td>{openCounts[session.worker_id] ? <span className="badge">{openCounts[session.worker_id]} open</span> : ''}</td>
               </tr>
             ))}
@@ -85,12 +119,25 @@ export function SessionsPage() {
   );
 }
 
+/** Starts a session from a template of the list the gateway gives (`GET /v1/templates`); a broken template is shown, not offered. */
 function StartSession() {
   const { api } = useConsole();
+  const [templates, setTemplates] = useState<TemplateSummary[]>();
   const [template, setTemplate] = useState('demo');
   const [prompt, setPrompt] = useState('');
+  const chosen = templates?.find((item) => item.name === template);
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    api
+      .request<ListResponseOf<TemplateSummary>>('GET', apiPaths.templates)
+      .then((list) => {
+        setTemplates(list.items);
+        const usable = list.items.filter((item) => !item.problem);
+        if (!usable.some((item) => item.name === 'demo') && usable[0]) setTemplate(usable[0].name);
+      })
+      .catch((err: unknown) => setError(`could not list the templates: ${err instanceof Error ? err.message : String(err)}`));
+  }, [api]);
   const start = (event: FormEvent) => {
     event.preventDefault();
     setBusy(true);
@@ -105,15 +152,34 @@ function StartSession() {
     <form className="start" onSubmit={start} aria-label="Start a session">
       <label>
         Template
-        <input value={template} onChange={(event) => setTemplate(event.target.value)} required pattern="[a-z0-9][a-z0-9_\-]{0,63}" />
+        <select value={template} onChange={(event) => setTemplate(event.target.value)} required disabled={!templates}>
+          {(templates ?? [{ name: template, description: '', autonomous: false }]).map((item) => (
+            <option key={item.name} value={item.name} disabled={item.problem !== undefined}>
+              {item.name}
+              {item.problem ? ' (broken)' : item.autonomous ? ' (autonomous)' : ''}
+            </option>
+          ))}
+        </select>
       </label>
       <label>
         First message (optional)
-        <input value={prompt} onChange={(event) => setPrompt(event.target.value)} />
+        <input value={prompt} placeholder={chosen?.prompt ?? ''} onChange={(event) => setPrompt(event.target.value)} />
       </label>
-      <button type="submit" className="primary" disabled={busy}>
+      <button type="submit" className="primary" disabled={busy || !templates}>
         Start session
       </button>
+      {chosen?.description && <p className="template-description">{chosen.description}</p>}
+      {templates?.some((item) => item.problem) && (
+        <ul className="template-problems">
+          {templates
+            .filter((item) => item.problem)
+            .map((item) => (
+              <li key={item.name}>
+                {item.name} cannot be used: {item.problem}
+              </li>
+            ))}
+        </ul>
+      )}
       {error && (
         <p role="alert" className="error">
           {error}

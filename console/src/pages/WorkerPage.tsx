@@ -1,20 +1,19 @@
 import { useEffect, useState } from 'react';
 import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
-import { followEventStream, formatCost, formatCount, WorkerView } from '@svc/viewer';
+import { earlierPages, followEventStream, formatCost, formatCount, openAtEnd, WorkerView, type FollowedStream, type HistoryReader } from '@svc/viewer';
 import { useWorkerView } from '@svc/viewer/react';
-import { ApiError } from '../api.js';
+import { ApiError, type Api } from '../api.js';
 import { browserTransport } from '../browser-transport.js';
 import { useConsole } from '../console-context.js';
 import { ApprovalCard } from '../widgets/ApprovalCard.js';
-import { EventRow } from '../widgets/EventRow.js';
+import { EventList } from '../widgets/EventList.js';
+import { SandboxLogs } from '../widgets/SandboxLogs.js';
 import { NotFoundPage } from './NotFoundPage.js';
 
-/** How many of the newest events the page draws (a long history is not all in the DOM). */
-const SHOWN_EVENTS = 500;
 /** How many approval cards stay on the page, open or recently closed. */
 const SHOWN_CARDS = 10;
 
-/** A worker: its live events and open approvals; read-only once it has ended. */
+/** A worker: its live events and open approvals, its sandbox logs; read-only once it has ended. */
 export function WorkerPage({ workerId }: { workerId: string }) {
   const { api } = useConsole();
   const [worker, setWorker] = useState<Worker>();
@@ -42,6 +41,16 @@ export function WorkerPage({ workerId }: { workerId: string }) {
   return <WorkerEvents worker={worker} />;
 }
 
+/** The worker's history as the view reads it: pages backwards through the events API, and its open requests. */
+function historyReader(api: Api, workerId: string): HistoryReader {
+  return {
+    before: async (beforeId, limit) =>
+      (await api.request<ListResponseOf<StoredEvent>>('GET', apiPaths.sdkEvents(workerId, { before_id: beforeId, limit }))).items,
+    openRequests: async () =>
+      (await api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(workerId, { state: 'open' }))).items,
+  };
+}
+
 function WorkerEvents({ worker }: { worker: Worker }) {
   const { api, auth } = useConsole();
   const workerId = worker.worker_id;
@@ -49,19 +58,40 @@ function WorkerEvents({ worker }: { worker: Worker }) {
   const [view] = useState(() => new WorkerView({ readOnly: isEndedStatus(worker.status) }));
   useWorkerView(view);
   const [fatal, setFatal] = useState<string>();
+  const [tab, setTab] = useState<'events' | 'logs'>('events');
+  const [readEarlier] = useState(() => earlierPages(view, historyReader(api, workerId), EVENT_LIST_LIMIT.max));
 
   useEffect(() => {
-    const stream = followEventStream({
-      view,
-      transport: browserTransport(
-        (afterId) => apiPaths.eventStream(workerId, afterId),
-        () => auth.signedIn?.token,
-      ),
-      read: async (afterId) =>
-        (await api.request<ListResponseOf<StoredEvent>>('GET', apiPaths.sdkEvents(workerId, { after_id: afterId, limit: EVENT_LIST_LIMIT.max }))).items,
-      onFatal: setFatal,
-    });
-    return () => stream.close();
+    // A long history opens at its end (its last page); the stream follows from there, earlier
+    // pages are read as the person scrolls up.
+    let stream: FollowedStream | undefined;
+    let closed = false;
+    // The browser knows when the network goes and comes back: drop the stream, and resume at once.
+    const offline = () => stream?.suspend();
+    const online = () => stream?.resume();
+    window.addEventListener('offline', offline);
+    window.addEventListener('online', online);
+    openAtEnd(view, historyReader(api, workerId))
+      .then(() => {
+        if (closed) return;
+        stream = followEventStream({
+          view,
+          transport: browserTransport(
+            (afterId) => apiPaths.eventStream(workerId, afterId),
+            () => auth.signedIn?.token,
+          ),
+          read: async (afterId) =>
+            (await api.request<ListResponseOf<StoredEvent>>('GET', apiPaths.sdkEvents(workerId, { after_id: afterId, limit: EVENT_LIST_LIMIT.max }))).items,
+          onFatal: setFatal,
+        });
+      })
+      .catch((err: unknown) => !closed && setFatal(`could not read the history: ${err instanceof Error ? err.message : String(err)}`));
+    return () => {
+      closed = true;
+      window.removeEventListener('offline', offline);
+      window.removeEventListener('online', online);
+      stream?.close();
+    };
   }, [api, auth, view, workerId]);
 
   useEffect(() => {
@@ -69,12 +99,11 @@ function WorkerEvents({ worker }: { worker: Worker }) {
   }, [view, worker.status]);
 
   // A card stays once its request is closed (here, elsewhere, or withdrawn), saying how, so a
-  // person who was about to decide sees who did; the newest few are kept.
+  // person who was about to decide sees who did; the newest few are kept. A request the
+  // sidecar's rules answered at once asked nobody: it gets no card.
   const [cards] = useState(() => new Map<string, StoredEvent<'control_request'>>());
-  // Only once live: while the history replays, requests long decided are briefly open.
   if (view.connection.kind === 'live') for (const request of view.openRequests()) cards.set(request.data.request_id, request);
-  const shownCards = [...cards.values()].slice(-SHOWN_CARDS);
-  const shown = view.events.slice(-SHOWN_EVENTS);
+  const shownCards = [...cards.values()].filter((request) => view.closingOf(request.data.request_id)?.decision?.decided_by !== 'policy').slice(-SHOWN_CARDS);
   const usage = worker.model_usage;
   return (
     <section aria-labelledby="worker-title" className="worker">
@@ -110,22 +139,31 @@ function WorkerEvents({ worker }: { worker: Worker }) {
           </section>
         )
       )}
-      <ol className="events" aria-label="Events" aria-live="polite">
-        {view.events.length > shown.length && <li className="earlier">{formatCount(view.events.length - shown.length)} earlier events not shown</li>}
-        {shown.map((event) => (
-          <li key={event.id} data-event-id={event.id}>
-            <EventRow event={event} />
-          </li>
-        ))}
-      </ol>
-      {view.notices.length > 0 && (
-        <ul className="notices">
-          {view.notices.map((notice, index) => (
-            <li key={index} className={`notice ${notice.level}`}>
-              {notice.text}
-            </li>
-          ))}
-        </ul>
+      <div role="tablist" aria-label="What to show" className="tabs">
+        <button type="button" role="tab" id="tab-events" aria-controls="panel-events" aria-selected={tab === 'events'} onClick={() => setTab('events')}>
+          Events
+        </button>
+        <button type="button" role="tab" id="tab-logs" aria-controls="panel-logs" aria-selected={tab === 'logs'} onClick={() => setTab('logs')}>
+          Sandbox logs
+        </button>
+      </div>
+      {tab === 'events' ? (
+        <div role="tabpanel" id="panel-events" aria-labelledby="tab-events" className="panel">
+          <EventList view={view} readEarlier={readEarlier} />
+          {view.notices.length > 0 && (
+            <ul className="notices">
+              {view.notices.map((notice, index) => (
+                <li key={index} className={`notice ${notice.level}`}>
+                  {notice.text}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      ) : (
+        <div role="tabpanel" id="panel-logs" aria-labelledby="tab-logs" className="panel">
+          {worker.session_id ? <SandboxLogs sessionId={worker.session_id} /> : <p>This worker has no session, so no sandbox of svc's: no logs here.</p>}
+        </div>
       )}
     </section>
   );
@@ -141,6 +179,8 @@ function connectionText(connection: WorkerView['connection']): string {
       return 'live';
     case 'reconnecting':
       return `reconnecting in ${Math.ceil(connection.inMs / 1000)} s (attempt ${connection.attempt})`;
+    case 'offline':
+      return 'offline: waiting for the network';
     case 'closed':
       return `closed: ${connection.reason}`;
   }

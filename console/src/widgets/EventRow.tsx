@@ -1,13 +1,18 @@
 import type { StoredEvent } from '@svc/protocol';
 import { deciderOf, firstLines, formatCost, formatCount, summarizeInput } from '@svc/viewer';
-import { useState } from 'react';
+import { memo, useState } from 'react';
+import Markdown, { type Components } from 'react-markdown';
 
 /** One event of the history, as `svc attach` shows it (the same summaries, from `@svc/viewer`). */
 export function EventRow({ event }: { event: StoredEvent }) {
   switch (event.type) {
     case 'assistant': {
       const data = (event as StoredEvent<'assistant'>).data;
-      return <div className={`row assistant${data.kind === 'thinking' ? ' thinking' : ''}`}>{data.text}</div>;
+      return (
+        <div className={`row assistant${data.kind === 'thinking' ? ' thinking' : ''}`}>
+          <AssistantText text={data.text} />
+        </div>
+      );
     }
     case 'tool_use': {
       const data = (event as StoredEvent<'tool_use'>).data;
@@ -65,6 +70,23 @@ export function EventRow({ event }: { event: StoredEvent }) {
       return null;
   }
 }
+
+/** Links in an agent's text leave the console in a new tab, telling the other site nothing. */
+const MARKDOWN_COMPONENTS: Components = {
+  a: ({ node: _node, ...props }) => <a {...props} target="_blank" rel="noopener noreferrer" />,
+};
+
+/**
+ * An agent's text as Markdown. Raw HTML in it is dropped (`skipHtml`) and link targets are
+ * checked (react-markdown keeps http(s), mailto and relative ones), so the text cannot script the page.
+ */
+const AssistantText = memo(function AssistantText({ text }: { text: string }) {
+  return (
+    <Markdown skipHtml components={MARKDOWN_COMPONENTS}>
+      {text}
+    </Markdown>
+  );
+});
 
 /** A tool's output: its first lines, the rest folded behind a button. */
 function ToolResult({ data }: { data: StoredEvent<'tool_result'>['data'] }) {

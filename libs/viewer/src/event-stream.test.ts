@@ -103,4 +103,26 @@ describe('following the event stream', () => {
     await waitFor('a second attempt', () => view.connection.kind === 'reconnecting' && view.connection.attempt >= 2);
     expect(view.connection).toMatchObject({ kind: 'reconnecting', inMs: expect.any(Number) as unknown as number });
   });
+
+  it('suspended (offline), it drops the connection and tries nothing; resumed, it reconnects at once after the last id it holds', async () => {
+    const { server, view } = await followAll();
+    const stream = followEventStream({
+      view,
+      transport: wsTransport((afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`)),
+      read: server.read,
+      backoffMs: () => 50,
+      onFatal: () => {},
+    });
+    cleanups.push(() => stream.close());
+    await waitFor('the second follower connected', () => server.connections.length === 3);
+    stream.suspend();
+    expect(view.connection).toEqual({ kind: 'offline' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(server.connections).toHaveLength(3);
+    stream.resume();
+    await waitFor('reconnected, live', () => server.connections.length === 4 && view.connection.kind === 'live');
+    expect(server.connections.at(-1)).toBe('10');
+    expect(view.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
+    expect(view.notices.at(-1)?.text).toBe('reconnected; resumed after event #10');
+  });
 });

@@ -44,11 +44,24 @@ export const defaultBackoffMs = (attempt: number) => Math.min(10_000, 250 * 2 **
  * resumes after the last id it saw, saying so; a server restart (1012) is followed at once. A
  * refusal is fatal, except 429 and 5xx, which are waited out like a drop.
  */
-export function followEventStream(options: EventStreamOptions): { close(): void } {
+export interface FollowedStream {
+  close(): void;
+  /**
+   * The network is gone (a browser's `offline` event): the connection is dropped and nothing is
+   * tried until `resume`. An open socket cannot be trusted across a network change (a browser
+   * may keep it open and lose what arrives), so resuming always reconnects after the last id.
+   */
+  suspend(): void;
+  /** The network is back (`online`): reconnect at once, after the last id the view holds. */
+  resume(): void;
+}
+
+export function followEventStream(options: EventStreamOptions): FollowedStream {
   const { view } = options;
   const backoff = options.backoffMs ?? defaultBackoffMs;
   let connection: { close(code?: number, reason?: string): void } | undefined;
   let closedByUs = false;
+  let suspended = false;
   let attempt = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -100,7 +113,7 @@ export function followEventStream(options: EventStreamOptions): { close(): void 
   }
 
   function retry(reason: string): void {
-    if (closedByUs) return;
+    if (closedByUs || suspended) return;
     attempt++;
     const inMs = backoff(attempt);
     view.setConnection({ kind: 'reconnecting', attempt, inMs, reason });
@@ -113,6 +126,22 @@ export function followEventStream(options: EventStreamOptions): { close(): void 
       closedByUs = true;
       clearTimeout(timer);
       connection?.close();
+    },
+    suspend() {
+      if (closedByUs || suspended) return;
+      suspended = true;
+      clearTimeout(timer);
+      const dropped = connection;
+      connection = undefined;
+      dropped?.close(1000, 'offline');
+      view.setConnection({ kind: 'offline' });
+    },
+    resume() {
+      if (closedByUs || !suspended) return;
+      suspended = false;
+      // Counted as a reconnect, so the view says where it resumed.
+      attempt = 1;
+      connect();
     },
   };
 }

@@ -1,3 +1,4 @@
 export * from './worker-view.js';
 export * from './event-stream.js';
 export * from './summary.js';
+export * from './history.js';

@@ -5,6 +5,8 @@ export type ConnectionState =
   | { kind: 'replaying' }
   | { kind: 'live' }
   | { kind: 'reconnecting'; attempt: number; inMs: number; reason: string }
+  /** The network is gone (a browser says so): nothing is tried until it is back. */
+  | { kind: 'offline' }
   | { kind: 'closed'; reason: string };
 
 /** How a request stopped waiting: its first decision, or the agent withdrew it. */
@@ -26,6 +28,11 @@ export class WorkerView {
   readonly events: StoredEvent[] = [];
   /** The last id applied: reconnects resume after it. */
   lastId = '0';
+  /**
+   * Events before the first one held are still to be read (`before_id`): the view was opened at
+   * the end of a long history (`openAtEnd`). Ids are contiguous from 1, so the first id says it.
+   */
+  hasEarlier = false;
   /** Open requests in the order they arrived; the first is the prompt on screen. */
   private readonly open = new Map<string, StoredEvent<'control_request'>>();
   /** Requests this viewer decided (so their closing is not "decided elsewhere"). */
@@ -106,6 +113,33 @@ export class WorkerView {
 
   openCount(): number {
     return this.readOnly ? 0 : this.open.size;
+  }
+
+  /**
+   * Starts the view at the end of the history: the requests still open (read first, they may be
+   * older than the tail), then the tail, applied as live events are. Nothing before the tail is
+   * held; `prepend` adds it as it is read.
+   */
+  startAt(openRequests: readonly StoredEvent<'control_request'>[], tail: readonly StoredEvent[]): void {
+    for (const request of openRequests) this.open.set(request.data.request_id, request);
+    for (const event of tail) this.apply(event);
+    this.hasEarlier = BigInt(this.events[0]?.id ?? '1') > 1n;
+    this.version++;
+  }
+
+  /**
+   * Earlier events (those just before the first one held, in id order) go in front: history, so
+   * they open or close no request and move no totals. Anything not just before is refused.
+   */
+  prepend(earlier: readonly StoredEvent[]): number {
+    const first = this.events[0];
+    if (earlier.length === 0 || !first) return 0;
+    const fits = earlier.every((event, index) => BigInt(event.id) === BigInt(first.id) - BigInt(earlier.length - index));
+    if (!fits) throw new Error(`events ${earlier[0]!.id}…${earlier.at(-1)!.id} are not the ones just before #${first.id}`);
+    this.events.unshift(...earlier);
+    this.hasEarlier = BigInt(earlier[0]!.id) > 1n;
+    this.version++;
+    return earlier.length;
   }
 
   /** This viewer decided `requestId` (its response event will close the prompt). */

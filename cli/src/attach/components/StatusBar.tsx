@@ -14,6 +14,8 @@ function connectionText(model: WorkerView): string {
       return `live · ${model.events.length.toLocaleString('en-US')} events`;
     case 'reconnecting':
       return `reconnecting in ${Math.ceil(state.inMs / 1000)} s (attempt ${state.attempt}): ${state.reason}`;
+    case 'offline':
+      return 'offline: waiting for the network';
     case 'closed':
       return `disconnected: ${state.reason}`;
   }
