@@ -163,6 +163,89 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.context().close();
   }, 90_000);
 
+  /** Posts `count` assistant events as the worker's sidecar does (its token, batches of 500), numbered from `from`. */
+  async function postAsWorker(workerId: string, count: number, from = 1): Promise<void> {
+    const token = await stack.workerToken(workerId);
+    for (let start = 0; start < count; start += 500) {
+      const events = Array.from({ length: Math.min(500, count - start) }, (_, i) => ({
+        type: 'assistant',
+        uid: `posted-${from + start + i}`,
+        ts: new Date().toISOString(),
+        data: { text: `posted line ${from + start + i}` },
+      }));
+      const response = await fetch(`${stack.url}/v1/workers/${workerId}/sdk-events`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ events }),
+      });
+      expect(response.status).toBe(202);
+    }
+  }
+
+  /** A token of the local user, as the CLI gets one (the test runs on loopback). */
+  async function localUserToken(): Promise<string> {
+    const response = await fetch(`${stack.url}/v1/local/token`, { method: 'POST' });
+    return ((await response.json()) as { token: string }).token;
+  }
+
+  it('the network drops for 5 s while events arrive: the page says it is offline, then catches up: every event once, none lost', async () => {
+    const page = await signedIn('/sessions', { width: 1280, height: 3200 });
+    const workerId = await startDemo(page);
+    await openCard(page).waitFor({ timeout: 30_000 });
+    await page.getByText('live', { exact: true }).waitFor();
+    await page.context().setOffline(true);
+    await page.getByText('offline: waiting for the network').waitFor();
+    // Meanwhile the agent goes on: 40 events, and the gateway stores them.
+    await postAsWorker(workerId, 40);
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    await page.context().setOffline(false);
+    await page.getByText('live', { exact: true }).waitFor({ timeout: 15_000 });
+    const listed = await fetch(`${stack.url}/v1/workers/${workerId}/sdk-events?limit=1000`, {
+      headers: { authorization: `Bearer ${await localUserToken()}` },
+    }).then(async (response) => ((await response.json()) as { items: Array<{ id: string }> }).items.map((e) => e.id));
+    await expect.poll(() => page.locator('[data-event-id]').count(), { timeout: 10_000 }).toBe(listed.length);
+    const shown = await page.locator('[data-event-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-event-id')!));
+    expect(shown).toEqual(listed);
+    expect(new Set(shown).size).toBe(shown.length);
+    expect(await page.getByText('reconnected; resumed after event').count()).toBe(1);
+    await page.context().close();
+  }, 90_000);
+
+  it('a long history (3,000 events) opens at its end with the old request pinned; scrolling up reads earlier pages to the first event; few rows are in the page', async () => {
+    const page = await signedIn('/sessions');
+    const workerId = await startDemo(page);
+    await openCard(page).waitFor({ timeout: 30_000 });
+    await postAsWorker(workerId, 3000);
+    await page.reload();
+    await page.getByRole('button', { name: 'Sign in as the local user' }).click();
+    await page.getByText('posted line 3000').waitFor({ timeout: 10_000 });
+    // Its request is older than the page read first, and still pinned, decidable.
+    await openCard(page).waitFor();
+    await page.getByText(/^200 of 3,0\d\d events; scroll up for earlier ones$/).waitFor();
+    expect(await page.locator('div.events li').count()).toBeLessThan(60);
+    const list = page.getByRole('log', { name: 'Events' });
+    for (let i = 0; i < 40 && (await page.getByText(/events, from the first$/).count()) === 0; i++) {
+      await list.evaluate((element) => (element.scrollTop = 0));
+      await page.waitForTimeout(150);
+    }
+    await page.getByText(/^3,0\d\d events, from the first$/).waitFor();
+    await list.evaluate((element) => (element.scrollTop = 0));
+    await page.locator('[data-event-id="1"]').waitFor();
+    expect(await page.locator('div.events li').count()).toBeLessThan(60);
+    await page.context().close();
+  }, 90_000);
+
+  it("the sandbox logs tab follows the worker's sandbox output over the logs WebSocket", async () => {
+    const page = await signedIn('/sessions');
+    await startDemo(page);
+    await page.getByRole('tab', { name: 'Sandbox logs' }).click();
+    await page.getByText('Sandbox logs: following').waitFor({ timeout: 10_000 });
+    await expect.poll(async () => (await page.locator('pre[aria-label="Sandbox logs"]').textContent()) ?? '', { timeout: 10_000 }).toMatch(/svc-sidecar|agent/);
+    await page.getByRole('tab', { name: 'Events' }).click();
+    await page.locator('[data-event-id="1"]').waitFor();
+    await page.context().close();
+  }, 60_000);
+
   it('axe finds no serious or critical violation on the sessions page, a worker page (with an open approval) and the inbox, desktop and phone', async () => {
     for (const viewport of [
       { width: 1280, height: 800 },

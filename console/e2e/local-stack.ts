@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,15 +12,17 @@ export interface RunningStack {
   url: string;
   /** The demo session's worker (it asks to write hello.txt). */
   demoWorker: string;
+  /** A running worker's token, as its sidecar reads it inside the sandbox: to post events the way the sidecar does. */
+  workerToken(workerId: string): Promise<string>;
   stop(): Promise<void>;
 }
 
 /** Starts the local stack in a temporary state directory on a free port; `stop` ends it and removes the directory. */
-export async function startLocalStack(): Promise<RunningStack> {
+export async function startLocalStack(env: Record<string, string> = {}): Promise<RunningStack> {
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-console-'));
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [LAUNCHER], {
-    env: { ...process.env, SVC_STATE_DIR: stateDir, SVC_GATEWAY_PORT: String(port), SVC_LOG_LEVEL: 'error' },
+    env: { ...process.env, SVC_STATE_DIR: stateDir, SVC_GATEWAY_PORT: String(port), SVC_LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -44,5 +46,6 @@ export async function startLocalStack(): Promise<RunningStack> {
     await stop();
     throw new Error(`the local stack started no demo session:\n${output}`);
   }
-  return { url: `http://127.0.0.1:${port}`, demoWorker, stop };
+  const workerToken = async (workerId: string) => (await readFile(path.join(stateDir, 'sandboxes', workerId, 'root/var/run/svc/token'), 'utf8')).trim();
+  return { url: `http://127.0.0.1:${port}`, demoWorker, workerToken, stop };
 }

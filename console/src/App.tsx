@@ -1,11 +1,12 @@
 import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
+import { CONSOLE_CALLBACK_PATH } from '@svc/protocol';
 import { createApi } from './api.js';
 import { Auth } from './auth.js';
 import { Console } from './console-context.js';
 import { InboxPage } from './pages/InboxPage.js';
 import { NotFoundPage } from './pages/NotFoundPage.js';
 import { SessionsPage } from './pages/SessionsPage.js';
-import { SignInPage } from './pages/SignInPage.js';
+import { SignInCallbackPage, SignInPage } from './pages/SignInPage.js';
 import { WorkerPage } from './pages/WorkerPage.js';
 import { Link, usePath } from './router.js';
 
@@ -56,7 +57,7 @@ export function App() {
         )}
       </header>
       {/* Signing in again (an expired token) keeps the page: it is rendered again once signed in. */}
-      <main>{signedIn ? <Page path={path} /> : <SignInPage />}</main>
+      <main>{path === CONSOLE_CALLBACK_PATH ? <SignInCallbackPage /> : signedIn ? <Page path={path} /> : <SignInPage />}</main>
     </Console.Provider>
   );
 }

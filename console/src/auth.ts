@@ -1,4 +1,5 @@
-import { apiPaths } from '@svc/protocol';
+import * as oauth from 'oauth4webapi';
+import { apiPaths, CONSOLE_CALLBACK_PATH, type ConsoleSignIn } from '@svc/protocol';
 
 /** Who is signed in: the token lives in this page's memory only (never storage, never the URL). */
 export interface SignedIn {
@@ -8,16 +9,41 @@ export interface SignedIn {
 
 /** Renewed this long before it expires, so a request never carries a token about to lapse. */
 const RENEW_BEFORE_MS = 60_000;
+/** A renewal that failed (the issuer away) is tried again this often while the token lasts. */
+const RENEW_RETRY_MS = 5_000;
+/** What survives the trip to the provider and back (the page's state is gone): never a token. */
+const PENDING_KEY = 'svc.console.sign-in';
+
+interface PendingSignIn {
+  state: string;
+  codeVerifier: string;
+  /** The console page to come back to. */
+  returnTo: string;
+}
+
+/** A provider on this machine may speak plain HTTP (a development identity provider); anywhere else HTTPS is required. */
+function requestOptions(issuer: URL) {
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(issuer.hostname);
+  return issuer.protocol === 'http:' && loopback ? { [oauth.allowInsecureRequests]: true } : {};
+}
 
 /**
- * The console's sign-in. With the gateway's built-in issuer (the local stack) it is one click:
- * `POST /v1/local/token`, given on loopback only, and renewed the same way before it expires.
- * Signing in through an external OIDC provider is not built yet: the sign-in page says so.
+ * The console's sign-in, in two ways the gateway offers (`GET /v1/console/sign-in`):
+ * - the built-in issuer of the local stack: one click, `POST /v1/local/token` (loopback only);
+ * - an OIDC provider: Authorization Code with PKCE as a public client (`oauth4webapi`). The
+ *   browser goes to the provider and comes back to `/auth/callback`; only the PKCE verifier and
+ *   the state wait in `sessionStorage` meanwhile, the tokens stay in memory.
+ * Either way the token is renewed before it expires (the local issuer again, or the refresh
+ * token); a renewal that fails is retried while the token lasts. A token the gateway refuses
+ * (expired, revoked) signs out, and the page stays where it is until signed in again.
  */
 export class Auth {
   private current: SignedIn | undefined;
   private renewal: ReturnType<typeof setTimeout> | undefined;
+  private renew: (() => Promise<void>) | undefined;
   private readonly listeners = new Set<() => void>();
+  /** The last sign-in ended because the token expired, not by signing out: the sign-in page says so. */
+  lapsed = false;
 
   get signedIn(): SignedIn | undefined {
     return this.current;
@@ -28,34 +54,116 @@ export class Auth {
     return () => this.listeners.delete(listener);
   }
 
-  /** Signs in as the local stack's user; throws with the gateway's reason when it has no local issuer or refuses. */
+  /** How this gateway signs people in. */
+  static async methods(): Promise<ConsoleSignIn> {
+    const response = await fetch(apiPaths.consoleSignIn);
+    if (!response.ok) throw new Error(`the gateway did not say how to sign in (HTTP ${response.status})`);
+    return (await response.json()) as ConsoleSignIn;
+  }
+
+  /** Signs in as the local stack's user; throws with the gateway's reason when it refuses. */
   async signInLocal(): Promise<void> {
     const response = await fetch(apiPaths.localToken, { method: 'POST' });
-    const body = (await response.json().catch(() => ({}))) as { token?: string; expires_in?: number; message?: string; code?: string };
-    if (!response.ok || !body.token || !body.expires_in) {
-      throw new Error(
-        response.status === 404
-          ? 'this gateway has no built-in sign-in (it uses an external identity provider, which the console does not support yet)'
-          : (body.message ?? `the gateway answered ${response.status}`),
-      );
-    }
-    this.set({ token: body.token, expiresAt: Date.now() + body.expires_in * 1000 });
-    clearTimeout(this.renewal);
-    this.renewal = setTimeout(() => void this.signInLocal().catch(() => this.expired()), Math.max(1000, body.expires_in * 1000 - RENEW_BEFORE_MS));
+    const body = (await response.json().catch(() => ({}))) as { token?: string; expires_in?: number; message?: string };
+    if (!response.ok || !body.token || !body.expires_in) throw new Error(body.message ?? `the gateway answered ${response.status}`);
+    this.signedInWith({ token: body.token, expiresAt: Date.now() + body.expires_in * 1000 }, () => this.signInLocal());
+  }
+
+  /** Goes to the provider to sign in; it sends the browser back to `/auth/callback`, which `completeSignIn` finishes. */
+  async signInWithProvider(provider: NonNullable<ConsoleSignIn['oidc']>, returnTo: string): Promise<void> {
+    const server = await discover(provider.issuer);
+    if (!server.authorization_endpoint) throw new Error(`${provider.issuer} names no authorization endpoint`);
+    const pending: PendingSignIn = { state: oauth.generateRandomState(), codeVerifier: oauth.generateRandomCodeVerifier(), returnTo };
+    const url = new URL(server.authorization_endpoint);
+    url.searchParams.set('client_id', provider.client_id);
+    url.searchParams.set('redirect_uri', callbackUrl());
+    url.searchParams.set('response_type', 'code');
+    url.searchParams.set('scope', provider.scope);
+    url.searchParams.set('code_challenge', await oauth.calculatePKCECodeChallenge(pending.codeVerifier));
+    url.searchParams.set('code_challenge_method', 'S256');
+    url.searchParams.set('state', pending.state);
+    sessionStorage.setItem(PENDING_KEY, JSON.stringify(pending));
+    window.location.assign(url);
+  }
+
+  /** Back from the provider: trades the code for tokens; answers the page to go back to. */
+  async completeSignIn(provider: NonNullable<ConsoleSignIn['oidc']>, callback: URL): Promise<string> {
+    const saved = sessionStorage.getItem(PENDING_KEY);
+    sessionStorage.removeItem(PENDING_KEY);
+    if (!saved) throw new Error('no sign-in was under way in this tab: start again');
+    const pending = JSON.parse(saved) as PendingSignIn;
+    const server = await discover(provider.issuer);
+    const client: oauth.Client = { client_id: provider.client_id };
+    const parameters = oauth.validateAuthResponse(server, client, callback, pending.state);
+    const options = requestOptions(new URL(provider.issuer));
+    const response = await oauth.authorizationCodeGrantRequest(server, client, oauth.None(), parameters, callbackUrl(), pending.codeVerifier, options);
+    this.useTokens(server, client, await oauth.processAuthorizationCodeResponse(server, client, response));
+    return pending.returnTo;
   }
 
   /** The gateway refused the token (expired, revoked): sign in again; the page stays where it is. */
   expired(): void {
-    clearTimeout(this.renewal);
-    this.set(undefined);
+    this.lapsed = this.current !== undefined || this.lapsed;
+    this.end();
   }
 
   signOut(): void {
-    this.expired();
+    this.lapsed = false;
+    this.end();
+  }
+
+  private useTokens(server: oauth.AuthorizationServer, client: oauth.Client, tokens: oauth.TokenEndpointResponse, previousRefreshToken?: string): void {
+    const expiresInS = tokens.expires_in ?? 300;
+    // A provider that does not rotate refresh tokens answers a refresh without a new one: the old one still serves.
+    const refreshToken = tokens.refresh_token ?? previousRefreshToken;
+    this.signedInWith(
+      { token: tokens.access_token, expiresAt: Date.now() + expiresInS * 1000 },
+      refreshToken
+        ? async () => {
+            const options = requestOptions(new URL(server.issuer));
+            const response = await oauth.refreshTokenGrantRequest(server, client, oauth.None(), refreshToken, options);
+            this.useTokens(server, client, await oauth.processRefreshTokenResponse(server, client, response), refreshToken);
+          }
+        : undefined,
+    );
+  }
+
+  private signedInWith(value: SignedIn, renew: (() => Promise<void>) | undefined): void {
+    this.lapsed = false;
+    this.renew = renew;
+    this.set(value);
+    this.scheduleRenewal(Math.max(1000, value.expiresAt - Date.now() - RENEW_BEFORE_MS));
+  }
+
+  private scheduleRenewal(inMs: number): void {
+    clearTimeout(this.renewal);
+    const renew = this.renew;
+    if (!renew) return; // no refresh token: the gateway refuses the token once it expires, and the page asks to sign in
+    this.renewal = setTimeout(() => {
+      renew().catch(() => {
+        // The issuer is away: try again while the token lasts; once it has expired, the gateway says so.
+        if (this.current && this.current.expiresAt - Date.now() > RENEW_RETRY_MS) this.scheduleRenewal(RENEW_RETRY_MS);
+      });
+    }, inMs);
+  }
+
+  private end(): void {
+    clearTimeout(this.renewal);
+    this.renew = undefined;
+    this.set(undefined);
   }
 
   private set(value: SignedIn | undefined): void {
     this.current = value;
     for (const listener of this.listeners) listener();
   }
+}
+
+function callbackUrl(): string {
+  return new URL(CONSOLE_CALLBACK_PATH, window.location.origin).href;
+}
+
+async function discover(issuer: string): Promise<oauth.AuthorizationServer> {
+  const url = new URL(issuer);
+  return oauth.processDiscoveryResponse(url, await oauth.discoveryRequest(url, requestOptions(url)));
 }

@@ -11,8 +11,10 @@ export function usePath(): string {
   return path;
 }
 
-export function navigate(path: string): void {
-  window.history.pushState(null, '', path);
+/** Shows the console page at `path`; `replace`: instead of the current entry of the history (a spent sign-in callback). */
+export function navigate(path: string, options: { replace?: boolean } = {}): void {
+  if (options.replace) window.history.replaceState(null, '', path);
+  else window.history.pushState(null, '', path);
   window.dispatchEvent(new PopStateEvent('popstate'));
 }
 

@@ -32,7 +32,11 @@ export function SandboxLogs({ sessionId }: { sessionId: string }) {
     return () => socket.close(1000);
   }, [auth, sessionId]);
 
-  useEffect(() => bottom.current?.scrollIntoView({ block: 'end' }), [lines]);
+  // The newest line in view, as a terminal would.
+  useEffect(() => {
+    const pre = bottom.current;
+    if (pre) pre.scrollTop = pre.scrollHeight;
+  }, [lines]);
 
   return (
     <div className="logs">

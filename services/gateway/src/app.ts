@@ -13,7 +13,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type LocalIssuer, type OidcVerifier, type WorkerDirectory } from '@svc/auth';
 import { createModelUsageLedger, type NatsConnection } from '@svc/bus';
 import type { Logger } from '@svc/service-kit';
-import type { GatewayConfig } from './config.js';
+import { DEFAULT_CONSOLE_OIDC_SCOPE, DEFAULT_LOCAL_TOKEN_TTL_S, type GatewayConfig } from './config.js';
 import { authenticationPlugin } from './plugins/authentication.js';
 import { errorsPlugin, sendApiError, toCodedError } from './plugins/errors.js';
 import { openapiPlugin } from './plugins/openapi.js';
@@ -48,7 +48,19 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
   Partial<
     Pick<
       GatewayConfig,
-      'anthropicApiKey' | 'anthropicUpstreamUrl' | 'openaiApiKey' | 'openaiUpstreamUrl' | 'egressRefused' | 'natsUrl' | 'port' | 'healthPort' | 'consoleDir'
+      | 'anthropicApiKey'
+      | 'anthropicUpstreamUrl'
+      | 'openaiApiKey'
+      | 'openaiUpstreamUrl'
+      | 'egressRefused'
+      | 'natsUrl'
+      | 'port'
+      | 'healthPort'
+      | 'consoleDir'
+      | 'localTokenTtlSeconds'
+      | 'oidcIssuer'
+      | 'consoleOidcClientId'
+      | 'consoleOidcScope'
     >
   >;
 
@@ -157,8 +169,20 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     }),
   });
   app.addHook('onClose', async () => tunnels.close());
-  if (options.localIssuer) await app.register(localIssuerRoutes, { issuer: options.localIssuer, audience: settings.oidcAudience });
-  await app.register(consoleRoutes, { dir: settings.consoleDir });
+  if (options.localIssuer)
+    await app.register(localIssuerRoutes, {
+      issuer: options.localIssuer,
+      audience: settings.oidcAudience,
+      ttlSeconds: settings.localTokenTtlSeconds ?? DEFAULT_LOCAL_TOKEN_TTL_S,
+    });
+  const providerSignIn =
+    settings.oidcIssuer && settings.consoleOidcClientId
+      ? { issuer: settings.oidcIssuer, client_id: settings.consoleOidcClientId, scope: settings.consoleOidcScope ?? DEFAULT_CONSOLE_OIDC_SCOPE }
+      : undefined;
+  await app.register(consoleRoutes, {
+    dir: settings.consoleDir,
+    signIn: { local: options.localIssuer !== undefined, ...(providerSignIn ? { oidc: providerSignIn } : {}) },
+  });
   for (const routes of options.routes ?? []) await app.register(routes);
 
   await app.ready();

@@ -1,5 +1,10 @@
 import { booleanSetting, commonSettings, integerSetting, listSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
 
+/** How long a token of the built-in issuer lasts unless `SVC_LOCAL_TOKEN_TTL_S` says otherwise. */
+export const DEFAULT_LOCAL_TOKEN_TTL_S = 12 * 3600;
+/** What the console asks the OIDC provider for: who you are, and a refresh token to stay signed in. */
+export const DEFAULT_CONSOLE_OIDC_SCOPE = 'openid profile offline_access';
+
 /** The gateway's settings (docs/configuration.md). */
 export const gatewaySettings = {
   ...commonSettings,
@@ -18,9 +23,14 @@ export const gatewaySettings = {
   adminClaim: stringSetting('SVC_ADMIN_CLAIM', { default: 'svc_admin' }),
   /** Serve the built-in issuer (local stack): users get tokens from POST /v1/local/token on loopback. */
   localIssuer: booleanSetting('SVC_LOCAL_ISSUER', { default: false }),
+  /** How long a token of the built-in issuer lasts (the console renews it before it expires). */
+  localTokenTtlSeconds: integerSetting('SVC_LOCAL_TOKEN_TTL_S', { default: DEFAULT_LOCAL_TOKEN_TTL_S, min: 5, max: 7 * 86_400 }),
   stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
   /** The web console's built files (`console/dist`), served at `/`; unset: no console (docs/console.md). */
   consoleDir: optionalStringSetting('SVC_CONSOLE_DIR'),
+  /** The console's client id at the OIDC provider (`SVC_OIDC_ISSUER`): a public client, Authorization Code with PKCE. Unset: no provider sign-in in the console. */
+  consoleOidcClientId: optionalStringSetting('SVC_CONSOLE_OIDC_CLIENT_ID'),
+  consoleOidcScope: stringSetting('SVC_CONSOLE_OIDC_SCOPE', { default: DEFAULT_CONSOLE_OIDC_SCOPE }),
   /**
    * The model proxy's keys and upstreams (docs/model-proxy.md). Keys live here, in the control
    * plane, only: a sandbox never holds one. A model API without a key answers 503.

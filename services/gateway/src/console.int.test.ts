@@ -7,7 +7,9 @@ import { requestJson } from '@svc/bus';
 import { subjects, type CreateWorkerResultType, type StreamFrame } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
-import { CONSOLE_CSP } from './routes/console.js';
+import { consoleCsp } from './routes/console.js';
+
+const PROVIDER = 'https://id.example.com/realms/svc';
 
 describe('the web console, served by the gateway', () => {
   let dir: string;
@@ -18,27 +20,40 @@ describe('the web console, served by the gateway', () => {
     await mkdir(path.join(dir, 'assets'));
     await writeFile(path.join(dir, 'index.html'), '<!doctype html><title>svc console</title><script type="module" src="/assets/index-abc123.js"></script>');
     await writeFile(path.join(dir, 'assets', 'index-abc123.js'), 'console.log("console")');
-    gw = await startGatewayFixture({ consoleDir: dir }, [], { services: true });
+    // The console signs people in at a provider too: it is told where, and may call it.
+    gw = await startGatewayFixture({ consoleDir: dir, oidcIssuer: PROVIDER, consoleOidcClientId: 'svc-console' }, [], { services: true });
   });
   afterAll(async () => {
     await gw?.stop();
     await rm(dir, { recursive: true, force: true });
   });
 
-  it.each(['/', '/sessions', '/inbox', '/workers/wrk_abc'])(
+  it.each(['/', '/sessions', '/inbox', '/workers/wrk_abc', '/auth/callback'])(
     '%s is the console page, without signing in, with a strict CSP, revalidated each load',
     async (url) => {
       const response = await gw.app.inject({ url });
       expect(response.statusCode).toBe(200);
       expect(response.headers['content-type']).toMatch(/^text\/html/);
       expect(response.body).toContain('<title>svc console</title>');
-      expect(response.headers['content-security-policy']).toBe(CONSOLE_CSP);
-      expect(CONSOLE_CSP).toContain("script-src 'self'");
-      expect(CONSOLE_CSP).toContain("frame-ancestors 'none'");
+      const csp = consoleCsp({ local: false, oidc: { issuer: PROVIDER, client_id: 'svc-console', scope: 'openid' } });
+      expect(response.headers['content-security-policy']).toBe(csp);
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("connect-src 'self' https://id.example.com;");
+      expect(csp).toContain("frame-ancestors 'none'");
       expect(response.headers['cache-control']).toBe('no-cache');
       expect(response.headers['x-content-type-options']).toBe('nosniff');
     },
   );
+
+  it('GET /v1/console/sign-in, without a token, tells the sign-in page how to sign in; without a provider only the built-in issuer, if any', async () => {
+    const signIn = await gw.app.inject({ url: '/v1/console/sign-in' });
+    expect(signIn.statusCode).toBe(200);
+    expect(signIn.json()).toEqual({
+      local: false,
+      oidc: { issuer: PROVIDER, client_id: 'svc-console', scope: 'openid profile offline_access' },
+    });
+    expect(consoleCsp({ local: true })).toContain("connect-src 'self';");
+  });
 
   it('hashed assets are cached for a year; a missing one is 404, a path out of the folder is refused', async () => {
     const asset = await gw.app.inject({ url: '/assets/index-abc123.js' });

@@ -16,6 +16,7 @@ const session = (sessionId: string) => `/v1/sessions/${encodeURIComponent(sessio
 export const apiPaths = {
   status: '/v1/status',
   localToken: '/v1/local/token',
+  consoleSignIn: '/v1/console/sign-in',
   sessions: (parameters: { limit?: number; offset?: number; status?: string } = {}) => `/v1/sessions${query(parameters)}`,
   session,
   templates: '/v1/templates',

@@ -18,3 +18,4 @@ export * from './egress.js';
 export * from './event-follower.js';
 export * from './system-subtypes.js';
 export * from './api-paths.js';
+export * from './console-api.js';

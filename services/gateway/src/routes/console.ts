@@ -2,39 +2,45 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { CodedError } from '@svc/protocol';
+import { CodedError, CONSOLE_CALLBACK_PATH, ConsoleSignInSchema, type ConsoleSignIn } from '@svc/protocol';
 
 export interface ConsoleRoutesOptions {
   /** The console's built files (`console/dist`): `index.html` and `assets/`. Unset or not built: its pages are 404s that say why. */
   dir: string | undefined;
+  /** How the console signs people in (`GET /v1/console/sign-in`). */
+  signIn: ConsoleSignIn;
 }
 
 /**
  * The console's own paths (client-side routes): each is answered with `index.html`, and the
  * page's script shows what the path names. Anything else outside `/v1` is not the console's.
  */
-export const CONSOLE_PAGES = ['/', '/sessions', '/inbox', '/workers/:id'] as const;
+export const CONSOLE_PAGES = ['/', '/sessions', '/inbox', '/workers/:id', CONSOLE_CALLBACK_PATH] as const;
 
 /**
  * What a browser may do with the console's pages: scripts, styles and fonts from the gateway
  * only (no inline script; React sets styles through the DOM, which CSP allows), API and
  * WebSocket calls to the gateway only, never framed (clickjacking an "Allow" button).
  */
-export const CONSOLE_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function consoleCsp(signIn: ConsoleSignIn): string {
+  // Signing in with a provider, the page reads its discovery document and calls its token endpoint.
+  const provider = signIn.oidc ? ` ${new URL(signIn.oidc.issuer).origin}` : '';
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    `connect-src 'self'${provider}`,
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
-function secureHeaders(reply: FastifyReply): void {
-  reply.header('content-security-policy', CONSOLE_CSP);
+function secureHeaders(reply: FastifyReply, csp: string): void {
+  reply.header('content-security-policy', csp);
   reply.header('x-content-type-options', 'nosniff');
   reply.header('referrer-policy', 'no-referrer');
   reply.header('cross-origin-opener-policy', 'same-origin');
@@ -45,10 +51,25 @@ function secureHeaders(reply: FastifyReply): void {
  * in their names and are cached for a year; `index.html` is revalidated every time, so a new
  * build is picked up at the next load.
  */
-export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (app, { dir }) => {
+export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (app, { dir, signIn }) => {
   const built = dir !== undefined && existsSync(path.join(dir, 'index.html'));
   const config = { auth: 'public' as const };
   const schema = { hide: true };
+  const csp = consoleCsp(signIn);
+  app.get(
+    '/v1/console/sign-in',
+    {
+      config,
+      schema: {
+        tags: ['console'],
+        summary: 'How the web console signs people in',
+        description:
+          'Public: the sign-in page reads it before anyone is signed in. `oidc` is there when the gateway trusts a provider and `SVC_CONSOLE_OIDC_CLIENT_ID` names the console at it.',
+        response: { 200: ConsoleSignInSchema },
+      },
+    },
+    async () => signIn,
+  );
   if (!built) {
     const notBuilt = () => {
       throw new CodedError(
@@ -71,7 +92,7 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (ap
   });
   for (const page of CONSOLE_PAGES) {
     app.get(page, { config, schema }, (_request, reply) => {
-      secureHeaders(reply);
+      secureHeaders(reply, csp);
       reply.header('cache-control', 'no-cache');
       return reply.sendFile('index.html', dir, { cacheControl: false });
     });

@@ -6,12 +6,13 @@ import { APIErrorSchema, CodedError } from '@svc/protocol';
 export interface LocalIssuerRoutesOptions {
   issuer: LocalIssuer;
   audience: string;
+  /** How long a token lasts (`SVC_LOCAL_TOKEN_TTL_S`). */
+  ttlSeconds: number;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 /** The user every token of the built-in issuer is for (the local stack's one user, an admin). */
 export const LOCAL_USER = 'local-user';
-const TOKEN_TTL_SECONDS = 12 * 3600;
 
 const TokenResponse = Type.Object({
   token: Type.String(),
@@ -23,7 +24,7 @@ const TokenResponse = Type.Object({
  * The built-in issuer of the local stack: discovery and JWKS (so any OIDC client can verify its
  * tokens) and `POST /v1/local/token`, which gives the local user a token — on loopback only.
  */
-export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = async (app, { issuer, audience }) => {
+export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = async (app, { issuer, audience, ttlSeconds }) => {
   const publicRoute = { auth: 'public' as const };
   app.get(
     '/.well-known/openid-configuration',
@@ -45,8 +46,8 @@ export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = a
     },
     async (request) => {
       if (!LOOPBACK.has(request.ip)) throw new CodedError('forbidden', 'local tokens are given to loopback callers only');
-      const token = await issuer.mintUserToken({ sub: LOCAL_USER, audience, name: 'Local user', admin: true, ttlSeconds: TOKEN_TTL_SECONDS });
-      return { token, token_type: 'Bearer' as const, expires_in: TOKEN_TTL_SECONDS };
+      const token = await issuer.mintUserToken({ sub: LOCAL_USER, audience, name: 'Local user', admin: true, ttlSeconds });
+      return { token, token_type: 'Bearer' as const, expires_in: ttlSeconds };
     },
   );
 };
