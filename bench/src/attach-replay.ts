@@ -13,37 +13,14 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import type { IncomingEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { post, print, rssMiB, startPipeline, verdict } from './pipeline.js';
+import { postHistory } from './history.js';
+import { print, rssMiB, startPipeline, verdict } from './pipeline.js';
 
 const { values: args } = parseArgs({ options: { events: { type: 'string', default: '100000' }, 'log-level': { type: 'string', default: 'warn' } } });
 const EVENTS = Number(args.events);
 const SVC = fileURLToPath(new URL('../../cli/dist/svc.mjs', import.meta.url));
 const run = promisify(execFile);
-
-/** A plausible mix: text, tool calls and their results, progress, system lines. */
-function eventAt(n: number): Omit<IncomingEvent, 'uid' | 'ts'> {
-  switch (n % 5) {
-    case 0:
-      return { type: 'assistant', data: { text: `Step ${n}: I read the failing test and the parser; the field is optional, so the raw line has to be kept.` } };
-    case 1:
-      return { type: 'tool_use', data: { tool_use_id: `t${n}`, name: 'Bash', input: { command: `npm test -- --grep case-${n}` } } };
-    case 2:
-      return {
-        type: 'tool_result',
-        data: {
-          tool_use_id: `t${n - 1}`,
-          content: `PASS src/parser.test.ts\n  ✓ keeps the raw line (${n} ms)\n  ✓ maps the fields\nTests: 2 passed`,
-          is_error: false,
-        },
-      };
-    case 3:
-      return { type: 'progress', data: { input_tokens: n * 10, output_tokens: n, cost_usd: n / 10_000 } };
-    default:
-      return { type: 'system', data: { level: 'info', message: `checkpoint ${n}` } };
-  }
-}
 
 const pipeline = await startPipeline({ logLevel: args['log-level'] });
 const socket = `svc-bench-${process.pid}`;
@@ -51,20 +28,7 @@ const tmux = (...tmuxArgs: string[]) => run('tmux', ['-L', socket, ...tmuxArgs],
 try {
   const worker = await pipeline.createWorker();
   const started = Date.now();
-  const batches = Array.from({ length: Math.ceil(EVENTS / 500) }, (_, b) => b);
-  for (let i = 0; i < batches.length; i += 4) {
-    await Promise.all(
-      batches.slice(i, i + 4).map((b) =>
-        post(pipeline, worker, {
-          events: Array.from({ length: Math.min(500, EVENTS - b * 500) }, (_, k) => ({
-            ...eventAt(b * 500 + k),
-            uid: `e${b * 500 + k}`,
-            ts: new Date().toISOString(),
-          })),
-        }),
-      ),
-    );
-  }
+  await postHistory(pipeline, worker, EVENTS);
   await pipeline.drained();
   process.stdout.write(`stored ${EVENTS} events in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 

@@ -1,7 +1,10 @@
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
-import { launchBrowser } from './browser.js';
+import { launchBrowser } from '@svc/test-support/browser';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 
 /** Starts a demo session from the sessions page the browser is on, returns its worker id (the demo asks to write hello.txt). */
@@ -245,6 +248,42 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.locator('[data-event-id="1"]').waitFor();
     await page.context().close();
   }, 60_000);
+
+  it('screenshots of the three pages, desktop and phone (into SVC_SCREENSHOTS_DIR: `npm run screenshots` writes docs/images/)', async () => {
+    const dir = process.env['SVC_SCREENSHOTS_DIR'] ?? (await mkdtemp(path.join(tmpdir(), 'svc-screenshots-')));
+    await mkdir(dir, { recursive: true });
+    const written: string[] = [];
+    for (const [device, viewport] of [
+      ['desktop', { width: 1280, height: 800 }],
+      ['phone', { width: 390, height: 844 }],
+    ] as const) {
+      const page = await signedIn('/sessions', viewport);
+      await startDemo(page);
+      await openCard(page).waitFor({ timeout: 30_000 });
+      await page.getByText('live', { exact: true }).waitFor();
+      const shoot = async (name: string) => {
+        const file = path.join(dir, `console-${name}-${device}.png`);
+        await page.screenshot({ path: file });
+        written.push(file);
+      };
+      await shoot('worker');
+      await page.getByRole('link', { name: 'Approvals' }).click();
+      await page.getByRole('article').first().waitFor({ timeout: 10_000 });
+      await shoot('inbox');
+      await page.getByRole('link', { name: 'Sessions' }).click();
+      await page.getByRole('table').waitFor();
+      await page.locator('.badge').first().waitFor({ timeout: 10_000 });
+      await shoot('sessions');
+      await page.context().close();
+    }
+    for (const file of written) {
+      const png = await readFile(file);
+      // A PNG of the viewport's width.
+      expect(png.subarray(1, 4).toString()).toBe('PNG');
+      expect([1280, 390]).toContain(png.readUInt32BE(16));
+    }
+    if (!process.env['SVC_SCREENSHOTS_DIR']) await rm(dir, { recursive: true, force: true });
+  }, 120_000);
 
   it('axe finds no serious or critical violation on the sessions page, a worker page (with an open approval) and the inbox, desktop and phone', async () => {
     for (const viewport of [

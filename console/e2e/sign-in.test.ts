@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { freePort } from '@svc/test-support';
-import { launchBrowser } from './browser.js';
+import { launchBrowser } from '@svc/test-support/browser';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 import { startOidcProvider, type RunningProvider } from './oidc-provider.js';
 

@@ -108,7 +108,7 @@ export function SessionsPage() {
                 <td>{session.template}</td>
                 <td>{session.owner}</td>
                 <td>{age(session.created_at)}</td>
-                <td>{costs[session.worker_id] === undefined ? '' : formatCost(costs[session.worker_id]!)}</td>
+                <td>{costs[session.worker_id] === undefined ? <span aria-label="no cost reported yet">—</span> : formatCost(costs[session.worker_id]!)}</td>
                 <td>{openCounts[session.worker_id] ? <span className="badge">{openCounts[session.worker_id]} open</span> : ''}</td>
               </tr>
             ))}
