@@ -16,10 +16,14 @@ export function EventRow({ event }: { event: StoredEvent }) {
     }
     case 'tool_use': {
       const data = (event as StoredEvent<'tool_use'>).data;
+      // The one-line summary, as `svc attach` shows it; the whole input one click away.
       return (
-        <div className="row tool-use">
-          <span className="tag">{data.name}</span> <code>{summarizeInput(data.name, data.input)}</code>
-        </div>
+        <details className="row tool-use">
+          <summary>
+            <span className="tag">{data.name}</span> <code>{summarizeInput(data.name, data.input)}</code>
+          </summary>
+          <pre>{JSON.stringify(data.input, null, 2)}</pre>
+        </details>
       );
     }
     case 'tool_result':
