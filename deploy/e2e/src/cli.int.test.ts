@@ -70,9 +70,12 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     expect(await workerStatus(session.worker_id)).toBe('running');
 
     const second = await attach('second', session.worker_id);
-    const again = await second.waitForText('✓ File created successfully at: /workspace/hello.txt');
+    // The demo asks the same Write once more (y allows once): the history so far once, and the new prompt.
+    const again = await second.waitForText('Allow [Write]? (y/n)', 30_000);
     expect(count(again, '✓ File created successfully')).toBe(1);
     expect(count(again, '✓ allowed by e2e-cli')).toBe(1);
+    await second.keys('y');
+    await second.waitForText('✓ The file /workspace/hello.txt has been updated.');
     // The worker ends while watched: the view turns read-only by itself.
     await second.waitForText('[read-only]', 30_000);
     await second.waitForText('✔ turn complete');
@@ -101,7 +104,8 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     await viewer.keys('y');
     const done = await viewer.waitForText('✓ File created successfully at: /workspace/hello.txt');
     expect(count(done, '[Glob]')).toBe(1);
-    expect(count(done, '? permission asked for [Write]')).toBe(1);
+    // (The demo asks its Write once more after this one: only what came before the result counts.)
+    expect(count(done.split('✓ File created successfully')[0]!, '? permission asked for [Write]')).toBe(1);
   }, 90_000);
 
   it('--read-only replays from the start with no prompt; --raw exits 3 saying it is not implemented', async () => {
@@ -125,7 +129,7 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     expect(status.stdout).toMatch(/session\s+up/);
     const missing = await svc('sessions', 'get', 'ses_nope');
     expect(missing).toMatchObject({ code: 1, stderr: 'error: session ses_nope does not exist (session_not_found)\n' });
-    // Let the demo finish (allow its request), so its logs end and `svc logs` returns.
+    // Let the demo finish (allow its request, always: it asks the same once more), so its logs end and `svc logs` returns.
     const headers = { authorization: `Bearer ${env['SVC_TOKEN']}`, 'content-type': 'application/json' };
     const open = await waitFor(
       "the demo's request",
@@ -141,7 +145,7 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     await fetch(`${stack.gatewayUrl}/v1/workers/${created.worker_id}/control`, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ request_id: open.data.request_id, decision: 'allow' }),
+      body: JSON.stringify({ request_id: open.data.request_id, decision: 'allow', scope: 'always' }),
     });
     const logs = await svc('logs', created.id, '--tail', '50');
     expect(logs.code).toBe(0);
