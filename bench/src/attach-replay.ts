@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { waitFor } from '@svc/test-support';
-import { postHistory } from './history.js';
+import { workerWithHistory } from './history.js';
 import { print, rssMiB, startPipeline, verdict } from './pipeline.js';
 
 const { values: args } = parseArgs({ options: { events: { type: 'string', default: '100000' }, 'log-level': { type: 'string', default: 'warn' } } });
@@ -26,11 +26,7 @@ const pipeline = await startPipeline({ logLevel: args['log-level'] });
 const socket = `svc-bench-${process.pid}`;
 const tmux = (...tmuxArgs: string[]) => run('tmux', ['-L', socket, ...tmuxArgs], { encoding: 'utf8' });
 try {
-  const worker = await pipeline.createWorker();
-  const started = Date.now();
-  await postHistory(pipeline, worker, EVENTS);
-  await pipeline.drained();
-  process.stdout.write(`stored ${EVENTS} events in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  const worker = await workerWithHistory(pipeline, EVENTS);
 
   // Baseline: a bare WebSocket client of the same stream, in its own process.
   const baselineScript = path.join(pipeline.stateDir, 'baseline.mjs');

@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { CDPSession, Page } from 'playwright-core';
 import { launchBrowser } from '@svc/test-support/browser';
-import { postHistory } from './history.js';
+import { workerWithHistory } from './history.js';
 import { percentile, print, startPipeline, verdict } from './pipeline.js';
 
 const { values: args } = parseArgs({
@@ -52,11 +52,7 @@ async function openInConsole(page: Page, path: string): Promise<void> {
 const pipeline = await startPipeline({ logLevel: args['log-level'], localSignIn: true, gatewayEnv: { SVC_CONSOLE_DIR: CONSOLE_DIR } });
 const browser = await launchBrowser();
 try {
-  const worker = await pipeline.createWorker();
-  const started = Date.now();
-  await postHistory(pipeline, worker, EVENTS);
-  await pipeline.drained();
-  process.stdout.write(`stored ${EVENTS} events in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  const worker = await workerWithHistory(pipeline, EVENTS);
   const workerPath = `/workers/${worker.worker_id}`;
   const newest = `[data-event-id="${EVENTS}"]`;
 

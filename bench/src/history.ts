@@ -24,8 +24,18 @@ export function eventAt(n: number): Omit<IncomingEvent, 'uid' | 'ts'> {
   }
 }
 
+/** A new worker with a stored history of `count` such events (posted as the worker, then drained into the store). */
+export async function workerWithHistory(pipeline: Pipeline, count: number): Promise<CreateWorkerResultType> {
+  const worker = await pipeline.createWorker();
+  const started = Date.now();
+  await postHistory(pipeline, worker, count);
+  await pipeline.drained();
+  process.stdout.write(`stored ${count} events in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  return worker;
+}
+
 /** Posts a history of `count` such events as the worker (batches of 500, four at a time), uids `e0…`. */
-export async function postHistory(pipeline: Pipeline, worker: CreateWorkerResultType, count: number): Promise<void> {
+async function postHistory(pipeline: Pipeline, worker: CreateWorkerResultType, count: number): Promise<void> {
   const batches = Array.from({ length: Math.ceil(count / 500) }, (_, b) => b);
   for (let i = 0; i < batches.length; i += 4) {
     await Promise.all(

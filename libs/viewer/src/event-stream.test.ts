@@ -43,11 +43,8 @@ describe('following the event stream', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  /** Follows the stand-in's ten events into a view until live; every one must arrive once, in order. */
-  async function followAll(options: { skip?: string } = {}) {
-    const server = await startStreamServer(options);
-    cleanups.push(server.close);
-    const view = new WorkerView({ readOnly: false });
+  /** Follows the stand-in's stream into the view (ended with the test). */
+  function follow(server: Awaited<ReturnType<typeof startStreamServer>>, view: WorkerView) {
     const stream = followEventStream({
       view,
       transport: wsTransport((afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`)),
@@ -56,6 +53,15 @@ describe('following the event stream', () => {
       onFatal: () => {},
     });
     cleanups.push(() => stream.close());
+    return stream;
+  }
+
+  /** Follows the stand-in's ten events into a view until live; every one must arrive once, in order. */
+  async function followAll(options: { skip?: string } = {}) {
+    const server = await startStreamServer(options);
+    cleanups.push(server.close);
+    const view = new WorkerView({ readOnly: false });
+    follow(server, view);
     await waitFor('all ten events, live', () => view.events.length === 10 && view.connection.kind === 'live');
     expect(view.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
     return { server, view };
@@ -106,14 +112,7 @@ describe('following the event stream', () => {
 
   it('suspended (offline), it drops the connection and tries nothing; resumed, it reconnects at once after the last id it holds', async () => {
     const { server, view } = await followAll();
-    const stream = followEventStream({
-      view,
-      transport: wsTransport((afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`)),
-      read: server.read,
-      backoffMs: () => 50,
-      onFatal: () => {},
-    });
-    cleanups.push(() => stream.close());
+    const stream = follow(server, view);
     await waitFor('the second follower connected', () => server.connections.length === 3);
     stream.suspend();
     expect(view.connection).toEqual({ kind: 'offline' });
