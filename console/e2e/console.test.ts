@@ -245,7 +245,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.getByText('Sandbox logs: following').waitFor({ timeout: 10_000 });
     await expect.poll(async () => (await page.locator('pre[aria-label="Sandbox logs"]').textContent()) ?? '', { timeout: 10_000 }).toMatch(/svc-sidecar|agent/);
     await page.getByRole('tab', { name: 'Events' }).click();
-    await page.locator('[data-event-id="1"]').waitFor();
+    await page.locator('[data-event-id]').first().waitFor();
     await page.context().close();
   }, 60_000);
 

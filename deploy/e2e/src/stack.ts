@@ -30,12 +30,15 @@ export interface E2eStack {
   /** event-ingest replicas by index; a test may kill one and put a new one in its place. */
   ingest: ServiceProcess[];
   startIngestReplica(replicaIndex: number): ServiceProcess;
-  userToken(sub: string): Promise<string>;
+  /** A user's token (extra claims: `svc_admin: true` makes an admin). */
+  userToken(sub: string, claims?: Record<string, unknown>): Promise<string>;
   createWorker(owner: string, extra?: Omit<CreateWorkerRequestType, 'owner'>): Promise<CreateWorkerResultType>;
   /** Stops the gateway (SIGTERM, or SIGKILL: a crash), and returns the function that starts it again on the same port. */
   stopGateway(how?: 'stop' | 'kill'): Promise<() => Promise<void>>;
   /** Each event-ingest replica's probe URL (`…/readyz`), when the stack was asked for them. */
   ingestProbeUrls: string[];
+  /** Each service's `…/metrics` on its probe port, by service (event-ingest: one per replica), when the stack was asked for probes. */
+  metricsUrls: Record<'event-ingest' | 'control' | 'session' | 'gateway', string[]>;
   /** Kills a service (SIGKILL: a crash), and returns the function that starts it again. */
   killService(service: 'session' | 'control'): Promise<() => void>;
   /** Every service process running now. */
@@ -56,8 +59,10 @@ export interface StackOptions {
   gatewayEnv?: Record<string, string>;
   /** Postgres with `fsync` and `synchronous_commit` on: a test of durability needs them. */
   durablePostgres?: boolean;
-  /** Give each event-ingest replica a probe port (`/healthz`, `/readyz`). */
+  /** Give each event-ingest replica a probe port (`/healthz`, `/readyz`, `/metrics`). */
   ingestProbes?: boolean;
+  /** Give every service a probe port (and so `/metrics`), event-ingest's replicas too. */
+  probes?: boolean;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<E2eStack> {
@@ -67,7 +72,9 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
     startPostgres({ durable: options.durablePostgres ?? false }),
     startTestIssuer('svc'),
   ]);
-  const ingestProbePorts = options.ingestProbes ? await Promise.all(Array.from({ length: replicas }, () => freePort())) : [];
+  const ingestProbePorts = options.ingestProbes || options.probes ? await Promise.all(Array.from({ length: replicas }, () => freePort())) : [];
+  const [controlProbe, sessionProbe, gatewayProbe] = options.probes ? await Promise.all([freePort(), freePort(), freePort()]) : [];
+  const probeEnv = (port: number | undefined): Record<string, string> => (port ? { SVC_HEALTH_PORT: String(port) } : {});
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
@@ -82,6 +89,7 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
     SVC_OIDC_AUDIENCE: 'svc',
     // Tests poll hard on purpose; rate limits have their own tests.
     SVC_RATE_LIMIT_MAX: '100000000',
+    ...probeEnv(gatewayProbe),
     ...options.gatewayEnv,
   };
   const startIngestReplica = (replicaIndex: number) =>
@@ -95,8 +103,15 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
     });
   const ingest = Array.from({ length: replicas }, (_, index) => startIngestReplica(index));
   const sandboxesDir = path.join(stateDir, 'sandboxes');
-  const sessionEnv = { ...env, ...natsUser('session'), SVC_SANDBOXES_DIR: sandboxesDir, SVC_SANDBOX_CONTROL_PLANE_URL: gatewayUrl, ...options.sessionEnv };
-  const othersEnv = { session: sessionEnv, control: { ...env, ...natsUser('control') } };
+  const sessionEnv = {
+    ...env,
+    ...natsUser('session'),
+    SVC_SANDBOXES_DIR: sandboxesDir,
+    SVC_SANDBOX_CONTROL_PLANE_URL: gatewayUrl,
+    ...probeEnv(sessionProbe),
+    ...options.sessionEnv,
+  };
+  const othersEnv = { session: sessionEnv, control: { ...env, ...natsUser('control'), ...probeEnv(controlProbe) } };
   const others = { session: startServiceProcess('session', othersEnv.session), control: startServiceProcess('control', othersEnv.control) };
   let gateway = startServiceProcess('gateway', gatewayEnv);
   const everyProcess = () => [...ingest, others.session, others.control, gateway];
@@ -134,9 +149,21 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
     nc,
     ingest,
     startIngestReplica,
-    userToken: (sub) => issuer.sign({ sub }),
+    userToken: (sub, claims = {}) => issuer.sign({ ...claims, sub }),
     createWorker: (owner, extra = {}) => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner, ...extra }),
     ingestProbeUrls: ingestProbePorts.map((probePort) => `http://127.0.0.1:${probePort}/readyz`),
+    metricsUrls: {
+      'event-ingest': ingestProbePorts.map((probePort) => `http://127.0.0.1:${probePort}/metrics`),
+      ...Object.fromEntries(
+        (
+          [
+            ['control', controlProbe],
+            ['session', sessionProbe],
+            ['gateway', gatewayProbe],
+          ] as const
+        ).map(([service, port]) => [service, port ? [`http://127.0.0.1:${port}/metrics`] : []]),
+      ),
+    } as E2eStack['metricsUrls'],
     async stopGateway(how = 'stop') {
       if (how === 'kill') await gateway.kill();
       else await gateway.stop();

@@ -44,7 +44,9 @@ const named = (manifests: Manifest[], kind: string, suffix: string) => manifests
 /** The kubernetes-models class of an object (by its group, version and kind). */
 async function modelOf(manifest: Manifest): Promise<new (data: unknown) => { validate(): void }> {
   const [group, version] = manifest.apiVersion.includes('/') ? manifest.apiVersion.split('/') : ['', manifest.apiVersion];
-  const module = (await import(`kubernetes-models/${group ? `${group}/` : ''}${version}`)) as Record<string, new (data: unknown) => { validate(): void }>;
+  // prometheus-operator's kinds come in their own package of the same project.
+  const models = group === 'monitoring.coreos.com' ? '@kubernetes-models/prometheus-operator' : 'kubernetes-models';
+  const module = (await import(`${models}/${group ? `${group}/` : ''}${version}`)) as Record<string, new (data: unknown) => { validate(): void }>;
   const model = module[manifest.kind];
   if (!model) throw new Error(`kubernetes-models has no ${manifest.apiVersion} ${manifest.kind}`);
   return model;
@@ -349,6 +351,50 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
       }
     }
   });
+
+  it('monitoring, in both modes: a metrics Service over every control-plane Pod; with the prometheus-operator API, a valid ServiceMonitor and PrometheusRule; the dashboard ConfigMap parses', async () => {
+    for (const profile of PROFILES) {
+      const withoutApi = rendered.get(profile)!;
+      expect(of(withoutApi, 'ServiceMonitor'), profile).toEqual([]);
+      expect(of(withoutApi, 'PrometheusRule'), profile).toEqual([]);
+      const manifests = await renderChart({ valuesFiles: [profile], apiVersions: ['monitoring.coreos.com/v1'] });
+      const service = named(manifests, 'Service', '-metrics')!;
+      expect(service['spec']).toMatchObject({ clusterIP: 'None', selector: { 'svc.dev/metrics': 'true' }, ports: [{ name: 'health', port: 8081 }] });
+      // Every control-plane Pod is behind it, and serves the port it names.
+      const servesProbes = (m: Manifest) =>
+        (podSpecOf(m)?.containers[0] as { ports?: Array<{ name: string }> } | undefined)?.ports?.some((port) => port.name === 'health') ?? false;
+      const workloads = manifests.filter((m) => (m.kind === 'Deployment' || m.kind === 'StatefulSet') && servesProbes(m));
+      expect(workloads.length, profile).toBeGreaterThan(0);
+      for (const workload of workloads) {
+        const template = (workload['spec'] as { template: { metadata: { labels: Record<string, string> } } }).template;
+        expect(template.metadata.labels['svc.dev/metrics'], workload.metadata.name).toBe('true');
+      }
+      const monitor = named(manifests, 'ServiceMonitor', '-metrics')!;
+      expect(monitor['spec']).toMatchObject({ selector: { matchLabels: { 'svc.dev/metrics': 'true' } }, endpoints: [{ port: 'health', path: '/metrics' }] });
+      const rules = of(manifests, 'PrometheusRule')[0]!;
+      const alerts = (rules['spec'] as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> }).groups.flatMap((group) => group.rules);
+      expect(alerts.map((rule) => rule.alert)).toEqual(['SvcIngestLagGrowing', 'SvcRequestsPastDeadline', 'SvcServiceDown', 'SvcGatewayErrors']);
+      for (const manifest of [monitor, rules]) {
+        const Model = await modelOf(manifest);
+        expect(() => new Model(manifest).validate(), `${profile}: ${manifest.kind}`).not.toThrow();
+      }
+      const dashboard = named(manifests, 'ConfigMap', '-dashboard')!;
+      expect(dashboard.metadata.labels?.['grafana_dashboard']).toBe('1');
+      const json = JSON.parse((dashboard['data'] as Record<string, string>)['svc.json']!) as {
+        panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+      };
+      expect(json.panels.length).toBeGreaterThanOrEqual(10);
+      for (const panel of json.panels) expect(panel.targets.length, panel.title).toBeGreaterThan(0);
+    }
+    // Forced on without the API (a cluster installing the CRDs later), or off with it.
+    expect(of(await renderChart({ valuesFiles: ['single.yaml'], set: { 'metrics.serviceMonitor.enabled': 'true' } }), 'ServiceMonitor')).toHaveLength(1);
+    const off = await renderChart({
+      valuesFiles: ['single.yaml'],
+      apiVersions: ['monitoring.coreos.com/v1'],
+      set: { 'metrics.serviceMonitor.enabled': 'false', 'metrics.prometheusRule.enabled': 'false', 'metrics.dashboard.enabled': 'false' },
+    });
+    expect([...of(off, 'ServiceMonitor'), ...of(off, 'PrometheusRule'), ...off.filter((m) => m.metadata.name.endsWith('-dashboard'))]).toEqual([]);
+  }, 60_000);
 
   it('a helm test Pod calls /healthz and /v1/status', () => {
     const test = of(rendered.get('distributed-external.yaml')!, 'Pod')[0]!;

@@ -17,6 +17,7 @@ metadata:
     {{- if .gateway }}
     svc.dev/serves-gateway: "true"
     {{- end }}
+    svc.dev/metrics: "true"
   {{- with $root.Values.podAnnotations }}
   annotations:
     {{- toYaml . | nindent 4 }}

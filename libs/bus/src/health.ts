@@ -1,6 +1,6 @@
 import type { Subscription } from '@nats-io/transport-node';
 import { subjects, type ServiceHealth, type ServiceName } from '@svc/protocol';
-import { SVC_VERSION, type Logger } from '@svc/service-kit';
+import { metricsExposition, SVC_VERSION, type Logger } from '@svc/service-kit';
 import { createServer } from 'node:http';
 import { trackConnection, type NatsConnection } from './connection.js';
 import { serveRpc } from './messaging.js';
@@ -38,8 +38,9 @@ export interface HealthProbes {
 
 /**
  * `GET /healthz` (the process is alive) and `GET /readyz` (started, connected to NATS, and the
- * store answers when there is one) on `port`, for Kubernetes probes of the services that serve
- * no HTTP of their own. They answer from the first moment of the process: a service waiting for
+ * store answers when there is one) on `port`, for Kubernetes probes, and `GET /metrics` (the
+ * process's Prometheus metrics) for its scraper: the probe port is cluster-internal, never the
+ * public one. They answer from the first moment of the process: a service waiting for
  * NATS or Postgres at start is alive and not ready, and says which one it waits for. Plain
  * node:http: nothing else listens on that port.
  */
@@ -49,7 +50,14 @@ export async function serveHealthProbes(options: { port: number; host?: string; 
   const server = createServer((request, response) => {
     const answer = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (request.url === '/healthz') return answer(200, { status: 'ok' });
-    if (request.url !== '/readyz') return answer(404, { code: 'not_found', message: `${request.url} is not a probe: /healthz or /readyz` });
+    if (request.url === '/metrics') {
+      metricsExposition().then(
+        ({ contentType, body }) => response.writeHead(200, { 'content-type': contentType }).end(body),
+        (err: unknown) => answer(500, { code: 'internal', message: `could not collect the metrics: ${(err as Error).message}` }),
+      );
+      return;
+    }
+    if (request.url !== '/readyz') return answer(404, { code: 'not_found', message: `${request.url} is not a probe: /healthz, /readyz or /metrics` });
     if (!connection?.connected()) return answer(503, { code: 'bus_unavailable', message: connection ? 'not connected to NATS' : 'starting: waiting for NATS' });
     const storeDown = () => answer(503, { code: 'store_unavailable', message: started ? 'the store does not answer' : 'starting: waiting for the store' });
     const ready = () => (started ? answer(200, { status: 'ok' }) : answer(503, { code: 'unavailable', message: 'starting' }));

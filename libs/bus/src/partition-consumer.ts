@@ -47,3 +47,9 @@ export async function consumeIncomingPartition(nc: NatsConnection, partition: nu
   const consumer = await jetstream(nc).consumers.get(streams.incomingEvents.name, name);
   return consumer.consume({ max_messages: 1000 });
 }
+
+/** How many of a partition's messages wait to be stored: not yet delivered, or delivered and not yet acknowledged (its ingest lag). */
+export async function partitionBacklog(nc: NatsConnection, partition: number): Promise<number> {
+  const info = await (await jetstreamManager(nc)).consumers.info(streams.incomingEvents.name, partitionConsumerName(partition));
+  return info.num_pending + info.num_ack_pending;
+}

@@ -6,3 +6,4 @@ export * from './common-settings.js';
 export * from './running-service.js';
 export * from './child-processes.js';
 export * from './retry.js';
+export * from './metrics.js';

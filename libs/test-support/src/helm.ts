@@ -44,6 +44,8 @@ export interface RenderOptions {
   release?: string;
   /** Only these templates (e.g. "templates/session-rbac.yaml"). */
   showOnly?: string[];
+  /** APIs the cluster has beside the built-in ones (`--api-versions`, e.g. "monitoring.coreos.com/v1"). */
+  apiVersions?: string[];
 }
 
 function helmArgs(options: RenderOptions): string[] {
@@ -64,6 +66,7 @@ export async function renderChart(options: RenderOptions = {}): Promise<Manifest
     '--kube-version',
     KUBE_VERSION,
     ...helmArgs(options),
+    ...(options.apiVersions ?? []).flatMap((api) => ['--api-versions', api]),
     ...(options.showOnly ?? []).flatMap((t) => ['--show-only', t]),
   ];
   try {

@@ -1,5 +1,5 @@
 import type { DecisionPolicy } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import { gauge, type Logger } from '@svc/service-kit';
 import type { StoredRequest } from '@svc/store';
 import { deadlineOf } from './decisions.js';
 
@@ -13,6 +13,29 @@ export interface DeadlinesDeps {
   logger: Logger;
 }
 
+/** The deadline keepers of this process (one per control replica; tests may run several in one). */
+const keepers = new Set<{ open(): number; overdue(graceMs: number): number }>();
+/** How many closed requests a keeper remembers (for a watch that was under way when one closed). */
+const CLOSED_REMEMBERED = 10_000;
+/** A request still open this long after its deadline is overdue: its timeout decision is failing. */
+const OVERDUE_GRACE_MS = 5_000;
+
+// Every replica keeps every open request's deadline, so each counts them all: the largest count is the count.
+gauge({
+  name: 'svc_open_requests',
+  help: 'Tool requests waiting for a decision (every control replica keeps them all: take the max over replicas).',
+  collect() {
+    this.set(Math.max(0, ...[...keepers].map((keeper) => keeper.open())));
+  },
+});
+gauge({
+  name: 'svc_open_requests_overdue',
+  help: 'Open requests more than 5 s past their deadline: their timeout decision keeps failing (the store away?).',
+  collect() {
+    this.set(Math.max(0, ...[...keepers].map((keeper) => keeper.overdue(OVERDUE_GRACE_MS))));
+  },
+});
+
 /**
  * One timer per open request. Every control replica keeps timers for every open request, so a
  * deadline fires even when a replica is gone; when two fire, the store keeps the first decision
@@ -21,7 +44,25 @@ export interface DeadlinesDeps {
 export function createDeadlines(deps: DeadlinesDeps) {
   const log = deps.logger.child({ component: 'deadlines' });
   const timers = new Map<string, NodeJS.Timeout>();
+  /** When each open request's deadline is. */
+  const deadlines = new Map<string, number>();
+  const keeper = {
+    open: () => timers.size,
+    overdue(graceMs: number) {
+      const now = Date.now();
+      let overdue = 0;
+      for (const at of deadlines.values()) if (at + graceMs < now) overdue++;
+      return overdue;
+    },
+  };
+  keepers.add(keeper);
   const keyOf = (workerId: string, requestId: string) => `${workerId}\u0000${requestId}`;
+  /**
+   * Requests closed lately: a request and its decision often arrive together (the sidecar's
+   * rules answer at once), and the decision's cancel can come while the request's watch still
+   * reads its policy. A closed request never opens again, so its watch then arms nothing.
+   */
+  const closed = new Set<string>();
   let stopped = false;
 
   function arm(key: string, request: StoredRequest, at: number, policy: DecisionPolicy): void {
@@ -30,7 +71,10 @@ export function createDeadlines(deps: DeadlinesDeps) {
       if (Date.now() < at) return arm(key, request, at, policy);
       deps
         .expire(request, policy)
-        .then(() => timers.delete(key))
+        .then(() => {
+          timers.delete(key);
+          deadlines.delete(key);
+        })
         .catch((err: unknown) => {
           log.error({ err, worker_id: request.event.worker_id, request_id: request.event.data.request_id }, 'could not store the timeout decision; retrying');
           if (!stopped) arm(key, request, Date.now() + 1000, policy);
@@ -38,31 +82,37 @@ export function createDeadlines(deps: DeadlinesDeps) {
     }, wait);
     timer.unref();
     timers.set(key, timer);
+    if (!deadlines.has(key)) deadlines.set(key, at);
   }
 
   return {
     /** Starts the clock of a request (again harmless: one timer per request). */
     async watch(request: StoredRequest): Promise<void> {
       const key = keyOf(request.event.worker_id, request.event.data.request_id);
-      if (stopped || timers.has(key)) return;
+      if (stopped || timers.has(key) || closed.has(key)) return;
       const policy = await deps.policyOf(request.event.worker_id);
-      if (stopped || timers.has(key)) return; // watched meanwhile
+      if (stopped || timers.has(key) || closed.has(key)) return; // watched, or closed, meanwhile
       arm(key, request, deadlineOf(request, policy), policy);
     },
 
     /** A decision or a withdrawal closed the request. */
     cancel(workerId: string, requestId: string): void {
       const key = keyOf(workerId, requestId);
+      closed.add(key);
+      if (closed.size > CLOSED_REMEMBERED) closed.delete(closed.values().next().value!);
       clearTimeout(timers.get(key));
       timers.delete(key);
+      deadlines.delete(key);
     },
 
     count: () => timers.size,
 
     stop(): void {
       stopped = true;
+      keepers.delete(keeper);
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
+      deadlines.clear();
     },
   };
 }

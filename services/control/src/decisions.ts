@@ -9,7 +9,7 @@ import {
   type IncomingEvent,
   type StoredEvent,
 } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import { decisionsCounter, histogram, WAIT_BUCKETS_S, type Logger } from '@svc/service-kit';
 import { createEventStore, type ControlRequestLog, type Database, type Kysely, type StoredRequest } from '@svc/store';
 
 const HAND_OVER_ATTEMPTS = 5;
@@ -22,6 +22,20 @@ function decisionEvent(data: EventData<'control_response'>): IncomingEvent {
 
 /** Who decides when nobody did in time. */
 export const TIMEOUT_DECIDER = 'policy:timeout';
+
+const decisionsTotal = decisionsCounter();
+const requestWait = histogram({
+  name: 'svc_decision_wait_seconds',
+  help: 'How long a request waited for a person or for its deadline (from when it was stored to its decision), by who decided.',
+  labelNames: ['decided_by'],
+  buckets: WAIT_BUCKETS_S,
+});
+
+/** One decision this replica stored (only the one whose insert won counts it). */
+function countDecision(decidedBy: 'person' | 'timeout', request: StoredRequest): void {
+  decisionsTotal.inc({ decided_by: decidedBy });
+  requestWait.observe({ decided_by: decidedBy }, Math.max(0, Date.now() - request.storedAt.getTime()) / 1000);
+}
 
 export interface DecisionsDeps {
   db: Kysely<Database>;
@@ -113,6 +127,7 @@ export function createDecisions(deps: DecisionsDeps) {
       decided_by: TIMEOUT_DECIDER,
     };
     const { event, duplicate } = await storeDeadlineDecision(request.event.worker_id, data);
+    if (!duplicate) countDecision('timeout', request);
     if (!duplicate) log.info({ worker_id: request.event.worker_id, request_id: requestId, decision: policy.on_timeout }, 'deadline passed; the policy decided');
     return event;
   }
@@ -160,6 +175,7 @@ export function createDecisions(deps: DecisionsDeps) {
         case 'expired':
           throw refusal(await expire(outcome.request, policy));
         case 'stored':
+          countDecision('person', outcome.request);
           afterReply(() => handOver(workerId, outcome.decision));
           log.info({ worker_id: workerId, request_id: body.request_id, decision: body.decision, decided_by: decidedBy.sub }, 'decided');
           return outcome.decision;

@@ -1,6 +1,7 @@
 import { publishJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
 import { agentExitCodeOf, isControlEvent, storedBatchMessageId, subjects, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
+import { ingestMetrics } from './metrics.js';
 
 /** Workers whose last announced id is remembered; past this the least recently announced is forgotten. */
 const REMEMBERED_WORKERS = 100_000;
@@ -60,6 +61,7 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
     const to = ids.at(-1)!;
     if (BigInt(ids.length) === to - from) return ids.map((id) => byId.get(id)!);
     fills += 1;
+    ingestMetrics.refills.inc();
     const read = await deps.readAfter(workerId, from.toString(), Number(to - from));
     log.debug({ worker_id: workerId, after_id: from.toString(), to: to.toString() }, 'filled a hole from the store');
     return read;
@@ -99,6 +101,7 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
           : undefined,
       ]);
     }
+    ingestMetrics.announced.inc(batch.events.length);
     const control = batch.events.filter(isControlEvent);
     if (control.length > 0) publishJson(deps.nc, subjects.controlEvents(workerId), { worker_id: workerId, events: control } satisfies StoredEventBatchType);
     remember(workerId, BigInt(batch.events.at(-1)!.id));

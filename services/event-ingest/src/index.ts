@@ -1,9 +1,10 @@
-import { createDurablePublisher, serveHealth, type NatsConnection } from '@svc/bus';
+import { createDurablePublisher, partitionBacklog, serveHealth, type NatsConnection } from '@svc/bus';
 import { partitionsOfReplica, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
 import { createEventStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { createAnnouncer } from './announcer.js';
 import { consumePartition } from './ingest.js';
+import { reportBacklogs } from './metrics.js';
 import { sharedCommits } from './shared-commits.js';
 import { serveEventQueries } from './queries.js';
 import { serveStoredElsewhere } from './stored-elsewhere.js';
@@ -48,9 +49,11 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const handOvers = partitions.map((partition) => serveStoredElsewhere(deps.nc, announcer, partition, log));
   const queries = serveEventQueries(deps.nc, store, log);
   const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
+  const stopReporting = reportBacklogs(partitions, (partition) => partitionBacklog(deps.nc, partition));
   log.info({ partitions }, 'event-ingest consuming');
   return {
     async stop() {
+      stopReporting();
       health.unsubscribe();
       queries.unsubscribe();
       handOvers.forEach((subscription) => subscription.unsubscribe());

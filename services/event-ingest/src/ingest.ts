@@ -1,8 +1,17 @@
 import { consumeIncomingPartition, decodeJson, PARTITION_ACK_WAIT_MS, type JsMsg, type NatsConnection } from '@svc/bus';
-import { createChecker, StoredElsewhereMessage, validateIncomingEvent, type IncomingEvent, type IncomingMessageType, type StoredEvent } from '@svc/protocol';
+import {
+  createChecker,
+  StoredElsewhereMessage,
+  validateIncomingEvent,
+  type EventData,
+  type IncomingEvent,
+  type IncomingMessageType,
+  type StoredEvent,
+} from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import { isStoreUnavailable, type WorkerEvents } from '@svc/store';
+import { isStoreUnavailable, type AppendResult, type WorkerEvents } from '@svc/store';
 import type { Announcer } from './announcer.js';
+import { ingestMetrics } from './metrics.js';
 import type { Appender } from './shared-commits.js';
 
 /** Most messages appended in one go (per partition). */
@@ -170,8 +179,13 @@ class IncomingPartition implements PartitionConsumer {
         // Events already stored come back as they are stored and are announced again: a replica
         // that crashed between commit and announcement left them unannounced, and the redelivery
         // is the only chance to make up for it. Followers skip ids they have.
-        return (await this.store.appendMany(batches)).map((results) => results.map((r) => r.event));
+        const started = performance.now();
+        const results = await this.store.appendMany(batches);
+        ingestMetrics.appendSeconds.observe((performance.now() - started) / 1000);
+        countStored(results.flat());
+        return results.map((shareResults) => shareResults.map((r) => r.event));
       } catch (err) {
+        ingestMetrics.appendFailures.inc();
         this.acknowledge();
         if (this.stopping) throw err;
         // Postgres away (restarting, failing over) is waited out; the pause stays short so
@@ -189,4 +203,16 @@ class IncomingPartition implements PartitionConsumer {
     this.unsentAcks = [];
     for (const msg of acks) msg.ack();
   }
+}
+
+/** New events only (a redelivery's events come back as duplicates); the sidecar's own decisions among them are the policy's. */
+function countStored(results: readonly AppendResult[]): void {
+  let fresh = 0;
+  for (const { event, duplicate } of results) {
+    if (duplicate) continue;
+    fresh++;
+    if (event.type === 'control_response' && (event.data as EventData<'control_response'>).decided_by === 'policy')
+      ingestMetrics.policyDecisions.inc({ decided_by: 'policy' });
+  }
+  ingestMetrics.stored.inc(fresh);
 }

@@ -28,6 +28,7 @@ import { createKubernetesProvider, loadKubeConfig } from './sandbox/kubernetes.j
 import { createLocalProvider } from './sandbox/local.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import { createSessionStore } from './session-store.js';
+import { reportWorkerCounts } from './metrics.js';
 import { egressPolicyOf, modelAccessOf, runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
 import { createTemplateCatalog } from './templates/catalog.js';
 import { setSessionStatus } from './session-status.js';
@@ -69,6 +70,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
   const provider = deps.provider ?? createProvider(config, log);
   const registry = await createWorkerRegistry(deps.nc, log);
   const store = createSessionStore(deps.db);
+  const stopCounting = reportWorkerCounts(() => store.countByStatus());
   const templates = createTemplateCatalog({ dir: config.templatesDir });
   const publisher = createIncomingEventPublisher(deps.nc);
   const hostEnv = deps.hostEnv ?? process.env;
@@ -217,6 +219,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
   log.info({ provider: provider.name, templatesDir: config.templatesDir ?? null }, 'session service started');
   return {
     async stop() {
+      stopCounting();
       health.unsubscribe();
       for (const rpc of rpcs) rpc.unsubscribe();
       registryRpcs.stop();

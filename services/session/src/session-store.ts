@@ -62,6 +62,16 @@ export function createSessionStore(db: Kysely<Database>) {
       return { items: rows.map((row) => toSessionRow(row).session), total: Number(count.total) };
     },
 
+    /** How many sessions (each one worker) are in each status. */
+    async countByStatus(): Promise<Array<{ status: WorkerStatus; count: number }>> {
+      const rows = await db
+        .selectFrom('sessions')
+        .select(['status', (eb) => eb.fn.countAll<string>().as('count')])
+        .groupBy('status')
+        .execute();
+      return rows.map((row) => ({ status: row.status as WorkerStatus, count: Number(row.count) }));
+    },
+
     /** Sessions not ended yet (the watchdog's round). */
     async underWay(): Promise<SessionRow[]> {
       const rows = await db.selectFrom('sessions').selectAll().where('status', 'in', ['pending', 'provisioning', 'running']).execute();

@@ -1,3 +1,4 @@
+import { counter } from '@svc/service-kit';
 import type { ModelUsageLedger } from '@svc/bus';
 import { costOf, type IncomingEvent, type MeasuredTokens, type ModelApi, type ModelUsage } from '@svc/protocol';
 
@@ -26,6 +27,17 @@ export interface UsageRecorder {
   /** Writes everything gathered (at shutdown). */
   close(): Promise<void>;
 }
+
+const modelRequests = counter({
+  name: 'svc_model_proxy_requests_total',
+  help: 'Model requests through the proxy, by worker and API.',
+  labelNames: ['worker_id', 'api'],
+});
+const modelTokens = counter({
+  name: 'svc_model_proxy_tokens_total',
+  help: 'Tokens the model proxy measured in the answers, by worker, API and kind (input: with the cache reads and writes; output; cache_read).',
+  labelNames: ['worker_id', 'api', 'kind'],
+});
 
 /**
  * Adds metered usage to the shared totals (`svc_model_usage`) and records each addition as a
@@ -87,7 +99,11 @@ export function createUsageRecorder(options: {
         pending.set(workerId, delta);
       }
       delta.requests++;
+      modelRequests.inc({ worker_id: workerId, api });
       if (tokens) {
+        modelTokens.inc({ worker_id: workerId, api, kind: 'input' }, tokens.input_tokens);
+        modelTokens.inc({ worker_id: workerId, api, kind: 'output' }, tokens.output_tokens);
+        modelTokens.inc({ worker_id: workerId, api, kind: 'cache_read' }, tokens.cache_read_tokens);
         delta.measured = true;
         delta.input_tokens += tokens.input_tokens;
         delta.output_tokens += tokens.output_tokens;

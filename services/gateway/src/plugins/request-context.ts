@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
+import { counter, histogram, LATENCY_BUCKETS_S } from '@svc/service-kit';
 import { principalLabel } from '@svc/auth';
 
 /** A caller's X-Request-Id is kept when it is sane (so one id follows a request through proxies). */
@@ -72,9 +73,22 @@ export function requestLoggerFactory(this: unknown, parent: FastifyBaseLogger, b
   return new RequestLogger(parent, bindings, options);
 }
 
+const httpRequests = counter({
+  name: 'svc_http_requests_total',
+  help: 'HTTP requests the gateway answered, by method, route (its pattern, so bounded) and status.',
+  labelNames: ['method', 'route', 'status'],
+});
+const httpDurations = histogram({
+  name: 'svc_http_request_duration_seconds',
+  help: 'How long the gateway took to answer, by method, route and status (a WebSocket: until the upgrade was answered).',
+  labelNames: ['method', 'route', 'status'],
+  buckets: LATENCY_BUCKETS_S,
+});
+
 /**
  * Echoes the request id and writes one structured log line per request: method, route, status,
- * duration, client IP and principal. Never headers, so never a token. Closes the socket of a
+ * duration, client IP and principal. Never headers, so never a token. Counts each answer
+ * (`svc_http_requests_total`, `svc_http_request_duration_seconds`). Closes the socket of a
  * refused WebSocket upgrade.
  */
 export const requestContextPlugin = fp(
@@ -88,6 +102,10 @@ export const requestContextPlugin = fp(
       // A refused upgrade is answered over the raw socket, which nobody closes afterwards; left
       // open, it would also hold up the server's shutdown.
       if (reply.statusCode >= 400 && request.headers.upgrade) request.raw.socket?.destroy();
+      // No route matched: one label for all of them, whatever the path (paths are unbounded).
+      const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+      httpRequests.inc(labels);
+      httpDurations.observe(labels, reply.elapsedTime / 1000);
       app.log.info(
         {
           request_id: request.id,

@@ -21,6 +21,7 @@ import {
   type PermissionRule,
   type StoredEvent,
 } from '@svc/protocol';
+import { gauge } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
 import { createDecisionFeeds, type DecisionPage } from '../decision-feeds.js';
 import type { LiveFeeds } from '../live-feeds.js';
@@ -53,6 +54,11 @@ function createAliveReporter(nc: NatsConnection, windowMs = 1000): (workerId: st
     publishJson(nc, subjects.workerAlive(workerId), { worker_id: workerId, at: new Date(now).toISOString() });
   };
 }
+
+const longPolls = gauge({
+  name: 'svc_long_polls_in_flight',
+  help: 'Sidecar long polls for decisions (GET …/control/pending with wait_ms) this gateway holds open.',
+});
 
 const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema };
 
@@ -118,6 +124,7 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       const deadline = Date.now() + (request.query.wait_ms ?? 0);
 
       const feed = decisions.open(workerId);
+      longPolls.inc();
       // The store's page also tells the log where the worker's head is; announcements heard
       // meanwhile (the feed watched before the read) may prove more than the page holds.
       const readStore = async (): Promise<DecisionPage> => {
@@ -139,6 +146,7 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
         // lost), and the store has every decision after the cursor.
         return proven && proven.items.length > 0 ? proven : await readStore();
       } finally {
+        longPolls.dec();
         feed.release();
       }
     },

@@ -13,25 +13,36 @@ import {
   type FollowerStats,
   type StreamFrame,
 } from '@svc/protocol';
+import { gauge } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
 import type { LiveFeeds, LiveFrame } from '../live-feeds.js';
 
 /** The open WebSockets, so a shutdown can tell each client why (and an event viewer where to resume). */
 export interface OpenStreams {
-  /** `goodbye` gives the close reason sent at shutdown. */
-  add(socket: WebSocket, goodbye: () => string): void;
+  /** `goodbye` gives the close reason sent at shutdown; `stream` what the socket follows (counted by it). */
+  add(socket: WebSocket, goodbye: () => string, stream: 'events' | 'logs'): void;
   delete(socket: WebSocket): void;
   /** Closes every socket with 1012 and its goodbye. */
   closeAll(): void;
 }
 
+const viewers = gauge({ name: 'svc_websocket_viewers', help: 'WebSockets open on this gateway, by what they follow (events, logs).', labelNames: ['stream'] });
+
 export function createOpenStreams(): OpenStreams {
-  const open = new Map<WebSocket, () => string>();
+  const open = new Map<WebSocket, { goodbye: () => string; stream: 'events' | 'logs' }>();
   return {
-    add: (socket, goodbye) => void open.set(socket, goodbye),
-    delete: (socket) => void open.delete(socket),
+    add(socket, goodbye, stream) {
+      open.set(socket, { goodbye, stream });
+      viewers.inc({ stream });
+    },
+    delete(socket) {
+      const entry = open.get(socket);
+      if (!entry) return;
+      open.delete(socket);
+      viewers.dec({ stream: entry.stream });
+    },
     closeAll() {
-      for (const [socket, goodbye] of open) socket.close(STREAM_CLOSE.serverRestart, goodbye());
+      for (const [socket, { goodbye }] of open) socket.close(STREAM_CLOSE.serverRestart, goodbye());
     },
   };
 }
@@ -100,7 +111,7 @@ export const eventStreamRoutes: FastifyPluginAsyncTypebox<EventStreamOptions> = 
         if (!closed) send(JSON.stringify({ kind: 'live', last_id: follower.lastId.toString() } satisfies StreamFrame));
       });
 
-      streams.add(socket, () => JSON.stringify({ resume_after_id: follower.lastId.toString() }));
+      streams.add(socket, () => JSON.stringify({ resume_after_id: follower.lastId.toString() }), 'events');
       const ping = setInterval(() => socket.ping(), pingIntervalMs);
       socket.on('close', () => {
         closed = true;

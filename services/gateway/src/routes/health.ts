@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
 import { requestJson, trackConnection, type NatsConnection } from '@svc/bus';
 import { APIErrorSchema, CodedError, SERVICE_NAMES, StatusResponse, subjects, type ServiceHealth, type ServiceName } from '@svc/protocol';
-import { SVC_VERSION } from '@svc/service-kit';
+import { metricsExposition, SVC_VERSION } from '@svc/service-kit';
 
 export interface HealthRoutesOptions {
   nc: NatsConnection;
@@ -36,6 +36,26 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
     async () => {
       if (!natsUp()) throw new CodedError('bus_unavailable', 'not connected to NATS');
       return { status: 'ok' as const };
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      config: { rateLimit: false },
+      schema: {
+        tags: ['health'],
+        summary: "This process's Prometheus metrics (an admin's token)",
+        description:
+          'The text exposition format. In Kubernetes, scrape the probe port instead (`SVC_HEALTH_PORT`, cluster-internal, no token); here it is for a gateway without one (the local stack: every service in one process, so every metric).',
+        produces: ['text/plain'],
+        response: { 200: Type.String(), ...errors },
+      },
+    },
+    async (request, reply) => {
+      if (request.principal?.kind !== 'user' || !request.principal.admin) throw new CodedError('forbidden', 'the metrics are for admins');
+      const { contentType, body } = await metricsExposition();
+      return reply.type(contentType).send(body);
     },
   );
 

@@ -4,6 +4,7 @@ import https from 'node:https';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { createIncomingEventPublisher, type ModelUsageLedger, type NatsConnection } from '@svc/bus';
 import { budgetReached, CodedError, MODEL_APIS, MODEL_PROXY_SUBTYPES, MODEL_PROXY_UNFORWARDED_HEADERS, type IncomingEvent, type ModelApi } from '@svc/protocol';
+import { counter } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
 import { sendApiError, toCodedError } from '../plugins/errors.js';
 import { createUsageMeter } from '../model-proxy/usage-meter.js';
@@ -66,6 +67,12 @@ function forwardedHeaders(incoming: IncomingHttpHeaders, dropped: ReadonlySet<st
   for (const [name, value] of Object.entries(incoming)) if (value !== undefined && !dropped.has(name)) out[name] = value;
   return out;
 }
+
+const modelBytes = counter({
+  name: 'svc_model_proxy_bytes_total',
+  help: "Bytes through the model proxy, by worker, API, and direction (sent: the agent's requests; received: the model's answers).",
+  labelNames: ['worker_id', 'api', 'direction'],
+});
 
 /**
  * `/v1/workers/{id}/model/{api}/*`: a worker's model traffic, from its sidecar, forwarded to the
@@ -151,6 +158,7 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
       let requestedModel: string | undefined;
       let sniffed = '';
       request.raw.on('data', (chunk: Buffer) => {
+        modelBytes.inc({ worker_id: workerId, api, direction: 'sent' }, chunk.length);
         if (sniffed.length < MODEL_SNIFF_BYTES) sniffed += chunk.toString('utf8', 0, Math.min(chunk.length, MODEL_SNIFF_BYTES - sniffed.length));
       });
       request.raw.on('end', () => (requestedModel = /"model"\s*:\s*"([^"]{1,200})"/.exec(sniffed)?.[1]));
@@ -186,6 +194,7 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
         response.writeHead(upstreamResponse.statusCode ?? 502, forwardedHeaders(upstreamResponse.headers, DROPPED_RESPONSE_HEADERS));
         // Each chunk goes on as it comes (an SSE stream is not held back); the meter reads a copy.
         upstreamResponse.on('data', (chunk: Buffer) => {
+          modelBytes.inc({ worker_id: workerId, api, direction: 'received' }, chunk.length);
           meter.write(chunk);
           response.write(chunk);
         });

@@ -18,6 +18,7 @@ import {
   type FieldError,
   type IncomingEvent,
 } from '@svc/protocol';
+import { counter } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
 
 export interface SdkEventRoutesOptions {
@@ -30,6 +31,11 @@ export interface SdkEventRoutesOptions {
  * it checks each event's `data` against its type's schema and names the exact field
  * (`/events/3/data/tool_name is required`), where a union schema could only say "no match".
  */
+const eventsAccepted = counter({
+  name: 'svc_events_accepted_total',
+  help: 'Events the gateway accepted (answered 202: durable in JetStream), before deduplication.',
+});
+
 const validateEventsBody: FastifySchemaCompiler<unknown> = () => (body: unknown) => {
   const events = typeof body === 'object' && body !== null && 'events' in body ? (body as { events: unknown }).events : undefined;
   const batch = events !== undefined;
@@ -85,6 +91,7 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       const receivedAt = new Date().toISOString();
       // Published in order on one connection, so the stream keeps the producer's order.
       await Promise.all(events.map((event) => publisher.publish(workerId, event, { requestId: request.id, receivedAt })));
+      eventsAccepted.inc(events.length);
       return reply.code(202).send({ accepted: events.length });
     },
   );

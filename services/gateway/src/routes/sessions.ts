@@ -176,7 +176,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
         },
       });
       const keepalive = setInterval(() => publishJson(nc, subjects.logFollowKeepalive(followId), {}), LOG_KEEPALIVE_INTERVAL_MS);
-      streams.add(socket, () => JSON.stringify({ reason: 'the server is restarting; connect again' }));
+      streams.add(socket, () => JSON.stringify({ reason: 'the server is restarting; connect again' }), 'logs');
       socket.on('close', () => {
         clearInterval(keepalive);
         inbox.unsubscribe();

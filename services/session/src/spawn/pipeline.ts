@@ -12,7 +12,7 @@ import {
   type ModelBudget,
   type SidecarConfig,
 } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import { histogram, type Logger } from '@svc/service-kit';
 import type { Sandbox, SandboxProvider } from '../sandbox/provider.js';
 import type { SessionStore } from '../session-store.js';
 import type { Template } from '../templates/template.js';
@@ -132,6 +132,13 @@ class StepFailure extends Error {
   }
 }
 
+const spawnStepSeconds = histogram({
+  name: 'svc_spawn_step_duration_seconds',
+  help: 'How long each step of the spawn pipeline took (docs/sessions.md), by step and whether it was done or skipped.',
+  labelNames: ['step', 'status'],
+  buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+});
+
 /**
  * The spawn pipeline after the session exists (steps 1 validate and 2 allocate ran when it was
  * asked for): each step is named, logged and reported as a `system` event of the worker
@@ -147,6 +154,7 @@ export async function runSpawn(deps: SpawnDeps, request: SpawnRequest): Promise<
 
   const report = async (number: string, step: string, started: number, status: 'done' | 'skipped', extra: Record<string, unknown> = {}) => {
     const durationMs = Date.now() - started;
+    spawnStepSeconds.observe({ step, status }, durationMs / 1000);
     log.info({ step, number, durationMs, ...extra }, `spawn step ${number} ${step}: ${status}`);
     await deps.emit(workerId, `spawn:${step}`, {
       level: 'info',

@@ -1,0 +1,16 @@
+/** `parse-prometheus-text-format` ships no types: the families it returns, as its README shows them. */
+declare module 'parse-prometheus-text-format' {
+  export interface MetricFamily {
+    name: string;
+    help: string;
+    type: 'COUNTER' | 'GAUGE' | 'HISTOGRAM' | 'SUMMARY' | 'UNTYPED';
+    metrics: Array<{
+      value?: string;
+      labels?: Record<string, string>;
+      buckets?: Record<string, string>;
+      count?: string;
+      sum?: string;
+    }>;
+  }
+  export default function parsePrometheusTextFormat(text: string): MetricFamily[];
+}

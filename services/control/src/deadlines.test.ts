@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_DECISION_POLICY, type StoredEvent } from '@svc/protocol';
+import { createLogger } from '@svc/service-kit';
+import { createDeadlines } from './deadlines.js';
+
+const request = (requestId: string) => ({
+  event: {
+    id: '1',
+    worker_id: 'wrk_1',
+    type: 'control_request',
+    uid: requestId,
+    ts: new Date().toISOString(),
+    data: { request_id: requestId, tool_name: 'Bash', input: {} },
+  } as StoredEvent<'control_request'>,
+  storedAt: new Date(),
+});
+
+describe('deadlines', () => {
+  it('a request closed while its watch still reads the policy gets no timer (a request and its decision arrive together)', async () => {
+    let answerPolicy: () => void = () => {};
+    const expired: string[] = [];
+    const deadlines = createDeadlines({
+      policyOf: () => new Promise((resolve) => (answerPolicy = () => resolve(DEFAULT_DECISION_POLICY))),
+      expire: async (r) => void expired.push(r.event.data.request_id),
+      logger: createLogger({ name: 'test', level: 'silent' }),
+    });
+    const watching = deadlines.watch(request('r1'));
+    deadlines.cancel('wrk_1', 'r1');
+    answerPolicy();
+    await watching;
+    expect(deadlines.count()).toBe(0);
+    // Watched again later (a replay of the stored request): still closed.
+    const again = deadlines.watch(request('r1'));
+    answerPolicy();
+    await again;
+    expect(deadlines.count()).toBe(0);
+    deadlines.stop();
+    expect(expired).toEqual([]);
+  });
+});
