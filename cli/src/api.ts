@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
-import type { APIErrorBody } from '@svc/protocol';
+import { CHANNEL_HEADER, type APIErrorBody } from '@svc/protocol';
 import { CliError } from './exit-codes.js';
 import type { Connection } from './settings.js';
 
@@ -25,6 +25,8 @@ export interface Api {
 export function createApi(connection: Connection): Api {
   const headers = (json: boolean): Record<string, string> => ({
     ...(connection.token ? { authorization: `Bearer ${connection.token}` } : {}),
+    // The audit trail records that a person came through the CLI.
+    [CHANNEL_HEADER]: 'cli',
     ...(json ? { 'content-type': 'application/json' } : {}),
   });
   return {

@@ -6,12 +6,19 @@ import { loginCommand } from './commands/login.js';
 import { logsCommand } from './commands/logs.js';
 import { sessionsCommand } from './commands/sessions.js';
 import { statusCommand } from './commands/status.js';
+import { auditCommand } from './commands/audit.js';
 import { upCommand } from './commands/up.js';
 import { CliError, EXIT } from './exit-codes.js';
 
-export const COMMANDS: Array<Command<AnyFlags>> = [attachCommand, sessionsCommand, logsCommand, statusCommand, loginCommand, upCommand] as unknown as Array<
-  Command<AnyFlags>
->;
+export const COMMANDS: Array<Command<AnyFlags>> = [
+  attachCommand,
+  sessionsCommand,
+  logsCommand,
+  statusCommand,
+  auditCommand,
+  loginCommand,
+  upCommand,
+] as unknown as Array<Command<AnyFlags>>;
 
 export const MAIN_HELP = `svc: run AI coding agents in sandboxes, watch them live, answer their prompts
 

@@ -1,3 +1,4 @@
+import { CHANNEL_HEADER } from '@svc/protocol';
 import type { Auth } from './auth.js';
 
 /** An API error as the gateway reports it (`APIError`: code and message), with the HTTP status. */
@@ -21,7 +22,8 @@ export function createApi(auth: Auth) {
       if (!token) throw new ApiError(401, 'unauthorized', 'sign in first');
       const response = await fetch(path, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        // The audit trail records that a person came through the console.
+        headers: { authorization: `Bearer ${token}`, [CHANNEL_HEADER]: 'console', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const text = await response.text();

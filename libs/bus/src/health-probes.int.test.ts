@@ -31,7 +31,7 @@ describe('health probes (/healthz, /readyz) for the services without HTTP', () =
     await server?.stop();
   });
 
-  it('alive always; ready once started, while NATS is connected and the store answers, saying which is missing; a wrong path is 404', async () => {
+  it("alive always; ready once started, while NATS is connected and the store answers, saying which is missing; a wrong path is 404; /metrics is the process's metrics", async () => {
     let storeUp = true;
     const port = await freePort();
     const probes = await serveHealthProbes({ port, host: '127.0.0.1', probeStore: async () => storeUp });
@@ -51,7 +51,12 @@ describe('health probes (/healthz, /readyz) for the services without HTTP', () =
     expect(await get('/readyz')).toEqual({ status: 200, body: { status: 'ok' } });
     storeUp = false;
     expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'store_unavailable', message: 'the store does not answer' } });
-    expect((await get('/metrics')).status).toBe(404);
+    expect((await get('/nothing-here')).status).toBe(404);
+    // The process's Prometheus metrics, beside the probes (text, not JSON).
+    const metrics = await fetch(`http://127.0.0.1:${port}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(metrics.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await metrics.text()).toContain('# TYPE process_cpu_user_seconds_total counter');
     await nc.close();
     expect(await get('/readyz')).toEqual({ status: 503, body: { code: 'bus_unavailable', message: 'not connected to NATS' } });
     expect((await get('/healthz')).status).toBe(200);

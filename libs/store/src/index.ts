@@ -4,6 +4,7 @@ export * from './migrate.js';
 export { migrationGroups, type MigrationGroup } from './migrations/index.js';
 export * from './event-store.js';
 export * from './control-requests.js';
+export * from './audit-log.js';
 export { createPGliteDialect } from './pglite-dialect.js';
 export * from './store-settings.js';
 export { isConnectionLoss, isStoreUnavailable } from './store-errors.js';

@@ -53,5 +53,27 @@ export interface SessionSchema {
   sessions: SessionsTable;
 }
 
+/** The audit trail (control owns it): one hash chain, `seq` 1, 2, 3 … */
+export interface AuditRecordsTable {
+  seq: ColumnType<string, number, never>;
+  id: string;
+  at: ColumnType<Date, Date, never>;
+  actor: string;
+  channel: string;
+  action: string;
+  worker_id: string | null;
+  session_id: string | null;
+  request_id: string | null;
+  decision: string | null;
+  action_hash: string | null;
+  details: ColumnType<Record<string, unknown> | null, string | null, never>;
+  prev_hash: string;
+  hash: string;
+}
+
+export interface AuditSchema {
+  audit_records: AuditRecordsTable;
+}
+
 /** The whole database, one interface per owner intersected. */
-export type Database = EventStoreSchema & SessionSchema;
+export type Database = EventStoreSchema & SessionSchema & AuditSchema;

@@ -1,4 +1,5 @@
 import type { IncomingEventPublisher } from '@svc/bus';
+import type { AuditRecorder } from './audit.js';
 import {
   CodedError,
   controlResponseUid,
@@ -44,6 +45,8 @@ export interface DecisionsDeps {
   incoming: IncomingEventPublisher;
   /** The worker's decision deadline (from its template). */
   policyOf(workerId: string): Promise<DecisionPolicy>;
+  /** Where each stored decision is recorded for the audit trail. */
+  audit: AuditRecorder;
   logger: Logger;
 }
 
@@ -127,7 +130,10 @@ export function createDecisions(deps: DecisionsDeps) {
       decided_by: TIMEOUT_DECIDER,
     };
     const { event, duplicate } = await storeDeadlineDecision(request.event.worker_id, data);
-    if (!duplicate) countDecision('timeout', request);
+    if (!duplicate) {
+      countDecision('timeout', request);
+      void deps.audit.decision(request.event, event, 'timeout').catch(() => {});
+    }
     if (!duplicate) log.info({ worker_id: request.event.worker_id, request_id: requestId, decision: policy.on_timeout }, 'deadline passed; the policy decided');
     return event;
   }
@@ -141,7 +147,7 @@ export function createDecisions(deps: DecisionsDeps) {
      * answer and the hand-over then leave in one socket write).
      */
     async decide(
-      { worker_id: workerId, decision: body, decided_by: decidedBy }: DecideRequestType,
+      { worker_id: workerId, decision: body, decided_by: decidedBy, channel }: DecideRequestType,
       afterReply: (task: () => void) => void,
     ): Promise<StoredEvent<'control_response'>> {
       const data: EventData<'control_response'> = {
@@ -176,7 +182,10 @@ export function createDecisions(deps: DecisionsDeps) {
           throw refusal(await expire(outcome.request, policy));
         case 'stored':
           countDecision('person', outcome.request);
-          afterReply(() => handOver(workerId, outcome.decision));
+          afterReply(() => {
+            handOver(workerId, outcome.decision);
+            void deps.audit.decision(outcome.request.event, outcome.decision, channel ?? 'api').catch(() => {});
+          });
           log.info({ worker_id: workerId, request_id: body.request_id, decision: body.decision, decided_by: decidedBy.sub }, 'decided');
           return outcome.decision;
       }

@@ -1,6 +1,11 @@
 import { createWorkerDirectory } from '@svc/auth';
 import { createIncomingEventPublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
 import {
+  AppendAuditRpc,
+  ListAuditRpc,
+  type AuditFacts,
+  type AuditRecord,
+  type ListAuditRpcType,
   ControlRequestsRpc,
   createChecker,
   DecideRequest,
@@ -17,9 +22,10 @@ import {
   type StoredEventBatchType,
 } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { createControlRequestLog, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createAuditLog, createControlRequestLog, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { createDeadlines } from './deadlines.js';
 import { createDecisions } from './decisions.js';
+import { createAuditRecorder } from './audit.js';
 
 export { TIMEOUT_DECIDER } from './decisions.js';
 
@@ -30,8 +36,8 @@ export interface ControlDeps {
   instance: string;
 }
 
-/** The store's tables this service needs: it reads the event log (its control requests and decisions) and owns no table. */
-export const tables: StoreUse = { reads: ['event-log'] };
+/** The store's tables this service needs: it reads the event log (its control requests and decisions) and owns the audit trail. */
+export const tables: StoreUse = { owns: 'audit', reads: ['event-log'] };
 
 /**
  * Starts the control service: stores decisions (first wins, across replicas), keeps every open
@@ -50,7 +56,9 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
     return (await workers.get(workerId))?.decision_policy ?? DEFAULT_DECISION_POLICY;
   }
 
-  const decisions = createDecisions({ db: deps.db, requests, incoming, policyOf, logger: log });
+  const auditLog = createAuditLog(deps.db);
+  const audit = createAuditRecorder(auditLog, log);
+  const decisions = createDecisions({ db: deps.db, requests, incoming, policyOf, audit, logger: log });
   const deadlines = createDeadlines({ policyOf, expire: decisions.expire, logger: log });
 
   // Requests and withdrawals as event-ingest stores them. Subscribed before the store is read,
@@ -62,8 +70,12 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       for (const event of batch.events) {
         const withdrawn = withdrawnRequestId(event);
         if (withdrawn !== undefined) deadlines.cancel(event.worker_id, withdrawn);
-        else if (event.type === 'control_response') deadlines.cancel(event.worker_id, (event as StoredEvent<'control_response'>).data.request_id);
-        else if (event.type === 'control_request') {
+        else if (event.type === 'control_response') {
+          const decision = event as StoredEvent<'control_response'>;
+          deadlines.cancel(event.worker_id, decision.data.request_id);
+          // The sidecar's rules decided: recorded by whichever replica comes first (the fact's id makes it once).
+          if (decision.data.decided_by === 'policy') recordPolicyDecision(decision);
+        } else if (event.type === 'control_request') {
           deadlines
             .watch({ event: event as StoredEvent<'control_request'>, storedAt: new Date() })
             .catch((error: unknown) => log.error({ err: error }, 'could not start a deadline'));
@@ -71,6 +83,13 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       }
     },
   });
+  function recordPolicyDecision(decision: StoredEvent<'control_response'>): void {
+    requests
+      .findRequest(decision.worker_id, decision.data.request_id)
+      .then((found) => (found ? audit.decision(found.event, decision, 'policy') : undefined))
+      .catch((err: unknown) => log.error({ err, worker_id: decision.worker_id }, 'could not record a policy decision in the audit trail'));
+  }
+
   const open = await requests.allOpenRequests();
   await Promise.all(open.map((request) => deadlines.watch(request)));
   if (open.length > 0) log.info({ open: open.length }, 'keeping the deadlines of open requests');
@@ -105,6 +124,20 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       },
       { logger: log, queue, checker: createChecker(GetWorkerRequest) },
     ),
+    serveRpc<AuditFacts, { recorded: true }>(
+      deps.nc,
+      subjects.rpc.appendAudit,
+      async (facts) => {
+        await audit.append(facts);
+        return { recorded: true };
+      },
+      { logger: log, queue, checker: createChecker(AppendAuditRpc) },
+    ),
+    serveRpc<ListAuditRpcType, ListResponseOf<AuditRecord>>(deps.nc, subjects.rpc.listAudit, (query) => auditLog.list(query), {
+      logger: log,
+      queue,
+      checker: createChecker(ListAuditRpc),
+    }),
   ];
   const health = serveHealth(deps.nc, 'control', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   return {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createIncomingEventPublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
+import { createIncomingEventPublisher, requestJson, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
 import {
   CodedError,
   createChecker,
@@ -10,6 +10,7 @@ import {
   ListTemplatesRpc,
   SessionRpc,
   subjects,
+  type AuditFacts,
   type CreateSessionRpcType,
   type FollowLogsRpcType,
   type ListResponseOf,
@@ -56,6 +57,9 @@ const SPAWN_HEARTBEAT_MS = 5_000;
 const SPAWN_SILENT_MS = 20_000;
 
 /** The store's tables this service needs: it owns the sessions table. */
+/** How often a session started or stopped is offered to the audit trail before it is given up. */
+const AUDIT_ATTEMPTS = 10;
+
 export const tables: StoreUse = { owns: 'sessions' };
 
 /**
@@ -114,6 +118,17 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
     return row;
   };
 
+  /**
+   * Tells the audit trail (the control service's) about a session started or stopped; tried a
+   * few times in the background (the fact's id makes a repeat harmless), then logged as lost.
+   */
+  const recordAudit = (facts: AuditFacts, attempt = 1): void => {
+    requestJson(deps.nc, subjects.rpc.appendAudit, facts).catch((err: unknown) => {
+      if (attempt >= AUDIT_ATTEMPTS) return log.error({ err, audit_id: facts.id }, 'a session could not be recorded in the audit trail');
+      setTimeout(() => recordAudit(facts, attempt + 1), 1000 * attempt).unref();
+    });
+  };
+
   const queue = 'session';
   const rpcs = [
     serveRpc<CreateSessionRpcType, Session>(
@@ -145,6 +160,16 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
           has_sidecar: template.sidecar !== undefined,
         });
         log.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
+        recordAudit({
+          id: `session-started:${sessionId}`,
+          at: row.session.created_at,
+          actor: viewer.sub,
+          channel: viewer.channel ?? 'api',
+          action: 'session_started',
+          session_id: sessionId,
+          worker_id: worker.worker_id,
+          details: { template: template.name },
+        });
         const spawn = runSpawn(spawnDeps, { sessionId, workerId: worker.worker_id, token: worker.token, template, body, stopping: stopping.signal });
         spawning.add(spawn);
         // While this replica spawns it, the session says so: if the replica dies, the watchdog
@@ -192,6 +217,16 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
         const latest = (await store.get(session.id))!;
         if (latest.sandbox) await provider.open(latest.sandbox).destroy(config.killGraceMs);
         log.info({ session_id: session.id, worker_id: session.worker_id }, 'session deleted: sandbox destroyed, token revoked');
+        recordAudit({
+          id: `session-stopped:${session.id}`,
+          at: new Date().toISOString(),
+          actor: request.viewer.sub,
+          channel: request.viewer.channel ?? 'api',
+          action: 'session_stopped',
+          session_id: session.id,
+          worker_id: session.worker_id,
+          details: { status: latest.session.status },
+        });
         return latest.session;
       },
       { logger: log, queue, checker: createChecker(SessionRpc) },

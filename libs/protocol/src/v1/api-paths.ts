@@ -17,6 +17,7 @@ export const apiPaths = {
   status: '/v1/status',
   localToken: '/v1/local/token',
   consoleSignIn: '/v1/console/sign-in',
+  audit: (parameters: { after_seq?: number; limit?: number; format?: string } = {}) => `/v1/audit${query(parameters)}`,
   sessions: (parameters: { limit?: number; offset?: number; status?: string } = {}) => `/v1/sessions${query(parameters)}`,
   session,
   templates: '/v1/templates',

@@ -60,6 +60,8 @@ export const subjects = {
     decide: 'svc.rpc.control.decide',
     permissionRules: 'svc.rpc.control.rules',
     controlRequests: 'svc.rpc.control.requests',
+    appendAudit: 'svc.rpc.control.audit.append',
+    listAudit: 'svc.rpc.control.audit.list',
     createSession: 'svc.rpc.session.create',
     getSession: 'svc.rpc.session.get',
     listSessions: 'svc.rpc.session.list',

@@ -1,3 +1,4 @@
+import { AUDIT_CHANNELS } from './audit.js';
 import Type, { type Static } from 'typebox';
 import { DecisionSchema, DecisionScopeSchema, type EventData } from './events.js';
 import { storedEventSchemaOf, type StoredEvent } from './envelope.js';
@@ -92,7 +93,10 @@ export const DecidedBySchema = Type.Object(
 );
 
 /** `svc.rpc.control.decide`: the gateway forwards a checked `POST /control` with who decided. */
-export const DecideRequest = Type.Object({ worker_id: WorkerId, decision: PostControlBody, decided_by: DecidedBySchema }, { additionalProperties: false });
+export const DecideRequest = Type.Object(
+  { worker_id: WorkerId, decision: PostControlBody, decided_by: DecidedBySchema, channel: Type.Optional(Type.Enum(AUDIT_CHANNELS)) },
+  { additionalProperties: false },
+);
 export type DecideRequestType = Static<typeof DecideRequest>;
 
 /** `svc.rpc.control.requests`: a worker's control requests in one state, oldest first. */

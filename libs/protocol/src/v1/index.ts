@@ -19,3 +19,4 @@ export * from './event-follower.js';
 export * from './system-subtypes.js';
 export * from './api-paths.js';
 export * from './console-api.js';
+export * from './audit.js';

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { AUDIT_CHANNELS } from './audit.js';
 import { EVENT_TYPES } from './events.js';
 import { StoredEventSchema } from './envelope.js';
 import { EVENT_LIST_LIMIT, EventBeforeId, LIST_LIMIT } from './lists.js';
@@ -86,7 +87,11 @@ export type SetWorkerStatusRequestType = Static<typeof SetWorkerStatusRequest>;
 export const GetWorkerRequest = Type.Object({ worker_id: WorkerId }, { additionalProperties: false });
 
 /** Who asks the session service: a user's `sub`, and whether the admin claim lets them see everyone's sessions. */
-export const Viewer = Type.Object({ sub: Type.String({ minLength: 1, maxLength: 256 }), admin: Type.Boolean() }, { additionalProperties: false });
+/** Who asks (and through which channel a person came: the audit trail records it). */
+export const Viewer = Type.Object(
+  { sub: Type.String({ minLength: 1, maxLength: 256 }), admin: Type.Boolean(), channel: Type.Optional(Type.Enum(AUDIT_CHANNELS)) },
+  { additionalProperties: false },
+);
 export type ViewerType = Static<typeof Viewer>;
 
 /** `svc.rpc.session.create`: spawn a session for `viewer` (its owner). Answered once the spawn has started (status `pending`/`provisioning`). */

@@ -7,13 +7,14 @@ import * as decide from './2026-11-22T1500-decide.js';
 import * as appendGenericPlans from './2026-11-22T1700-append-generic-plans.js';
 import * as appendManySetBased from './2026-11-22T2000-append-many-set-based.js';
 import * as rulesFromDecisions from './2026-11-24T2330-rules-from-decisions.js';
+import * as audit from './2026-11-25T0300-audit.js';
 
 /** The owners of tables: each applies its own group's migrations, and no other service does. */
-export type MigrationGroup = 'event-log' | 'sessions';
+export type MigrationGroup = 'event-log' | 'sessions' | 'audit';
 
 export interface MigrationGroupOf {
   /** The service that applies them (and the only one that writes the tables). */
-  owner: 'event-ingest' | 'session';
+  owner: 'event-ingest' | 'session' | 'control';
   /** Where the group's applied migrations are recorded (Kysely's table; its lock is `<table>_lock`). */
   table: string;
   /** By timestamped name, in one explicit index: bundlers and single-file builds keep them; the order is the names' order. */
@@ -44,5 +45,10 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
     owner: 'session',
     table: 'svc_migrations_sessions',
     migrations: { '2026-11-22T1200-sessions': sessions },
+  },
+  audit: {
+    owner: 'control',
+    table: 'svc_migrations_audit',
+    migrations: { '2026-11-25T0300-audit': audit },
   },
 };

@@ -23,6 +23,7 @@ import {
 } from '@svc/protocol';
 import { gauge } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
+import { channelOf } from './audit.js';
 import { createDecisionFeeds, type DecisionPage } from '../decision-feeds.js';
 import type { LiveFeeds } from '../live-feeds.js';
 
@@ -93,6 +94,7 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
         worker_id: workerId,
         decision: request.body,
         decided_by: { sub: principal.sub, ...(principal.name ? { name: principal.name } : {}), ...(principal.email ? { email: principal.email } : {}) },
+        channel: channelOf(request),
       };
       const stored = await requestJson<StoredEvent<'control_response'>>(nc, subjects.rpc.decide, decide, { requestId: request.id });
       // A sidecar polling this gateway need not wait for the announcement (one more hop, through

@@ -24,6 +24,7 @@ import {
   type SessionRpcType,
   type ViewerType,
 } from '@svc/protocol';
+import { channelOf } from './audit.js';
 import type { OpenStreams } from './event-stream.js';
 
 export interface SessionRoutesOptions {
@@ -49,7 +50,7 @@ const LOG_KEEPALIVE_INTERVAL_MS = 10_000;
 function viewerOf(request: FastifyRequest): ViewerType {
   const principal = request.principal;
   if (principal?.kind !== 'user') throw new CodedError('forbidden', 'sessions are for people (a user token), not for workers');
-  return { sub: principal.sub, admin: principal.admin };
+  return { sub: principal.sub, admin: principal.admin, channel: channelOf(request) };
 }
 
 /**

@@ -1,0 +1,59 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { requestJson, type NatsConnection } from '@svc/bus';
+import {
+  APIErrorSchema,
+  CHANNEL_HEADER,
+  CodedError,
+  ListAuditQuery,
+  ListAuditResponse,
+  subjects,
+  type AuditChannel,
+  type AuditRecord,
+  type ListAuditRpcType,
+  type ListResponseOf,
+} from '@svc/protocol';
+
+/** The channel a person came through: what the CLI and the console say they are (`X-Svc-Channel`), else the API. */
+export function channelOf(request: FastifyRequest): AuditChannel {
+  const named = request.headers[CHANNEL_HEADER];
+  return named === 'cli' || named === 'console' ? named : 'api';
+}
+
+const errors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 429: APIErrorSchema, 503: APIErrorSchema, 504: APIErrorSchema };
+
+/** `GET /v1/audit` (admins): the audit trail, paged, filtered, or exported as JSON lines (docs/audit.md). */
+export const auditRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = async (app, { nc }) => {
+  app.get(
+    '/v1/audit',
+    {
+      schema: {
+        tags: ['audit'],
+        summary: 'The audit trail: who decided what, when, through which channel; sessions started and stopped; rules added (admins)',
+        description:
+          'Records after `after_seq`, in chain order. Each carries the hash of the one before it and its own (`svc audit verify` checks the chain). `format=jsonl` answers `application/x-ndjson`, one record per line, for export.',
+        querystring: ListAuditQuery,
+        response: { 200: ListAuditResponse, ...errors },
+      },
+    },
+    async (request, reply) => {
+      if (request.principal?.kind !== 'user' || !request.principal.admin) throw new CodedError('forbidden', 'the audit trail is for admins');
+      const { after_seq: afterSeq = 0, limit, actor, action, channel, worker_id: workerId, format } = request.query;
+      const rpc: ListAuditRpcType = {
+        after_seq: afterSeq,
+        limit,
+        ...(actor === undefined ? {} : { actor }),
+        ...(action === undefined ? {} : { action }),
+        ...(channel === undefined ? {} : { channel }),
+        ...(workerId === undefined ? {} : { worker_id: workerId }),
+      };
+      const page = await requestJson<ListResponseOf<AuditRecord>>(nc, subjects.rpc.listAudit, rpc, { requestId: request.id, retries: 1 });
+      if (format !== 'jsonl') return page;
+      // Text, past the route's JSON schema (which describes the default format).
+      return (reply as unknown as FastifyReply)
+        .type('application/x-ndjson')
+        .serializer((body: string) => body)
+        .send(page.items.map((record) => `${JSON.stringify(record)}\n`).join(''));
+    },
+  );
+};
