@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyAuditChain, type AuditRecord, type CreateWorkerResultType, type IncomingEvent, type ListResponseOf } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { controlClient } from './sidecar-process.js';
+import { bashRequest, postAsWorker } from './worker-events.js';
 import { startStack, type E2eStack } from './stack.js';
 
 const SVC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../cli/dist/svc.mjs');
@@ -24,19 +25,8 @@ describe('the audit trail: every decision once with its channel, sessions, rules
     await stack?.stop();
   }, 60_000);
 
-  const post = async (worker: CreateWorkerResultType, events: Array<Omit<IncomingEvent, 'ts'>>) => {
-    const response = await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ events: events.map((event) => ({ ...event, ts: new Date().toISOString() })) }),
-    });
-    expect(response.status).toBe(202);
-  };
-  const request = (id: string, command: string): Omit<IncomingEvent, 'ts'> => ({
-    type: 'control_request',
-    uid: `request-${id}`,
-    data: { request_id: id, tool_name: 'Bash', input: { command } },
-  });
+  const post = async (worker: CreateWorkerResultType, events: Array<Omit<IncomingEvent, 'ts'>>) =>
+    expect(await postAsWorker(stack.gatewayUrl, worker, events)).toBe(202);
   const decide = (workerId: string, body: Record<string, unknown>, channel?: string) =>
     fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/control`, {
       method: 'POST',
@@ -55,16 +45,16 @@ describe('the audit trail: every decision once with its channel, sessions, rules
     const worker = await stack.createWorker('auditor-user');
     const hurried = await stack.createWorker('auditor-user', { decision_policy: { decision_timeout_s: 1, on_timeout: 'deny' } });
     await post(worker, [
-      request('by-api', 'npm test'),
-      request('by-cli', 'make lint'),
-      request('by-policy', 'ls'),
+      bashRequest('by-api', 'npm test'),
+      bashRequest('by-cli', 'make lint'),
+      bashRequest('by-policy', 'ls'),
       {
         type: 'control_response',
         uid: 'policy-decision',
         data: { request_id: 'by-policy', decision: 'allow', decided_by: 'policy', message: 'auto-approved' },
       },
     ]);
-    await post(hurried, [request('by-deadline', 'rm -rf build')]);
+    await post(hurried, [bashRequest('by-deadline', 'rm -rf build')]);
     await waitFor('the two open requests', async () => (await api.openRequests(worker.worker_id)).length === 2);
     expect((await decide(worker.worker_id, { request_id: 'by-api', decision: 'allow' })).status).toBe(201);
     expect((await decide(worker.worker_id, { request_id: 'by-cli', decision: 'allow', scope: 'always', input_pattern: 'make *' }, 'cli')).status).toBe(201);

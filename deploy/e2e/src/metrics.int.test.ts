@@ -6,6 +6,7 @@ import { waitFor } from '@svc/test-support';
 import { CHART_DIR } from '@svc/test-support/helm';
 import { conventionProblems, scrape, valueOf, type Scrape } from './metrics.js';
 import { controlClient } from './sidecar-process.js';
+import { bashRequest, postAsWorker } from './worker-events.js';
 import { startStack, type E2eStack } from './stack.js';
 
 /** The metrics a platform team's dashboard and alerts read (issue 23); each must be exposed by some service. */
@@ -48,20 +49,8 @@ describe("every service's /metrics, scraped during a run (every service its own 
     return Object.fromEntries(entries) as Record<keyof E2eStack['metricsUrls'], Scrape[]>;
   };
 
-  const post = async (worker: CreateWorkerResultType, events: Array<Omit<IncomingEvent, 'ts'>>) => {
-    const response = await fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ events: events.map((event) => ({ ...event, ts: new Date().toISOString() })) }),
-    });
-    expect(response.status).toBe(202);
-  };
-
-  const request = (id: string): Omit<IncomingEvent, 'ts'> => ({
-    type: 'control_request',
-    uid: `request-${id}`,
-    data: { request_id: id, tool_name: 'Bash', input: { command: 'npm test' } },
-  });
+  const post = async (worker: CreateWorkerResultType, events: Array<Omit<IncomingEvent, 'ts'>>) =>
+    expect(await postAsWorker(stack.gatewayUrl, worker, events)).toBe(202);
 
   it('the counters move by what the run did: events accepted and stored = posted; decisions by who decided; names, types and units follow the conventions', async () => {
     const before = await scrapeAll();
@@ -71,16 +60,16 @@ describe("every service's /metrics, scraped during a run (every service its own 
     const texts = Array.from({ length: 40 }, (_, i): Omit<IncomingEvent, 'ts'> => ({ type: 'assistant', uid: `text-${i}`, data: { text: `line ${i}` } }));
     // 40 texts and 3 requests in 4 POSTs; one request the sidecar's rules decide (a policy decision it posts), one a person, one the deadline.
     await post(worker, texts.slice(0, 20));
-    await post(worker, [...texts.slice(20), request('by-person')]);
+    await post(worker, [...texts.slice(20), bashRequest('by-person')]);
     await post(worker, [
-      request('by-policy'),
+      bashRequest('by-policy'),
       {
         type: 'control_response',
         uid: 'policy-decision',
         data: { request_id: 'by-policy', decision: 'allow', decided_by: 'policy', message: 'auto-approved' },
       },
     ]);
-    await post(hurried, [request('by-deadline')]);
+    await post(hurried, [bashRequest('by-deadline')]);
     const posted = 40 + 3 + 1;
     await waitFor('the request open for a person', async () => (await api.openRequests(worker.worker_id)).some((r) => r.data.request_id === 'by-person'));
     expect((await api.decide(worker.worker_id, { request_id: 'by-person', decision: 'allow' })).status).toBe(201);
