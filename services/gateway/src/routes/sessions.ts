@@ -152,17 +152,28 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
       tags: ['sessions'],
       summary: "Follow a session's sandbox logs (WebSocket)",
       description:
-        'Upgrade to a WebSocket. Frames: `{kind:"lines",lines:[…]}` (the last `tail` lines first, then each new one), and `{kind:"end",reason}` when the sandbox\'s programs have ended; then the server closes with 1000. At shutdown it closes with 1012.',
+        'Upgrade to a WebSocket. Frames: `{kind:"lines",lines:[…]}` (the last `tail` lines first, then each new one), and `{kind:"end",reason}` when the sandbox\'s programs have ended; then the server closes with 1000. At shutdown it closes with 1012. While the session is `pending` or `provisioning` the upgrade is refused with 503 `unavailable` (its sandbox is being made: connect again).',
       params: SessionParams,
       querystring: SessionLogsQuery,
       response: { ...userErrors },
     },
     // Checked before the upgrade, so a refusal is an ordinary HTTP APIError.
     preHandler: async (request) => {
-      await requestJson<Session>(nc, subjects.rpc.getSession, { viewer: viewerOf(request), session_id: request.params.id } satisfies SessionRpcType, {
-        requestId: request.id,
-        retries: 1,
-      });
+      const session = await requestJson<Session>(
+        nc,
+        subjects.rpc.getSession,
+        { viewer: viewerOf(request), session_id: request.params.id } satisfies SessionRpcType,
+        {
+          requestId: request.id,
+          retries: 1,
+        },
+      );
+      // Its sandbox is still being made: there are no logs to follow yet, but there will be (a 503 is retried; an end would not be).
+      if (session.status === 'pending' || session.status === 'provisioning')
+        throw new CodedError(
+          'unavailable',
+          `session ${session.id} is ${session.status}: its sandbox logs can be followed once it runs; connect again in a moment`,
+        );
     },
     handler: async () => {
       throw new CodedError('invalid_request', 'this endpoint is a WebSocket: connect with "Upgrade: websocket"');
