@@ -275,7 +275,8 @@ on_timeout = "allow"
   it('refuses an invalid template (400 naming the file and key), an unknown one, and an unset pass_env, making nothing', async () => {
     await fixture.writeTemplate('broken', `[agent]\ncommand = "x"\n[sidecar]\nadapter = "gpt"\n`);
     await fixture.writeTemplate('needs-key', `[agent]\ncommand = "x"\npass_env = ["NOT_SET_ANYWHERE"]\n`);
-    const before = (await readdir(fixture.sandboxesDir)).length;
+    const sandboxDirs = () => readdir(fixture.sandboxesDir).catch(() => [] as string[]);
+    const before = new Set(await sandboxDirs());
     const listed = await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 1, offset: 0 });
     await expect(fixture.create(ALICE, { template: 'broken' })).rejects.toMatchObject({
       code: 'invalid_template',
@@ -291,8 +292,15 @@ on_timeout = "allow"
       code: 'invalid_request',
       message: expect.stringMatching(/no \[sidecar\] section/) as unknown as string,
     });
-    expect((await readdir(fixture.sandboxesDir)).length).toBe(before);
     expect((await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 1, offset: 0 })).total).toBe(listed.total);
+    // No sandbox either: a directory that appeared meanwhile is a spawn of an earlier test's session still under way.
+    const sessions = await requestJson<{ items: Array<{ worker_id: string }> }>(fixture.bus.nc, subjects.rpc.listSessions, {
+      viewer: ADMIN,
+      limit: 500,
+      offset: 0,
+    });
+    const earlier = new Set(sessions.items.map((session) => session.worker_id));
+    expect((await sandboxDirs()).filter((dir) => !before.has(dir) && !earlier.has(dir))).toEqual([]);
   });
 
   it('shows a session only to its owner (anyone else: session_not_found) and everything to an admin; lists newest first, by status, paged', async () => {
