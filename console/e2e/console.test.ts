@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
+import { apiPaths } from '@svc/protocol';
 import { launchBrowser } from '@svc/test-support/browser';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 
@@ -125,14 +126,23 @@ describe('the web console in a real Chromium, against the local stack', () => {
     // The first request's card (the demo asks once more after it is allowed; that card comes after).
     const cardOf = (page: Page) => page.getByRole('article').filter({ hasText: 'Write' }).first();
     await Promise.all([cardOf(first).waitFor({ timeout: 30_000 }), cardOf(second).waitFor({ timeout: 30_000 })]);
-    // Both clicks at the same moment (no waiting for the other's decision to disable a button).
+    // Both decisions in flight at once: each page's POST is held until the other's is made too, so
+    // neither page can learn of the other's decision (and close its card) before its own click.
+    let releaseBoth!: () => void;
+    const bothPosted = new Promise<void>((resolve) => (releaseBoth = resolve));
+    let posted = 0;
     await Promise.all(
       [first, second].map((page) =>
-        cardOf(page)
-          .getByRole('button', { name: 'Allow', exact: true })
-          .evaluate((button: HTMLElement) => button.click()),
+        page.route(`**${apiPaths.control(workerId)}`, async (route) => {
+          if (route.request().method() === 'POST') {
+            if (++posted === 2) releaseBoth();
+            await bothPosted;
+          }
+          await route.continue();
+        }),
       ),
     );
+    await Promise.all([first, second].map((page) => cardOf(page).getByRole('button', { name: 'Allow', exact: true }).click()));
     const outcomes = await Promise.all(
       [first, second].map(async (page) => {
         const outcome = cardOf(page).locator('.outcome');

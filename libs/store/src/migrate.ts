@@ -4,8 +4,12 @@ import type { Database } from './schema.js';
 
 /** Where every migration was recorded before they were grouped by owner. */
 const LEGACY_MIGRATION_TABLE = 'kysely_migration';
-/** Serializes the copying of legacy records between services starting together (any constant will do). */
-const ADOPTION_LOCK = 0x5356_4d47;
+/**
+ * Serializes the migrations of every group between services starting together (any constant will
+ * do). Kysely locks each group's own table, but groups share a schema: its introspection of one
+ * group's table names every table, and a table another group's migration drops meanwhile fails it.
+ */
+const MIGRATION_LOCK = 0x5356_4d47;
 
 export class MigrationError extends Error {
   override readonly name = 'MigrationError';
@@ -28,13 +32,12 @@ function migratorOf(db: Kysely<Database>, group: MigrationGroup): Migrator {
 
 /**
  * The group's table, with the records of its migrations that a database migrated before the
- * grouping holds in `kysely_migration` (so they are not applied twice). Under a transaction lock:
- * several services may start at once. The table is Kysely's own layout.
+ * grouping holds in `kysely_migration` (so they are not applied twice). The table is Kysely's own
+ * layout.
  */
 async function adoptLegacyRecords(db: Kysely<Database>, group: MigrationGroup): Promise<void> {
   const { table, migrations } = migrationGroups[group];
   await db.transaction().execute(async (tx) => {
-    await sql`SELECT pg_advisory_xact_lock(${ADOPTION_LOCK})`.execute(tx);
     await sql`CREATE TABLE IF NOT EXISTS ${sql.table(table)} (name varchar(255) NOT NULL PRIMARY KEY, timestamp varchar(255) NOT NULL)`.execute(tx);
     const { rows } = await sql<{ legacy: string | null }>`SELECT to_regclass(${LEGACY_MIGRATION_TABLE})::text AS legacy`.execute(tx);
     if (rows[0]?.legacy == null) return;
@@ -46,11 +49,19 @@ async function adoptLegacyRecords(db: Kysely<Database>, group: MigrationGroup): 
 
 /**
  * Applies the group's pending migrations, for its owner (`migrationGroups`); returns their
- * names. Safe to run from several processes at once: Kysely takes a lock.
+ * names. Safe to run from several processes at once: one connection holds `MIGRATION_LOCK`
+ * throughout.
  */
 export async function migrateToLatest(db: Kysely<Database>, group: MigrationGroup): Promise<string[]> {
-  await adoptLegacyRecords(db, group);
-  const { error, results } = await migratorOf(db, group).migrateToLatest();
+  const { error, results } = await db.connection().execute(async (connection) => {
+    await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`.execute(connection);
+    try {
+      await adoptLegacyRecords(connection, group);
+      return await migratorOf(connection, group).migrateToLatest();
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`.execute(connection);
+    }
+  });
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new MigrationError(`migration ${failed} failed`, { cause: error });
