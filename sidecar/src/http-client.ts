@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
+import { newTraceparent, TRACEPARENT_HEADER } from '@svc/protocol';
 /** What came back from the control plane, or that nothing did. */
 export type HttpOutcome = { ok: true; status: number; body: unknown } | { ok: false; retryable: boolean; retryAfterMs?: number; reason: string };
 
@@ -47,6 +48,8 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
           agent,
           headers: {
             authorization: `Bearer ${token}`,
+            // Each post of events starts a trace that the gateway continues (docs/tracing.md).
+            ...(method === 'POST' ? { [TRACEPARENT_HEADER]: newTraceparent() } : {}),
             ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
           },
           ...(signal ? { signal } : {}),

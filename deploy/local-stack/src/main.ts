@@ -10,7 +10,9 @@ import {
   optionalStringSetting,
   readConfig,
   redactUrl,
+  startTracing,
   stringSetting,
+  tracingSettings,
 } from '@svc/service-kit';
 import { gatewaySettings } from '@svc/gateway';
 import { sessionSettings } from '@svc/session';
@@ -39,6 +41,7 @@ function readSettings() {
   try {
     return {
       config: readConfig(localSettings),
+      tracing: readConfig(tracingSettings),
       // The local stack runs its own OIDC issuer unless one is configured.
       gateway: readConfig(gatewaySettings, {
         SVC_LOCAL_ISSUER: process.env['SVC_OIDC_ISSUER'] ? 'false' : 'true',
@@ -52,12 +55,15 @@ function readSettings() {
   }
 }
 
-const { config, gateway } = readSettings();
+const { config, tracing: tracingConfig, gateway } = readSettings();
 
 const logger = createLogger({ name: 'svc-local', level: config.logLevel });
 // Stopping the sandboxes may take their kill grace: the deadline leaves room for it.
 const shutdown = createGracefulShutdown({ logger, timeoutMs: config.killGraceMs + 10_000 });
 shutdown.installSignalHandlers();
+// One process, one tracer: the spans of every service in it name `svc-local` (docs/tracing.md).
+const tracing = await startTracing('svc-local', tracingConfig);
+shutdown.add({ name: 'tracing', close: () => tracing.shutdown() });
 
 // Starting takes a few seconds (nats-server, the store's migrations, a sandbox): say so first.
 process.stdout.write('svc local stack: starting nats-server, the store, the services and a demo session…\n');

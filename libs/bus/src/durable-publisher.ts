@@ -68,14 +68,14 @@ export function createDurablePublisher(nc: NatsConnection, options: { timeoutMs?
   }
 
   return {
-    publish(subject, payload, { messageId, requestId, immediate }) {
+    publish(subject, payload, { messageId, requestId, immediate, trace }) {
       // Without NATS no ack can come: fail now rather than after the timeout (waiting publishes
       // fail when the connection drops; a message that reached the stream first is kept once,
       // since the caller's retry carries the same message id).
       if (!inbox.connected()) return Promise.reject(busUnavailable(`a JetStream publish on ${subject}`));
       const expected = inbox.expect(timeoutMs, () => `a JetStream publish on ${subject}`);
       unacked.add(expected);
-      outbox.push({ subject, data: encode(payload), headers: headersWith(requestId, { [headers.messageId]: messageId })!, expected });
+      outbox.push({ subject, data: encode(payload), headers: headersWith(requestId, { [headers.messageId]: messageId }, trace)!, expected });
       if (immediate) sendOutbox();
       else if (outbox.length === 1) setImmediate(sendOutbox);
       return acked(subject, expected);

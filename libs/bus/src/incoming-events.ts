@@ -9,7 +9,7 @@ import {
 } from '@svc/protocol';
 import { createDurablePublisher, type DurableAck } from './durable-publisher.js';
 import type { NatsConnection } from './connection.js';
-import { requestJson } from './messaging.js';
+import { requestJson, type SendOptions } from './messaging.js';
 
 /**
  * How long the owner of the worker's partition has to confirm an announcement handed to it
@@ -23,7 +23,7 @@ export interface IncomingEventPublisher {
    * partition) and resolves once it is durable. The same uid again is dropped by JetStream within
    * its window and stored once by the store in any case.
    */
-  publish(workerId: string, event: IncomingEvent, options?: { requestId?: string | undefined; receivedAt?: string }): Promise<DurableAck>;
+  publish(workerId: string, event: IncomingEvent, options?: SendOptions & { receivedAt?: string }): Promise<DurableAck>;
   /**
    * An event another service stored itself (a decision): event-ingest announces it in the
    * worker's order. It goes to the replica owning the worker's partition over core NATS, which
@@ -42,7 +42,11 @@ export function createIncomingEventPublisher(nc: NatsConnection): IncomingEventP
   return {
     publish(workerId, event, options = {}) {
       const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: options.receivedAt ?? new Date().toISOString() };
-      return publisher.publish(subjectOf(workerId), message, { messageId: incomingMessageId(workerId, event.uid), requestId: options.requestId });
+      return publisher.publish(subjectOf(workerId), message, {
+        messageId: incomingMessageId(workerId, event.uid),
+        requestId: options.requestId,
+        trace: options.trace,
+      });
     },
     async handOverStored(workerId, event) {
       const message: StoredElsewhereMessageType = { worker_id: workerId, stored: event };

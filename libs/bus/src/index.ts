@@ -10,3 +10,4 @@ export * from './worker-records.js';
 export * from './model-usage.js';
 export * from './nats-auth.js';
 export * from './service-main.js';
+export { traceContextOf } from './codec.js';

@@ -1,6 +1,6 @@
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { CodedError, headers, isErrorCode, type RpcReply, type SchemaChecker, describeFieldErrors } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import type { Context, Logger } from '@svc/service-kit';
 import { decode, encode, headersWith } from './codec.js';
 import { busUnavailable, isNoResponders, replyInboxOf } from './reply-inbox.js';
 
@@ -13,6 +13,8 @@ export interface MessageContext {
 
 export interface SendOptions {
   requestId?: string | undefined;
+  /** The trace this message continues (docs/tracing.md): its context travels in the headers. */
+  trace?: Context | undefined;
 }
 
 /** What a request handler also gets: a way to act once the reply is on its way. */
@@ -30,7 +32,7 @@ function contextOf(msg: Msg): MessageContext {
 
 /** Publishes a JSON payload on core NATS (fire and forget), carrying the request id. */
 export function publishJson(nc: NatsConnection, subject: string, payload: unknown, options: SendOptions = {}): void {
-  const h = headersWith(options.requestId);
+  const h = headersWith(options.requestId, {}, options.trace);
   nc.publish(subject, encode(payload), h ? { headers: h } : {});
 }
 
@@ -53,7 +55,7 @@ const RETRY_PAUSE_MS = 100;
  * re-thrown as `CodedError`; no service listening is `unavailable`, no answer in time is `timeout`.
  */
 export async function requestJson<Result>(nc: NatsConnection, subject: string, payload: unknown, options: RequestOptions = {}): Promise<Result> {
-  const h = headersWith(options.requestId);
+  const h = headersWith(options.requestId, {}, options.trace);
   const data = encode(payload);
   const inbox = replyInboxOf(nc);
   let msg: Msg;

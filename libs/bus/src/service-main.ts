@@ -3,6 +3,8 @@ import {
   createGracefulShutdown,
   createLogger,
   readConfig,
+  startTracing,
+  tracingSettings,
   type ConfigOf,
   type GracefulShutdown,
   type Logger,
@@ -79,16 +81,19 @@ export interface RunServiceOptions<S extends Record<string, Setting<unknown>>, D
 
 /**
  * A service's whole `main.ts`: reads its configuration, makes its logger and its graceful
- * shutdown (SIGTERM, SIGINT), opens its database, then `runServiceMain`: probes, NATS, what it
+ * shutdown (SIGTERM, SIGINT), starts tracing (docs/tracing.md), opens its database, then `runServiceMain`: probes, NATS, what it
  * waits for (streams, migrations), the service.
  */
 export async function runService<S extends Record<string, Setting<unknown>>, Db = undefined, T extends RunningService = RunningService>(
   options: RunServiceOptions<S, Db, T>,
 ): Promise<T> {
-  const config = readConfig({ ...commonSettings, ...options.settings }) as ConfigOf<S> & CommonConfig;
+  const config = readConfig({ ...commonSettings, ...tracingSettings, ...options.settings }) as ConfigOf<S> & CommonConfig & ConfigOf<typeof tracingSettings>;
   const logger = createLogger({ name: options.service, level: config.logLevel, base: { instance: config.instance } });
   const shutdown = createGracefulShutdown({ logger, ...(options.shutdownTimeoutMs ? { timeoutMs: options.shutdownTimeoutMs(config) } : {}) });
   shutdown.installSignalHandlers();
+  // Added first, closed last: the spans of the shutdown itself are sent too.
+  const tracing = await startTracing(options.service, config);
+  shutdown.add({ name: 'tracing', close: () => tracing.shutdown() });
   const store = await options.store?.(config, logger);
   if (store) shutdown.add({ name: 'database', close: () => store.close() });
   return runServiceMain({

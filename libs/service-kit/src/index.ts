@@ -7,3 +7,4 @@ export * from './running-service.js';
 export * from './child-processes.js';
 export * from './retry.js';
 export * from './metrics.js';
+export * from './tracing.js';

@@ -1,5 +1,6 @@
 import { openSync } from 'node:fs';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { activeTraceId } from './tracing.js';
 
 export type { Logger } from 'pino';
 
@@ -30,6 +31,7 @@ export const SECRET_KEYS: ReadonlySet<string> = new Set([
 ]);
 
 const REDACTED = '[redacted]';
+const NO_FIELDS = Object.freeze({});
 
 /** A copy of `value` with every secret member replaced; the value itself when it holds none. */
 export function redactSecrets<T>(value: T, depth = 0): T {
@@ -68,6 +70,11 @@ export function createLogger(settings: LoggerSettings): Logger {
     // serializers, which see top-level members: one per secret name covers those.
     formatters: { log: (object) => redactSecrets(object) },
     serializers: { err: pino.stdSerializers.err, ...Object.fromEntries([...SECRET_KEYS].map((key) => [key, () => REDACTED])) },
+    // A line written within a traced operation names its trace (docs/tracing.md).
+    mixin: () => {
+      const traceId = activeTraceId();
+      return traceId === undefined ? NO_FIELDS : { trace_id: traceId };
+    },
   };
   if (settings.destination) return pino(options, settings.destination);
   // Off a terminal, lines are written in batches of at least 4 KiB (one write per line would

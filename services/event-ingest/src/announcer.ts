@@ -1,6 +1,6 @@
 import { publishJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
 import { agentExitCodeOf, isControlEvent, storedBatchMessageId, subjects, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import type { Context, Logger } from '@svc/service-kit';
 import { ingestMetrics } from './metrics.js';
 
 /** Workers whose last announced id is remembered; past this the least recently announced is forgotten. */
@@ -20,9 +20,9 @@ export interface Announcer {
   /**
    * Announces a worker's stored events after commit on `svc.events.stored.<worker>`: one
    * `StoredEventBatch`, in id order, following on from the last one without a hole. Resolves when
-   * JetStream has it.
+   * JetStream has it. `trace`: the context its message carries (docs/tracing.md).
    */
-  announce(workerId: string, events: readonly StoredEvent[]): Promise<void>;
+  announce(workerId: string, events: readonly StoredEvent[], trace?: Context): Promise<void>;
   /** Times the store was read to fill a hole (events stored by another service, a decision). */
   readonly fills: number;
 }
@@ -77,8 +77,8 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
     get fills() {
       return fills;
     },
-    announce(workerId, events) {
-      const turn = (inTurn.get(workerId) ?? Promise.resolve()).catch(() => {}).then(() => announceInTurn(workerId, events));
+    announce(workerId, events, trace) {
+      const turn = (inTurn.get(workerId) ?? Promise.resolve()).catch(() => {}).then(() => announceInTurn(workerId, events, trace));
       inTurn.set(workerId, turn);
       const settled = () => {
         if (inTurn.get(workerId) === turn) inTurn.delete(workerId);
@@ -88,14 +88,14 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
     },
   };
 
-  async function announceInTurn(workerId: string, events: readonly StoredEvent[]): Promise<void> {
+  async function announceInTurn(workerId: string, events: readonly StoredEvent[], trace: Context | undefined): Promise<void> {
     const batch: StoredEventBatchType = { worker_id: workerId, events: await followingOn(workerId, events, announced.get(workerId)) };
     if (batch.events.length === 0) return;
     const exits = batch.events.filter((event) => agentExitCodeOf(event) !== undefined);
     const lifecycle: StoredEventBatchType = { worker_id: workerId, events: exits };
     if (!deps.dropAnnouncement?.(batch)) {
       await Promise.all([
-        deps.publisher.publish(subjects.storedEvent(workerId), batch, { messageId: storedBatchMessageId(batch), immediate: true }),
+        deps.publisher.publish(subjects.storedEvent(workerId), batch, { messageId: storedBatchMessageId(batch), immediate: true, trace }),
         exits.length > 0
           ? deps.publisher.publish(subjects.lifecycleEvent(workerId), lifecycle, { messageId: storedBatchMessageId(lifecycle), immediate: true })
           : undefined,

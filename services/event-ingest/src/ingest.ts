@@ -11,6 +11,7 @@ import {
 import type { Logger } from '@svc/service-kit';
 import { isStoreUnavailable, type AppendResult, type WorkerEvents } from '@svc/store';
 import type { Announcer } from './announcer.js';
+import { BatchTrace } from './batch-trace.js';
 import { ingestMetrics } from './metrics.js';
 import type { Appender } from './shared-commits.js';
 
@@ -117,19 +118,28 @@ class IncomingPartition implements PartitionConsumer {
 
   private async process(batch: JsMsg[]): Promise<void> {
     const shares = this.sortByWorker(batch);
+    const trace = BatchTrace.of(shares);
     // While the batch is stored (a store outage can make that minutes), JetStream is told it is in hand.
     const inHand = setInterval(() => batch.forEach((msg) => msg.working()), PARTITION_ACK_WAIT_MS / 3);
     try {
+      const appendStarted = Date.now();
       const stored = await this.storeWithRetry(shares);
+      trace?.appended(appendStarted);
       this.acknowledge();
       await Promise.all(
         shares.map(async (share, index) => {
           // Announced before acknowledged: a crash in between redelivers the messages, and the
           // announcements are made again (acknowledging first could lose them for good).
-          await this.announcer.announce(share.workerId, [...stored[index]!, ...share.storedElsewhere]);
+          const events = [...stored[index]!, ...share.storedElsewhere];
+          if (trace) await trace.announcing(index, (context) => this.announcer.announce(share.workerId, events, context));
+          else await this.announcer.announce(share.workerId, events);
           this.unsentAcks.push(...share.msgs);
         }),
       );
+      trace?.end();
+    } catch (err) {
+      trace?.end(err);
+      throw err;
     } finally {
       clearInterval(inHand);
     }

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { NatsConnection } from '@svc/bus';
+import { traceContextOf, type NatsConnection } from '@svc/bus';
+import { SpanKind, startSpan } from '@svc/service-kit';
 import { subjects, type StoredEvent, type StoredEventBatchType, type StreamFrame } from '@svc/protocol';
 
 /** An event's `event` frame, serialized (UTF-8, sent as a text frame) on first call, once for every listener. */
@@ -36,11 +37,21 @@ export function createLiveFeeds(nc: NatsConnection, logger: FastifyBaseLogger): 
           return;
         }
         if (!Array.isArray(batch.events)) return log.error({ worker_id: workerId }, 'an announcement without events was ignored');
+        // The last hop of an event's trace (docs/tracing.md): handed to this gateway's viewers.
+        const trace = traceContextOf(msg);
+        const span = trace
+          ? startSpan('websocket send', {
+              kind: SpanKind.PRODUCER,
+              parent: trace,
+              attributes: { 'svc.worker_id': workerId, 'svc.events': batch.events.length, 'svc.viewers': listeners.size },
+            })
+          : undefined;
         for (const event of batch.events) {
           let encoded: Buffer | undefined;
           const frame = () => (encoded ??= Buffer.from(JSON.stringify({ kind: 'event', event } satisfies StreamFrame)));
           for (const listener of listeners) listener(event, frame);
         }
+        span?.end();
       },
     });
     return { listeners, unsubscribe: () => subscription.unsubscribe() };

@@ -20,3 +20,4 @@ export * from './system-subtypes.js';
 export * from './api-paths.js';
 export * from './console-api.js';
 export * from './audit.js';
+export * from './trace-context.js';

@@ -1,9 +1,33 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { counter, histogram, LATENCY_BUCKETS_S } from '@svc/service-kit';
+import {
+  contextFromHeaders,
+  contextOf,
+  counter,
+  endSpan,
+  histogram,
+  LATENCY_BUCKETS_S,
+  SpanKind,
+  startSpan,
+  traceIdOf,
+  tracingEnabled,
+  type Context,
+  type Span,
+} from '@svc/service-kit';
 import { principalLabel } from '@svc/auth';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * With tracing on, the request's span in its trace (continuing the caller's `traceparent`):
+     * what a message sent on the request's behalf carries (docs/tracing.md).
+     */
+    traceContext?: Context;
+    traceSpan?: Span;
+  }
+}
 
 /** A caller's X-Request-Id is kept when it is sane (so one id follows a request through proxies). */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -85,9 +109,26 @@ const httpDurations = histogram({
   buckets: LATENCY_BUCKETS_S,
 });
 
+/** The request's server span, under the caller's trace when its `traceparent` names one; its log lines name the trace. */
+function startRequestSpan(request: FastifyRequest): void {
+  const parent = contextFromHeaders(request.headers, (headers, name) => {
+    const value = headers[name];
+    return typeof value === 'string' ? value : undefined;
+  });
+  const route = request.routeOptions.url ?? 'unmatched';
+  const span = startSpan(`${request.method} ${route}`, {
+    kind: SpanKind.SERVER,
+    parent,
+    attributes: { 'http.request.method': request.method, 'http.route': route, 'svc.request_id': request.id },
+  });
+  request.traceSpan = span;
+  request.traceContext = contextOf(span, parent);
+  request.log = request.log.child({ trace_id: span.spanContext().traceId });
+}
+
 /**
  * Echoes the request id and writes one structured log line per request: method, route, status,
- * duration, client IP and principal. Never headers, so never a token. Counts each answer
+ * duration, client IP, principal and (tracing on) trace id; with tracing on, each request is a span. Never headers, so never a token. Counts each answer
  * (`svc_http_requests_total`, `svc_http_request_duration_seconds`). Closes the socket of a
  * refused WebSocket upgrade.
  */
@@ -96,6 +137,7 @@ export const requestContextPlugin = fp(
     // Callback-style hooks: on every request, they cost less than async ones.
     app.addHook('onRequest', (request, reply, done) => {
       void reply.header('x-request-id', request.id);
+      if (tracingEnabled()) startRequestSpan(request);
       done();
     });
     app.addHook('onResponse', (request, reply, done) => {
@@ -106,9 +148,14 @@ export const requestContextPlugin = fp(
       const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
       httpRequests.inc(labels);
       httpDurations.observe(labels, reply.elapsedTime / 1000);
+      if (request.traceSpan) {
+        request.traceSpan.setAttribute('http.response.status_code', reply.statusCode);
+        endSpan(request.traceSpan, reply.statusCode >= 500 ? `answered ${reply.statusCode}` : undefined);
+      }
       app.log.info(
         {
           request_id: request.id,
+          ...(request.traceContext ? { trace_id: traceIdOf(request.traceContext) } : {}),
           method: request.method,
           route: request.routeOptions.url ?? null,
           status: reply.statusCode,

@@ -90,7 +90,7 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       const events = request.body as unknown as IncomingEvent[];
       const receivedAt = new Date().toISOString();
       // Published in order on one connection, so the stream keeps the producer's order.
-      await Promise.all(events.map((event) => publisher.publish(workerId, event, { requestId: request.id, receivedAt })));
+      await Promise.all(events.map((event) => publisher.publish(workerId, event, { requestId: request.id, receivedAt, trace: request.traceContext })));
       eventsAccepted.inc(events.length);
       return reply.code(202).send({ accepted: events.length });
     },

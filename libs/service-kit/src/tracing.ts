@@ -1,0 +1,163 @@
+import {
+  context as contexts,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Link,
+  type Span,
+  type TextMapGetter,
+} from '@opentelemetry/api';
+import { integerSetting, optionalStringSetting } from './config.js';
+import { SVC_VERSION } from './version.js';
+
+export { SpanKind, SpanStatusCode, type Context, type Link, type Span } from '@opentelemetry/api';
+
+/** Where and how much a process traces (docs/tracing.md). */
+export const tracingSettings = {
+  /** An OTLP/HTTP collector's base URL (spans go to `<url>/v1/traces`); unset, nothing is traced. */
+  otlpEndpoint: optionalStringSetting('SVC_OTEL_EXPORTER_OTLP_ENDPOINT'),
+  /** The standard variable, used when ours is unset. */
+  standardOtlpEndpoint: optionalStringSetting('OTEL_EXPORTER_OTLP_ENDPOINT'),
+  /** The share of traces kept, in percent (default all). */
+  samplePercent: integerSetting('SVC_OTEL_TRACES_SAMPLE_PERCENT', { default: 100, min: 0, max: 100 }),
+};
+
+/** What `startTracing` needs: `tracingSettings` as read, and the process's name. */
+export interface TracingConfig {
+  otlpEndpoint: string | undefined;
+  standardOtlpEndpoint: string | undefined;
+  samplePercent: number;
+}
+
+export interface Tracing {
+  /** Sends what is still buffered and stops. */
+  shutdown(): Promise<void>;
+}
+
+const tracer = trace.getTracer('svc', SVC_VERSION);
+let enabled = false;
+
+/**
+ * Whether spans are made at all. Off (no endpoint), the hot paths skip every tracing step, so
+ * tracing costs nothing worth measuring; the OpenTelemetry API would make no-op spans, but even
+ * those cost an allocation and a header lookup per message.
+ */
+export function tracingEnabled(): boolean {
+  return enabled;
+}
+
+/**
+ * Makes this process export spans over OTLP/HTTP, with the W3C trace context (`traceparent`) as
+ * the propagation format; without an endpoint, does nothing. Once per process: the local stack's
+ * services share one.
+ */
+export async function startTracing(service: string, config: TracingConfig): Promise<Tracing> {
+  const endpoint = config.otlpEndpoint ?? config.standardOtlpEndpoint;
+  if (!endpoint || enabled) return { shutdown: () => Promise.resolve() };
+  // The SDK is loaded only here: a process that traces nothing (the CLI, the sidecar, any service
+  // without an endpoint) does not carry it.
+  const [{ AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { OTLPTraceExporter }, { resourceFromAttributes }, sdk, semantic] =
+    await Promise.all([
+      import('@opentelemetry/context-async-hooks'),
+      import('@opentelemetry/core'),
+      import('@opentelemetry/exporter-trace-otlp-http'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/sdk-trace-base'),
+      import('@opentelemetry/semantic-conventions'),
+    ]);
+  const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` });
+  const ratio = new sdk.TraceIdRatioBasedSampler(config.samplePercent / 100);
+  const provider = new sdk.BasicTracerProvider({
+    resource: resourceFromAttributes({ [semantic.ATTR_SERVICE_NAME]: service, [semantic.ATTR_SERVICE_VERSION]: SVC_VERSION }),
+    // A caller's sampled trace (a sidecar marks each POST's so) is kept at the same ratio as ours:
+    // the sidecar cannot know the operator's choice.
+    sampler: new sdk.ParentBasedSampler({ root: ratio, remoteParentSampled: ratio }),
+    spanProcessors: [new sdk.BatchSpanProcessor(exporter)],
+  });
+  trace.setGlobalTracerProvider(provider);
+  contexts.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  enabled = true;
+  return {
+    async shutdown() {
+      enabled = false;
+      await provider.shutdown();
+      trace.disable();
+      contexts.disable();
+      propagation.disable();
+    },
+  };
+}
+
+/** Starts a span under `parent` (none: a new trace). Only call it with tracing on. */
+export function startSpan(
+  name: string,
+  options: { kind?: SpanKind; parent?: Context | undefined; links?: Link[]; attributes?: Record<string, string | number>; startTime?: number },
+): Span {
+  return tracer.startSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, links: options.links, attributes: options.attributes, startTime: options.startTime },
+    options.parent ?? ROOT_CONTEXT,
+  );
+}
+
+/** A link to the span `ctx` holds (a batch's span links the traces of its other messages). */
+export function linkTo(ctx: Context): Link | undefined {
+  const span = trace.getSpanContext(ctx);
+  return span && trace.isSpanContextValid(span) ? { context: span } : undefined;
+}
+
+/** The context of `span` under `parent`: what a message sent on its behalf carries. */
+export function contextOf(span: Span, parent: Context = ROOT_CONTEXT): Context {
+  return trace.setSpan(parent, span);
+}
+
+/** Ends `span`, marked failed when `err` is given. */
+export function endSpan(span: Span, err?: unknown): void {
+  if (err !== undefined) {
+    span.recordException(err instanceof Error ? err : String(err));
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+  }
+  span.end();
+}
+
+/** The trace-context headers (`traceparent`, `tracestate`) that carry `ctx` to another process. */
+export function traceHeaders(ctx: Context): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier;
+}
+
+/** The context a message or request carries in its headers, read through `get`. */
+export function contextFromHeaders<Carrier>(carrier: Carrier, get: (carrier: Carrier, name: string) => string | undefined): Context {
+  const getter: TextMapGetter<Carrier> = {
+    get: (c, key) => get(c, key),
+    keys: () => ['traceparent', 'tracestate'],
+  };
+  return propagation.extract(ROOT_CONTEXT, carrier, getter);
+}
+
+/** A valid span context in `ctx`, so something to link to or continue. */
+export function hasSpan(ctx: Context): boolean {
+  const span = trace.getSpanContext(ctx);
+  return span !== undefined && trace.isSpanContextValid(span);
+}
+
+/** The trace id of `ctx` (for logs), if it has one. */
+export function traceIdOf(ctx: Context | undefined): string | undefined {
+  const span = ctx && trace.getSpanContext(ctx);
+  return span && trace.isSpanContextValid(span) ? span.traceId : undefined;
+}
+
+/** Runs `fn` with `ctx` as the active context: log lines written meanwhile carry its trace id. */
+export function withContext<T>(ctx: Context, fn: () => T): T {
+  return contexts.with(ctx, fn);
+}
+
+/** The active trace id, for the logger's mixin; undefined with tracing off. */
+export function activeTraceId(): string | undefined {
+  return enabled ? traceIdOf(contexts.active()) : undefined;
+}
