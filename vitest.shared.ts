@@ -3,7 +3,9 @@
 import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
-const conditions = ['@svc/source', ...defaultServerConditions];
+// Without Vite's "module" condition, packages resolve as Node resolves them when the services run:
+// some packages' "module" builds (@opentelemetry/api's) are meant for bundlers only.
+const conditions = ['@svc/source', ...defaultServerConditions.filter((condition) => condition !== 'module')];
 
 export const sharedTestConfig = defineConfig({
   resolve: { conditions },

@@ -5,6 +5,7 @@ import { createControlPlaneClient } from './http-client.js';
 
 describe('the control-plane client (node:http against a real server)', () => {
   const seen: Array<{ method: string; url: string; authorization: string | undefined; body: string }> = [];
+  const traceparents: Array<string | undefined> = [];
   let server: http.Server;
   let base: string;
   beforeAll(async () => {
@@ -13,6 +14,7 @@ describe('the control-plane client (node:http against a real server)', () => {
       request.on('data', (chunk: Buffer) => (body += chunk.toString()));
       request.on('end', () => {
         seen.push({ method: request.method!, url: request.url!, authorization: request.headers.authorization, body });
+        traceparents.push(request.headers['traceparent'] as string | undefined);
         const reply = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
           response.writeHead(status, { 'content-type': 'application/json', ...headers });
           response.end(JSON.stringify(payload));
@@ -33,6 +35,19 @@ describe('the control-plane client (node:http against a real server)', () => {
     const client = createControlPlaneClient(`${base}/prefix/`, 'svc_wt_secret');
     expect(await client.send('POST', '/v1/ok', { events: [1] })).toEqual({ ok: true, status: 202, body: { accepted: 1 } });
     expect(seen.at(-1)).toEqual({ method: 'POST', url: '/prefix/v1/ok', authorization: 'Bearer svc_wt_secret', body: '{"events":[1]}' });
+    client.close();
+  });
+
+  it('each POST starts a sampled W3C trace (a new trace id each time) that the gateway continues; a GET carries none', async () => {
+    const client = createControlPlaneClient(base, 't');
+    await client.send('POST', '/v1/ok', { events: [1] });
+    await client.send('POST', '/v1/ok', { events: [2] });
+    await client.send('GET', '/v1/ok');
+    const [first, second, poll] = traceparents.slice(-3);
+    expect(first).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    expect(second).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    expect(first!.split('-')[1]).not.toBe(second!.split('-')[1]);
+    expect(poll).toBeUndefined();
     client.close();
   });
 

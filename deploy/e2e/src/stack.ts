@@ -63,6 +63,8 @@ export interface StackOptions {
   ingestProbes?: boolean;
   /** Give every service a probe port (and so `/metrics`), event-ingest's replicas too. */
   probes?: boolean;
+  /** More environment for every service (tracing's endpoint, say). */
+  env?: Record<string, string>;
 }
 
 export async function startStack(options: StackOptions = {}): Promise<E2eStack> {
@@ -78,7 +80,7 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
-  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'warn' };
+  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'warn', ...options.env };
   /** Each service connects to NATS as its own user, as deployed. */
   const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const gatewayEnv = {

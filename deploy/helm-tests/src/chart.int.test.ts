@@ -328,6 +328,27 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     }
   });
 
+  it('tracing: with tracing.otlpEndpoint, every control-plane container is given it (and the sample share); without, none is', async () => {
+    const envOf = (manifests: Manifest[]) =>
+      [...of(manifests, 'Deployment'), ...of(manifests, 'StatefulSet')]
+        .filter((m) => !/-(nats|postgres)$/.test(m.metadata.name))
+        .map((workload) => ({ name: workload.metadata.name, env: podSpecOf(workload)!.containers[0]!.env ?? [] }));
+    for (const profile of ['single.yaml', 'distributed-external.yaml'] as const) {
+      for (const { name, env } of envOf(rendered.get(profile)!))
+        expect(
+          env.map((variable) => variable.name),
+          `${profile} ${name}`,
+        ).not.toContain('SVC_OTEL_EXPORTER_OTLP_ENDPOINT');
+      const traced = await renderChart({ valuesFiles: [profile], set: { 'tracing.otlpEndpoint': 'http://collector:4318', 'tracing.samplePercent': '25' } });
+      const workloads = envOf(traced);
+      expect(workloads.length).toBeGreaterThan(0);
+      for (const { name, env } of workloads) {
+        expect(env, `${profile} ${name}`).toContainEqual({ name: 'SVC_OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://collector:4318' });
+        expect(env, `${profile} ${name}`).toContainEqual({ name: 'SVC_OTEL_TRACES_SAMPLE_PERCENT', value: '25' });
+      }
+    }
+  });
+
   it('the RBAC grants the session service only the Pod verbs its sandbox provider uses, in the sandbox namespace only', () => {
     for (const [profile, manifests] of rendered) {
       expect(of(manifests, 'ClusterRole'), profile).toEqual([]);

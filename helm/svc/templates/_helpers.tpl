@@ -109,6 +109,12 @@ capabilities:
 {{ include "svc.databaseSecret" . | indent 6 }}
 - name: SVC_LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
+{{- with .Values.tracing.otlpEndpoint }}
+- name: SVC_OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+- name: SVC_OTEL_TRACES_SAMPLE_PERCENT
+  value: {{ $.Values.tracing.samplePercent | quote }}
+{{- end }}
 - name: SVC_INSTANCE
   valueFrom:
     fieldRef:

@@ -75,6 +75,8 @@ export function createLogger(settings: LoggerSettings): Logger {
       const traceId = activeTraceId();
       return traceId === undefined ? NO_FIELDS : { trace_id: traceId };
     },
+    // Pino's own strategy merges into the mixin's object; the shared empty one is left alone.
+    mixinMergeStrategy: (mergeObject, mixinObject) => (mixinObject === NO_FIELDS ? mergeObject : Object.assign(mixinObject, mergeObject)),
   };
   if (settings.destination) return pino(options, settings.destination);
   // Off a terminal, lines are written in batches of at least 4 KiB (one write per line would

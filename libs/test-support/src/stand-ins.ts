@@ -3,3 +3,4 @@ export * from './mock-anthropic.js';
 export * from './mock-openai.js';
 export * from './model-stand-in.js';
 export * from './stand-in-agents.js';
+export * from './otlp-receiver.js';

@@ -20,7 +20,8 @@ export class BatchTrace {
 
   /** The append of the whole batch, from `startTime` (ms since the epoch) until now, under each share's span. */
   appended(startTime: number): void {
-    for (const span of this.spans) if (span) startSpan('store append', { parent: contextOf(span), startTime, attributes: { 'db.system.name': 'postgresql' } }).end();
+    for (const span of this.spans)
+      if (span) startSpan('store append', { parent: contextOf(span), startTime, attributes: { 'db.system.name': 'postgresql' } }).end();
   }
 
   /** Runs the share's announcement in an `announce` span; `announce` gets the context its message carries. */

@@ -128,9 +128,9 @@ function startRequestSpan(request: FastifyRequest): void {
 
 /**
  * Echoes the request id and writes one structured log line per request: method, route, status,
- * duration, client IP, principal and (tracing on) trace id; with tracing on, each request is a span. Never headers, so never a token. Counts each answer
- * (`svc_http_requests_total`, `svc_http_request_duration_seconds`). Closes the socket of a
- * refused WebSocket upgrade.
+ * duration, client IP, principal and (tracing on) trace id. Never headers, so never a token.
+ * Counts each answer (`svc_http_requests_total`, `svc_http_request_duration_seconds`). With
+ * tracing on, each request is a span. Closes the socket of a refused WebSocket upgrade.
  */
 export const requestContextPlugin = fp(
   async (app) => {
