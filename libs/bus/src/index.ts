@@ -11,3 +11,4 @@ export * from './model-usage.js';
 export * from './nats-auth.js';
 export * from './service-main.js';
 export { traceContextOf } from './codec.js';
+export * from './webhook-queue.js';

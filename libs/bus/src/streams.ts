@@ -32,6 +32,15 @@ export function streamConfigs(): Array<Partial<StreamConfig> & { name: string }>
       max_bytes: streams.lifecycleEvents.maxBytes,
       discard: DiscardPolicy.Old,
     },
+    {
+      name: streams.webhooks.name,
+      subjects: [...streams.webhooks.subjects],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      max_age: nanos(streams.webhooks.maxAgeMs),
+      duplicate_window: nanos(streams.webhooks.duplicateWindowMs),
+      discard: DiscardPolicy.Old,
+    },
   ];
 }
 

@@ -24,7 +24,7 @@ describe.each([['postgres'], ['pglite']] as const)('the audit log on %s', (backe
   beforeAll(async () => {
     postgres = backend === 'postgres' ? await startPostgres() : undefined;
     database = await openDatabase(postgres ? { url: postgres.url, poolSize: 10 } : {});
-    expect(await migrateToLatest(database.db, 'audit')).toEqual(['2026-11-25T0300-audit']);
+    expect(await migrateToLatest(database.db, 'audit')).toEqual(['2026-11-25T0300-audit', '2026-11-25T0600-webhooks']);
     log = createAuditLog(database.db);
   });
   afterAll(async () => {

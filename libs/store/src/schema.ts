@@ -71,8 +71,36 @@ export interface AuditRecordsTable {
   hash: string;
 }
 
+/** Webhook subscriptions (control owns them, with their attempts). */
+export interface WebhooksTable {
+  id: string;
+  owner: string;
+  url: string;
+  kinds: ColumnType<string[], string, never>;
+  format: string;
+  scope: string;
+  secret: string;
+  created_at: ColumnType<Date, Date, never>;
+  disabled_at: ColumnType<Date | null, never, Date>;
+  disabled_reason: ColumnType<string | null, never, string>;
+}
+
+export interface WebhookAttemptsTable {
+  seq: ColumnType<string, never, never>;
+  webhook_id: string;
+  message_id: string;
+  kind: string;
+  attempt: number;
+  at: ColumnType<Date, Date, never>;
+  status: number | null;
+  error: string | null;
+  delivered: boolean;
+}
+
 export interface AuditSchema {
   audit_records: AuditRecordsTable;
+  webhooks: WebhooksTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 /** The whole database, one interface per owner intersected. */

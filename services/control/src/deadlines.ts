@@ -10,7 +10,14 @@ export interface DeadlinesDeps {
   policyOf(workerId: string): Promise<DecisionPolicy>;
   /** Lets the policy decide the request (a no-op when someone decided first). */
   expire(request: StoredRequest, policy: DecisionPolicy): Promise<unknown>;
+  /** The deadline of an open request is near (`nearAt`): a person who means to decide should now. */
+  near?: (request: StoredRequest, deadline: Date) => void;
   logger: Logger;
+}
+
+/** How long before its deadline a request counts as near it: a minute, or the last quarter of a shorter wait. */
+export function nearAt(storedAt: number, deadline: number): number {
+  return deadline - Math.min(60_000, (deadline - storedAt) / 4);
 }
 
 /** The deadline keepers of this process (one per control replica; tests may run several in one). */
@@ -44,6 +51,7 @@ gauge({
 export function createDeadlines(deps: DeadlinesDeps) {
   const log = deps.logger.child({ component: 'deadlines' });
   const timers = new Map<string, NodeJS.Timeout>();
+  const nearTimers = new Map<string, NodeJS.Timeout>();
   /** When each open request's deadline is. */
   const deadlines = new Map<string, number>();
   const keeper = {
@@ -92,7 +100,17 @@ export function createDeadlines(deps: DeadlinesDeps) {
       if (stopped || timers.has(key) || closed.has(key)) return;
       const policy = await deps.policyOf(request.event.worker_id);
       if (stopped || timers.has(key) || closed.has(key)) return; // watched, or closed, meanwhile
-      arm(key, request, deadlineOf(request, policy), policy);
+      const deadline = deadlineOf(request, policy);
+      arm(key, request, deadline, policy);
+      const near = nearAt(request.storedAt.getTime(), deadline);
+      if (deps.near && near > Date.now() && near - Date.now() <= MAX_TIMER_MS) {
+        const timer = setTimeout(() => {
+          nearTimers.delete(key);
+          deps.near?.(request, new Date(deadline));
+        }, near - Date.now());
+        timer.unref();
+        nearTimers.set(key, timer);
+      }
     },
 
     /** A decision or a withdrawal closed the request. */
@@ -101,7 +119,9 @@ export function createDeadlines(deps: DeadlinesDeps) {
       closed.add(key);
       if (closed.size > CLOSED_REMEMBERED) closed.delete(closed.values().next().value!);
       clearTimeout(timers.get(key));
+      clearTimeout(nearTimers.get(key));
       timers.delete(key);
+      nearTimers.delete(key);
       deadlines.delete(key);
     },
 
@@ -110,8 +130,9 @@ export function createDeadlines(deps: DeadlinesDeps) {
     stop(): void {
       stopped = true;
       keepers.delete(keeper);
-      for (const timer of timers.values()) clearTimeout(timer);
+      for (const timer of [...timers.values(), ...nearTimers.values()]) clearTimeout(timer);
       timers.clear();
+      nearTimers.clear();
       deadlines.clear();
     },
   };

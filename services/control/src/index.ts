@@ -1,6 +1,7 @@
 import { createWorkerDirectory } from '@svc/auth';
-import { createIncomingEventPublisher, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
+import { createDurablePublisher, createIncomingEventPublisher, serveHealth, serveRpc, subscribeStoredEvents, type NatsConnection } from '@svc/bus';
 import {
+  agentExitCodeOf,
   AppendAuditRpc,
   ListAuditRpc,
   type AuditFacts,
@@ -21,19 +22,43 @@ import {
   type StoredEvent,
   type StoredEventBatchType,
 } from '@svc/protocol';
-import type { Logger, RunningService } from '@svc/service-kit';
-import { createAuditLog, createControlRequestLog, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { integerSetting, readConfig, type ConfigOf, type Logger, type RunningService } from '@svc/service-kit';
+import {
+  createAuditLog,
+  createControlRequestLog,
+  createWebhookStore,
+  prepareTables,
+  type StoreUse,
+  pingDatabase,
+  type Database,
+  type Kysely,
+} from '@svc/store';
 import { createDeadlines } from './deadlines.js';
-import { createDecisions } from './decisions.js';
+import { createDecisions, deadlineOf } from './decisions.js';
 import { createAuditRecorder } from './audit.js';
+import { deliverNotifications } from './webhooks/deliveries.js';
+import { createNotifier, fanOutFacts } from './webhooks/notifications.js';
+import { serveWebhookRpcs } from './webhooks/subscriptions.js';
 
 export { TIMEOUT_DECIDER } from './decisions.js';
+
+/** The control service's own settings (docs/configuration.md). */
+export const controlSettings = {
+  /** Webhooks (docs/webhooks.md): the pause after a delivery's first failed try; it doubles after each. */
+  webhookRetryFirstMs: integerSetting('SVC_WEBHOOK_RETRY_FIRST_MS', { default: 5_000, min: 10 }),
+  /** The longest pause between two tries. */
+  webhookRetryMaxMs: integerSetting('SVC_WEBHOOK_RETRY_MAX_MS', { default: 10 * 60_000, min: 10 }),
+  /** How long a failing delivery is retried before its subscription is disabled. */
+  webhookRetryWindowS: integerSetting('SVC_WEBHOOK_RETRY_WINDOW_S', { default: 24 * 60 * 60, min: 1 }),
+};
 
 export interface ControlDeps {
   nc: NatsConnection;
   db: Kysely<Database>;
   logger: Logger;
   instance: string;
+  /** Default: read from the environment. */
+  config?: ConfigOf<typeof controlSettings>;
 }
 
 /** The store's tables this service needs: it reads the event log (its control requests and decisions) and owns the audit trail. */
@@ -56,10 +81,19 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
     return (await workers.get(workerId))?.decision_policy ?? DEFAULT_DECISION_POLICY;
   }
 
+  const config = deps.config ?? readConfig(controlSettings);
   const auditLog = createAuditLog(deps.db);
   const audit = createAuditRecorder(auditLog, log);
   const decisions = createDecisions({ db: deps.db, requests, incoming, policyOf, audit, logger: log });
-  const deadlines = createDeadlines({ policyOf, expire: decisions.expire, logger: log });
+  const publisher = createDurablePublisher(deps.nc);
+  const notifier = createNotifier({ publisher, workers, logger: log });
+  const notifyFailed = (err: unknown) => log.error({ err }, 'could not queue a webhook notification');
+  const deadlines = createDeadlines({
+    policyOf,
+    expire: decisions.expire,
+    near: (request, deadline) => void notifier.deadlineNear(request, deadline).catch(notifyFailed),
+    logger: log,
+  });
 
   // Requests and withdrawals as event-ingest stores them. Subscribed before the store is read,
   // so a request stored in between is seen at least once (watching twice is harmless).
@@ -67,6 +101,10 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
     callback: (err, msg) => {
       if (err) return;
       const batch = msg.json<StoredEventBatchType>();
+      // A request the sidecar's rules decided at once comes with its decision: nobody is asked.
+      const decidedHere = new Set(
+        batch.events.filter((event) => event.type === 'control_response').map((event) => (event as StoredEvent<'control_response'>).data.request_id),
+      );
       for (const event of batch.events) {
         const withdrawn = withdrawnRequestId(event);
         if (withdrawn !== undefined) deadlines.cancel(event.worker_id, withdrawn);
@@ -75,10 +113,14 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
           deadlines.cancel(event.worker_id, decision.data.request_id);
           // The sidecar's rules decided: recorded by whichever replica comes first (the fact's id makes it once).
           if (decision.data.decided_by === 'policy') recordPolicyDecision(decision);
+          notifier.decided(decision).catch(notifyFailed);
         } else if (event.type === 'control_request') {
-          deadlines
-            .watch({ event: event as StoredEvent<'control_request'>, storedAt: new Date() })
-            .catch((error: unknown) => log.error({ err: error }, 'could not start a deadline'));
+          const request = { event: event as StoredEvent<'control_request'>, storedAt: new Date() };
+          deadlines.watch(request).catch((error: unknown) => log.error({ err: error }, 'could not start a deadline'));
+          if (!decidedHere.has(request.event.data.request_id))
+            policyOf(event.worker_id)
+              .then((policy) => notifier.needsDecision(request.event, new Date(deadlineOf(request, policy))))
+              .catch(notifyFailed);
         }
       }
     },
@@ -139,12 +181,31 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       checker: createChecker(ListAuditRpc),
     }),
   ];
+  // Webhooks (docs/webhooks.md): facts fanned out to subscriptions, deliveries tried until done.
+  const webhookStore = createWebhookStore(deps.db);
+  rpcs.push(...serveWebhookRpcs({ nc: deps.nc, webhooks: webhookStore, logger: log, queue }));
+  const ended = await subscribeStoredEvents(deps.nc, {
+    durableName: 'control-webhooks-ended',
+    lifecycleOnly: true,
+    from: 'new',
+    handler: (event) => notifier.ended(event, agentExitCodeOf(event) ?? 1),
+    logger: log,
+  });
+  const fanOut = await fanOutFacts({ nc: deps.nc, publisher, webhooks: webhookStore, linksFor: () => undefined, logger: log });
+  const deliveries = await deliverNotifications({
+    nc: deps.nc,
+    webhooks: webhookStore,
+    retry: { firstMs: config.webhookRetryFirstMs, maxMs: config.webhookRetryMaxMs, windowMs: config.webhookRetryWindowS * 1000 },
+    logger: log,
+  });
   const health = serveHealth(deps.nc, 'control', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   return {
     async stop() {
       health.unsubscribe();
       for (const rpc of rpcs) rpc.unsubscribe();
       controlEvents.unsubscribe();
+      await Promise.all([ended.stop(), fanOut.stop(), deliveries.stop()]);
+      publisher.close();
       deadlines.stop();
       incoming.close();
       await workers.stop();

@@ -1,10 +1,10 @@
 import { runService } from '@svc/bus';
 import { serviceStore, storeSettings } from '@svc/store';
-import { start, tables } from './index.js';
+import { controlSettings, start, tables } from './index.js';
 
 await runService({
   service: 'control',
-  settings: storeSettings,
+  settings: { ...storeSettings, ...controlSettings },
   store: serviceStore(tables),
-  start: ({ nc, db, logger, config }) => start({ nc, db, logger, instance: config.instance }),
+  start: ({ nc, db, logger, config }) => start({ nc, db, logger, instance: config.instance, config }),
 });

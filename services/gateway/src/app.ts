@@ -26,6 +26,7 @@ import { createOpenStreams, eventStreamRoutes } from './routes/event-stream.js';
 import { controlRoutes } from './routes/control.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { auditRoutes } from './routes/audit.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { workerRoutes } from './routes/workers.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
 import { createRefusedAddresses, natsEndpoints, parseRefusedEntry } from './egress/refused-addresses.js';
@@ -148,6 +149,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live, followers });
   await app.register(sessionRoutes, { nc: options.nc, streams });
   await app.register(auditRoutes, { nc: options.nc });
+  await app.register(webhookRoutes, { nc: options.nc });
   const ledger = await createModelUsageLedger(options.nc);
   await app.register(workerRoutes, { workers: options.workers, ledger });
   await app.register(modelProxyRoutes, {

@@ -43,6 +43,11 @@ export const subjects = {
    */
   storedElsewhere: (partition: number) => `svc.events.elsewhere.${partition}`,
   storedElsewhereAll: 'svc.events.elsewhere.*',
+  /** JetStream `SVC_WEBHOOKS`: what to notify of (`WebhookFact`), then one `WebhookDelivery` per subscription. */
+  webhookFacts: 'svc.webhooks.facts',
+  webhookDelivery: (webhookId: string) => `svc.webhooks.deliveries.${webhookId}`,
+  webhookDeliveriesAll: 'svc.webhooks.deliveries.*',
+  webhooksAll: 'svc.webhooks.>',
   /** Core NATS: a worker's sidecar polled for decisions (it is alive); the session service records it. */
   workerAlive: (workerId: string) => `svc.workers.alive.${workerId}`,
   workerAliveAll: 'svc.workers.alive.*',
@@ -62,6 +67,10 @@ export const subjects = {
     controlRequests: 'svc.rpc.control.requests',
     appendAudit: 'svc.rpc.control.audit.append',
     listAudit: 'svc.rpc.control.audit.list',
+    createWebhook: 'svc.rpc.control.webhooks.create',
+    listWebhooks: 'svc.rpc.control.webhooks.list',
+    deleteWebhook: 'svc.rpc.control.webhooks.delete',
+    webhookAttempts: 'svc.rpc.control.webhooks.attempts',
     createSession: 'svc.rpc.session.create',
     getSession: 'svc.rpc.session.get',
     listSessions: 'svc.rpc.session.list',
@@ -96,6 +105,14 @@ export const streams = {
     subjects: [subjects.lifecycleAll],
     maxAgeMs: 7 * 24 * 60 * 60 * 1000,
     maxBytes: 64 * 1024 * 1024,
+  },
+  /** Notifications on their way to webhook receivers: kept until delivered or past the retry window. */
+  webhooks: {
+    name: 'SVC_WEBHOOKS',
+    subjects: ['svc.webhooks.>'],
+    /** Longer than the longest retry window (docs/webhooks.md). */
+    maxAgeMs: 3 * 24 * 60 * 60 * 1000,
+    duplicateWindowMs: 10 * 60 * 1000,
   },
 } as const;
 

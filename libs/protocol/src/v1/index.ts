@@ -21,3 +21,4 @@ export * from './api-paths.js';
 export * from './console-api.js';
 export * from './audit.js';
 export * from './trace-context.js';
+export * from './webhooks.js';

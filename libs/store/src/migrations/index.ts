@@ -8,6 +8,7 @@ import * as appendGenericPlans from './2026-11-22T1700-append-generic-plans.js';
 import * as appendManySetBased from './2026-11-22T2000-append-many-set-based.js';
 import * as rulesFromDecisions from './2026-11-24T2330-rules-from-decisions.js';
 import * as audit from './2026-11-25T0300-audit.js';
+import * as webhooks from './2026-11-25T0600-webhooks.js';
 
 /** The owners of tables: each applies its own group's migrations, and no other service does. */
 export type MigrationGroup = 'event-log' | 'sessions' | 'audit';
@@ -49,6 +50,7 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
   audit: {
     owner: 'control',
     table: 'svc_migrations_audit',
-    migrations: { '2026-11-25T0300-audit': audit },
+    // The control service's own tables: the audit trail, then webhooks (the group keeps its first name).
+    migrations: { '2026-11-25T0300-audit': audit, '2026-11-25T0600-webhooks': webhooks },
   },
 };

@@ -1,0 +1,119 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { CreateWebhookRequestType, Webhook, WebhookAttempt, WebhookKind } from '@svc/protocol';
+import type { Database, WebhookAttemptsTable, WebhooksTable } from './schema.js';
+
+/** Attempts listed per subscription, newest last; older ones are still stored. */
+const ATTEMPTS_LISTED = 1000;
+
+/** A subscription as the delivery needs it: with its secret. */
+export interface WebhookWithSecret extends Webhook {
+  secret: string;
+}
+
+function toWebhook(row: Selectable<WebhooksTable>): WebhookWithSecret {
+  return {
+    id: row.id,
+    owner: row.owner,
+    url: row.url,
+    kinds: row.kinds as WebhookKind[],
+    format: row.format as Webhook['format'],
+    scope: row.scope as Webhook['scope'],
+    created_at: row.created_at.toISOString(),
+    disabled_at: row.disabled_at?.toISOString() ?? null,
+    disabled_reason: row.disabled_reason,
+    secret: row.secret,
+  };
+}
+
+function toAttempt(row: Selectable<WebhookAttemptsTable>): WebhookAttempt {
+  return {
+    webhook_id: row.webhook_id,
+    message_id: row.message_id,
+    kind: row.kind as WebhookKind,
+    attempt: row.attempt,
+    at: row.at.toISOString(),
+    status: row.status,
+    error: row.error,
+    delivered: row.delivered,
+  };
+}
+
+/** Without the secret: what the API shows after creation. */
+export function publicWebhook({ secret: _secret, ...webhook }: WebhookWithSecret): Webhook {
+  return webhook;
+}
+
+/** Webhook subscriptions and their delivery attempts (docs/webhooks.md). */
+export function createWebhookStore(db: Kysely<Database>) {
+  return {
+    async create(id: string, owner: string, request: CreateWebhookRequestType, secret: string): Promise<WebhookWithSecret> {
+      const row = await db
+        .insertInto('webhooks')
+        .values({
+          id,
+          owner,
+          url: request.url,
+          kinds: JSON.stringify(request.kinds),
+          format: request.format ?? 'standard',
+          scope: request.scope ?? 'own',
+          secret,
+          created_at: new Date(),
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toWebhook(row);
+    },
+    /** `owner` undefined: all of them. */
+    async list(owner: string | undefined): Promise<WebhookWithSecret[]> {
+      let query = db.selectFrom('webhooks').selectAll().orderBy('created_at');
+      if (owner !== undefined) query = query.where('owner', '=', owner);
+      return (await query.execute()).map(toWebhook);
+    },
+    async get(id: string): Promise<WebhookWithSecret | undefined> {
+      const row = await db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+      return row && toWebhook(row);
+    },
+    /** Deletes it and its attempts; false when there was none. */
+    async delete(id: string): Promise<boolean> {
+      const result = await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+    /** The subscriptions told of `kind` for a worker of `owner`, enabled ones only. */
+    async subscribersOf(kind: WebhookKind, owner: string): Promise<WebhookWithSecret[]> {
+      const rows = await db
+        .selectFrom('webhooks')
+        .selectAll()
+        .where('disabled_at', 'is', null)
+        .where((eb) => eb.or([eb('owner', '=', owner), eb('scope', '=', 'all')]))
+        .execute();
+      return rows.map(toWebhook).filter((webhook) => webhook.kinds.includes(kind));
+    },
+    /** Stops deliveries to it, saying why (kept, listed, until its owner deletes it). */
+    async disable(id: string, reason: string): Promise<void> {
+      await db
+        .updateTable('webhooks')
+        .set({ disabled_at: new Date(), disabled_reason: reason })
+        .where('id', '=', id)
+        .where('disabled_at', 'is', null)
+        .execute();
+    },
+    async recordAttempt(attempt: WebhookAttempt): Promise<void> {
+      await db
+        .insertInto('webhook_attempts')
+        .values({ ...attempt, at: new Date(attempt.at) })
+        .execute();
+    },
+    async attempts(webhookId: string): Promise<WebhookAttempt[]> {
+      const rows = await db
+        .selectFrom('webhook_attempts')
+        .selectAll()
+        .where('webhook_id', '=', webhookId)
+        .orderBy('seq', 'desc')
+        .limit(ATTEMPTS_LISTED)
+        .execute();
+      return rows.reverse().map(toAttempt);
+    },
+  };
+}
+
+export type WebhookStore = ReturnType<typeof createWebhookStore>;

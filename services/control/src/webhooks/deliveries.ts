@@ -1,0 +1,169 @@
+import { consumeWebhookQueue, decodeJson, type JsMsg, type NatsConnection } from '@svc/bus';
+import type { WebhookDelivery, WebhookFact, WebhookPayload } from '@svc/protocol';
+import { counter, type Logger } from '@svc/service-kit';
+import type { WebhookStore, WebhookWithSecret } from '@svc/store';
+import { Webhook as Signer } from 'standardwebhooks';
+
+/** How long one try may take before it counts as failed. */
+const DELIVERY_TIMEOUT_MS = 10_000;
+/** How much of a receiver's answer is kept in an attempt's error. */
+const ANSWER_KEPT = 200;
+
+/** How deliveries are retried (docs/webhooks.md; settings `SVC_WEBHOOK_RETRY_*`). */
+export interface RetryPolicy {
+  /** The pause after the first failed try; it doubles after each. */
+  firstMs: number;
+  /** The longest pause. */
+  maxMs: number;
+  /** How long after the fact a failing delivery is given up, and its subscription disabled. */
+  windowMs: number;
+}
+
+const deliveryAttempts = counter({
+  name: 'svc_webhook_attempts_total',
+  help: 'Tries to deliver a webhook notification, by kind and outcome (delivered, failed, gave_up).',
+  labelNames: ['kind', 'outcome'],
+});
+
+/** The pause before try `attempt + 1` after try `attempt` failed. */
+export function retryDelayMs(policy: RetryPolicy, attempt: number): number {
+  return Math.min(policy.maxMs, policy.firstMs * 2 ** Math.max(0, attempt - 1));
+}
+
+/** The body a subscription gets: Standard Webhooks' JSON, or a Slack incoming webhook's message. */
+export function bodyOf(webhook: Pick<WebhookWithSecret, 'format'>, fact: WebhookFact): string {
+  const payload: WebhookPayload = { type: fact.kind, timestamp: fact.at, data: fact.data };
+  if (webhook.format === 'standard') return JSON.stringify(payload);
+  return JSON.stringify(slackMessage(fact));
+}
+
+/** Slack's incoming-webhook format: `text` (the notification's fallback) and `blocks`. */
+function slackMessage(fact: WebhookFact): { text: string; blocks: unknown[] } {
+  const { data } = fact;
+  const worker = `worker \`${data.worker_id}\``;
+  const text = {
+    'request.needs_decision': `svc: ${worker} asks to use ${data.tool_name ?? 'a tool'}${data.deadline ? ` (decided by policy at ${data.deadline})` : ''}`,
+    'request.decided': `svc: ${worker}: request ${data.request_id ?? ''} ${data.decision === 'allow' ? 'allowed' : 'denied'} by ${data.decided_by ?? 'someone'}`,
+    'request.deadline_near': `svc: ${worker}: request ${data.request_id ?? ''} (${data.tool_name ?? 'a tool'}) is decided by policy at ${data.deadline ?? 'its deadline'}`,
+    'worker.ended': `svc: ${worker} ${data.exit_code === 0 ? 'ended' : `failed (exit code ${data.exit_code ?? '?'})`}`,
+  }[fact.kind];
+  const blocks: unknown[] = [{ type: 'section', text: { type: 'mrkdwn', text } }];
+  if (data.input !== undefined) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `\`\`\`${JSON.stringify(data.input).slice(0, 2800)}\`\`\`` } });
+  if (data.links)
+    blocks.push({
+      type: 'actions',
+      elements: [
+        { type: 'button', text: { type: 'plain_text', text: 'Allow…' }, url: data.links.allow, style: 'primary' },
+        { type: 'button', text: { type: 'plain_text', text: 'Deny…' }, url: data.links.deny, style: 'danger' },
+        { type: 'button', text: { type: 'plain_text', text: 'Open in the console' }, url: data.links.console },
+      ],
+    });
+  return { text, blocks };
+}
+
+/** One try: the signed POST; the receiver's status, or why none came. */
+async function post(webhook: WebhookWithSecret, delivery: WebhookDelivery): Promise<{ status: number | null; error: string | null }> {
+  const body = bodyOf(webhook, delivery.fact);
+  const sentAt = new Date();
+  const signature = new Signer(webhook.secret).sign(delivery.message_id, sentAt, body);
+  try {
+    const response = await fetch(webhook.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'svc-webhooks',
+        'webhook-id': delivery.message_id,
+        'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+        'webhook-signature': signature,
+      },
+      body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
+    });
+    const answer = await response.text().catch(() => '');
+    return response.ok ? { status: response.status, error: null } : { status: response.status, error: answer.slice(0, ANSWER_KEPT) || null };
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    return {
+      status: null,
+      error: `${(err as Error).name === 'TimeoutError' ? `no answer in ${DELIVERY_TIMEOUT_MS} ms` : (err as Error).message}${cause ? ` (${cause})` : ''}`,
+    };
+  }
+}
+
+/**
+ * Delivers each notification to its subscription: a signed POST (Standard Webhooks), retried
+ * with back-off (`nak` with a delay: the message stays in JetStream meanwhile, so a restart loses
+ * nothing) until it is answered 2xx or the retry window is over; then the subscription is
+ * disabled with the reason. Every try is recorded.
+ */
+export async function deliverNotifications(deps: {
+  nc: NatsConnection;
+  webhooks: WebhookStore;
+  retry: RetryPolicy;
+  logger: Logger;
+}): Promise<{ stop(): Promise<void> }> {
+  const log = deps.logger.child({ component: 'webhook-deliveries' });
+  const messages = await consumeWebhookQueue(deps.nc, 'deliveries');
+  const inFlight = new Set<Promise<void>>();
+
+  async function deliver(msg: JsMsg): Promise<void> {
+    let delivery: WebhookDelivery;
+    try {
+      delivery = decodeJson<WebhookDelivery>(msg);
+    } catch {
+      msg.term('not JSON');
+      return;
+    }
+    const webhook = await deps.webhooks.get(delivery.webhook_id);
+    // Deleted or disabled meanwhile: nothing more to deliver.
+    if (!webhook || webhook.disabled_at !== null) return msg.term('the subscription is gone or disabled');
+    const attempt = msg.info.deliveryCount;
+    const { status, error } = await post(webhook, delivery);
+    const delivered = error === null;
+    await deps.webhooks.recordAttempt({
+      webhook_id: webhook.id,
+      message_id: delivery.message_id,
+      kind: delivery.fact.kind,
+      attempt,
+      at: new Date().toISOString(),
+      status,
+      error,
+      delivered,
+    });
+    if (delivered) {
+      deliveryAttempts.inc({ kind: delivery.fact.kind, outcome: 'delivered' });
+      return msg.ack();
+    }
+    const next = retryDelayMs(deps.retry, attempt);
+    if (Date.now() + next - Date.parse(delivery.fact.at) > deps.retry.windowMs) {
+      deliveryAttempts.inc({ kind: delivery.fact.kind, outcome: 'gave_up' });
+      const reason = `every try failed for ${Math.round(deps.retry.windowMs / 1000)} s (${attempt} tries); the last: ${status === null ? error : `HTTP ${status}`}`;
+      await deps.webhooks.disable(webhook.id, reason);
+      log.warn({ webhook_id: webhook.id, owner: webhook.owner }, `webhook disabled: ${reason}`);
+      return msg.term('retry window over');
+    }
+    deliveryAttempts.inc({ kind: delivery.fact.kind, outcome: 'failed' });
+    msg.nak(next);
+  }
+
+  const loop = (async () => {
+    for await (const msg of messages) {
+      // Many at once (up to the consumer's max_ack_pending): one slow receiver holds up no other.
+      const task = deliver(msg).catch((err: unknown) => {
+        // The store away: try again soon; the try was not recorded.
+        log.warn({ err }, 'a webhook delivery could not be handled; it comes back');
+        msg.nak(1000);
+      });
+      inFlight.add(task);
+      void task.finally(() => inFlight.delete(task));
+    }
+  })();
+  return {
+    async stop() {
+      await messages.close();
+      await loop;
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import { randomBytes } from 'node:crypto';
+import { serveRpc, type NatsConnection } from '@svc/bus';
+import {
+  CodedError,
+  CreateWebhookRpc,
+  createChecker,
+  ListWebhooksRpc,
+  subjects,
+  WebhookRefRpc,
+  type CreatedWebhook,
+  type CreateWebhookRpcType,
+  type ListResponseOf,
+  type ListWebhooksRpcType,
+  type Webhook,
+  type WebhookAttempt,
+  type WebhookRefRpcType,
+} from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+import { publicWebhook, type WebhookStore } from '@svc/store';
+
+/** A subscription `owner` may see (undefined owner: an admin, who sees all); not found otherwise, so ids of others' say nothing. */
+async function visible(webhooks: WebhookStore, ref: WebhookRefRpcType) {
+  const webhook = await webhooks.get(ref.id);
+  if (!webhook || (ref.owner !== undefined && webhook.owner !== ref.owner)) throw new CodedError('not_found', `no webhook ${ref.id}`);
+  return webhook;
+}
+
+/** The RPCs behind `/v1/webhooks` (the gateway checks who may ask: an `all` scope is for admins). */
+export function serveWebhookRpcs(deps: { nc: NatsConnection; webhooks: WebhookStore; logger: Logger; queue: string }) {
+  const options = { logger: deps.logger, queue: deps.queue };
+  return [
+    serveRpc<CreateWebhookRpcType, CreatedWebhook>(
+      deps.nc,
+      subjects.rpc.createWebhook,
+      async ({ owner, request }) => {
+        // Standard Webhooks' secret: `whsec_` and 24 random bytes in base64.
+        const secret = `whsec_${randomBytes(24).toString('base64')}`;
+        const created = await deps.webhooks.create(`whk_${randomBytes(12).toString('hex')}`, owner, request, secret);
+        return { ...publicWebhook(created), secret };
+      },
+      { ...options, checker: createChecker(CreateWebhookRpc) },
+    ),
+    serveRpc<ListWebhooksRpcType, ListResponseOf<Webhook>>(
+      deps.nc,
+      subjects.rpc.listWebhooks,
+      async ({ owner }) => {
+        const items = (await deps.webhooks.list(owner)).map(publicWebhook);
+        return { items, total: items.length };
+      },
+      { ...options, checker: createChecker(ListWebhooksRpc) },
+    ),
+    serveRpc<WebhookRefRpcType, { deleted: true }>(
+      deps.nc,
+      subjects.rpc.deleteWebhook,
+      async (ref) => {
+        await visible(deps.webhooks, ref);
+        await deps.webhooks.delete(ref.id);
+        return { deleted: true };
+      },
+      { ...options, checker: createChecker(WebhookRefRpc) },
+    ),
+    serveRpc<WebhookRefRpcType, ListResponseOf<WebhookAttempt>>(
+      deps.nc,
+      subjects.rpc.webhookAttempts,
+      async (ref) => {
+        await visible(deps.webhooks, ref);
+        const items = await deps.webhooks.attempts(ref.id);
+        return { items, total: items.length };
+      },
+      { ...options, checker: createChecker(WebhookRefRpc) },
+    ),
+  ];
+}
