@@ -51,7 +51,10 @@ describe('webhooks: signed, durable, retried, disabled when the receiver never a
   }, 120_000);
   afterAll(async () => {
     await stack?.stop();
-    for (const server of servers) (server.closeAllConnections(), server.close());
+    for (const server of servers) {
+      server.closeAllConnections();
+      server.close();
+    }
   }, 60_000);
 
   const api = async (token: string, method: string, path: string, body?: unknown) => {
