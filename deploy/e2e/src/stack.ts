@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,7 +22,7 @@ export interface E2eStack {
   gatewayUrl: string;
   /** Where the session service keeps local sandboxes (one directory per worker). */
   sandboxesDir: string;
-  /** The `SVC_*` environment every service runs with (beside its own NATS user). */
+  /** The `SVC_*` environment every service runs with (beside its own NATS user): `SVC_DECISION_LINK_KEY` among it. */
   env: Record<string, string>;
   /** The stack's nats-server (its credentials: each service's user, and the operator's). */
   nats: NatsServerProcess;
@@ -80,7 +81,17 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
-  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'warn', ...options.env };
+  const decisionLinkKey = randomBytes(32).toString('base64url');
+  const env = {
+    SVC_NATS_URL: nats.url,
+    SVC_DATABASE_URL: postgres.url,
+    SVC_STATE_DIR: stateDir,
+    SVC_LOG_LEVEL: 'warn',
+    // Decision links in notifications: signed by control, checked by the gateway, pointing at it.
+    SVC_DECISION_LINK_KEY: decisionLinkKey,
+    SVC_GATEWAY_PUBLIC_URL: gatewayUrl,
+    ...options.env,
+  };
   /** Each service connects to NATS as its own user, as deployed. */
   const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const gatewayEnv = {

@@ -2,7 +2,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook as Verifier } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedWebhook, ListResponseOf, Webhook, WebhookAttempt, WebhookPayload } from '@svc/protocol';
+import { signDecisionLink } from '@svc/auth';
+import {
+  apiPaths,
+  type AuditRecord,
+  type CreatedWebhook,
+  type ListResponseOf,
+  type StoredEvent,
+  type Webhook,
+  type WebhookAttempt,
+  type WebhookPayload,
+} from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { controlClient } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
@@ -163,4 +173,78 @@ describe('webhooks: signed, durable, retried, disabled when the receiver never a
     expect((await api(token, 'DELETE', `/v1/webhooks/${doomed.id}`)).status).toBe(204);
     expect((await api(token, 'DELETE', `/v1/webhooks/${doomed.id}`)).status).toBe(404);
   }, 240_000);
+
+  it('a "needs a decision" link: GET shows what it decides and decides nothing; the POST decides once, as the subscriber, through the link channel; a second use, a tampered and an expired link are refused', async () => {
+    const token = await stack.userToken('link-user');
+    const receiver = await startReceiver(() => 200);
+    servers.push(receiver.server);
+    expect((await api(token, 'POST', '/v1/webhooks', { url: receiver.url, kinds: ['request.needs_decision'], format: 'standard' })).status).toBe(201);
+    const worker = await stack.createWorker('link-user');
+    expect(await postAsWorker(stack.gatewayUrl, worker, [bashRequest('r2', 'npm publish')])).toBe(202);
+    await waitFor('the notification', () => receiver.received.length === 1, 20_000);
+    const { links } = (JSON.parse(receiver.received[0]!.body) as WebhookPayload).data;
+    expect(links).toMatchObject({ console: `${stack.gatewayUrl}/workers/${worker.worker_id}` });
+    expect(links!.allow).toMatch(new RegExp(`^${stack.gatewayUrl}/v1/links\\?token=`));
+    expect(Date.parse(links!.expires_at)).toBeGreaterThan(Date.now());
+    const control = controlClient(stack.gatewayUrl, token);
+    const open = async () => (await control.openRequests(worker.worker_id)).length;
+    const follow = async (url: string, method: 'GET' | 'POST') => {
+      const response = await fetch(url, {
+        method,
+        ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' } : {}),
+      });
+      return { status: response.status, html: await response.text(), type: response.headers.get('content-type') };
+    };
+
+    // A bare GET (a link previewer's) shows the confirmation only.
+    const confirm = await follow(links!.allow, 'GET');
+    expect(confirm.status, confirm.html).toBe(200);
+    expect(confirm.type).toMatch(/^text\/html/);
+    expect(confirm.html).toContain('Allow Bash?');
+    expect(confirm.html).toContain('npm publish');
+    expect(confirm.html).toContain('Nothing is decided until you confirm');
+    expect(confirm.html).toContain('<form method="post">');
+    await follow(links!.deny, 'GET');
+    expect(await open()).toBe(1);
+
+    // Tampered (a character inside its signature changed: the last one carries padding bits) and expired links decide nothing.
+    const at = links!.allow.length - 10;
+    const tampered = links!.allow.slice(0, at) + (links!.allow[at] === 'A' ? 'B' : 'A') + links!.allow.slice(at + 1);
+    for (const method of ['GET', 'POST'] as const) {
+      const refused = await follow(tampered, method);
+      expect(refused.status).toBe(401);
+      expect(refused.html).toContain('this decision link is not valid');
+    }
+    const expiredToken = await signDecisionLink(
+      stack.env['SVC_DECISION_LINK_KEY']!,
+      { workerId: worker.worker_id, requestId: 'r2', decision: 'allow', decidedBy: 'link-user' },
+      new Date(Date.now() - 1000),
+    );
+    const expired = await follow(`${stack.gatewayUrl}${apiPaths.decisionLink(expiredToken)}`, 'POST');
+    expect(expired.status).toBe(410);
+    expect(expired.html).toContain('this decision link has expired');
+    expect(await open()).toBe(1);
+
+    // The POST decides, once, as the subscriber.
+    const decided = await follow(links!.allow, 'POST');
+    expect(decided.status).toBe(200);
+    expect(decided.html).toContain('Allowed');
+    expect(await open()).toBe(0);
+    for (const again of [links!.allow, links!.deny]) {
+      const refused = await follow(again, 'POST');
+      expect(refused.status).toBe(409);
+      expect(refused.html).toContain('already decided');
+    }
+    const decisions = (await control.events(worker.worker_id)).filter((event) => event.type === 'control_response') as Array<StoredEvent<'control_response'>>;
+    expect(decisions.map((event) => [event.data.decision, event.data.decided_by])).toEqual([['allow', 'link-user']]);
+    // The audit trail says it was decided through a link.
+    const admin = await stack.userToken('auditor', { svc_admin: true });
+    await waitFor(
+      'the decision in the audit trail',
+      async () => ((await api(admin, 'GET', '/v1/audit?channel=link')).body as ListResponseOf<AuditRecord>).items.some((r) => r.request_id === 'r2'),
+      10_000,
+    );
+    const records = ((await api(admin, 'GET', '/v1/audit?channel=link')).body as ListResponseOf<AuditRecord>).items.filter((r) => r.request_id === 'r2');
+    expect(records).toEqual([expect.objectContaining({ actor: 'link-user', channel: 'link', action: 'decision', decision: 'allow' })]);
+  }, 60_000);
 });

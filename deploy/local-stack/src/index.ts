@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { start as startControl } from '@svc/control';
+import { controlSettings, start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
@@ -82,7 +82,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // event-ingest owns the event tables and migrates them, so it starts first.
     const services = [
       await startEventIngest({ nc: await connectAs('event-ingest'), db: database.db, logger, instance, replicaIndex: 0, replicaCount: 1 }),
-      await startControl({ nc: await connectAs('control'), db: database.db, logger, instance }),
+      await startControl({
+        nc: await connectAs('control'),
+        db: database.db,
+        logger,
+        instance,
+        // Links in notifications point at this stack's gateway, signed with its key.
+        config: {
+          ...readConfig(controlSettings),
+          decisionLinkKey: options.gateway.decisionLinkKey,
+          publicUrl: options.gateway.publicUrl ?? (options.gateway.port ? `http://${options.gateway.host}:${options.gateway.port}` : undefined),
+        },
+      }),
     ];
     for (const service of services) stops.push(() => service.stop());
     // The NATS this stack runs on is the one egress tunnels must never reach.

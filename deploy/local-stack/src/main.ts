@@ -16,6 +16,7 @@ import {
 } from '@svc/service-kit';
 import { gatewaySettings } from '@svc/gateway';
 import { sessionSettings } from '@svc/session';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startLocalStack } from './index.js';
@@ -46,6 +47,8 @@ function readSettings() {
       gateway: readConfig(gatewaySettings, {
         SVC_LOCAL_ISSUER: process.env['SVC_OIDC_ISSUER'] ? 'false' : 'true',
         SVC_CONSOLE_DIR: WORKSPACE_CONSOLE,
+        // Decision links of notifications: signed with a key of this run's unless one is given.
+        SVC_DECISION_LINK_KEY: randomBytes(32).toString('base64url'),
         ...process.env,
       }),
     };

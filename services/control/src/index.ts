@@ -22,7 +22,7 @@ import {
   type StoredEvent,
   type StoredEventBatchType,
 } from '@svc/protocol';
-import { integerSetting, readConfig, type ConfigOf, type Logger, type RunningService } from '@svc/service-kit';
+import { integerSetting, optionalStringSetting, readConfig, type ConfigOf, type Logger, type RunningService } from '@svc/service-kit';
 import {
   createAuditLog,
   createControlRequestLog,
@@ -39,6 +39,7 @@ import { createAuditRecorder } from './audit.js';
 import { deliverNotifications } from './webhooks/deliveries.js';
 import { createNotifier, fanOutFacts } from './webhooks/notifications.js';
 import { serveWebhookRpcs } from './webhooks/subscriptions.js';
+import { createLinksFor } from './webhooks/links.js';
 
 export { TIMEOUT_DECIDER } from './decisions.js';
 
@@ -50,6 +51,10 @@ export const controlSettings = {
   webhookRetryMaxMs: integerSetting('SVC_WEBHOOK_RETRY_MAX_MS', { default: 10 * 60_000, min: 10 }),
   /** How long a failing delivery is retried before its subscription is disabled. */
   webhookRetryWindowS: integerSetting('SVC_WEBHOOK_RETRY_WINDOW_S', { default: 24 * 60 * 60, min: 1 }),
+  /** Signs the decision links of notifications; the gateway has the same key. Unset: no links. */
+  decisionLinkKey: optionalStringSetting('SVC_DECISION_LINK_KEY'),
+  /** The gateway's address as people reach it, which links point to. Unset: no links. */
+  publicUrl: optionalStringSetting('SVC_GATEWAY_PUBLIC_URL'),
 };
 
 export interface ControlDeps {
@@ -191,7 +196,13 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
     handler: (event) => notifier.ended(event, agentExitCodeOf(event) ?? 1),
     logger: log,
   });
-  const fanOut = await fanOutFacts({ nc: deps.nc, publisher, webhooks: webhookStore, linksFor: () => undefined, logger: log });
+  const fanOut = await fanOutFacts({
+    nc: deps.nc,
+    publisher,
+    webhooks: webhookStore,
+    linksFor: config.decisionLinkKey && config.publicUrl ? createLinksFor(config.decisionLinkKey, config.publicUrl) : () => undefined,
+    logger: log,
+  });
   const deliveries = await deliverNotifications({
     nc: deps.nc,
     webhooks: webhookStore,

@@ -27,6 +27,7 @@ import { controlRoutes } from './routes/control.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { auditRoutes } from './routes/audit.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { decisionLinkRoutes } from './routes/decision-links.js';
 import { workerRoutes } from './routes/workers.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
 import { createRefusedAddresses, natsEndpoints, parseRefusedEntry } from './egress/refused-addresses.js';
@@ -63,6 +64,7 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'oidcIssuer'
       | 'consoleOidcClientId'
       | 'consoleOidcScope'
+      | 'decisionLinkKey'
     >
   >;
 
@@ -150,6 +152,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(sessionRoutes, { nc: options.nc, streams });
   await app.register(auditRoutes, { nc: options.nc });
   await app.register(webhookRoutes, { nc: options.nc });
+  await app.register(decisionLinkRoutes, { nc: options.nc, workers: options.workers, linkKey: settings.decisionLinkKey });
   const ledger = await createModelUsageLedger(options.nc);
   await app.register(workerRoutes, { workers: options.workers, ledger });
   await app.register(modelProxyRoutes, {

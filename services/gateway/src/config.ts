@@ -12,6 +12,8 @@ export const gatewaySettings = {
   port: integerSetting('SVC_GATEWAY_PORT', { default: 8080, min: 0, max: 65535 }),
   /** The URL clients use to reach the gateway (the local issuer's `iss`). Defaults to http://host:port. */
   publicUrl: optionalStringSetting('SVC_GATEWAY_PUBLIC_URL'),
+  /** Checks the decision links of notifications (the control service signs them with the same key): docs/webhooks.md. */
+  decisionLinkKey: optionalStringSetting('SVC_DECISION_LINK_KEY'),
   /** Proxies whose X-Forwarded-For is believed (addresses or CIDRs). */
   trustedProxies: listSetting('SVC_TRUSTED_PROXIES', { default: [] }),
   corsOrigins: listSetting('SVC_CORS_ORIGINS', { default: [] }),

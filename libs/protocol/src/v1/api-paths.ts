@@ -21,6 +21,9 @@ export const apiPaths = {
   sessions: (parameters: { limit?: number; offset?: number; status?: string } = {}) => `/v1/sessions${query(parameters)}`,
   session,
   templates: '/v1/templates',
+  webhooks: '/v1/webhooks',
+  /** A signed decision link from a notification: GET confirms, POST decides (docs/webhooks.md). */
+  decisionLink: (token: string) => `/v1/links${query({ token })}`,
   sessionLogs: (sessionId: string, parameters: { tail?: number } = {}) => `${session(sessionId)}/logs${query(parameters)}`,
   worker,
   sdkEvents: (workerId: string, parameters: { after_id?: string; before_id?: string; limit?: number; types?: string } = {}) =>

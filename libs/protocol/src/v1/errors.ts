@@ -8,6 +8,8 @@ export const ERROR_CODES = {
   invalid_request: 400,
   invalid_template: 400,
   unauthorized: 401,
+  /** A decision link whose signature does not match (tampered with, or not svc's). */
+  invalid_link: 401,
   forbidden: 403,
   not_found: 404,
   worker_not_found: 404,
@@ -19,6 +21,8 @@ export const ERROR_CODES = {
   already_decided: 409,
   request_closed: 409,
   conflict: 409,
+  /** A decision link past its expiry. */
+  link_expired: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

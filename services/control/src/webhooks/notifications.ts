@@ -6,7 +6,7 @@ import type { Logger } from '@svc/service-kit';
 import type { StoredRequest, WebhookStore } from '@svc/store';
 
 /** Signed links for a request that waits (links.ts); undefined when links are not configured. */
-export type LinksFor = (workerId: string, requestId: string, subscriber: string) => Promise<WebhookData['links']> | undefined;
+export type LinksFor = (workerId: string, requestId: string, subscriber: string, deadline: string | undefined) => Promise<WebhookData['links']> | undefined;
 
 export interface Notifier {
   /** A request now waits for a person. */
@@ -92,7 +92,7 @@ export async function fanOutFacts(deps: {
           const data = { ...fact.data };
           // The links decide as the subscription's owner: who is told may decide.
           if (fact.kind === 'request.needs_decision' && data.request_id) {
-            const links = await deps.linksFor(data.worker_id, data.request_id, webhook.owner);
+            const links = await deps.linksFor(data.worker_id, data.request_id, webhook.owner, data.deadline);
             if (links) data.links = links;
           }
           const delivery: WebhookDelivery = { webhook_id: webhook.id, message_id: messageIdOf(fact.id, webhook.id), fact: { ...fact, data } };

@@ -1,0 +1,134 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import Type from 'typebox';
+import { verifyDecisionLink, type DecisionLinkClaims, type WorkerDirectory } from '@svc/auth';
+import { requestJson, type NatsConnection } from '@svc/bus';
+import {
+  CodedError,
+  isEndedStatus,
+  statusOfErrorCode,
+  subjects,
+  type ControlRequestsRpcType,
+  type DecideRequestType,
+  type ListResponseOf,
+  type StoredEvent,
+} from '@svc/protocol';
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** A small page (no script, no style: it passes any Content-Security-Policy). */
+function page(reply: FastifyReply, status: number, title: string, body: string): FastifyReply {
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('referrer-policy', 'no-referrer')
+    .send(
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(title)}</title></head><body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`,
+    );
+}
+
+function refusal(reply: FastifyReply, err: unknown): FastifyReply {
+  if (!(err instanceof CodedError)) throw err;
+  return page(reply, statusOfErrorCode(err.code), 'Nothing was decided', `<p>${escapeHtml(err.message)}</p>`);
+}
+
+const verb = (claims: DecisionLinkClaims) => (claims.decision === 'allow' ? 'Allow' : 'Deny');
+
+/**
+ * `/v1/links?token=…` (docs/webhooks.md): the signed decision links of notifications. A GET only
+ * shows what will be decided and asks to confirm (link previewers and mail scanners follow GETs);
+ * the confirmation's POST decides, as the notified person, through the `link` channel. The token
+ * is the credential: no other is asked for.
+ */
+export const decisionLinkRoutes: FastifyPluginAsync<{ nc: NatsConnection; workers: WorkerDirectory; linkKey: string | undefined }> = async (
+  app,
+  { nc, workers, linkKey },
+) => {
+  // The confirmation is an HTML form: its body (empty) is not read.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
+
+  async function claimsOf(token: string): Promise<DecisionLinkClaims> {
+    if (!linkKey) throw new CodedError('not_found', 'decision links are not configured on this gateway (SVC_DECISION_LINK_KEY)');
+    return verifyDecisionLink(linkKey, token);
+  }
+
+  async function openRequest(claims: DecisionLinkClaims, requestId: string): Promise<StoredEvent<'control_request'>> {
+    const record = await workers.get(claims.workerId);
+    if (!record) throw new CodedError('worker_not_found', `worker ${claims.workerId} does not exist`);
+    if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${claims.workerId} is ${record.status}; it takes no more decisions`);
+    const rpc: ControlRequestsRpcType = { worker_id: claims.workerId, state: 'all' };
+    const requests = await requestJson<ListResponseOf<StoredEvent<'control_request'>>>(nc, subjects.rpc.controlRequests, rpc, { requestId });
+    const found = requests.items.find((request) => request.data.request_id === claims.requestId);
+    if (!found) throw new CodedError('request_not_found', `worker ${claims.workerId} has no request ${claims.requestId}`);
+    return found;
+  }
+
+  // The token is long (a signed JWT): a query parameter, not a path segment (those are kept short).
+  const schema = {
+    tags: ['webhooks'],
+    querystring: Type.Object({ token: Type.String({ minLength: 1, maxLength: 4096, description: 'The signed link token.' }) }),
+  } as const;
+  app.get<{ Querystring: { token: string } }>(
+    '/v1/links',
+    {
+      config: { auth: 'public' },
+      schema: {
+        ...schema,
+        summary: 'A decision link: shows what it decides and asks to confirm (decides nothing)',
+        description: 'HTML. 401 `invalid_link` (tampered), 410 `link_expired`, 404 when the request is gone; an open request shows a form that POSTs here.',
+      },
+    },
+    async (request, reply) => {
+      try {
+        const claims = await claimsOf(request.query.token);
+        const found = await openRequest(claims, request.id);
+        const input = JSON.stringify(found.data.input, null, 2);
+        return page(
+          reply,
+          200,
+          `${verb(claims)} ${found.data.tool_name}?`,
+          `<p>Worker <code>${escapeHtml(claims.workerId)}</code> asks to use <strong>${escapeHtml(found.data.tool_name)}</strong> with:</p>` +
+            `<pre>${escapeHtml(input.length > 4000 ? `${input.slice(0, 4000)}…` : input)}</pre>` +
+            `<p>This decides request <code>${escapeHtml(claims.requestId)}</code> as <strong>${escapeHtml(claims.decidedBy)}</strong>. Nothing is decided until you confirm.</p>` +
+            `<form method="post"><button type="submit">${verb(claims)}</button></form>`,
+        );
+      } catch (err) {
+        return refusal(reply, err);
+      }
+    },
+  );
+
+  app.post<{ Querystring: { token: string } }>(
+    '/v1/links',
+    {
+      config: { auth: 'public' },
+      schema: {
+        ...schema,
+        summary: "A decision link's confirmation: decides, once, as the notified person (channel `link`)",
+        description:
+          'HTML. 200 decided; 409 `already_decided` or `request_closed` (a link is used once: a second use finds the request decided); 401 `invalid_link`; 410 `link_expired`.',
+      },
+    },
+    async (request, reply) => {
+      try {
+        const claims = await claimsOf(request.query.token);
+        await openRequest(claims, request.id);
+        const decide: DecideRequestType = {
+          worker_id: claims.workerId,
+          decision: { request_id: claims.requestId, decision: claims.decision },
+          decided_by: { sub: claims.decidedBy },
+          channel: 'link',
+        };
+        await requestJson<StoredEvent<'control_response'>>(nc, subjects.rpc.decide, decide, { requestId: request.id });
+        return page(
+          reply,
+          200,
+          claims.decision === 'allow' ? 'Allowed' : 'Denied',
+          `<p>Request <code>${escapeHtml(claims.requestId)}</code> is decided; the agent goes on.</p>`,
+        );
+      } catch (err) {
+        return refusal(reply, err);
+      }
+    },
+  );
+};
