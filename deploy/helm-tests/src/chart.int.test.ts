@@ -349,6 +349,25 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     }
   });
 
+  it("decision links: every control-plane container gets the signing key from the chart's Secret (a random key, rendered) and the public URL", () => {
+    for (const [profile, manifests] of rendered) {
+      const secret = named(manifests, 'Secret', '-decision-links');
+      expect(secret, profile).toBeDefined();
+      expect(Buffer.from(String((secret!['data'] as Record<string, string>)['key']), 'base64').toString().length).toBeGreaterThanOrEqual(32);
+      for (const workload of [...of(manifests, 'Deployment'), ...of(manifests, 'StatefulSet')].filter((m) => !/-(nats|postgres)$/.test(m.metadata.name))) {
+        const env = podSpecOf(workload)!.containers[0]!.env ?? [];
+        expect(env, `${profile} ${workload.metadata.name}`).toContainEqual({
+          name: 'SVC_DECISION_LINK_KEY',
+          valueFrom: { secretKeyRef: { name: secret!.metadata.name, key: 'key' } },
+        });
+        expect(
+          env.filter((variable) => variable.name === 'SVC_GATEWAY_PUBLIC_URL'),
+          `${profile} ${workload.metadata.name}`,
+        ).toHaveLength(1);
+      }
+    }
+  });
+
   it('the RBAC grants the session service only the Pod verbs its sandbox provider uses, in the sandbox namespace only', () => {
     for (const [profile, manifests] of rendered) {
       expect(of(manifests, 'ClusterRole'), profile).toEqual([]);

@@ -119,6 +119,20 @@ capabilities:
   valueFrom:
     fieldRef:
       fieldPath: metadata.name
+{{- /* The gateway's address for people (links in notifications point there) and the key the
+       control service signs those links with and the gateway checks them with. */}}
+- name: SVC_GATEWAY_PUBLIC_URL
+  value: {{ include "svc.gatewayUrl" . | quote }}
+- name: SVC_DECISION_LINK_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "svc.decisionLinkSecret" . }}
+      key: key
+{{- end -}}
+
+{{/* The Secret holding the decision-link signing key. */}}
+{{- define "svc.decisionLinkSecret" -}}
+{{ include "svc.fullname" . }}-decision-links
 {{- end -}}
 
 {{/* The NATS user of a service Pod (`user`): its name, and its password from the Secret. */}}
@@ -152,8 +166,6 @@ capabilities:
   value: "0.0.0.0"
 - name: SVC_GATEWAY_PORT
   value: "8080"
-- name: SVC_GATEWAY_PUBLIC_URL
-  value: {{ include "svc.gatewayUrl" . | quote }}
 - name: SVC_OIDC_ISSUER
   value: {{ .Values.oidc.issuer | quote }}
 - name: SVC_OIDC_AUDIENCE

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_DECISION_POLICY, type StoredEvent } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
-import { createDeadlines } from './deadlines.js';
+import { createDeadlines, nearAt } from './deadlines.js';
 
 const request = (requestId: string) => ({
   event: {
@@ -36,5 +36,23 @@ describe('deadlines', () => {
     expect(deadlines.count()).toBe(0);
     deadlines.stop();
     expect(expired).toEqual([]);
+  });
+
+  it('a deadline is near a minute before it, or in the last quarter of a shorter wait; near is told once, and not after a decision', async () => {
+    expect(nearAt(0, 600_000)).toBe(540_000);
+    expect(nearAt(0, 40_000)).toBe(30_000);
+    const near: string[] = [];
+    const deadlines = createDeadlines({
+      policyOf: async () => ({ ...DEFAULT_DECISION_POLICY, decision_timeout_s: 0.4 }),
+      expire: async () => {},
+      near: (r, deadline) => void near.push(`${r.event.data.request_id}@${deadline.getTime() - r.storedAt.getTime()}`),
+      logger: createLogger({ name: 'test', level: 'silent' }),
+    });
+    await deadlines.watch(request('told'));
+    await deadlines.watch(request('decided'));
+    deadlines.cancel('wrk_1', 'decided');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    deadlines.stop();
+    expect(near).toEqual(['told@400']);
   });
 });
