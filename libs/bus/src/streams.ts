@@ -2,6 +2,8 @@ import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType, type Str
 import { Kvm } from '@nats-io/kv';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { kvBuckets, streams } from '@svc/protocol';
+import { retryWithBackoff, type Logger } from '@svc/service-kit';
+import { isBusUnavailable } from './connection.js';
 
 /** The JetStream streams the design needs, from the protocol's constants. */
 export function streamConfigs(): Array<Partial<StreamConfig> & { name: string }> {
@@ -72,4 +74,9 @@ export async function ensureStreams(nc: NatsConnection): Promise<void> {
 export async function incomingBacklog(nc: NatsConnection): Promise<number> {
   const jsm = await jetstreamManager(nc);
   return (await jsm.streams.info(streams.incomingEvents.name)).state.messages;
+}
+
+/** `ensureStreams` at a service's start, tried until NATS is there (a service's `prepare`). */
+export function ensureStreamsWhenReachable(nc: NatsConnection, logger: Logger): Promise<void> {
+  return retryWithBackoff('creating the streams', () => ensureStreams(nc), { logger, retryable: isBusUnavailable });
 }

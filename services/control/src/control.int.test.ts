@@ -23,6 +23,8 @@ describe('control — start and stop', () => {
     database = await openDatabase({});
     // The event log is event-ingest's to migrate; the control service only reads it.
     await migrateToLatest(database.db, 'event-log');
+    // Its webhook queue and the lifecycle stream it follows (control's main waits for them too).
+    await ensureStreams(bus.nc);
   });
   afterAll(async () => {
     await database?.close();

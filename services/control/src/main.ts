@@ -1,4 +1,4 @@
-import { runService } from '@svc/bus';
+import { ensureStreamsWhenReachable, runService } from '@svc/bus';
 import { serviceStore, storeSettings } from '@svc/store';
 import { controlSettings, start, tables } from './index.js';
 
@@ -6,5 +6,7 @@ await runService({
   service: 'control',
   settings: { ...storeSettings, ...controlSettings },
   store: serviceStore(tables),
+  // Its webhook queue (SVC_WEBHOOKS) and the lifecycle stream it follows, whoever starts first.
+  prepare: ensureStreamsWhenReachable,
   start: ({ nc, db, logger, config }) => start({ nc, db, logger, instance: config.instance, config }),
 });

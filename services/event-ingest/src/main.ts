@@ -1,5 +1,5 @@
-import { ensureStreams, isBusUnavailable, runService } from '@svc/bus';
-import { integerSetting, retryWithBackoff } from '@svc/service-kit';
+import { ensureStreamsWhenReachable, runService } from '@svc/bus';
+import { integerSetting } from '@svc/service-kit';
 import { serviceStore, storeSettings } from '@svc/store';
 import { start, tables } from './index.js';
 
@@ -11,7 +11,7 @@ await runService({
     replicaCount: integerSetting('SVC_INGEST_REPLICA_COUNT', { default: 1, min: 1 }),
   },
   store: serviceStore(tables),
-  prepare: (nc, logger) => retryWithBackoff('creating the streams', () => ensureStreams(nc), { logger, retryable: isBusUnavailable }),
+  prepare: ensureStreamsWhenReachable,
   start: ({ nc, db, logger, config }) =>
     start({ nc, db, logger, instance: config.instance, replicaIndex: config.replicaIndex, replicaCount: config.replicaCount }),
 });
