@@ -22,6 +22,8 @@ export interface PipelineOptions {
   sessionEnv?: Record<string, string>;
   /** Extra settings of the gateway. */
   gatewayEnv?: Record<string, string>;
+  /** Extra settings of every service (tracing's endpoint, say). */
+  env?: Record<string, string>;
   /** People sign in with the gateway's built-in issuer, as in the local stack (the console's one-click sign-in); `userToken` is one of its tokens. */
   localSignIn?: boolean;
 }
@@ -59,7 +61,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   ]);
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
   const port = await freePort();
-  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel };
+  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel, ...options.env };
   const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
   const processes = [

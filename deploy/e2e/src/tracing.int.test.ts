@@ -16,7 +16,7 @@ describe('traces: one POSTed event, followed from the sidecar to the WebSocket (
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
     stack = await startStack({
-      env: { SVC_OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
+      env: { SVC_OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, SVC_OTEL_TRACES_SAMPLE_PERCENT: '100' },
       // Request lines are written at info: the gateway's carry the trace id.
       gatewayEnv: { SVC_LOG_LEVEL: 'info' },
     });

@@ -21,8 +21,12 @@ export const tracingSettings = {
   otlpEndpoint: optionalStringSetting('SVC_OTEL_EXPORTER_OTLP_ENDPOINT'),
   /** The standard variable, used when ours is unset. */
   standardOtlpEndpoint: optionalStringSetting('OTEL_EXPORTER_OTLP_ENDPOINT'),
-  /** The share of traces kept, in percent (default all). */
-  samplePercent: integerSetting('SVC_OTEL_TRACES_SAMPLE_PERCENT', { default: 100, min: 0, max: 100 }),
+  /**
+   * The share of traces kept, in percent. Default 10: every span costs each process it passes
+   * some CPU to make and export, and a tenth of the traffic shows where time goes (measured:
+   * docs/benchmarks.md); 100 keeps every trace, for debugging.
+   */
+  samplePercent: integerSetting('SVC_OTEL_TRACES_SAMPLE_PERCENT', { default: 10, min: 0, max: 100 }),
 };
 
 /** What `startTracing` needs: `tracingSettings` as read, and the process's name. */

@@ -15,11 +15,18 @@ export interface ReceivedSpan {
   attributes: Record<string, unknown>;
 }
 
+export interface OtlpReceiverOptions {
+  /** Parse and keep every span (default). Off, the receiver only counts what it got, as a collector elsewhere would cost a benchmark nothing. */
+  keepSpans?: boolean;
+}
+
 export interface OtlpReceiver {
   /** The base URL a process is given as `SVC_OTEL_EXPORTER_OTLP_ENDPOINT` (spans arrive at `/v1/traces`). */
   url: string;
-  /** Every span received so far. */
+  /** Every span received so far (with `keepSpans`). */
   spans(): ReceivedSpan[];
+  /** Export requests and their bytes received so far. */
+  exports(): { requests: number; bytes: number };
   /** Export requests refused (not JSON, wrong path): a test asserts there were none. */
   refused(): string[];
   close(): Promise<void>;
@@ -67,11 +74,15 @@ async function bodyOf(request: IncomingMessage): Promise<string> {
  * `@opentelemetry/exporter-trace-otlp-http` sends): the real exporter posts to it over the network,
  * and it keeps every span for the test to read.
  */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+export async function startOtlpReceiver(options: OtlpReceiverOptions = {}): Promise<OtlpReceiver> {
   const received: ReceivedSpan[] = [];
   const refused: string[] = [];
+  const counted = { requests: 0, bytes: 0 };
   const server = createServer((request, response) => {
     void bodyOf(request).then((body) => {
+      counted.requests += 1;
+      counted.bytes += Buffer.byteLength(body);
+      if (options.keepSpans === false) return void response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       if (request.method !== 'POST' || request.url !== '/v1/traces' || !String(request.headers['content-type']).startsWith('application/json')) {
         refused.push(`${request.method} ${request.url} (${request.headers['content-type']})`);
         response.writeHead(404).end();
@@ -108,6 +119,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   return {
     url: `http://127.0.0.1:${port}`,
     spans: () => [...received],
+    exports: () => ({ ...counted }),
     refused: () => [...refused],
     close: () =>
       new Promise<void>((resolve) => {

@@ -51,9 +51,15 @@ class RequestLogger implements FastifyBaseLogger {
 
   constructor(
     private readonly parent: FastifyBaseLogger,
-    private readonly bindings: Bindings,
+    private bindings: Bindings,
     private readonly options: object,
   ) {}
+
+  /** Adds fields to every line written through this logger from now on (a trace id, say). */
+  bind(fields: Bindings): void {
+    if (this.#child) this.#child = this.#child.child(fields);
+    else this.bindings = { ...this.bindings, ...fields };
+  }
 
   private get real(): FastifyBaseLogger {
     return (this.#child ??= this.parent.child(this.bindings, this.options));
@@ -123,7 +129,9 @@ function startRequestSpan(request: FastifyRequest): void {
   });
   request.traceSpan = span;
   request.traceContext = contextOf(span, parent);
-  request.log = request.log.child({ trace_id: span.spanContext().traceId });
+  // Lazily, like the rest of the request's logger: most requests log nothing through it.
+  if (request.log instanceof RequestLogger) request.log.bind({ trace_id: span.spanContext().traceId });
+  else request.log = request.log.child({ trace_id: span.spanContext().traceId });
 }
 
 /**
