@@ -112,7 +112,7 @@ async function main() {
   const { requests, bytes } = receiver.exports();
   if (requests === 0) throw new Error('tracing on sent no spans to the receiver: the figures would compare nothing');
   print(
-    `observability: tracing off vs on (every span exported to an OTLP/HTTP stand-in: ${requests} exports, ${(bytes / 2 ** 20).toFixed(1)} MiB), ${SECONDS}s per figure, median of ${ROUNDS} rounds`,
+    `observability: tracing off vs on (sampling ${SAMPLE ?? 'the default, 10'} %, spans exported to an OTLP/HTTP stand-in: ${requests} exports, ${(bytes / 2 ** 20).toFixed(1)} MiB), ${SECONDS}s per figure, median of ${ROUNDS} rounds`,
   );
   const row = (figure: string, off: number[], on: number[]) => ({
     figure,

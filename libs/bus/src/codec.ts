@@ -1,7 +1,7 @@
 // JSON payloads and our headers on NATS messages; internal to libs/bus.
 import { headers as createHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { headers } from '@svc/protocol';
-import { contextFromHeaders, hasSpan, traceHeaders, tracingEnabled, type Context } from '@svc/service-kit';
+import { contextFromHeaders, isSampled, traceHeaders, tracingEnabled, type Context } from '@svc/service-kit';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -27,10 +27,10 @@ export function headersWith(requestId: string | undefined, extra: Record<string,
 
 /**
  * The trace context a message carries (`traceparent`), to continue its trace; undefined with
- * tracing off or when it carries none.
+ * tracing off, when it carries none, or when its trace is not sampled.
  */
 export function traceContextOf(msg: { headers?: MsgHdrs | undefined }): Context | undefined {
   if (!tracingEnabled() || !msg.headers) return undefined;
   const ctx = contextFromHeaders(msg.headers, (h, name) => (h.has(name) ? h.get(name) : undefined));
-  return hasSpan(ctx) ? ctx : undefined;
+  return isSampled(ctx) ? ctx : undefined;
 }

@@ -5,6 +5,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Context,
   type Link,
   type Span,
@@ -63,15 +64,14 @@ export async function startTracing(service: string, config: TracingConfig): Prom
   if (!endpoint || enabled) return { shutdown: () => Promise.resolve() };
   // The SDK is loaded only here: a process that traces nothing (the CLI, the sidecar, any service
   // without an endpoint) does not carry it.
-  const [{ AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { OTLPTraceExporter }, { resourceFromAttributes }, sdk, semantic] =
-    await Promise.all([
-      import('@opentelemetry/context-async-hooks'),
-      import('@opentelemetry/core'),
-      import('@opentelemetry/exporter-trace-otlp-http'),
-      import('@opentelemetry/resources'),
-      import('@opentelemetry/sdk-trace-base'),
-      import('@opentelemetry/semantic-conventions'),
-    ]);
+  const [{ StackContextManager }, { W3CTraceContextPropagator }, { OTLPTraceExporter }, { resourceFromAttributes }, sdk, semantic] = await Promise.all([
+    import('@opentelemetry/sdk-trace'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/semantic-conventions'),
+  ]);
   const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` });
   const ratio = new sdk.TraceIdRatioBasedSampler(config.samplePercent / 100);
   const provider = new sdk.BasicTracerProvider({
@@ -82,7 +82,10 @@ export async function startTracing(service: string, config: TracingConfig): Prom
     spanProcessors: [new sdk.BatchSpanProcessor(exporter)],
   });
   trace.setGlobalTracerProvider(provider);
-  contexts.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  // Contexts travel explicitly (request.traceContext, message headers); the active one is set only
+  // around synchronous work (`withContext`). An AsyncLocalStorage manager would follow every
+  // promise, at a cost measured as a third of the gateway's req/s (docs/benchmarks.md).
+  contexts.setGlobalContextManager(new StackContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   enabled = true;
   return {
@@ -128,11 +131,24 @@ export function endSpan(span: Span, err?: unknown): void {
   span.end();
 }
 
-/** The trace-context headers (`traceparent`, `tracestate`) that carry `ctx` to another process. */
-export function traceHeaders(ctx: Context): Record<string, string> {
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * The trace-context headers (`traceparent`, `tracestate`) that carry `ctx` to another process;
+ * none for a trace that is not sampled: the next process then makes no spans for it either, as
+ * it would not have for an unsampled parent, at no cost.
+ */
+export function traceHeaders(ctx: Context): Readonly<Record<string, string>> {
+  if (!isSampled(ctx)) return NO_HEADERS;
   const carrier: Record<string, string> = {};
   propagation.inject(ctx, carrier);
   return carrier;
+}
+
+/** Whether `ctx` holds a span of a trace being kept. */
+export function isSampled(ctx: Context): boolean {
+  const span = trace.getSpanContext(ctx);
+  return span !== undefined && (span.traceFlags & TraceFlags.SAMPLED) !== 0 && trace.isSpanContextValid(span);
 }
 
 /** The context a message or request carries in its headers, read through `get`. */
@@ -144,19 +160,13 @@ export function contextFromHeaders<Carrier>(carrier: Carrier, get: (carrier: Car
   return propagation.extract(ROOT_CONTEXT, carrier, getter);
 }
 
-/** A valid span context in `ctx`, so something to link to or continue. */
-export function hasSpan(ctx: Context): boolean {
-  const span = trace.getSpanContext(ctx);
-  return span !== undefined && trace.isSpanContextValid(span);
-}
-
 /** The trace id of `ctx` (for logs), if it has one. */
 export function traceIdOf(ctx: Context | undefined): string | undefined {
   const span = ctx && trace.getSpanContext(ctx);
   return span && trace.isSpanContextValid(span) ? span.traceId : undefined;
 }
 
-/** Runs `fn` with `ctx` as the active context: log lines written meanwhile carry its trace id. */
+/** Runs `fn` with `ctx` as the active context: log lines it writes synchronously carry its trace id. */
 export function withContext<T>(ctx: Context, fn: () => T): T {
   return contexts.with(ctx, fn);
 }

@@ -128,6 +128,8 @@ function startRequestSpan(request: FastifyRequest): void {
     attributes: { 'http.request.method': request.method, 'http.route': route, 'svc.request_id': request.id },
   });
   request.traceSpan = span;
+  // A request whose trace is not sampled (most, by default) carries nothing further.
+  if (!span.isRecording()) return;
   request.traceContext = contextOf(span, parent);
   // Lazily, like the rest of the request's logger: most requests log nothing through it.
   if (request.log instanceof RequestLogger) request.log.bind({ trace_id: span.spanContext().traceId });
@@ -156,7 +158,7 @@ export const requestContextPlugin = fp(
       const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
       httpRequests.inc(labels);
       httpDurations.observe(labels, reply.elapsedTime / 1000);
-      if (request.traceSpan) {
+      if (request.traceSpan?.isRecording()) {
         request.traceSpan.setAttribute('http.response.status_code', reply.statusCode);
         endSpan(request.traceSpan, reply.statusCode >= 500 ? `answered ${reply.statusCode}` : undefined);
       }
