@@ -29,7 +29,7 @@ import {
 } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { runLoad, type LoadResult } from './load-client.js';
-import { agent, call, percentile, post, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
+import { agent, call, percentile, post, postBatchesUntil, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
 import { median, rawInsertSql, rawParameters } from './raw-insert.js';
 
 const { values: args } = parseArgs({
@@ -123,16 +123,7 @@ async function batched(pipeline: Pipeline) {
   for (let round = 0; round < ROUNDS; round++) {
     const workers = await Promise.all(Array.from({ length: BATCH_WRITERS }, () => pipeline.createWorker()));
     const started = performance.now();
-    const deadline = started + SECONDS * 1000;
-    let posted = 0;
-    await Promise.all(
-      workers.map(async (worker) => {
-        for (let n = 0; performance.now() < deadline; n += BATCH) {
-          await post(pipeline, worker, { events: Array.from({ length: BATCH }, (_, i) => event(`${worker.worker_id}:${n + i}`)) });
-          posted += BATCH;
-        }
-      }),
-    );
+    const posted = await postBatchesUntil(pipeline, workers, started + SECONDS * 1000, BATCH, event);
     const ids = workers.map((w) => w.worker_id);
     acceptedRates.push(posted / ((performance.now() - started) / 1000));
     await waitFor('every posted event stored', async () => (await storedCount(ids)) === posted, 120_000, 10);

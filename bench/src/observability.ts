@@ -18,7 +18,7 @@ import type { IncomingEvent } from '@svc/protocol';
 import { startOtlpReceiver } from '@svc/test-support/stand-ins';
 import { waitFor } from '@svc/test-support';
 import { runLoad } from './load-client.js';
-import { post, print, startPipeline, verdict, type Pipeline } from './pipeline.js';
+import { postBatchesUntil, print, startPipeline, verdict, type Pipeline } from './pipeline.js';
 import { median } from './raw-insert.js';
 
 const { values: args } = parseArgs({
@@ -64,16 +64,7 @@ async function storedPerSecond(pipeline: Pipeline): Promise<number> {
   try {
     const workers = await Promise.all(Array.from({ length: WRITERS }, () => pipeline.createWorker()));
     const started = performance.now();
-    const deadline = started + SECONDS * 1000;
-    let posted = 0;
-    await Promise.all(
-      workers.map(async (worker) => {
-        for (let n = 0; performance.now() < deadline; n += BATCH) {
-          await post(pipeline, worker, { events: Array.from({ length: BATCH }, (_, i) => event(`${worker.worker_id}:${n + i}`)) });
-          posted += BATCH;
-        }
-      }),
-    );
+    const posted = await postBatchesUntil(pipeline, workers, started + SECONDS * 1000, BATCH, event);
     const ids = workers.map((w) => w.worker_id);
     const stored = async () => Number((await client.query<{ n: string }>('select count(*) as n from events where worker_id = any($1)', [ids])).rows[0]!.n);
     await waitFor('every posted event stored', async () => (await stored()) === posted, 120_000, 10);

@@ -170,6 +170,29 @@ export async function post(pipeline: Pipeline, worker: CreateWorkerResultType, b
   if (answer.status !== 202) throw new Error(`POST sdk-events answered ${answer.status}: ${JSON.stringify(answer.body)}`);
 }
 
+/**
+ * Each worker POSTs batches of `batch` events, one after another, until `deadline`
+ * (`performance.now()` time); answers how many events were posted (each answered 202).
+ */
+export async function postBatchesUntil(
+  pipeline: Pipeline,
+  workers: CreateWorkerResultType[],
+  deadline: number,
+  batch: number,
+  eventOf: (uid: string) => unknown,
+): Promise<number> {
+  let posted = 0;
+  await Promise.all(
+    workers.map(async (worker) => {
+      for (let n = 0; performance.now() < deadline; n += batch) {
+        await post(pipeline, worker, { events: Array.from({ length: batch }, (_, i) => eventOf(`${worker.worker_id}:${n + i}`)) });
+        posted += batch;
+      }
+    }),
+  );
+  return posted;
+}
+
 export function print(line: string): void {
   process.stdout.write(`\n${line}\n`);
 }
