@@ -1,9 +1,21 @@
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from './logger.js';
-import { contextFromHeaders, contextOf, endSpan, startSpan, startTracing, traceHeaders, traceIdOf, tracingEnabled, withContext } from './tracing.js';
+import {
+  contextFromHeaders,
+  contextOf,
+  endSpan,
+  startSpan,
+  startTracing,
+  traceHeaders,
+  traceIdOf,
+  tracesRequest,
+  tracingEnabled,
+  withContext,
+} from './tracing.js';
 
 function capture() {
   const lines: Array<Record<string, unknown>> = [];
@@ -16,7 +28,7 @@ function capture() {
   return { lines, destination };
 }
 
-const config = (endpoint: string | undefined) => ({ otlpEndpoint: endpoint, standardOtlpEndpoint: undefined, samplePercent: 100 });
+const config = (endpoint: string | undefined, samplePercent = 100) => ({ otlpEndpoint: endpoint, standardOtlpEndpoint: undefined, samplePercent });
 
 describe('tracing (OpenTelemetry over OTLP/HTTP)', () => {
   it('off without an endpoint: no spans, no headers, log lines without trace_id', async () => {
@@ -44,6 +56,10 @@ describe('tracing (OpenTelemetry over OTLP/HTTP)', () => {
     try {
       expect(tracingEnabled()).toBe(true);
       const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      // Kept at 100 %: a caller's sampled trace, a new one; not a caller's unsampled one.
+      expect(tracesRequest(`00-${traceId}-00f067aa0ba902b7-01`)).toBe(true);
+      expect(tracesRequest(undefined)).toBe(true);
+      expect(tracesRequest(`00-${traceId}-00f067aa0ba902b7-00`)).toBe(false);
       const parent = contextFromHeaders({ traceparent: `00-${traceId}-00f067aa0ba902b7-01` } as Record<string, string>, (h, name) => h[name]);
       const span = startSpan('work', { parent });
       const ctx = contextOf(span, parent);
@@ -66,5 +82,22 @@ describe('tracing (OpenTelemetry over OTLP/HTTP)', () => {
     expect(posts[0]).toContain('"name":"work"');
     expect(posts[0]).toContain('it failed');
     expect(tracingEnabled()).toBe(false);
+  });
+
+  it('at a share, a request is traced or not before any span is made, the same way for the same trace id everywhere', async () => {
+    const tracing = await startTracing('test', config('http://127.0.0.1:9', 10));
+    try {
+      const ids = Array.from({ length: 2000 }, () => randomBytes(16).toString('hex'));
+      const kept = ids.filter((id) => tracesRequest(`00-${id}-00f067aa0ba902b7-01`));
+      expect(kept.length).toBeGreaterThan(100);
+      expect(kept.length).toBeLessThan(300);
+      expect(ids.filter((id) => tracesRequest(`00-${id}-00f067aa0ba902b7-01`))).toEqual(kept);
+      const fresh = Array.from({ length: 2000 }, () => tracesRequest(undefined)).filter(Boolean).length;
+      expect(fresh).toBeGreaterThan(100);
+      expect(fresh).toBeLessThan(300);
+    } finally {
+      await tracing.shutdown();
+    }
+    expect(tracesRequest(undefined)).toBe(false);
   });
 });

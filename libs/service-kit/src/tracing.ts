@@ -44,6 +44,25 @@ export interface Tracing {
 
 const tracer = trace.getTracer('svc', SVC_VERSION);
 let enabled = false;
+/** Whether a trace begun upstream (its id) is kept here; set by `startTracing`. */
+let keepsTrace: (traceId: string) => boolean = () => false;
+/** The share of new traces kept. */
+let newTraceShare = 0;
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-[0-9a-f]{16}-([0-9a-f]{2})$/;
+
+/**
+ * Whether a request is traced, decided before any span is made (most are not, by default, and
+ * then cost nothing more): a caller's sampled `traceparent` is kept at the configured share, by
+ * its trace id, so every process keeps or drops the same traces; a caller's unsampled one is not;
+ * a request without one starts a new trace at that share.
+ */
+export function tracesRequest(traceparent: string | undefined): boolean {
+  if (!enabled) return false;
+  const parsed = traceparent === undefined ? null : TRACEPARENT.exec(traceparent);
+  if (!parsed) return Math.random() < newTraceShare;
+  return (Number.parseInt(parsed[2]!, 16) & TraceFlags.SAMPLED) !== 0 && keepsTrace(parsed[1]!);
+}
 
 /**
  * Whether spans are made at all. Off (no endpoint), the hot paths skip every tracing step, so
@@ -74,11 +93,13 @@ export async function startTracing(service: string, config: TracingConfig): Prom
   ]);
   const exporter = new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` });
   const ratio = new sdk.TraceIdRatioBasedSampler(config.samplePercent / 100);
+  keepsTrace = (traceId) => ratio.shouldSample(ROOT_CONTEXT, traceId).decision === sdk.SamplingDecision.RECORD_AND_SAMPLED;
+  newTraceShare = config.samplePercent / 100;
   const provider = new sdk.BasicTracerProvider({
     resource: resourceFromAttributes({ [semantic.ATTR_SERVICE_NAME]: service, [semantic.ATTR_SERVICE_VERSION]: SVC_VERSION }),
-    // A caller's sampled trace (a sidecar marks each POST's so) is kept at the same ratio as ours:
-    // the sidecar cannot know the operator's choice.
-    sampler: new sdk.ParentBasedSampler({ root: ratio, remoteParentSampled: ratio }),
+    // Which traces are kept is decided where they enter (`tracesRequest`, before any span is
+    // made); past that, every span of a kept trace is kept, and an unkept one makes none.
+    sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
     spanProcessors: [new sdk.BatchSpanProcessor(exporter)],
   });
   trace.setGlobalTracerProvider(provider);

@@ -12,11 +12,12 @@ import {
   SpanKind,
   startSpan,
   traceIdOf,
-  tracingEnabled,
+  tracesRequest,
   type Context,
   type Span,
 } from '@svc/service-kit';
 import { principalLabel } from '@svc/auth';
+import { TRACEPARENT_HEADER } from '@svc/protocol';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -115,12 +116,14 @@ const httpDurations = histogram({
   buckets: LATENCY_BUCKETS_S,
 });
 
-/** The request's server span, under the caller's trace when its `traceparent` names one; its log lines name the trace. */
+function headerOf(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** The request's server span (its trace is kept: `tracesRequest`), under the caller's trace when its `traceparent` names one; its log lines name the trace. */
 function startRequestSpan(request: FastifyRequest): void {
-  const parent = contextFromHeaders(request.headers, (headers, name) => {
-    const value = headers[name];
-    return typeof value === 'string' ? value : undefined;
-  });
+  const parent = contextFromHeaders(request, headerOf);
   const route = request.routeOptions.url ?? 'unmatched';
   const span = startSpan(`${request.method} ${route}`, {
     kind: SpanKind.SERVER,
@@ -128,8 +131,6 @@ function startRequestSpan(request: FastifyRequest): void {
     attributes: { 'http.request.method': request.method, 'http.route': route, 'svc.request_id': request.id },
   });
   request.traceSpan = span;
-  // A request whose trace is not sampled (most, by default) carries nothing further.
-  if (!span.isRecording()) return;
   request.traceContext = contextOf(span, parent);
   // Lazily, like the rest of the request's logger: most requests log nothing through it.
   if (request.log instanceof RequestLogger) request.log.bind({ trace_id: span.spanContext().traceId });
@@ -147,7 +148,7 @@ export const requestContextPlugin = fp(
     // Callback-style hooks: on every request, they cost less than async ones.
     app.addHook('onRequest', (request, reply, done) => {
       void reply.header('x-request-id', request.id);
-      if (tracingEnabled()) startRequestSpan(request);
+      if (tracesRequest(headerOf(request, TRACEPARENT_HEADER))) startRequestSpan(request);
       done();
     });
     app.addHook('onResponse', (request, reply, done) => {
@@ -158,7 +159,7 @@ export const requestContextPlugin = fp(
       const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
       httpRequests.inc(labels);
       httpDurations.observe(labels, reply.elapsedTime / 1000);
-      if (request.traceSpan?.isRecording()) {
+      if (request.traceSpan) {
         request.traceSpan.setAttribute('http.response.status_code', reply.statusCode);
         endSpan(request.traceSpan, reply.statusCode >= 500 ? `answered ${reply.statusCode}` : undefined);
       }
