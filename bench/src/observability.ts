@@ -101,7 +101,7 @@ async function main() {
     await receiver.close();
   }
   const { requests, bytes } = receiver.exports();
-  if (requests === 0) throw new Error('tracing on sent no spans to the receiver: the figures would compare nothing');
+  if (requests === 0 && SAMPLE !== '0') throw new Error('tracing on sent no spans to the receiver: the figures would compare nothing');
   print(
     `observability: tracing off vs on (sampling ${SAMPLE ?? 'the default, 10'} %, spans exported to an OTLP/HTTP stand-in: ${requests} exports, ${(bytes / 2 ** 20).toFixed(1)} MiB), ${SECONDS}s per figure, median of ${ROUNDS} rounds`,
   );
