@@ -13,6 +13,7 @@ import {
   startSpan,
   traceIdOf,
   tracesRequest,
+  tracingEnabled,
   type Context,
   type Span,
 } from '@svc/service-kit';
@@ -148,7 +149,8 @@ export const requestContextPlugin = fp(
     // Callback-style hooks: on every request, they cost less than async ones.
     app.addHook('onRequest', (request, reply, done) => {
       void reply.header('x-request-id', request.id);
-      if (tracesRequest(headerOf(request, TRACEPARENT_HEADER))) startRequestSpan(request);
+      // With tracing off, not even the header is read.
+      if (tracingEnabled() && tracesRequest(headerOf(request, TRACEPARENT_HEADER))) startRequestSpan(request);
       done();
     });
     app.addHook('onResponse', (request, reply, done) => {
