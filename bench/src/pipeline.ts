@@ -22,6 +22,8 @@ export interface PipelineOptions {
   sessionEnv?: Record<string, string>;
   /** Extra settings of the gateway. */
   gatewayEnv?: Record<string, string>;
+  /** More gateway processes beside the first, each with these extra settings (`gatewayUrls` lists them all). */
+  moreGateways?: Array<Record<string, string>>;
   /** Extra settings of every service (tracing's endpoint, say). */
   env?: Record<string, string>;
   /** People sign in with the gateway's built-in issuer, as in the local stack (the console's one-click sign-in); `userToken` is one of its tokens. */
@@ -39,6 +41,8 @@ export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorte
 
 export interface Pipeline {
   gatewayUrl: string;
+  /** Every gateway's URL, the first one's first (`moreGateways`). */
+  gatewayUrls: string[];
   /** The services' state directory (the session service keeps sandboxes under `sandboxes/`). */
   stateDir: string;
   nc: NatsConnection;
@@ -60,7 +64,8 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     startTestIssuer('svc'),
   ]);
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
-  const port = await freePort();
+  const ports = await Promise.all([{}, ...(options.moreGateways ?? [])].map(() => freePort()));
+  const port = ports[0]!;
   const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel, ...options.env };
   const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
@@ -78,22 +83,25 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
       quiet,
     ),
     startServiceProcess('control', { ...env, ...natsUser('control') }, quiet),
-    startServiceProcess(
-      'gateway',
-      {
-        ...env,
-        ...natsUser('gateway'),
-        SVC_GATEWAY_PORT: String(port),
-        SVC_OIDC_ISSUER: issuer.issuer,
-        SVC_OIDC_AUDIENCE: 'svc',
-        SVC_RATE_LIMIT_MAX: '1000000000',
-        ...(options.localSignIn ? { SVC_LOCAL_ISSUER: 'true' } : {}),
-        ...options.gatewayEnv,
-      },
-      quiet,
+    ...[options.gatewayEnv, ...(options.moreGateways ?? [])].map((gatewayEnv, n) =>
+      startServiceProcess(
+        'gateway',
+        {
+          ...env,
+          ...natsUser('gateway'),
+          SVC_GATEWAY_PORT: String(ports[n]),
+          SVC_OIDC_ISSUER: issuer.issuer,
+          SVC_OIDC_AUDIENCE: 'svc',
+          SVC_RATE_LIMIT_MAX: '1000000000',
+          ...(options.localSignIn ? { SVC_LOCAL_ISSUER: 'true' } : {}),
+          ...gatewayEnv,
+        },
+        quiet,
+      ),
     ),
   ];
-  const gatewayUrl = `http://127.0.0.1:${port}`;
+  const gatewayUrls = ports.map((p) => `http://127.0.0.1:${p}`);
+  const gatewayUrl = gatewayUrls[0]!;
   let userToken = options.localSignIn ? '' : await issuer.sign({ sub: 'bench' });
   const stopInfrastructure = async () => {
     await Promise.all(processes.map((p) => p.stop()));
@@ -108,8 +116,13 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
         if (local?.status !== 200) return false;
         userToken = ((await local.json()) as { token: string }).token;
       }
-      const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
-      return response?.status === 200 && ((await response.json()) as { status: string }).status === 'ok';
+      const statuses = await Promise.all(
+        gatewayUrls.map(async (url) => {
+          const response = await fetch(`${url}/v1/status`, { headers: { authorization: `Bearer ${userToken}` } }).catch(() => undefined);
+          return response?.status === 200 ? ((await response.json()) as { status: string }).status : 'unreachable';
+        }),
+      );
+      return statuses.every((status) => status === 'ok');
     },
     60_000,
     200,
@@ -125,6 +138,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   });
   return {
     gatewayUrl,
+    gatewayUrls,
     stateDir,
     nc,
     postgresUrl: postgres.url,

@@ -54,6 +54,8 @@ function bearerToken(request: FastifyRequest): string {
 /** Authenticates every request by its route's `auth` and sets `request.principal`. */
 export const authenticationPlugin = fp<AuthenticationOptions>(
   async (app, options) => {
+    // Declared on every request (public routes set none): requests keep one shape for V8.
+    app.decorateRequest('principal', undefined);
     /** The worker named by `:id`, checked before any lookup: the id is a KV key and must have the protocol's shape. */
     function workerIdOf(request: FastifyRequest, token: string): string {
       const workerId = (request.params as { id?: string }).id;
