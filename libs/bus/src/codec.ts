@@ -6,7 +6,9 @@ import { contextFromHeaders, isSampled, traceHeaders, tracingEnabled, type Conte
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** JSON, UTF-8; bytes already encoded (a payload built by hand from JSON pieces) go as they are. */
 export function encode(payload: unknown): Uint8Array {
+  if (payload instanceof Uint8Array) return payload;
   return encoder.encode(JSON.stringify(payload));
 }
 

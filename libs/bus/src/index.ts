@@ -5,6 +5,7 @@ export * from './health.js';
 export * from './stored-events.js';
 export * from './durable-publisher.js';
 export * from './incoming-events.js';
+export * from './event-coalescer.js';
 export * from './partition-consumer.js';
 export * from './worker-records.js';
 export * from './model-usage.js';

@@ -11,6 +11,8 @@ export type { JsMsg } from '@nats-io/jetstream';
  * `working()` however long storing them takes, so this is about crashes, not slow commits.
  */
 export const PARTITION_ACK_WAIT_MS = 10_000;
+/** What a partition's consumer fetches ahead at most: a few gathered messages (each ≤ 512 KiB by default), or some thousands of single events. */
+export const PARTITION_PREFETCH_BYTES = 2 * 1024 * 1024;
 
 /** The durable consumer of one partition: its name is stable so a restarted replica resumes it. */
 export function partitionConsumerName(partition: number): string {
@@ -45,7 +47,9 @@ export async function consumeIncomingPartition(nc: NatsConnection, partition: nu
     max_ack_pending: 20_000,
   });
   const consumer = await jetstream(nc).consumers.get(streams.incomingEvents.name, name);
-  return consumer.consume({ max_messages: 1000 });
+  // Bounded in bytes too: a gathered message holds up to a thousand events, and what is fetched
+  // but not yet stored must be stored well within the ack wait (or it is delivered again).
+  return consumer.consume({ max_bytes: PARTITION_PREFETCH_BYTES });
 }
 
 /** How many of a partition's messages wait to be stored: not yet delivered, or delivered and not yet acknowledged (its ingest lag). */

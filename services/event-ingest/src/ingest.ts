@@ -15,12 +15,15 @@ import { BatchTrace } from './batch-trace.js';
 import { ingestMetrics } from './metrics.js';
 import type { Appender } from './shared-commits.js';
 
-/** Most messages appended in one go (per partition). */
+/** Most messages appended in one go (per partition)... */
 const MAX_BATCH = 500;
+/** ...and most bytes of them (at least one message): a gathered message holds many events. */
+const MAX_BATCH_BYTES = 1024 * 1024;
 /** The longest pause between two tries of a failed append. */
 const APPEND_RETRY_MAX_MS = 1000;
-/** Messages taken from JetStream but not yet stored; past this the consumer stops pulling. */
+/** Messages (and bytes) taken from JetStream but not yet stored; past this the consumer stops pulling. */
 const MAX_BUFFERED = 2 * MAX_BATCH;
+const MAX_BUFFERED_BYTES = 4 * MAX_BATCH_BYTES;
 
 const isStoredElsewhere = createChecker(StoredElsewhereMessage);
 
@@ -28,7 +31,7 @@ export interface PartitionConsumer {
   stop(): Promise<void>;
 }
 
-/** One worker's share of a batch: the events to append, those stored by another service, and their messages. */
+/** One worker's share of a batch: the events to append, those stored by another service, and the messages that brought them. */
 interface WorkerShare {
   workerId: string;
   incoming: IncomingEvent[];
@@ -57,6 +60,7 @@ export async function consumePartition(
 
 class IncomingPartition implements PartitionConsumer {
   private readonly buffer: JsMsg[] = [];
+  private bufferedBytes = 0;
   private messages: Awaited<ReturnType<typeof consumeIncomingPartition>> | undefined;
   private pulling: Promise<void> | undefined;
   private draining: Promise<void> | undefined;
@@ -79,10 +83,12 @@ class IncomingPartition implements PartitionConsumer {
     this.pulling = (async () => {
       for await (const msg of messages) {
         this.buffer.push(msg);
+        this.bufferedBytes += msg.data.length;
         this.kick();
         // Back-pressure: while the store is slow (or down), stop pulling rather than pile up
         // messages whose ack deadline would pass before they are stored.
-        if (this.buffer.length >= MAX_BUFFERED) await new Promise<void>((resolve) => (this.bufferHasRoom = resolve));
+        if (this.buffer.length >= MAX_BUFFERED || this.bufferedBytes >= MAX_BUFFERED_BYTES)
+          await new Promise<void>((resolve) => (this.bufferHasRoom = resolve));
       }
     })();
   }
@@ -103,7 +109,7 @@ class IncomingPartition implements PartitionConsumer {
       // Let the rest of this turn's messages (one socket read brings many) join the first batch.
       await new Promise((resolve) => setImmediate(resolve));
       while (this.buffer.length > 0 && !this.stopping) {
-        const batch = this.buffer.splice(0, MAX_BATCH);
+        const batch = this.takeBatch();
         this.bufferHasRoom?.();
         await this.process(batch);
       }
@@ -116,8 +122,20 @@ class IncomingPartition implements PartitionConsumer {
       });
   }
 
+  /** The next messages to append: up to MAX_BATCH of them and MAX_BATCH_BYTES (at least one). */
+  private takeBatch(): JsMsg[] {
+    let count = 0;
+    let bytes = 0;
+    while (count < this.buffer.length && count < MAX_BATCH && (count === 0 || bytes + this.buffer[count]!.data.length <= MAX_BATCH_BYTES)) {
+      bytes += this.buffer[count]!.data.length;
+      count++;
+    }
+    this.bufferedBytes -= bytes;
+    return this.buffer.splice(0, count);
+  }
+
   private async process(batch: JsMsg[]): Promise<void> {
-    const shares = this.sortByWorker(batch);
+    const { shares, accepted } = this.sortByWorker(batch);
     const trace = BatchTrace.of(shares);
     // While the batch is stored (a store outage can make that minutes), JetStream is told it is in hand.
     const inHand = setInterval(() => batch.forEach((msg) => msg.working()), PARTITION_ACK_WAIT_MS / 3);
@@ -128,14 +146,15 @@ class IncomingPartition implements PartitionConsumer {
       this.acknowledge();
       await Promise.all(
         shares.map(async (share, index) => {
-          // Announced before acknowledged: a crash in between redelivers the messages, and the
-          // announcements are made again (acknowledging first could lose them for good).
           const events = [...stored[index]!, ...share.storedElsewhere];
           if (trace) await trace.announcing(index, (context) => this.announcer.announce(share.workerId, events, context));
           else await this.announcer.announce(share.workerId, events);
-          this.unsentAcks.push(...share.msgs);
         }),
       );
+      // Announced before acknowledged (a gathered message may hold several workers' events: it is
+      // acknowledged once all are announced): a crash in between redelivers the messages, and the
+      // announcements are made again (acknowledging first could lose them for good).
+      this.unsentAcks.push(...accepted);
       trace?.end();
     } catch (err) {
       trace?.end(err);
@@ -145,9 +164,22 @@ class IncomingPartition implements PartitionConsumer {
     }
   }
 
-  /** Decodes and checks each message, grouped by worker in the order received; a bad one is dropped for good. */
-  private sortByWorker(batch: JsMsg[]): WorkerShare[] {
+  /**
+   * Decodes and checks each message, its events grouped by worker in the order received (a
+   * gathered message's events join their workers' shares in place); a message that is not JSON
+   * or fails the protocol is dropped for good, as is a gathered message's event that fails it.
+   */
+  private sortByWorker(batch: JsMsg[]): { shares: WorkerShare[]; accepted: JsMsg[] } {
     const shares = new Map<string, WorkerShare>();
+    const accepted: JsMsg[] = [];
+    const shareOf = (workerId: string, msg: JsMsg) => {
+      let share = shares.get(workerId);
+      if (!share) shares.set(workerId, (share = { workerId, incoming: [], storedElsewhere: [], msgs: [] }));
+      if (share.msgs.at(-1) !== msg) share.msgs.push(msg);
+      return share;
+    };
+    const dropEvent = (msg: JsMsg, workerId: string | undefined) =>
+      this.log.error({ seq: msg.seq, worker_id: workerId }, 'dropping an incoming event that fails the protocol');
     for (const msg of batch) {
       let payload: IncomingMessageType;
       try {
@@ -157,28 +189,41 @@ class IncomingPartition implements PartitionConsumer {
         msg.term('not JSON');
         continue;
       }
-      const workerId = payload.worker_id;
-      const share = shares.get(workerId) ?? { workerId, incoming: [], storedElsewhere: [], msgs: [] };
-      if ('stored' in payload) {
+      if ('events' in payload) {
+        if (!Array.isArray(payload.events)) {
+          dropEvent(msg, undefined);
+          msg.term('invalid gathered message');
+          continue;
+        }
+        for (const entry of payload.events as unknown[]) {
+          // Its envelope as the single form's is trusted (only the gateway may publish here), its event checked.
+          const workerId = typeof entry === 'object' && entry !== null ? (entry as { worker_id?: unknown }).worker_id : undefined;
+          const checked = typeof workerId === 'string' ? validateIncomingEvent((entry as { event: unknown }).event) : undefined;
+          if (!checked?.ok) {
+            dropEvent(msg, typeof workerId === 'string' ? workerId : undefined);
+            continue;
+          }
+          shareOf(workerId as string, msg).incoming.push(checked.value);
+        }
+      } else if ('stored' in payload) {
         if (!isStoredElsewhere.check(payload).ok) {
-          this.log.error({ seq: msg.seq, worker_id: workerId }, 'dropping a stored-event hand-over that fails the protocol');
+          this.log.error({ seq: msg.seq, worker_id: payload.worker_id }, 'dropping a stored-event hand-over that fails the protocol');
           msg.term('invalid hand-over');
           continue;
         }
-        share.storedElsewhere.push(payload.stored);
+        shareOf(payload.worker_id, msg).storedElsewhere.push(payload.stored);
       } else {
         const checked = validateIncomingEvent(payload.event);
         if (!checked.ok) {
-          this.log.error({ seq: msg.seq, worker_id: workerId }, 'dropping an incoming event that fails the protocol');
+          dropEvent(msg, payload.worker_id);
           msg.term('invalid event');
           continue;
         }
-        share.incoming.push(checked.value);
+        shareOf(payload.worker_id, msg).incoming.push(checked.value);
       }
-      share.msgs.push(msg);
-      shares.set(workerId, share);
+      accepted.push(msg);
     }
-    return [...shares.values()];
+    return { shares: [...shares.values()], accepted };
   }
 
   /** Every worker's events in one transaction (one commit, however many workers), tried until it succeeds. */

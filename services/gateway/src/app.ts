@@ -13,7 +13,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { type LocalIssuer, type OidcVerifier, type WorkerDirectory } from '@svc/auth';
 import { createModelUsageLedger, type NatsConnection } from '@svc/bus';
 import type { Logger } from '@svc/service-kit';
-import { DEFAULT_CONSOLE_OIDC_SCOPE, DEFAULT_LOCAL_TOKEN_TTL_S, type GatewayConfig } from './config.js';
+import { DEFAULT_COALESCING, DEFAULT_CONSOLE_OIDC_SCOPE, DEFAULT_LOCAL_TOKEN_TTL_S, type GatewayConfig } from './config.js';
 import { authenticationPlugin } from './plugins/authentication.js';
 import { errorsPlugin, sendApiError, toCodedError } from './plugins/errors.js';
 import { openapiPlugin } from './plugins/openapi.js';
@@ -65,6 +65,9 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'consoleOidcClientId'
       | 'consoleOidcScope'
       | 'decisionLinkKey'
+      | 'coalesceWindowMs'
+      | 'coalesceMaxEvents'
+      | 'coalesceMaxBytes'
     >
   >;
 
@@ -144,7 +147,15 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     },
   });
   const live = createLiveFeeds(options.nc, app.log);
-  await app.register(sdkEventRoutes, { nc: options.nc, workers: options.workers });
+  await app.register(sdkEventRoutes, {
+    nc: options.nc,
+    workers: options.workers,
+    coalescing: {
+      windowMs: settings.coalesceWindowMs ?? DEFAULT_COALESCING.windowMs,
+      maxEvents: settings.coalesceMaxEvents ?? DEFAULT_COALESCING.maxEvents,
+      maxBytes: settings.coalesceMaxBytes ?? DEFAULT_COALESCING.maxBytes,
+    },
+  });
   const followers = createFollowerStats();
   app.decorate('followers', followers);
   await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams, followers });

@@ -14,6 +14,8 @@ export const EVENT_PARTITIONS = 16;
 export const subjects = {
   /** Where the gateway publishes an incoming event (JetStream `SVC_EVENTS_INCOMING`). */
   incomingEvent: (partition: number, workerId: string) => `svc.events.incoming.${partition}.${workerId}`,
+  /** Where the gateway publishes the gathered events of one partition's workers (`IncomingEventBatchMessage`); `batch` is never a worker id (`wrk_…`). */
+  incomingBatch: (partition: number) => `svc.events.incoming.${partition}.batch`,
   /** All incoming events of one partition (an event-ingest consumer's filter). */
   incomingPartition: (partition: number) => `svc.events.incoming.${partition}.*`,
   incomingAll: 'svc.events.incoming.>',

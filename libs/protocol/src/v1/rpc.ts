@@ -23,8 +23,17 @@ export type IncomingEventMessageType = Static<typeof IncomingEventMessage>;
 export const StoredElsewhereMessage = Type.Object({ worker_id: WorkerId, stored: StoredEventSchema }, { additionalProperties: false });
 export type StoredElsewhereMessageType = Static<typeof StoredElsewhereMessage>;
 
-/** Either message of `svc.events.incoming.<partition>.<worker>`. */
-export type IncomingMessageType = IncomingEventMessageType | StoredElsewhereMessageType;
+/**
+ * What the gateway publishes to `svc.events.incoming.<partition>.batch` (group commit): the
+ * events of concurrent POSTs bound for one partition, of any of its workers, gathered for a
+ * moment and sent as one JetStream message, in the order they were received. (One event alone
+ * goes as an `IncomingEventMessage` on its worker's subject.)
+ */
+export const IncomingEventBatchMessage = Type.Object({ events: Type.Array(IncomingEventMessage, { minItems: 1 }) }, { additionalProperties: false });
+export type IncomingEventBatchMessageType = Static<typeof IncomingEventBatchMessage>;
+
+/** Any message of `svc.events.incoming.<partition>.*`. */
+export type IncomingMessageType = IncomingEventMessageType | StoredElsewhereMessageType | IncomingEventBatchMessageType;
 
 /**
  * What `svc.events.stored.<worker>` carries: the events of one worker that one commit stored,

@@ -1,7 +1,7 @@
 import { type WorkerDirectory } from '@svc/auth';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createIncomingEventPublisher, listStoredEvents, type NatsConnection } from '@svc/bus';
+import { createDurablePublisher, createEventCoalescer, listStoredEvents, type CoalescingSettings, type NatsConnection } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -24,7 +24,12 @@ import { authorizeWorker } from '../auth/authorization.js';
 export interface SdkEventRoutesOptions {
   nc: NatsConnection;
   workers: WorkerDirectory;
+  /** Group commit: how POSTs' events are gathered into JetStream messages. */
+  coalescing: CoalescingSettings;
 }
+
+/** Room left in a message for its headers and the JSON around the events. */
+const MESSAGE_OVERHEAD_BYTES = 64 * 1024;
 
 /**
  * The body of `POST …/sdk-events` is checked by the protocol's own validator rather than Ajv:
@@ -67,8 +72,10 @@ const errorResponses = {
 };
 
 /** `POST` (sidecar) and `GET` (viewers) `/v1/workers/{id}/sdk-events`. */
-export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = async (app, { nc, workers }) => {
-  const publisher = createIncomingEventPublisher(nc);
+export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = async (app, { nc, workers, coalescing }) => {
+  const publisher = createDurablePublisher(nc);
+  const serverMaxPayload = nc.info?.max_payload ?? 1024 * 1024;
+  const coalescer = createEventCoalescer(publisher, { ...coalescing, maxBytes: Math.min(coalescing.maxBytes, serverMaxPayload - MESSAGE_OVERHEAD_BYTES) });
   app.addHook('onClose', async () => publisher.close());
 
   app.post(
@@ -89,8 +96,9 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       const workerId = request.params.id;
       const events = request.body as unknown as IncomingEvent[];
       const receivedAt = new Date().toISOString();
-      // Published in order on one connection, so the stream keeps the producer's order.
-      await Promise.all(events.map((event) => publisher.publish(workerId, event, { requestId: request.id, receivedAt, trace: request.traceContext })));
+      // Gathered with other POSTs' events bound for the same partition (group commit), in order
+      // on one connection, so the stream keeps the producer's order; 202 once all are durable.
+      await coalescer.publish(workerId, events, { requestId: request.id, receivedAt, trace: request.traceContext });
       eventsAccepted.inc(events.length);
       return reply.code(202).send({ accepted: events.length });
     },
