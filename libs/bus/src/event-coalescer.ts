@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { incomingMessageId, partitionOfWorker, subjects, type IncomingEvent } from '@svc/protocol';
-import { histogram, type Context } from '@svc/service-kit';
+import { counter, histogram, type Context } from '@svc/service-kit';
 import type { DurablePublisher } from './durable-publisher.js';
 
 /** How the gateway gathers concurrent POSTs' events into JetStream messages (docs/event-ingest.md, "Group commit"). */
@@ -22,10 +22,15 @@ export interface EventCoalescer {
   publish(workerId: string, events: readonly IncomingEvent[], options: { requestId?: string; receivedAt: string; trace?: Context | undefined }): Promise<void>;
 }
 
-const eventsPerMessage = histogram({
-  name: 'svc_incoming_message_events',
-  help: 'Events per JetStream message the gateway published to event-ingest (group commit: concurrent POSTs share a message).',
-  buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+// Events per message = svc_events_accepted_total / svc_incoming_messages_total (group commit).
+const messagesSent = counter({
+  name: 'svc_incoming_messages_total',
+  help: 'JetStream messages the gateway published to event-ingest (group commit: concurrent POSTs share a message).',
+});
+const messageBytes = histogram({
+  name: 'svc_incoming_message_bytes',
+  help: 'The size of the JetStream messages the gateway published to event-ingest.',
+  buckets: [512, 2048, 8192, 32_768, 131_072, 524_288, 1_048_576],
 });
 
 /** One partition's message being gathered. */
@@ -86,7 +91,6 @@ export function createEventCoalescer(publisher: DurablePublisher, settings: Coal
     open.delete(gathering.partition);
     clearTimeout(gathering.timer);
     const { partition, entries } = gathering;
-    eventsPerMessage.observe(entries.length);
     const only = entries.length === 1 ? entries[0]! : undefined;
     // One event alone goes in its own form, with its uid as the message id (JetStream drops a
     // repeat within its window before the store has to).
@@ -94,8 +98,11 @@ export function createEventCoalescer(publisher: DurablePublisher, settings: Coal
       ? [subjects.incomingEvent(partition, only.workerId), only.json, incomingMessageId(only.workerId, only.uid)]
       : [subjects.incomingBatch(partition), BATCH_OPEN + entries.map((entry) => entry.json).join(',') + BATCH_CLOSE, idPrefix + sent++];
     inFlight.set(partition, (inFlight.get(partition) ?? 0) + 1);
+    const data = encoder.encode(payload);
+    messagesSent.inc();
+    messageBytes.observe(data.length);
     publisher
-      .publish(subject, encoder.encode(payload), { messageId, requestId: gathering.requestId, trace: gathering.trace })
+      .publish(subject, data, { messageId, requestId: gathering.requestId, trace: gathering.trace })
       .then(
         () => gathering.settle(),
         (err: unknown) => gathering.settle(err ?? new Error('the publish failed')),
