@@ -82,7 +82,12 @@ export function createEventCoalescer(publisher: DurablePublisher, settings: Coal
       settle,
     };
     open.set(partition, gathering);
-    if (settings.windowMs > 0) gathering.timer = setTimeout(() => send(gathering), settings.windowMs);
+    // Window 0: the POST sends it itself. Nothing of this partition on its way: it goes at the end
+    // of this turn (with whatever else this turn's requests bring). Otherwise it waits for the one
+    // in flight (`send` sends it after that one's ack), at most the window.
+    if (settings.windowMs === 0) return gathering;
+    if (!inFlight.has(partition)) setImmediate(() => send(gathering));
+    else gathering.timer = setTimeout(() => send(gathering), settings.windowMs);
     return gathering;
   }
 
@@ -105,7 +110,7 @@ export function createEventCoalescer(publisher: DurablePublisher, settings: Coal
       .publish(subject, data, { messageId, requestId: gathering.requestId, trace: gathering.trace })
       .then(
         () => gathering.settle(),
-        (err: unknown) => gathering.settle(err ?? new Error('the publish failed')),
+        (err: unknown) => gathering.settle(err),
       )
       .finally(() => {
         const left = inFlight.get(partition)! - 1;
@@ -131,15 +136,7 @@ export function createEventCoalescer(publisher: DurablePublisher, settings: Coal
           send(gathering);
           gathering = undefined;
         }
-        if (!gathering) {
-          gathering = gatheringFor(partition);
-          // Nothing of this partition on its way: send at the end of this turn (with whatever
-          // else this turn's requests bring) instead of waiting for the window.
-          if (settings.windowMs === 0 || !inFlight.has(partition)) {
-            const idle = gathering;
-            setImmediate(() => send(idle));
-          }
-        }
+        gathering ??= gatheringFor(partition);
         gathering.entries.push({ workerId, uid: event.uid, json });
         gathering.bytes += bytes;
         gathering.requestId ??= requestId;

@@ -146,6 +146,33 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     sub.unsubscribe();
   });
 
+  it("a gathered message (several workers' events, one JetStream message) is stored in order per worker; a bad event in it is dropped alone, a message with no good one for good", async () => {
+    const partition = partitionOfWorker('wrk_gathered_0');
+    const [a, b] = Array.from({ length: 200 }, (_, n) => `wrk_gathered_${n}`).filter((w) => partitionOfWorker(w) === partition);
+    const entry = (workerId: string, event: unknown): IncomingEventMessageType => ({ worker_id: workerId, event, received_at: new Date().toISOString() });
+    const publisher = createDurablePublisher(bus.nc);
+    const gathered = (events: IncomingEventMessageType[], messageId: string) => publisher.publish(subjects.incomingBatch(partition), { events }, { messageId });
+    await gathered(
+      [entry(a!, systemEvent('a1')), entry(b!, systemEvent('b1')), entry(a!, { type: 'system', uid: 'a-bad' }), entry(a!, systemEvent('a2'))],
+      'gathered-1',
+    );
+    await gathered([entry(b!, { type: 'nonsense', uid: 'b-bad' })], 'gathered-2');
+    await gathered([entry(b!, systemEvent('b2')), entry(a!, systemEvent('a3'))], 'gathered-3');
+    publisher.close();
+    await waitFor('both workers stored', async () => (await list(a!)).total === 3 && (await list(b!)).total === 2);
+    expect((await list(a!)).items.map((e) => [e.id, e.uid])).toEqual([
+      ['1', 'a1'],
+      ['2', 'a2'],
+      ['3', 'a3'],
+    ]);
+    expect((await list(b!)).items.map((e) => [e.id, e.uid])).toEqual([
+      ['1', 'b1'],
+      ['2', 'b2'],
+    ]);
+    const jsm = await jetstreamManager(bus.nc);
+    await waitFor('every gathered message acknowledged or dropped', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0);
+  });
+
   it('a uid posted again after the duplicate window is still stored once', async () => {
     const workerId = 'wrk_repost';
     await post(workerId, [systemEvent('r1')]);

@@ -178,8 +178,6 @@ class IncomingPartition implements PartitionConsumer {
       if (share.msgs.at(-1) !== msg) share.msgs.push(msg);
       return share;
     };
-    const dropEvent = (msg: JsMsg, workerId: string | undefined) =>
-      this.log.error({ seq: msg.seq, worker_id: workerId }, 'dropping an incoming event that fails the protocol');
     for (const msg of batch) {
       let payload: IncomingMessageType;
       try {
@@ -189,37 +187,34 @@ class IncomingPartition implements PartitionConsumer {
         msg.term('not JSON');
         continue;
       }
-      if ('events' in payload) {
-        if (!Array.isArray(payload.events)) {
-          dropEvent(msg, undefined);
-          msg.term('invalid gathered message');
-          continue;
-        }
-        for (const entry of payload.events as unknown[]) {
-          // Its envelope as the single form's is trusted (only the gateway may publish here), its event checked.
-          const workerId = typeof entry === 'object' && entry !== null ? (entry as { worker_id?: unknown }).worker_id : undefined;
-          const checked = typeof workerId === 'string' ? validateIncomingEvent((entry as { event: unknown }).event) : undefined;
-          if (!checked?.ok) {
-            dropEvent(msg, typeof workerId === 'string' ? workerId : undefined);
-            continue;
-          }
-          shareOf(workerId as string, msg).incoming.push(checked.value);
-        }
-      } else if ('stored' in payload) {
+      if ('stored' in payload) {
         if (!isStoredElsewhere.check(payload).ok) {
           this.log.error({ seq: msg.seq, worker_id: payload.worker_id }, 'dropping a stored-event hand-over that fails the protocol');
           msg.term('invalid hand-over');
           continue;
         }
         shareOf(payload.worker_id, msg).storedElsewhere.push(payload.stored);
-      } else {
-        const checked = validateIncomingEvent(payload.event);
-        if (!checked.ok) {
-          dropEvent(msg, payload.worker_id);
-          msg.term('invalid event');
+        accepted.push(msg);
+        continue;
+      }
+      // One event, or a gathered message of several: each event that fails the protocol is
+      // dropped; a message with none that passes is dropped for good.
+      const entries: unknown[] = 'events' in payload ? (Array.isArray(payload.events) ? payload.events : []) : [payload];
+      let kept = 0;
+      for (const entry of entries) {
+        // The envelope is trusted (only the gateway and our services may publish here), the event checked.
+        const workerId = typeof entry === 'object' && entry !== null ? (entry as { worker_id?: unknown }).worker_id : undefined;
+        const checked = typeof workerId === 'string' ? validateIncomingEvent((entry as { event: unknown }).event) : undefined;
+        if (!checked?.ok) {
+          this.log.error({ seq: msg.seq, worker_id: workerId }, 'dropping an incoming event that fails the protocol');
           continue;
         }
-        shareOf(payload.worker_id, msg).incoming.push(checked.value);
+        shareOf(workerId as string, msg).incoming.push(checked.value);
+        kept++;
+      }
+      if (kept === 0) {
+        msg.term('invalid event');
+        continue;
       }
       accepted.push(msg);
     }
