@@ -3,7 +3,7 @@ import { EXAMPLE_EVENTS, type CreateWorkerResultType, type IncomingEvent } from 
 import { waitFor } from '@svc/test-support';
 import { failedAnswer, type FailedAnswer } from './answers.js';
 import { Poller, StreamViewer, type ReceivedEvents } from './readers.js';
-import type { E2eStack } from './stack.js';
+import type { E2eStack, StackNats } from './stack.js';
 
 export type { FailedAnswer } from './answers.js';
 
@@ -88,7 +88,7 @@ export interface Load {
 }
 
 export async function startLoad(
-  stack: E2eStack,
+  stack: E2eStack<StackNats>,
   options: { owner: string; userToken: string; sidecars: number; viewers: number; pollers: number; intervalMs: number },
 ): Promise<Load> {
   const workers = await Promise.all(Array.from({ length: options.sidecars }, () => stack.createWorker(options.owner)));
@@ -117,7 +117,7 @@ export async function startLoad(
  * missing), and every reader holding every accepted event of every worker, once, in order, ids
  * 1, 2, 3…. Waits up to `withinMs` for the readers to catch up.
  */
-export async function expectEverythingOnceInOrder(stack: E2eStack, load: Load, withinMs = 90_000): Promise<void> {
+export async function expectEverythingOnceInOrder(stack: E2eStack<StackNats>, load: Load, withinMs = 90_000): Promise<void> {
   const readers: ReceivedEvents[] = [...load.viewers.map((v) => v.received), ...load.pollers.map((p) => p.received)];
   const complete = () => load.sidecars.every((s) => readers.every((r) => r.count(s.worker.worker_id) >= s.accepted.length));
   await waitFor('every reader to have every accepted event', complete, withinMs, 100).catch((err: unknown) => {

@@ -12,25 +12,30 @@ import {
   startServiceProcess,
   startTestIssuer,
   waitFor,
+  type NatsCluster,
   type NatsServerProcess,
   type PostgresProcess,
   type ServiceProcess,
   type TestIssuer,
 } from '@svc/test-support';
 
-export interface E2eStack {
+/** What the stack needs of its NATS: one server (the default) or a cluster a test started. */
+export type StackNats = Pick<NatsCluster, 'url' | 'credentials' | 'permissionViolations' | 'stop'>;
+
+export interface E2eStack<Nats extends StackNats = NatsServerProcess> {
   gatewayUrl: string;
   /** Where the session service keeps local sandboxes (one directory per worker). */
   sandboxesDir: string;
   /** The `SVC_*` environment every service runs with (beside its own NATS user): `SVC_DECISION_LINK_KEY` among it. */
   env: Record<string, string>;
-  /** The stack's nats-server (its credentials: each service's user, and the operator's). */
-  nats: NatsServerProcess;
+  /** The stack's nats-server, or cluster (its credentials: each service's user, and the operator's). */
+  nats: Nats;
   postgres: PostgresProcess;
   nc: NatsConnection;
   /** event-ingest replicas by index; a test may kill one and put a new one in its place. */
   ingest: ServiceProcess[];
-  startIngestReplica(replicaIndex: number): ServiceProcess;
+  /** Starts event-ingest replica `replicaIndex` (with more environment: a setting changed across its restart). */
+  startIngestReplica(replicaIndex: number, env?: Record<string, string>): ServiceProcess;
   /** A user's token (extra claims: `svc_admin: true` makes an admin). */
   userToken(sub: string, claims?: Record<string, unknown>): Promise<string>;
   createWorker(owner: string, extra?: Omit<CreateWorkerRequestType, 'owner'>): Promise<CreateWorkerResultType>;
@@ -68,10 +73,13 @@ export interface StackOptions {
   env?: Record<string, string>;
 }
 
-export async function startStack(options: StackOptions = {}): Promise<E2eStack> {
+export function startStack(options?: StackOptions): Promise<E2eStack>;
+/** The stack on a NATS the test started (a cluster): the stack stops it with the rest. */
+export function startStack<Nats extends StackNats>(options: StackOptions & { nats: Nats }): Promise<E2eStack<Nats>>;
+export async function startStack(options: StackOptions & { nats?: StackNats } = {}): Promise<E2eStack<StackNats>> {
   const replicas = options.ingestReplicas ?? 2;
-  const [nats, postgres, issuer]: [NatsServerProcess, PostgresProcess, TestIssuer] = await Promise.all([
-    startNatsServer(),
+  const [nats, postgres, issuer]: [StackNats, PostgresProcess, TestIssuer] = await Promise.all([
+    options.nats ?? startNatsServer(),
     startPostgres({ durable: options.durablePostgres ?? false }),
     startTestIssuer('svc'),
   ]);
@@ -105,7 +113,7 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
     ...probeEnv(gatewayProbe),
     ...options.gatewayEnv,
   };
-  const startIngestReplica = (replicaIndex: number) =>
+  const startIngestReplica = (replicaIndex: number, moreEnv: Record<string, string> = {}) =>
     startServiceProcess('event-ingest', {
       ...env,
       ...natsUser('event-ingest'),
@@ -113,6 +121,7 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
       SVC_INGEST_REPLICA_INDEX: String(replicaIndex),
       SVC_INGEST_REPLICA_COUNT: String(replicas),
       ...(ingestProbePorts[replicaIndex] ? { SVC_HEALTH_PORT: String(ingestProbePorts[replicaIndex]) } : {}),
+      ...moreEnv,
     });
   const ingest = Array.from({ length: replicas }, (_, index) => startIngestReplica(index));
   const sandboxesDir = path.join(stateDir, 'sandboxes');
@@ -146,6 +155,9 @@ export async function startStack(options: StackOptions = {}): Promise<E2eStack> 
       throw new Error(`${String(err)}\n${outputs()}`);
     });
   await gatewayReady();
+  // /v1/status is ok with one event-ingest replica answering: a replica that died at its start would go unseen.
+  const exited = everyProcess().filter((p) => !p.running());
+  if (exited.length > 0) throw new Error(`${exited.map((p) => p.service).join(', ')} exited at start\n${outputs()}`);
   const nc = await connectBus({
     servers: nats.url,
     name: 'e2e',

@@ -349,6 +349,23 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     }
   });
 
+  it('stream replicas: 3 with an external NATS, 1 with the bundled single server, as set when nats.jetstreamReplicas is; every control-plane container is told', async () => {
+    const replicasOf = (manifests: Manifest[]) =>
+      [...of(manifests, 'Deployment'), ...of(manifests, 'StatefulSet')]
+        .filter((m) => !/-(nats|postgres)$/.test(m.metadata.name))
+        .map((workload) => (podSpecOf(workload)!.containers[0]!.env ?? []).find((variable) => variable.name === 'SVC_JETSTREAM_REPLICAS')?.value);
+    const expected: Array<[Manifest[], string]> = [
+      [rendered.get('distributed-external.yaml')!, '3'],
+      [rendered.get('distributed-bundled.yaml')!, '1'],
+      [await renderChart({ valuesFiles: ['distributed-external.yaml'], set: { 'nats.jetstreamReplicas': '5' } }), '5'],
+    ];
+    for (const [manifests, replicas] of expected) {
+      const values = replicasOf(manifests);
+      expect(values.length).toBeGreaterThan(0);
+      expect(new Set(values)).toEqual(new Set([replicas]));
+    }
+  });
+
   it("decision links: every control-plane container gets the signing key from the chart's Secret (a random key, rendered) and the public URL", () => {
     for (const [profile, manifests] of rendered) {
       const secret = named(manifests, 'Secret', '-decision-links');

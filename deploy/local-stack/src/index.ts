@@ -4,7 +4,16 @@ import { controlSettings, start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
-import { connectBus, ensureStreams, natsAuthorization, requestJson, type NatsConnection, type NatsCredentials, type NatsServiceUser } from '@svc/bus';
+import {
+  connectBus,
+  ensureStreamsWhenReachable,
+  natsAuthorization,
+  streamSettings,
+  requestJson,
+  type NatsConnection,
+  type NatsCredentials,
+  type NatsServiceUser,
+} from '@svc/bus';
 import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { CodedError, subjects, type CreateSessionRpcType, type Session } from '@svc/protocol';
 import { readConfig, type Logger } from '@svc/service-kit';
@@ -65,7 +74,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // service has its own, as its own user, as in a deployment of one process per service.
     const nc = await connectBus({ servers: natsUrl, name: 'local-stack', logger, credentials: credentials?.operator });
     stops.push(() => nc.drain());
-    await ensureStreams(nc);
+    await ensureStreamsWhenReachable(nc, logger, { replicas: readConfig(streamSettings).jetstreamReplicas });
     const serviceConnections: NatsConnection[] = [];
     const connectAs = async (user: NatsServiceUser): Promise<NatsConnection> => {
       if (!credentials) return nc;

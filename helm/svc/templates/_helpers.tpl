@@ -62,6 +62,17 @@ nats://{{ include "svc.natsName" . }}.{{ .Release.Namespace }}.svc:4222
 {{- end -}}
 {{- end -}}
 
+{{/* Each stream's replicas: as set, else 3 on the user's NATS (a cluster in production), 1 on the bundled single server. */}}
+{{- define "svc.jetstreamReplicas" -}}
+{{- if .Values.nats.jetstreamReplicas -}}
+{{ .Values.nats.jetstreamReplicas }}
+{{- else if .Values.nats.bundled.enabled -}}
+1
+{{- else -}}
+3
+{{- end -}}
+{{- end -}}
+
 {{/* The gateway as sandboxes and clients reach it. */}}
 {{- define "svc.gatewayUrl" -}}
 {{- if .Values.gateway.publicUrl -}}
@@ -103,6 +114,8 @@ capabilities:
 {{- define "svc.commonEnv" -}}
 - name: SVC_NATS_URL
   value: {{ include "svc.natsUrl" . | quote }}
+- name: SVC_JETSTREAM_REPLICAS
+  value: {{ include "svc.jetstreamReplicas" . | quote }}
 - name: SVC_DATABASE_URL
   valueFrom:
     secretKeyRef:

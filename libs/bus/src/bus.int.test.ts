@@ -7,7 +7,7 @@ import { createGracefulShutdown, createLogger } from '@svc/service-kit';
 import { launchNatsServer as startNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { connectBus, type NatsConnection } from './connection.js';
 import { publishJson, requestJson, serveRpc, subscribeJson, type MessageContext } from './messaging.js';
-import { ensureStreams } from './streams.js';
+import { ensureStreams, ensureStreamsWhenReachable } from './streams.js';
 import { createDurablePublisher } from './durable-publisher.js';
 import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 
@@ -40,6 +40,19 @@ describe('bus — against a real nats-server', () => {
     const kv = await new Kvm(nc).open(kvBuckets.workers);
     await kv.put('w1', 'x');
     expect((await kv.get('w1'))?.string()).toBe('x');
+  });
+
+  it('streams — SVC_JETSTREAM_REPLICAS above 1 on a single server (not a cluster) is kept at 1: the server has no other to copy to', async () => {
+    expect(await ensureStreams(nc, { replicas: 3 })).toEqual({ replicas: 1 });
+    const jsm = await jetstreamManager(nc);
+    for (const name of [streams.incomingEvents.name, `KV_${kvBuckets.workers}`]) expect((await jsm.streams.info(name)).config.num_replicas).toBe(1);
+    // A service at start says so, rather than let the setting promise copies that are not there.
+    const lines: string[] = [];
+    const logger = createLogger({ name: 'test', level: 'warn', destination: { write: (line: string) => void lines.push(line) } });
+    await ensureStreamsWhenReachable(nc, logger, { replicas: 3 });
+    expect(lines.map((line) => JSON.parse(line) as { msg: string; asked: number; replicas: number })).toEqual([
+      expect.objectContaining({ asked: 3, replicas: 1, msg: expect.stringMatching(/NATS is a single server: each is kept once/) as unknown }),
+    ]);
   });
 
   it('durable publish — a repeated message id is acknowledged as a duplicate and stored once', async () => {

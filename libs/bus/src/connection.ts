@@ -5,6 +5,7 @@ import { ConfigError, type Logger } from '@svc/service-kit';
 export type { NatsConnection } from '@nats-io/transport-node';
 
 export interface BusConnectionOptions {
+  /** One server's URL, several comma-separated (`SVC_NATS_URL`), or a list: the members of a cluster, tried in turn. */
   servers: string | string[];
   /** Shown in the server's connection list, e.g. "gateway-0". */
   name: string;
@@ -25,7 +26,7 @@ export async function connectBus(options: BusConnectionOptions): Promise<NatsCon
   for (;;) {
     try {
       const nc = await connect({
-        servers: options.servers,
+        servers: typeof options.servers === 'string' ? options.servers.split(',').map((url) => url.trim()) : options.servers,
         name: options.name,
         ...(options.credentials ? { user: options.credentials.user, pass: options.credentials.password } : {}),
         maxReconnectAttempts: -1,

@@ -1,6 +1,7 @@
-import { Kvm, type KV } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
 import { EMPTY_MODEL_USAGE, kvBuckets, type ModelUsage } from '@svc/protocol';
 import type { NatsConnection } from './connection.js';
+import { openBucket } from './kv-buckets.js';
 
 /**
  * Every worker's model use as the model proxy measured it, in the `svc_model_usage` KV bucket:
@@ -15,7 +16,7 @@ export interface ModelUsageLedger {
 }
 
 export async function createModelUsageLedger(nc: NatsConnection): Promise<ModelUsageLedger> {
-  const kv: KV = await new Kvm(nc).create(kvBuckets.modelUsage, { history: 1 });
+  const kv: KV = await openBucket(nc, kvBuckets.modelUsage);
 
   async function read(workerId: string): Promise<{ usage: ModelUsage; revision: number }> {
     const entry = await kv.get(workerId);

@@ -1,6 +1,6 @@
 import { jetstream } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { subjects } from '@svc/protocol';
+import { kvBuckets, subjects } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -53,7 +53,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
-  it('nats auth — the gateway cannot announce a stored event or a decision, write a worker record, or delete a stream', async () => {
+  it('nats auth — the gateway cannot announce a stored event or a decision, write a worker record, or delete a stream or a service’s consumer', async () => {
     const worker = 'wrk_forged';
     expect(await delivered(gateway, operator, subjects.storedEvent(worker))).toBe(false);
     expect(await delivered(gateway, operator, subjects.lifecycleEvent(worker))).toBe(false);
@@ -64,6 +64,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     await expect(jetstream(gateway).publish(subjects.storedEvent(worker), '{}', { timeout: 2000 })).rejects.toThrow(/permission/i);
     await expect(jetstream(gateway).publish(`$KV.svc_workers.${worker}`, '{}', { timeout: 2000 })).rejects.toThrow(/permission/i);
     await expect(gateway.request(`$JS.API.STREAM.DELETE.SVC_EVENTS_STORED`, '', { timeout: 2000 })).rejects.toThrow(/permission/i);
+    await expect(gateway.request(`$JS.API.CONSUMER.DELETE.SVC_EVENTS_INCOMING.ingest-partition-0`, '', { timeout: 2000 })).rejects.toThrow(/permission/i);
     const stored = await jetstream(operator)
       .jetstreamManager()
       .then((manager) => manager.streams.info('SVC_EVENTS_STORED'));
@@ -83,6 +84,9 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     await operator.flush();
     expect((await gateway.request(subjects.rpc.getSession, 'ping', { timeout: 2000 })).string()).toBe('pong');
     answered.unsubscribe();
+    // A watch of the worker records that resets deletes the consumer it leaves: JetStream answers (here: no such consumer).
+    const deleted = await gateway.request(`$JS.API.CONSUMER.DELETE.KV_${kvBuckets.workers}.gone`, '', { timeout: 2000 });
+    expect(deleted.json<{ error?: { code: number } }>().error?.code).toBe(404);
   });
 
   it("nats auth — the event log's owners may announce stored events; the session service may not", async () => {

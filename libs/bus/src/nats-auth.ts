@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { kvBuckets, subjects } from '@svc/protocol';
+import { kvBuckets, streams, subjects } from '@svc/protocol';
 
 /**
  * NATS is internal and authenticated (docs/nats-security.md): every service connects as its own
@@ -40,13 +40,18 @@ const KV = (bucket: string) => `$KV.${bucket}.>`;
  */
 const COMMON_PUBLISH = ['_INBOX.>', '$JS.API.>', 'svc.health.>'];
 const COMMON_SUBSCRIBE = ['_INBOX.>'];
-/** JetStream operations that destroy or rewrite what is kept: only the operator (and the owner of the data) may. */
+/**
+ * JetStream operations that destroy or rewrite what is kept: only the operator (and the owner
+ * of the data) may. Deleting a consumer is refused on svc's streams, which hold the services'
+ * durable consumers, not on the KV buckets': a watch of a bucket (an ordered consumer) that
+ * resets, as it does when a server of a cluster is lost, deletes the consumer it leaves.
+ */
 const DESTRUCTIVE_JS_API = [
   '$JS.API.STREAM.DELETE.>',
   '$JS.API.STREAM.PURGE.>',
   '$JS.API.STREAM.MSG.DELETE.>',
   '$JS.API.STREAM.UPDATE.>',
-  '$JS.API.CONSUMER.DELETE.>',
+  ...Object.values(streams).map((stream) => `$JS.API.CONSUMER.DELETE.${stream.name}.>`),
 ];
 /** The subjects only event-ingest, the one announcer of stored events, may publish (decisions included: docs/architecture.md). */
 const STORED_ANNOUNCEMENTS = [subjects.storedAll, subjects.lifecycleAll, wildcard(subjects.controlEventsAll)];

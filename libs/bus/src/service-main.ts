@@ -75,7 +75,7 @@ export interface RunServiceOptions<S extends Record<string, Setting<unknown>>, D
   /** How long closing may take (default 10 s). */
   shutdownTimeoutMs?: (config: ConfigOf<S> & CommonConfig) => number;
   /** What else must be there before the service starts (its streams): waited for, with back-off. */
-  prepare?: (nc: NatsConnection, logger: Logger) => Promise<unknown>;
+  prepare?: (nc: NatsConnection, context: { logger: Logger; config: ConfigOf<S> & CommonConfig }) => Promise<unknown>;
   start(context: { nc: NatsConnection; config: ConfigOf<S> & CommonConfig; logger: Logger; db: Db }): Promise<T>;
 }
 
@@ -103,7 +103,7 @@ export async function runService<S extends Record<string, Setting<unknown>>, Db 
     shutdown,
     ...(store ? { probeStore: () => store.probe() } : {}),
     async prepare(nc) {
-      await options.prepare?.(nc, logger);
+      await options.prepare?.(nc, { logger, config });
       // The store comes after the bus's streams: the first thing a service asks of its store is its migrations.
       await store?.ready();
     },

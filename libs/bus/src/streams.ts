@@ -1,13 +1,30 @@
-import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType, type StreamConfig } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
+import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { kvBuckets, streams } from '@svc/protocol';
-import { retryWithBackoff, type Logger } from '@svc/service-kit';
+import { integerSetting, retryWithBackoff, type Logger } from '@svc/service-kit';
 import { isBusUnavailable } from './connection.js';
+import { openBucket } from './kv-buckets.js';
+
+/** The settings of the services that declare the streams (control, event-ingest). */
+export const streamSettings = {
+  /**
+   * How many servers keep each stream and KV bucket: 1 for a single nats-server; 3 on a
+   * three-server cluster, so a server's loss (and its disk's) loses nothing (docs/scale-out.md).
+   */
+  jetstreamReplicas: integerSetting('SVC_JETSTREAM_REPLICAS', { default: 1, min: 1, max: 5 }),
+};
+
+export interface StreamOptions {
+  /** Each stream's and bucket's replicas (`SVC_JETSTREAM_REPLICAS`); 1 when not given. */
+  replicas?: number;
+}
+
+/** The KV buckets svc keeps (each is a stream named `KV_<bucket>`). */
+const KV_BUCKETS = [kvBuckets.workers, kvBuckets.modelUsage];
 
 /** The JetStream streams the design needs, from the protocol's constants. */
-export function streamConfigs(): Array<Partial<StreamConfig> & { name: string }> {
-  return [
+export function streamConfigs({ replicas = 1 }: StreamOptions = {}): Array<Partial<StreamConfig> & { name: string }> {
+  return withReplicas(replicas, [
     {
       name: streams.incomingEvents.name,
       subjects: [...streams.incomingEvents.subjects],
@@ -43,31 +60,71 @@ export function streamConfigs(): Array<Partial<StreamConfig> & { name: string }>
       duplicate_window: nanos(streams.webhooks.duplicateWindowMs),
       discard: DiscardPolicy.Old,
     },
-  ];
+  ]);
 }
+
+const withReplicas = (replicas: number, configs: Array<Partial<StreamConfig> & { name: string }>) =>
+  configs.map((config) => ({ ...config, num_replicas: replicas }));
 
 /**
  * Declares every stream and KV bucket; safe to call from every replica at every start:
- * a missing stream is created, an existing one is updated to the current settings.
+ * a missing stream is created, an existing one is updated to the current settings (its
+ * replicas among them: JetStream moves it to more servers, or fewer, keeping its messages).
+ * Resolves with the replicas they have: 1 on a single server, whatever was asked.
  */
-export async function ensureStreams(nc: NatsConnection): Promise<void> {
+export async function ensureStreams(nc: NatsConnection, options: StreamOptions = {}): Promise<{ replicas: number }> {
+  // A single server (not a cluster) has no other to copy to: it would record 3 and keep 1.
+  const replicas = nc.info?.cluster ? (options.replicas ?? 1) : 1;
   const jsm = await jetstreamManager(nc);
-  for (const config of streamConfigs()) {
-    const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
-      if (err instanceof Error && err.name === 'StreamNotFoundError') return undefined;
-      throw err;
-    });
-    if (existing) await jsm.streams.update(config.name, config);
-    else {
-      await jsm.streams.add(config).catch(async (err: unknown) => {
-        // Another replica created it between our info and add: converge on its settings.
-        if (err instanceof Error && /already in use/i.test(err.message)) await jsm.streams.update(config.name, config);
-        else throw err;
-      });
-    }
+  for (const config of streamConfigs({ replicas })) await ensureStream(jsm, config).catch(explainReplicas(config.name, replicas));
+  for (const bucket of KV_BUCKETS) {
+    // An existing bucket is taken as it is (a service that only uses one may have made it, with
+    // one replica): its stream is brought to the replicas asked for here.
+    const status = await openBucket(nc, bucket, replicas)
+      .then((kv) => kv.status())
+      .catch(explainReplicas(`KV_${bucket}`, replicas));
+    const { config } = status.streamInfo;
+    if (status.replicas !== replicas)
+      await jsm.streams.update(config.name, { ...config, num_replicas: replicas }).catch(explainReplicas(config.name, replicas));
   }
-  const kvm = new Kvm(nc);
-  await kvm.create(kvBuckets.workers, { history: 1 });
+  return { replicas };
+}
+
+/**
+ * NATS cannot place a stream on as many servers as asked: the cluster is smaller, or some of
+ * its servers are away (a rolling restart). The service waits, saying why, rather than exit.
+ */
+export class StreamPlacementError extends Error {
+  override readonly name = 'StreamPlacementError';
+}
+
+/** A stream refused for its replicas says which setting asked for them, and what NATS it needs. */
+const explainReplicas =
+  (stream: string, replicas: number) =>
+  (err: unknown): never => {
+    if (replicas > 1 && err instanceof Error && /replica|clustered|peers|resources/i.test(err.message)) {
+      throw new StreamPlacementError(
+        `SVC_JETSTREAM_REPLICAS=${replicas}: NATS refused ${stream} with ${replicas} replicas (${err.message}); it needs a cluster of at least ${replicas} servers with JetStream, all of them up, or set it to 1 for a single server`,
+        { cause: err },
+      );
+    }
+    throw err;
+  };
+
+/** Creates a missing stream, or updates an existing one to `config`. */
+async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
+    if (err instanceof Error && err.name === 'StreamNotFoundError') return undefined;
+    throw err;
+  });
+  if (existing) await jsm.streams.update(config.name, config);
+  else {
+    await jsm.streams.add(config).catch(async (err: unknown) => {
+      // Another replica created it between our info and add: converge on its settings.
+      if (err instanceof Error && /already in use/i.test(err.message)) await jsm.streams.update(config.name, config);
+      else throw err;
+    });
+  }
 }
 
 /** Incoming messages not yet stored (the work queue's length): what event-ingest still has to do. */
@@ -77,6 +134,15 @@ export async function incomingBacklog(nc: NatsConnection): Promise<number> {
 }
 
 /** `ensureStreams` at a service's start, tried until NATS is there (a service's `prepare`). */
-export function ensureStreamsWhenReachable(nc: NatsConnection, logger: Logger): Promise<void> {
-  return retryWithBackoff('creating the streams', () => ensureStreams(nc), { logger, retryable: isBusUnavailable });
+export async function ensureStreamsWhenReachable(nc: NatsConnection, logger: Logger, options: StreamOptions = {}): Promise<void> {
+  const { replicas } = await retryWithBackoff('creating the streams', () => ensureStreams(nc, options), {
+    logger,
+    retryable: (err) => isBusUnavailable(err) || err instanceof StreamPlacementError,
+  });
+  if (replicas < (options.replicas ?? 1)) {
+    logger.warn(
+      { asked: options.replicas, replicas },
+      'SVC_JETSTREAM_REPLICAS asks for more than one copy of each stream, but NATS is a single server: each is kept once (a lost disk loses what waits there; docs/scale-out.md)',
+    );
+  }
 }

@@ -1,10 +1,11 @@
-import { Kvm, type KV } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
 import { kvBuckets } from '@svc/protocol';
 import type { NatsConnection } from './connection.js';
+import { openBucket } from './kv-buckets.js';
 
 /** The `svc_workers` KV bucket (made if missing): its writer is the session service's worker registry. */
 export function openWorkerRecords(nc: NatsConnection): Promise<KV> {
-  return new Kvm(nc).create(kvBuckets.workers, { history: 1 });
+  return openBucket(nc, kvBuckets.workers);
 }
 
 export type { KV } from '@nats-io/kv';

@@ -62,6 +62,19 @@ export interface NatsServerOptions<Credentials> {
   host?: string;
   /** Who may connect: a client without these credentials is refused. */
   authorization: NatsAuthorization<Credentials>;
+  /** A member of a JetStream cluster (`launchNatsCluster`): its name, route port and the routes to the others. */
+  cluster?: NatsClusterMembership;
+}
+
+export interface NatsClusterMembership {
+  /** The cluster's name, the same on every member. */
+  name: string;
+  /** This server's name, unique in the cluster (JetStream's placement and leaders name servers by it). */
+  serverName: string;
+  /** The port this server listens on for routes from the others. */
+  routePort: number;
+  /** Every member's route URL (this one's may be among them). */
+  routes: string[];
 }
 
 export interface NatsServerProcess<Credentials> {
@@ -75,8 +88,11 @@ export interface NatsServerProcess<Credentials> {
   permissionViolations(): string[];
   /** Kills the server (SIGKILL), keeping its store: a crash. */
   kill(): Promise<void>;
-  /** Starts a killed server again on the same port, store and credentials. */
-  restart(): Promise<void>;
+  /**
+   * Starts a killed server again on the same port and credentials; on its store, or with
+   * `wipeStore` on an empty one (a machine replaced with its disk: what it alone held is gone).
+   */
+  restart(options?: { wipeStore?: boolean }): Promise<void>;
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes a temporary store. */
   stop(): Promise<void>;
 }
@@ -111,6 +127,19 @@ export async function launchNatsServer<Credentials>(options: NatsServerOptions<C
   async function run(port: number): Promise<{ child: ChildProcess; url: string }> {
     await Promise.all((await readdir(portsDir)).filter((name) => name.endsWith('.ports')).map((name) => rm(path.join(portsDir, name), { force: true })));
     const args = ['-c', configFile, '-js', '-sd', storeDir, '-a', host, '-p', String(port), '--ports_file_dir', portsDir];
+    const { cluster } = options;
+    if (cluster) {
+      args.push(
+        '-n',
+        cluster.serverName,
+        '--cluster_name',
+        cluster.name,
+        '--cluster',
+        `nats://${host}:${cluster.routePort}`,
+        '--routes',
+        cluster.routes.join(','),
+      );
+    }
     // Its own process group: a Ctrl+C in the terminal reaches only us, and we stop the server
     // after draining our connections to it (else it would die first and the drain would fail).
     // It ends with this process even when this process is killed (no exit handler runs then).
@@ -166,7 +195,11 @@ export async function launchNatsServer<Credentials>(options: NatsServerOptions<C
         child!.kill('SIGKILL');
         await exited;
       },
-      async restart() {
+      async restart({ wipeStore = false } = {}) {
+        if (wipeStore) {
+          await rm(storeDir, { recursive: true, force: true });
+          await mkdir(storeDir, { recursive: true });
+        }
         child = (await run(port)).child;
       },
       stop: cleanup,

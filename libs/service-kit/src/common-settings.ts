@@ -2,6 +2,7 @@ import { choiceSetting, integerSetting, optionalStringSetting, stringSetting } f
 
 /** Settings every control-plane process reads. */
 export const commonSettings = {
+  /** The NATS server, or several comma-separated (a cluster's members). */
   natsUrl: stringSetting('SVC_NATS_URL', { default: 'nats://127.0.0.1:4222' }),
   /** This service's NATS user and password (docs/nats-security.md): the server refuses a client without them. */
   natsUser: optionalStringSetting('SVC_NATS_USER'),

@@ -1,4 +1,4 @@
-import { ensureStreamsWhenReachable, runService } from '@svc/bus';
+import { ensureStreamsWhenReachable, runService, streamSettings } from '@svc/bus';
 import { integerSetting } from '@svc/service-kit';
 import { serviceStore, storeSettings } from '@svc/store';
 import { start, tables } from './index.js';
@@ -7,11 +7,12 @@ await runService({
   service: 'event-ingest',
   settings: {
     ...storeSettings,
+    ...streamSettings,
     replicaIndex: integerSetting('SVC_INGEST_REPLICA_INDEX', { default: 0, min: 0 }),
     replicaCount: integerSetting('SVC_INGEST_REPLICA_COUNT', { default: 1, min: 1 }),
   },
   store: serviceStore(tables),
-  prepare: ensureStreamsWhenReachable,
+  prepare: (nc, { logger, config }) => ensureStreamsWhenReachable(nc, logger, { replicas: config.jetstreamReplicas }),
   start: ({ nc, db, logger, config }) =>
     start({ nc, db, logger, instance: config.instance, replicaIndex: config.replicaIndex, replicaCount: config.replicaCount }),
 });
