@@ -18,18 +18,11 @@
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import pg from 'pg';
-import WebSocket from 'ws';
-import {
-  subjects,
-  type CreateWorkerResultType,
-  type IncomingEvent,
-  type IncomingEventMessageType,
-  type StoredEventBatchType,
-  type StreamFrame,
-} from '@svc/protocol';
+import { subjects, type IncomingEvent, type IncomingEventMessageType, type StoredEventBatchType } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
+import { atRate, measureDelivery } from './delivery.js';
 import { runLoad, type LoadResult } from './load-client.js';
-import { agent, call, percentile, post, postBatchesUntil, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
+import { agent, call, percentile, postBatchesUntil, print, rssMiB, startPipeline, verdict, type Pipeline } from './pipeline.js';
 import { median, rawInsertSql, rawParameters } from './raw-insert.js';
 
 const { values: args } = parseArgs({
@@ -156,93 +149,6 @@ async function batched(pipeline: Pipeline) {
   verdict('stored events/s / raw INSERT events/s', stored / raw, '≥', 0.5);
 }
 
-/** Opens a viewer's stream and resolves once it is live; `onEvent` gets each event's uid. */
-function openViewer(pipeline: Pipeline, workerId: string, onEvent: (uid: string) => void): Promise<WebSocket> {
-  const socket = new WebSocket(`${pipeline.gatewayUrl.replace('http', 'ws')}/v1/workers/${workerId}/sdk-events/stream?after_id=0`, {
-    headers: { authorization: `Bearer ${pipeline.userToken}` },
-  });
-  return new Promise((resolve, reject) => {
-    socket.on('message', (data) => {
-      const frame = JSON.parse(String(data)) as StreamFrame;
-      if (frame.kind === 'live') resolve(socket);
-      else onEvent(frame.event.uid);
-    });
-    socket.once('error', reject);
-  });
-}
-
-/**
- * Calls `send(n)` for n = 0, 1, 2 … at `rate` per second for SECONDS, without waiting for
- * answers; resolves with the number sent once every call has settled.
- */
-async function atRate(rate: number, send: (n: number) => Promise<void>, onTick?: () => Promise<void>): Promise<number> {
-  const started = performance.now();
-  let sent = 0;
-  const inFlight = new Set<Promise<void>>();
-  while (performance.now() - started < SECONDS * 1000) {
-    const due = Math.floor(((performance.now() - started) / 1000) * rate);
-    for (; sent < due; sent++) {
-      const request = send(sent).finally(() => inFlight.delete(request));
-      inFlight.add(request);
-    }
-    await onTick?.();
-    await sleep(2);
-  }
-  await Promise.all(inFlight);
-  return sent;
-}
-
-/**
- * Posts single events at `rate` per second spread over `workers` for SECONDS and measures, for
- * every viewer, the time from the start of the POST to the event's arrival.
- */
-async function measureDelivery(
-  pipeline: Pipeline,
-  workers: CreateWorkerResultType[],
-  viewersPerWorker: number,
-  rate: number,
-  onTick?: () => Promise<void>,
-  clock?: { posting(uid: string): void; answered(uid: string): void },
-) {
-  const sentAt = new Map<string, number>();
-  const latencies: number[] = [];
-  const expected = { deliveries: 0 };
-  const viewers = await Promise.all(
-    workers.flatMap((worker) =>
-      Array.from({ length: viewersPerWorker }, () =>
-        openViewer(pipeline, worker.worker_id, (uid) => {
-          const sent = sentAt.get(uid);
-          if (sent !== undefined) latencies.push(performance.now() - sent);
-        }),
-      ),
-    ),
-  );
-  const sent = await atRate(
-    rate,
-    (n) => {
-      const worker = workers[n % workers.length]!;
-      const uid = `${worker.worker_id}:live:${n}`;
-      sentAt.set(uid, performance.now());
-      clock?.posting(uid);
-      expected.deliveries += viewersPerWorker;
-      return post(pipeline, worker, event(uid)).then(() => clock?.answered(uid));
-    },
-    onTick,
-  );
-  await waitFor('every delivery', () => latencies.length >= expected.deliveries, 30_000).catch(() => undefined);
-  for (const viewer of viewers) viewer.close();
-  const sorted = latencies.sort((a, b) => a - b);
-  return {
-    sent,
-    deliveries: latencies.length,
-    missing: expected.deliveries - latencies.length,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    max: sorted.at(-1) ?? NaN,
-    latencies: sorted,
-  };
-}
-
 /** Times each event's stages from the moment its POST starts, by uid (`--stages`). */
 function stageClock(pipeline: Pipeline) {
   const started = new Map<string, number>();
@@ -286,7 +192,7 @@ function stageClock(pipeline: Pipeline) {
 async function bareRoundTrips(rate: number): Promise<number[]> {
   const bare = await startBareServer();
   const times: number[] = [];
-  await atRate(rate, async (n) => {
+  await atRate(SECONDS, rate, async (n) => {
     const started = performance.now();
     const answer = await call(bare.url, { method: 'POST', token: 'bench', body: event(`bare:${n}`) });
     if (answer.status !== 202) throw new Error(`the bare server answered ${answer.status}`);
@@ -301,7 +207,7 @@ async function latency(pipeline: Pipeline) {
   const workers = await Promise.all(Array.from({ length: LATENCY_WORKERS }, () => pipeline.createWorker()));
   const clock = args.stages ? stageClock(pipeline) : undefined;
   const baseline = await bareRoundTrips(LATENCY_RATE);
-  const result = await measureDelivery(pipeline, workers, 1, LATENCY_RATE, undefined, clock);
+  const result = await measureDelivery(pipeline, workers, { viewersPerWorker: 1, rate: LATENCY_RATE, seconds: SECONDS, clock, eventOf: event });
   print(`3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers for ${SECONDS}s`);
   console.table([
     {
@@ -331,8 +237,14 @@ async function fanOut(pipeline: Pipeline) {
   const worker = await pipeline.createWorker();
   const before = await rssMiB(pipeline.gateway.pid);
   let peak = before;
-  const result = await measureDelivery(pipeline, [worker], FAN_OUT_VIEWERS, FAN_OUT_RATE, async () => {
-    peak = Math.max(peak, await rssMiB(pipeline.gateway.pid));
+  const result = await measureDelivery(pipeline, [worker], {
+    viewersPerWorker: FAN_OUT_VIEWERS,
+    rate: FAN_OUT_RATE,
+    seconds: SECONDS,
+    eventOf: event,
+    onTick: async () => {
+      peak = Math.max(peak, await rssMiB(pipeline.gateway.pid));
+    },
   });
   print(`4. ${FAN_OUT_VIEWERS} viewers of one worker: ${FAN_OUT_RATE} events/s for ${SECONDS}s`);
   console.table([

@@ -53,7 +53,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
-  it('nats auth — the gateway cannot announce a stored event or a decision, write a worker record, or delete a stream or a service’s consumer', async () => {
+  it('nats auth — the gateway cannot announce a stored event or a decision, write a worker record, purge a worker’s events, or delete a stream or a service’s consumer', async () => {
     const worker = 'wrk_forged';
     expect(await delivered(gateway, operator, subjects.storedEvent(worker))).toBe(false);
     expect(await delivered(gateway, operator, subjects.lifecycleEvent(worker))).toBe(false);
@@ -65,6 +65,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     await expect(jetstream(gateway).publish(`$KV.svc_workers.${worker}`, '{}', { timeout: 2000 })).rejects.toThrow(/permission/i);
     await expect(gateway.request(`$JS.API.STREAM.DELETE.SVC_EVENTS_STORED`, '', { timeout: 2000 })).rejects.toThrow(/permission/i);
     await expect(gateway.request(`$JS.API.CONSUMER.DELETE.SVC_EVENTS_INCOMING.ingest-partition-0`, '', { timeout: 2000 })).rejects.toThrow(/permission/i);
+    expect(await delivered(gateway, operator, subjects.rpc.purgeEvents)).toBe(false);
     const stored = await jetstream(operator)
       .jetstreamManager()
       .then((manager) => manager.streams.info('SVC_EVENTS_STORED'));

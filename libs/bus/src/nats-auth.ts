@@ -65,7 +65,15 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
   gateway: {
     publish: {
       allow: [...COMMON_PUBLISH, subjects.incomingAll, 'svc.rpc.>', 'svc.session.logs.>', wildcard(subjects.workerAliveAll), KV(kvBuckets.modelUsage)],
-      deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll, wildcard(subjects.workerStatusAll), KV(kvBuckets.workers), ...DESTRUCTIVE_JS_API],
+      // Removing a worker's events is the session service's decision (retention), never the outside's.
+      deny: [
+        ...STORED_ANNOUNCEMENTS,
+        subjects.storedElsewhereAll,
+        wildcard(subjects.workerStatusAll),
+        KV(kvBuckets.workers),
+        subjects.rpc.purgeEvents,
+        ...DESTRUCTIVE_JS_API,
+      ],
     },
     subscribe: { allow: [...COMMON_SUBSCRIBE, subjects.storedAll, wildcard(subjects.workerStatusAll), subjects.health('gateway')] },
   },

@@ -154,6 +154,21 @@ describe.each(backends)('event store on %s', (backend) => {
     expect(other[0]!.event).toMatchObject({ id: '1', worker_id: 'w-seq-other' });
   });
 
+  it('purge — every event of the worker goes, batch by batch; other workers keep theirs; ids are not handed out again', async () => {
+    await store.append(
+      'w-purged',
+      Array.from({ length: 25 }, (_, i) => systemEvent(`p${i}`)),
+    );
+    await store.append('w-kept', [systemEvent('k1'), systemEvent('k2')]);
+    expect(await store.purge('w-purged', { batchSize: 10 })).toBe(25);
+    expect(await store.count('w-purged')).toBe(0);
+    expect(await store.count('w-kept')).toBe(2);
+    expect(await store.purge('w-purged')).toBe(0);
+    expect(await store.purge('w-never-there')).toBe(0);
+    const [late] = await store.append('w-purged', [systemEvent('late')]);
+    expect(late!.event.id).toBe('26');
+  });
+
   it('append — every event type round-trips through the store unchanged', async () => {
     const events = Object.values(EXAMPLE_EVENTS) as IncomingEvent[];
     const appended = await store.append('w-types', events);

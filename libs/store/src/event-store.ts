@@ -44,6 +44,13 @@ export interface EventStore {
   lastId(workerId: string): Promise<string>;
   /** `count` and `lastId` as one statement, so seen at one moment. */
   head(workerId: string, types?: readonly EventType[]): Promise<{ total: number; lastId: string }>;
+  /**
+   * Deletes every event of the worker, oldest first, `batchSize` at a time, each batch its own
+   * short statement (never one long transaction holding locks and WAL), pausing `pauseMs`
+   * between batches so appends keep their pace. The head stays: ids are never handed out
+   * twice. Resolves with how many it deleted.
+   */
+  purge(workerId: string, options?: { batchSize?: number; pauseMs?: number }): Promise<number>;
 }
 
 type EventRow = Omit<Selectable<EventsTable>, 'stored_at'>;
@@ -172,6 +179,19 @@ export function createEventStore(db: Kysely<Database>): EventStore {
     async lastId(workerId) {
       const row = await db.selectFrom('event_streams').select('last_id').where('worker_id', '=', workerId).executeTakeFirst();
       return row?.last_id ?? '0';
+    },
+
+    async purge(workerId, { batchSize = 1000, pauseMs = 0 } = {}) {
+      let deleted = 0;
+      for (;;) {
+        // A range of the primary key (worker_id, id): each batch reads and locks only its rows.
+        const oldest = db.selectFrom('events').select('id').where('worker_id', '=', workerId).orderBy('id').limit(batchSize);
+        const result = await db.deleteFrom('events').where('worker_id', '=', workerId).where('id', 'in', oldest).executeTakeFirst();
+        const count = Number(result.numDeletedRows);
+        deleted += count;
+        if (count < batchSize) return deleted;
+        if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      }
     },
   };
 }

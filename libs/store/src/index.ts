@@ -9,4 +9,5 @@ export { createPGliteDialect } from './pglite-dialect.js';
 export * from './store-settings.js';
 export { isConnectionLoss, isStoreUnavailable } from './store-errors.js';
 export type { Kysely, Selectable } from 'kysely';
+export { sql } from 'kysely';
 export * from './webhooks.js';

@@ -34,7 +34,7 @@ describe('migrations — grouped by the service that owns the tables', () => {
   it("each owner applies its own group only; a reader of another's tables waits until they are migrated", async () => {
     const database = await openDatabase({});
     try {
-      expect(await migrateToLatest(database.db, 'sessions')).toEqual(['2026-11-22T1200-sessions']);
+      expect(await migrateToLatest(database.db, 'sessions')).toEqual(['2026-11-22T1200-sessions', '2026-11-25T1100-event-retention']);
       expect(await tableExists(database.db, 'sessions')).toBe(true);
       expect(await tableExists(database.db, 'events')).toBe(false);
       const waiting = awaitMigrated(database.db, 'event-log');

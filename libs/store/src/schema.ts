@@ -47,6 +47,10 @@ export interface SessionsTable {
   created_at: ColumnType<Date, never, never>;
   updated_at: ColumnType<Date, never, Date>;
   ended_at: ColumnType<Date | null, never, Date | null>;
+  /** Its template's retention of the events once ended, in days (null: the service's default; 0: kept). */
+  events_retention_days: ColumnType<number | null, number | null | undefined, never>;
+  /** When its events were removed (retention). */
+  events_purged_at: ColumnType<Date | null, never, Date>;
 }
 
 export interface SessionSchema {

@@ -6,7 +6,7 @@ import { createAnnouncer } from './announcer.js';
 import { consumePartition } from './ingest.js';
 import { reportBacklogs } from './metrics.js';
 import { sharedCommits } from './shared-commits.js';
-import { serveEventQueries } from './queries.js';
+import { serveEventQueries, servePurges } from './queries.js';
 import { serveStoredElsewhere } from './stored-elsewhere.js';
 
 export interface EventIngestDeps {
@@ -48,6 +48,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, appender, announcer, partition, log)));
   const handOvers = partitions.map((partition) => serveStoredElsewhere(deps.nc, announcer, partition, log));
   const queries = serveEventQueries(deps.nc, store, log);
+  const purges = servePurges(deps.nc, store, log);
   const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   const stopReporting = reportBacklogs(partitions, (partition) => partitionBacklog(deps.nc, partition));
   log.info({ partitions }, 'event-ingest consuming');
@@ -56,6 +57,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
       stopReporting();
       health.unsubscribe();
       queries.unsubscribe();
+      purges.unsubscribe();
       handOvers.forEach((subscription) => subscription.unsubscribe());
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       publisher.close();

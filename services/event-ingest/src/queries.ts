@@ -1,6 +1,15 @@
 import type { Subscription } from '@nats-io/transport-node';
 import { serveRpc, type NatsConnection } from '@svc/bus';
-import { createChecker, ListEventsRequest, subjects, type ListEventsRequestType, type ListEventsResultType } from '@svc/protocol';
+import {
+  createChecker,
+  ListEventsRequest,
+  PurgeEventsRequest,
+  subjects,
+  type ListEventsRequestType,
+  type ListEventsResultType,
+  type PurgeEventsRequestType,
+  type PurgeEventsResultType,
+} from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { EventStore } from '@svc/store';
 
@@ -24,5 +33,29 @@ export function serveEventQueries(nc: NatsConnection, store: EventStore, logger:
       return { items, total };
     },
     { logger, queue: 'event-ingest', checker: createChecker(ListEventsRequest) },
+  );
+}
+
+/** How the purge of an ended worker's events yields to appends: rows per statement, and the pause between. */
+// Measured with bench/cost-curves figure 4 (docs/benchmarks.md): at most ~40,000 rows/s deleted,
+// twenty times what a busy deployment stores, while appends keep their latency.
+export const PURGE_BATCH = { batchSize: 1000, pauseMs: 20 };
+
+/**
+ * Removes an ended worker's events when the session service says its retention is over
+ * (docs/event-ingest.md "Retention"): event-ingest owns the events table, so it deletes.
+ */
+export function servePurges(nc: NatsConnection, store: EventStore, logger: Logger): Subscription {
+  const log = logger.child({ component: 'retention' });
+  return serveRpc<PurgeEventsRequestType, PurgeEventsResultType>(
+    nc,
+    subjects.rpc.purgeEvents,
+    async (request) => {
+      const started = Date.now();
+      const deleted = await store.purge(request.worker_id, PURGE_BATCH);
+      log.info({ worker_id: request.worker_id, deleted, ms: Date.now() - started }, 'purged the events of an ended worker');
+      return { deleted };
+    },
+    { logger, queue: 'event-ingest', checker: createChecker(PurgeEventsRequest) },
   );
 }

@@ -39,6 +39,10 @@ export const sessionSettings = {
   sandboxControlPlaneUrl: stringSetting('SVC_SANDBOX_CONTROL_PLANE_URL', { default: 'http://127.0.0.1:8080', pattern: /^https?:\/\/\S+$/ }),
   /** A running worker whose sidecar is silent this long is failed (`sidecar_lost`). */
   sidecarLostAfterMs: integerSetting('SVC_SIDECAR_LOST_AFTER_MS', { default: 90_000, min: 1000 }),
+  /** Days an ended session's events are kept when its template does not say (0: kept for good). */
+  eventRetentionDays: integerSetting('SVC_EVENT_RETENTION_DAYS', { default: 30, min: 0, max: 36_500 }),
+  /** How often ended sessions past their retention are looked for. */
+  retentionSweepIntervalMs: integerSetting('SVC_RETENTION_SWEEP_INTERVAL_MS', { default: 3_600_000, min: 100 }),
   /** How long a sandbox's programs get between SIGTERM and SIGKILL. */
   killGraceMs: integerSetting('SVC_SANDBOX_KILL_GRACE_MS', { default: 10_000, min: 0, max: 600_000 }),
 };

@@ -27,6 +27,7 @@ import { startLifecycle } from './lifecycle.js';
 import { followSandboxLogs } from './logs.js';
 import { createKubernetesProvider, loadKubeConfig } from './sandbox/kubernetes.js';
 import { createLocalProvider } from './sandbox/local.js';
+import { startRetention } from './retention.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import { createSessionStore } from './session-store.js';
 import { reportWorkerCounts } from './metrics.js';
@@ -49,6 +50,8 @@ export interface SessionDeps {
   provider?: SandboxProvider;
   /** Where `pass_env` values come from (default: this process's environment). */
   hostEnv?: Readonly<Record<string, string | undefined>>;
+  /** The clock of the retention sweep (tests move it forward). */
+  now?: () => number;
 }
 
 /** How often a replica says a spawn it runs is still under way. */
@@ -112,6 +115,15 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
     killGraceMs: config.killGraceMs,
   });
 
+  const retention = startRetention({
+    nc: deps.nc,
+    store,
+    logger: log,
+    defaultDays: config.eventRetentionDays,
+    intervalMs: config.retentionSweepIntervalMs,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+
   const visibleSession = async (request: SessionRpcType) => {
     const row = await store.get(request.session_id, request.viewer);
     if (!row) throw new CodedError('session_not_found', `session ${request.session_id} does not exist`);
@@ -158,6 +170,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
           owner: viewer.sub,
           template: template.name,
           has_sidecar: template.sidecar !== undefined,
+          events_retention_days: template.retention?.events_days,
         });
         log.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
         recordAudit({
@@ -258,6 +271,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
       health.unsubscribe();
       for (const rpc of rpcs) rpc.unsubscribe();
       registryRpcs.stop();
+      retention.stop();
       stopping.abort();
       await Promise.allSettled([...spawning]);
       await lifecycle.stop();

@@ -1,5 +1,5 @@
 import { isEndedStatus, type ListResponseOf, type Session, type ViewerType, type WorkerStatus } from '@svc/protocol';
-import type { Database, Kysely, Selectable, SessionsTable } from '@svc/store';
+import { sql, type Database, type Kysely, type Selectable, type SessionsTable } from '@svc/store';
 import type { SandboxHandle } from './sandbox/provider.js';
 
 export interface SessionRow {
@@ -31,7 +31,14 @@ export function createSessionStore(db: Kysely<Database>) {
   const visibleTo = (viewer: ViewerType) => (viewer.admin ? db.selectFrom('sessions') : db.selectFrom('sessions').where('owner', '=', viewer.sub));
 
   return {
-    async insert(session: { id: string; worker_id: string; owner: string; template: string; has_sidecar: boolean }): Promise<SessionRow> {
+    async insert(session: {
+      id: string;
+      worker_id: string;
+      owner: string;
+      template: string;
+      has_sidecar: boolean;
+      events_retention_days?: number | undefined;
+    }): Promise<SessionRow> {
       const row = await db
         .insertInto('sessions')
         .values({ ...session, status: 'pending' })
@@ -76,6 +83,28 @@ export function createSessionStore(db: Kysely<Database>) {
     async underWay(): Promise<SessionRow[]> {
       const rows = await db.selectFrom('sessions').selectAll().where('status', 'in', ['pending', 'provisioning', 'running']).execute();
       return rows.map(toSessionRow);
+    },
+
+    /**
+     * Ended sessions whose events' retention is over at `now` and that still have them, oldest
+     * end first: each one's own days, else `defaultDays`; 0 days keeps them.
+     */
+    async pastRetention(now: Date, defaultDays: number, limit: number): Promise<Array<{ id: string; worker_id: string }>> {
+      const days = sql<number>`coalesce(events_retention_days, ${defaultDays})`;
+      return db
+        .selectFrom('sessions')
+        .select(['id', 'worker_id'])
+        .where('ended_at', 'is not', null)
+        .where('events_purged_at', 'is', null)
+        .where(days, '>', 0)
+        .where('ended_at', '<', sql<Date>`${now}::timestamptz - make_interval(days => ${days})`)
+        .orderBy('ended_at')
+        .limit(limit)
+        .execute();
+    },
+
+    async markPurged(id: string, at: Date): Promise<void> {
+      await db.updateTable('sessions').set({ events_purged_at: at }).where('id', '=', id).execute();
     },
 
     /** A spawn still under way says so: its `updated_at` is now (the watchdog fails a spawn that stops saying it). */

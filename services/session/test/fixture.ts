@@ -30,6 +30,9 @@ export interface SessionFixture {
   /** Waits until the session has `status`. */
   waitForStatus(sessionId: string, status: Session['status'], timeoutMs?: number): Promise<Session>;
   events(workerId: string): Promise<StoredEvent[]>;
+  /** Stops event-ingest (its queries and purges go unanswered) until `startIngest`. */
+  stopIngest(): Promise<void>;
+  startIngest(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -42,6 +45,8 @@ export async function startSessionFixture(
   settings: Record<string, string> = {},
   hostEnv: Record<string, string> = {},
   provider?: SandboxProvider,
+  /** The session service's clock (its retention sweep's). */
+  now?: () => number,
 ): Promise<SessionFixture> {
   const bus = await startBusFixture();
   await ensureStreams(bus.nc);
@@ -50,7 +55,8 @@ export async function startSessionFixture(
   const sandboxesDir = path.join(work, 'sandboxes');
   const templatesDir = path.join(work, 'templates');
   await mkdir(templatesDir);
-  const ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
+  const startIngest = () => startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
+  let ingest: RunningService | undefined = await startIngest();
   const config: SessionConfig = readConfig(sessionSettings, {
     SVC_SANDBOXES_DIR: sandboxesDir,
     SVC_TEMPLATES_DIR: templatesDir,
@@ -66,6 +72,7 @@ export async function startSessionFixture(
     config,
     hostEnv,
     ...(provider ? { provider } : {}),
+    ...(now ? { now } : {}),
   });
   const get = (viewer: ViewerType, sessionId: string) => requestJson<Session>(bus.nc, subjects.rpc.getSession, { viewer, session_id: sessionId });
   return {
@@ -91,9 +98,16 @@ export async function startSessionFixture(
       const request: ListEventsRequestType = { worker_id: workerId, after_id: '0', limit: 1000 };
       return (await requestJson<{ items: StoredEvent[] }>(bus.nc, subjects.rpc.listEvents, request)).items;
     },
+    async stopIngest() {
+      await ingest?.stop();
+      ingest = undefined;
+    },
+    async startIngest() {
+      ingest ??= await startIngest();
+    },
     async stop() {
       await session.stop().catch(() => {});
-      await ingest.stop();
+      await ingest?.stop();
       await database.close();
       await bus.stop();
       await rm(work, { recursive: true, force: true });

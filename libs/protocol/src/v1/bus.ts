@@ -64,6 +64,7 @@ export const subjects = {
   /** Request/reply subjects of the services, named `svc.rpc.<service>.<operation>`. */
   rpc: {
     listEvents: 'svc.rpc.events.list',
+    purgeEvents: 'svc.rpc.events.purge',
     decide: 'svc.rpc.control.decide',
     permissionRules: 'svc.rpc.control.rules',
     controlRequests: 'svc.rpc.control.requests',

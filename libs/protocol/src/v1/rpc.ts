@@ -70,6 +70,15 @@ export const ListEventsRequest = Type.Object(
 );
 export type ListEventsRequestType = Static<typeof ListEventsRequest>;
 
+/**
+ * `svc.rpc.events.purge`: removes every stored event of an ended worker (its retention is over,
+ * docs/event-ingest.md). Its ids are not handed out again: the worker's head stays.
+ */
+export const PurgeEventsRequest = Type.Object({ worker_id: WorkerId }, { additionalProperties: false });
+export type PurgeEventsRequestType = Static<typeof PurgeEventsRequest>;
+export const PurgeEventsResult = Type.Object({ deleted: Type.Integer({ minimum: 0 }) }, { additionalProperties: false });
+export type PurgeEventsResultType = Static<typeof PurgeEventsResult>;
+
 export const ListEventsResult = Type.Object({ items: Type.Array(StoredEventSchema), total: Type.Integer({ minimum: 0 }), last_id: Type.Optional(EventId) });
 export type ListEventsResultType = Static<typeof ListEventsResult>;
 

@@ -9,6 +9,7 @@ import * as appendManySetBased from './2026-11-22T2000-append-many-set-based.js'
 import * as rulesFromDecisions from './2026-11-24T2330-rules-from-decisions.js';
 import * as audit from './2026-11-25T0300-audit.js';
 import * as webhooks from './2026-11-25T0600-webhooks.js';
+import * as eventRetention from './2026-11-25T1100-event-retention.js';
 
 /** The owners of tables: each applies its own group's migrations, and no other service does. */
 export type MigrationGroup = 'event-log' | 'sessions' | 'audit';
@@ -45,7 +46,7 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
   sessions: {
     owner: 'session',
     table: 'svc_migrations_sessions',
-    migrations: { '2026-11-22T1200-sessions': sessions },
+    migrations: { '2026-11-22T1200-sessions': sessions, '2026-11-25T1100-event-retention': eventRetention },
   },
   audit: {
     owner: 'control',

@@ -49,6 +49,15 @@ describe('templates', () => {
     expect(refusal(`${minimal}\n[agent.env]\n"BAD NAME" = "x"\n`).message).toMatch(/\/agent\/env/);
   });
 
+  it('[retention] events_days: whole days, 0 keeps them; a negative, fractional or unknown key is named', () => {
+    expect(parseTemplate('t', `${minimal}\n[retention]\nevents_days = 7\n`, 'x').retention).toEqual({ events_days: 7 });
+    expect(parseTemplate('t', `${minimal}\n[retention]\nevents_days = 0\n`, 'x').retention).toEqual({ events_days: 0 });
+    expect(parseTemplate('t', minimal, 'x').retention).toBeUndefined();
+    expect(refusal(`${minimal}\n[retention]\nevents_days = -1\n`).message).toMatch(/\/retention\/events_days/);
+    expect(refusal(`${minimal}\n[retention]\nevents_days = 1.5\n`).message).toMatch(/\/retention\/events_days/);
+    expect(refusal(`${minimal}\n[retention]\ndays = 3\n`).message).toMatch(/\/retention\/days/);
+  });
+
   it('a model API: named, with an optional budget; an unknown one is refused at load; it needs a [sidecar]', () => {
     const template = parseTemplate('t', `${minimal}\n[model]\napi = "anthropic"\nmax_tokens = 1000\n[sidecar]\nadapter = "claude-code"\n`, 'templates/t.toml');
     expect(template.model).toEqual({ api: 'anthropic', max_tokens: 1000 });

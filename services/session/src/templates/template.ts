@@ -82,6 +82,16 @@ export const TemplateSchema = Type.Object(
       ),
       { default: [] },
     ),
+    /** How long an ended session's events are kept (docs/event-ingest.md "Retention"). */
+    retention: Type.Optional(
+      Type.Object(
+        {
+          /** Days after the session ended; 0 keeps them. Unset: `SVC_EVENT_RETENTION_DAYS`. */
+          events_days: Type.Optional(Type.Integer({ minimum: 0, maximum: 36_500 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     /** The sidecar (step 6.5 of the spawn); without it, the spawn skips that step. */
     sidecar: Type.Optional(
       Type.Object(

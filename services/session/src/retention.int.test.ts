@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIncomingEventPublisher } from '@svc/bus';
+import { waitFor } from '@svc/test-support';
+import { ALICE, startSessionFixture, type SessionFixture } from '../test/fixture.js';
+
+const DAY_MS = 24 * 3600 * 1000;
+const agent = `
+[agent]
+command = "sleep"
+args = ["600"]
+`;
+
+/**
+ * Retention of ended sessions' events (docs/event-ingest.md "Retention"): the session service
+ * decides from its sessions (ended when, under which template), event-ingest deletes. The
+ * service's clock is moved forward instead of waiting days.
+ */
+describe('session service — retention of ended sessions’ events', () => {
+  let fixture: SessionFixture;
+  let clock = Date.now();
+  beforeAll(async () => {
+    fixture = await startSessionFixture({ SVC_EVENT_RETENTION_DAYS: '7', SVC_RETENTION_SWEEP_INTERVAL_MS: '100' }, {}, undefined, () => clock);
+    await fixture.writeTemplate('default-retention', agent);
+    await fixture.writeTemplate('one-day', `${agent}\n[retention]\nevents_days = 1\n`);
+    await fixture.writeTemplate('kept', `${agent}\n[retention]\nevents_days = 0\n`);
+  });
+  afterAll(() => fixture?.stop());
+
+  /** A running session with `extra` events of its own beside the spawn's steps. */
+  async function runningSession(template: string, extra = 50) {
+    const session = await fixture.create(ALICE, { template });
+    await fixture.waitForStatus(session.id, 'running');
+    const publisher = createIncomingEventPublisher(fixture.bus.nc);
+    await Promise.all(
+      Array.from({ length: extra }, (_, n) =>
+        publisher.publish(session.worker_id, {
+          type: 'system',
+          uid: `${session.worker_id}:x${n}`,
+          ts: new Date().toISOString(),
+          data: { level: 'info', subtype: 'note', message: `n${n}` },
+        }),
+      ),
+    );
+    publisher.close();
+    await waitFor(`${session.worker_id}'s events stored`, async () => (await fixture.events(session.worker_id)).length >= extra, 10_000);
+    return session;
+  }
+
+  const counts = async (sessions: Array<{ worker_id: string }>) => Promise.all(sessions.map(async (s) => (await fixture.events(s.worker_id)).length));
+
+  it('an ended session loses its events once its retention (its template’s, else the default) is over; a live one, or one whose template keeps them, loses none', async () => {
+    const [oneDay, byDefault, kept, live] = await Promise.all([
+      runningSession('one-day'),
+      runningSession('default-retention'),
+      runningSession('kept'),
+      runningSession('default-retention'),
+    ]);
+    for (const ended of [oneDay, byDefault, kept]) await fixture.remove(ALICE, ended.id);
+    const before = await counts([oneDay, byDefault, kept, live]);
+    expect(before.every((count) => count > 50)).toBe(true);
+
+    // Half a day on: nothing is due.
+    clock += DAY_MS / 2;
+    await sleep(500);
+    expect(await counts([oneDay, byDefault, kept, live])).toEqual(before);
+
+    // Two days on: the one-day session's retention is over.
+    clock += 1.5 * DAY_MS;
+    await waitFor('the one-day session purged', async () => (await fixture.events(oneDay.worker_id)).length === 0, 10_000);
+    expect((await counts([byDefault, kept, live])).join()).toBe(before.slice(1).join());
+
+    // Eight days on: the default's (7) is over too; `events_days = 0` and a live session keep theirs.
+    clock += 6 * DAY_MS;
+    await waitFor('the default-retention session purged', async () => (await fixture.events(byDefault.worker_id)).length === 0, 10_000);
+    await sleep(500);
+    expect(await counts([kept, live])).toEqual(before.slice(2));
+
+    // Its ids are not handed out again: a late event of a purged worker comes after the old ones.
+    const publisher = createIncomingEventPublisher(fixture.bus.nc);
+    await publisher.publish(oneDay.worker_id, {
+      type: 'system',
+      uid: `${oneDay.worker_id}:late`,
+      ts: new Date().toISOString(),
+      data: { level: 'info', subtype: 'note', message: 'late' },
+    });
+    publisher.close();
+    const [late] = await waitFor('the late event stored', async () => {
+      const events = await fixture.events(oneDay.worker_id);
+      return events.length > 0 ? events : undefined;
+    });
+    expect(Number(late!.id)).toBe(before[0]! + 1);
+  }, 60_000);
+
+  it('event-ingest away when a retention is over: the round fails and nothing is marked; once it is back, the next round purges', async () => {
+    const session = await runningSession('one-day', 10);
+    await fixture.remove(ALICE, session.id);
+    await fixture.stopIngest();
+    clock += 2 * DAY_MS;
+    // Rounds run meanwhile (every 100 ms) and fail: nobody answers the purge.
+    await sleep(1_000);
+    await fixture.startIngest();
+    await waitFor('the session purged once event-ingest is back', async () => (await fixture.events(session.worker_id)).length === 0, 15_000);
+  }, 60_000);
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
