@@ -20,9 +20,9 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { requestJson } from '@svc/bus';
-import { subjects, type CreateWorkerResultType, type IncomingEvent, type PurgeEventsResultType, type StreamFrame } from '@svc/protocol';
+import { subjects, type CreateWorkerResultType, type PurgeEventsResultType, type StreamFrame } from '@svc/protocol';
 import { measureDelivery } from './delivery.js';
-import { call, percentile, post, print, rssMiB, sleep, startPipeline, verdict, type Pipeline } from './pipeline.js';
+import { assistantEvent, BENCH_TEXT, call, percentile, type Pipeline, post, print, rssMiB, sleep, startPipeline, verdict } from './pipeline.js';
 import { median } from './raw-insert.js';
 import { writeChart } from './svg-chart.js';
 
@@ -51,9 +51,8 @@ const POSTERS = 50;
 const VIEWED_WORKERS = 100;
 const counts = (list: string) => list.split(',').map(Number);
 
-const TEXT = 'The tests pass now. I changed the parser to keep the raw line when a field is missing. ';
-const event = (uid: string): IncomingEvent => ({ type: 'assistant', uid, ts: new Date().toISOString(), data: { text: TEXT, message_id: 'msg_bench' } });
-const STORED_DATA = JSON.stringify({ text: TEXT, message_id: 'msg_bench' });
+const event = assistantEvent;
+const STORED_DATA = JSON.stringify({ text: BENCH_TEXT, message_id: 'msg_bench' });
 
 async function chart(name: string, title: string, xLabel: string, yLabel: string, series: Array<{ name: string; points: Array<[number, number]> }>) {
   if (args.charts) await writeChart(args.charts, name, { title, xLabel, yLabel, series });

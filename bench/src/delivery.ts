@@ -49,6 +49,8 @@ export interface DeliveryOptions {
   rate: number;
   seconds: number;
   eventOf: (uid: string) => unknown;
+  /** Gateways to spread posts and viewers over, round-robin (default: the pipeline's first). */
+  gatewayUrls?: string[];
   /** Only the first this many workers get viewers (the others are posted to, unwatched): many workers, a sample watched. */
   viewedWorkers?: number;
   onTick?: () => Promise<void>;
@@ -69,13 +71,19 @@ export async function measureDelivery(pipeline: Pipeline, workers: CreateWorkerR
   const sentAt = new Map<string, number>();
   const latencies: number[] = [];
   const expected = { deliveries: 0 };
+  const gateways = options.gatewayUrls ?? [pipeline.gatewayUrl];
   const viewers = await Promise.all(
-    viewed.flatMap((worker) =>
-      Array.from({ length: viewersPerWorker }, () =>
-        openViewer(pipeline, worker.worker_id, (uid) => {
-          const sent = sentAt.get(uid);
-          if (sent !== undefined) latencies.push(performance.now() - sent);
-        }),
+    viewed.flatMap((worker, index) =>
+      Array.from({ length: viewersPerWorker }, (_, viewer) =>
+        openViewer(
+          pipeline,
+          worker.worker_id,
+          (uid) => {
+            const sent = sentAt.get(uid);
+            if (sent !== undefined) latencies.push(performance.now() - sent);
+          },
+          gateways[(index + viewer) % gateways.length],
+        ),
       ),
     ),
   );
@@ -91,7 +99,7 @@ export async function measureDelivery(pipeline: Pipeline, workers: CreateWorkerR
         expected.deliveries += viewersPerWorker;
       }
       clock?.posting(uid);
-      return post(pipeline, worker, options.eventOf(uid)).then(() => clock?.answered(uid));
+      return post(pipeline, worker, options.eventOf(uid), gateways[(n + 1) % gateways.length]).then(() => clock?.answered(uid));
     },
     options.onTick,
   );

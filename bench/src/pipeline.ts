@@ -3,13 +3,13 @@
  * on, and every service as its own process from its built `main.js`), a keep-alive HTTP
  * client, and how figures are printed.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connectBus, incomingBacklog, natsAuthorization, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
 import { launchNatsServer } from '@svc/nats-server';
-import { subjects, type CreateWorkerRequestType, type CreateWorkerResultType } from '@svc/protocol';
+import { subjects, type CreateWorkerRequestType, type CreateWorkerResultType, type IncomingEvent } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
 
@@ -24,6 +24,8 @@ export interface PipelineOptions {
   gatewayEnv?: Record<string, string>;
   /** More gateway processes beside the first, each with these extra settings (`gatewayUrls` lists them all). */
   moreGateways?: Array<Record<string, string>>;
+  /** event-ingest replicas (default 1), sharing the partitions as a StatefulSet's Pods do. */
+  ingestReplicas?: number;
   /** Extra settings of every service (tracing's endpoint, say). */
   env?: Record<string, string>;
   /** People sign in with the gateway's built-in issuer, as in the local stack (the console's one-click sign-in); `userToken` is one of its tokens. */
@@ -69,8 +71,21 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel, ...options.env };
   const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
+  const ingestReplicas = options.ingestReplicas ?? 1;
   const processes = [
-    startServiceProcess('event-ingest', { ...env, ...natsUser('event-ingest') }, quiet),
+    ...Array.from({ length: ingestReplicas }, (_, index) =>
+      startServiceProcess(
+        'event-ingest',
+        {
+          ...env,
+          ...natsUser('event-ingest'),
+          SVC_INSTANCE: `ingest-${index}`,
+          SVC_INGEST_REPLICA_INDEX: String(index),
+          SVC_INGEST_REPLICA_COUNT: String(ingestReplicas),
+        },
+        quiet,
+      ),
+    ),
     startServiceProcess(
       'session',
       {
@@ -102,7 +117,8 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   ];
   const gatewayUrls = ports.map((p) => `http://127.0.0.1:${p}`);
   const gatewayUrl = gatewayUrls[0]!;
-  let userToken = options.localSignIn ? '' : await issuer.sign({ sub: 'bench' });
+  // A day long: a bench may run longer than a token's usual five minutes.
+  let userToken = options.localSignIn ? '' : await issuer.sign({ sub: 'bench', exp: Math.floor(Date.now() / 1000) + 86_400 });
   const stopInfrastructure = async () => {
     await Promise.all(processes.map((p) => p.stop()));
     await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
@@ -142,7 +158,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     stateDir,
     nc,
     postgresUrl: postgres.url,
-    gateway: processes[3]!,
+    gateway: processes.find((p) => p.service === 'gateway')!,
     processes,
     userToken,
     createWorker: (options = {}) => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench', ...options }),
@@ -179,8 +195,8 @@ export function call(
 }
 
 /** Posts events as the worker's sidecar; anything but 202 is an error. */
-export async function post(pipeline: Pipeline, worker: CreateWorkerResultType, body: unknown): Promise<void> {
-  const answer = await call(`${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`, { method: 'POST', token: worker.token, body });
+export async function post(pipeline: Pipeline, worker: CreateWorkerResultType, body: unknown, gatewayUrl = pipeline.gatewayUrl): Promise<void> {
+  const answer = await call(`${gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`, { method: 'POST', token: worker.token, body });
   if (answer.status !== 202) throw new Error(`POST sdk-events answered ${answer.status}: ${JSON.stringify(answer.body)}`);
 }
 
@@ -217,3 +233,48 @@ export function verdict(name: string, value: number, relation: '≥' | '≤', ta
   process.stdout.write(`${name}: ${value.toFixed(2)} (target ${relation} ${target}: ${met ? 'met' : 'NOT met'})\n`);
   return met;
 }
+
+/**
+ * CPU seconds used so far by each part of the pipeline, from /proc: the services by name
+ * (their processes, or a wrapper's child), nats-server, every Postgres process together, and
+ * this process (the bench's client). Two readings a while apart give each part's share of a
+ * core: which one is at 100 % when the pipeline saturates.
+ */
+export async function cpuSeconds(pipeline: Pipeline): Promise<Map<string, number>> {
+  const ticksPerSecond = 100; // USER_HZ on Linux
+  const names = new Map<number, string>(pipeline.processes.map((p) => [p.pid, p.service]));
+  names.set(process.pid, 'bench client');
+  const totals = new Map<string, number>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // pid (comm) state ppid … utime(14) stime(15): comm may hold spaces, so split after its ')'.
+    const close = stat.lastIndexOf(')');
+    if (close < 0) continue;
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const fields = stat.slice(close + 2).split(' ');
+    const ppid = Number(fields[1]);
+    const seconds = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+    // By name first: nats-server is this process's child, and must not count as the client.
+    const name = comm === 'postgres' ? 'postgres (all processes)' : comm === 'nats-server' ? 'nats-server' : (names.get(Number(entry)) ?? names.get(ppid));
+    if (name) totals.set(name, (totals.get(name) ?? 0) + seconds);
+  }
+  return totals;
+}
+
+/** Each part's share of one core between two `cpuSeconds` readings `seconds` apart, busiest first. */
+export function cpuShares(before: Map<string, number>, after: Map<string, number>, seconds: number): Array<{ process: string; 'CPU % of a core': string }> {
+  return [...after]
+    .map(([name, used]) => ({ name, share: ((used - (before.get(name) ?? 0)) / seconds) * 100 }))
+    .sort((a, b) => b.share - a.share)
+    .map(({ name, share }) => ({ process: name, 'CPU % of a core': share.toFixed(0) }));
+}
+
+/** A short assistant message, the bench's usual event. */
+export const BENCH_TEXT = 'The tests pass now. I changed the parser to keep the raw line when a field is missing. ';
+export const assistantEvent = (uid: string): IncomingEvent => ({
+  type: 'assistant',
+  uid,
+  ts: new Date().toISOString(),
+  data: { text: BENCH_TEXT, message_id: 'msg_bench' },
+});

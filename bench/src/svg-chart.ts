@@ -21,7 +21,7 @@ export interface LineChart {
 
 const WIDTH = 560;
 const HEIGHT = 300;
-const MARGIN = { left: 64, right: 150, top: 36, bottom: 44 };
+const MARGIN = { left: 64, right: 170, top: 36, bottom: 44 };
 const COLOURS = ['#2563eb', '#dc2626', '#059669', '#d97706'];
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -31,13 +31,17 @@ export function lineChartSvg(chart: LineChart): string {
   const xs = chart.series.flatMap((s) => s.points.map(([x]) => x));
   const ys = chart.series.flatMap((s) => s.points.map(([, y]) => y)).filter(Number.isFinite);
   const [xMin, xMax] = [Math.min(...xs), Math.max(...xs)];
-  const yMax = Math.max(...ys, 0) * 1.15 || 1;
+  // Four steps of a round size (1, 2, 2.5 or 5 × a power of ten) reaching over the highest point.
+  const rough = (Math.max(...ys, 0) * 1.1 || 1) / 4;
+  const magnitude = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 2.5, 5, 10].map((f) => f * magnitude).find((candidate) => candidate >= rough)!;
+  const yMax = step * 4;
   const plotWidth = WIDTH - MARGIN.left - MARGIN.right;
   const plotHeight = HEIGHT - MARGIN.top - MARGIN.bottom;
   const xOf = (x: number) =>
     MARGIN.left + (xMax === xMin ? plotWidth / 2 : ((Math.log10(x) - Math.log10(xMin)) / (Math.log10(xMax) - Math.log10(xMin))) * plotWidth);
   const yOf = (y: number) => MARGIN.top + plotHeight - (y / yMax) * plotHeight;
-  const yTicks = Array.from({ length: 5 }, (_, i) => (yMax / 4) * i);
+  const yTicks = Array.from({ length: 5 }, (_, i) => step * i);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" font-family="sans-serif" font-size="11">`,
     `<rect width="${WIDTH}" height="${HEIGHT}" fill="#fff"/>`,
