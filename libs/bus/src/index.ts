@@ -7,6 +7,7 @@ export * from './durable-publisher.js';
 export * from './incoming-events.js';
 export * from './event-coalescer.js';
 export * from './partition-consumer.js';
+export * from './lasting-consumer.js';
 export * from './worker-records.js';
 export * from './model-usage.js';
 export * from './nats-auth.js';

@@ -49,7 +49,9 @@ export async function consumeIncomingPartition(nc: NatsConnection, partition: nu
   const consumer = await jetstream(nc).consumers.get(streams.incomingEvents.name, name);
   // Bounded in bytes too: a gathered message holds up to a thousand events, and what is fetched
   // but not yet stored must be stored well within the ack wait (or it is delivered again).
-  return consumer.consume({ max_bytes: PARTITION_PREFETCH_BYTES });
+  // A consumer or stream gone (a cluster's server lost with it) ends the messages with an error
+  // rather than waiting for it to come back: the caller makes the consumer again, at once.
+  return consumer.consume({ max_bytes: PARTITION_PREFETCH_BYTES, abort_on_missing_resource: true });
 }
 
 /** How many of a partition's messages wait to be stored: not yet delivered, or delivered and not yet acknowledged (its ingest lag). */

@@ -13,6 +13,7 @@ import {
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { NatsConnection } from './connection.js';
+import { consumeLasting } from './lasting-consumer.js';
 import { requestJson } from './messaging.js';
 
 /**
@@ -128,20 +129,23 @@ export async function subscribeStoredEvents(nc: NatsConnection, options: StoredE
   const jsm = await jetstreamManager(nc);
   const stream = options.lifecycleOnly ? streams.lifecycleEvents.name : streams.storedEvents.name;
   const subjectOf = options.lifecycleOnly ? subjects.lifecycleEvent : subjects.storedEvent;
-  await jsm.consumers.add(stream, {
-    durable_name: options.durableName,
-    filter_subject: options.workerId ? subjectOf(options.workerId) : options.lifecycleOnly ? subjects.lifecycleAll : subjects.storedAll,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: options.from === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
-    ack_wait: nanos(30_000),
-    // One event in flight at a time keeps each worker's order through redeliveries.
-    max_ack_pending: 1,
-  });
-  const consumer = await jetstream(nc).consumers.get(stream, options.durableName);
-  const messages = await consumer.consume({ max_messages: 100 });
+  // Made again when it is gone (a cluster's server lost with it): `add` of a durable that exists is harmless.
+  const open = async () => {
+    await jsm.consumers.add(stream, {
+      durable_name: options.durableName,
+      filter_subject: options.workerId ? subjectOf(options.workerId) : options.lifecycleOnly ? subjects.lifecycleAll : subjects.storedAll,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: options.from === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
+      ack_wait: nanos(30_000),
+      // One event in flight at a time keeps each worker's order through redeliveries.
+      max_ack_pending: 1,
+    });
+    return (await jetstream(nc).consumers.get(stream, options.durableName)).consume({ max_messages: 100, abort_on_missing_resource: true });
+  };
   const inOrder = createHandoverOrder(nc, options.stats);
-  const loop = (async () => {
-    for await (const msg of messages) {
+  const consumption = consumeLasting(
+    open,
+    async (msg) => {
       try {
         const batch = msg.json<StoredEventBatchType>();
         const events = options.lifecycleOnly ? batch.events : await inOrder.follow(batch);
@@ -157,12 +161,8 @@ export async function subscribeStoredEvents(nc: NatsConnection, options: StoredE
         log.error({ err, seq: msg.seq }, 'stored-event handler failed; it will be delivered again');
         msg.nak(1000);
       }
-    }
-  })();
-  return {
-    async stop() {
-      await messages.close();
-      await loop;
     },
-  };
+    { logger: log, what: `${stream} ${options.durableName}`, first: await open() },
+  );
+  return { stop: () => consumption.stop() };
 }

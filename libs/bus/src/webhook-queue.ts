@@ -35,5 +35,6 @@ export async function consumeWebhookQueue(nc: NatsConnection, queue: keyof typeo
     max_deliver: -1,
   });
   const consumer = await jetstream(nc).consumers.get(streams.webhooks.name, durable);
-  return consumer.consume({ max_messages: Math.min(maxAckPending, 256) });
+  // Gone (a cluster's server lost with it): the messages end with an error, and the caller makes it again (consumeLasting).
+  return consumer.consume({ max_messages: Math.min(maxAckPending, 256), abort_on_missing_resource: true });
 }

@@ -1,6 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDurablePublisher, createIncomingEventPublisher, ensureStreams, requestJson } from '@svc/bus';
+import { createDurablePublisher, createIncomingEventPublisher, ensureStreams, partitionConsumerName, requestJson } from '@svc/bus';
 import {
   EVENT_PARTITIONS,
   LIFECYCLE_SUBTYPES,
@@ -69,6 +69,24 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     }
     const jsm = await jetstreamManager(bus.nc);
     await waitFor('the work queue to empty', async () => (await jsm.streams.info(streams.incomingEvents.name)).state.messages === 0);
+  });
+
+  it('a partition consumer taken away under a running replica (a cluster server lost, the consumer gone) is made again: the events that follow are stored, in order, and the process lives', async () => {
+    const workerId = 'wrk_consumer_gone';
+    await post(workerId, [systemEvent('g1'), systemEvent('g2')]);
+    await waitFor('the first events stored', async () => (await list(workerId)).items.length === 2);
+    const jsm = await jetstreamManager(bus.nc);
+    await jsm.consumers.delete(streams.incomingEvents.name, partitionConsumerName(partitionOfWorker(workerId)));
+    await post(workerId, [systemEvent('g3'), systemEvent('g4')]);
+    const page = await waitFor(
+      'the events after the loss stored',
+      async () => {
+        const result = await list(workerId);
+        return result.items.length === 4 ? result : undefined;
+      },
+      15_000,
+    );
+    expect(page.items.map((e) => `${e.id}:${e.uid}`)).toEqual(['1:g1', '2:g2', '3:g3', '4:g4']);
   });
 
   it('stored events are announced on svc.events.stored.<worker>, one batch per commit, with their ids', async () => {

@@ -1,4 +1,12 @@
-import { consumeIncomingPartition, decodeJson, PARTITION_ACK_WAIT_MS, type JsMsg, type NatsConnection } from '@svc/bus';
+import {
+  consumeIncomingPartition,
+  consumeLasting,
+  decodeJson,
+  PARTITION_ACK_WAIT_MS,
+  type JsMsg,
+  type LastingConsumption,
+  type NatsConnection,
+} from '@svc/bus';
 import {
   createChecker,
   StoredElsewhereMessage,
@@ -61,8 +69,7 @@ export async function consumePartition(
 class IncomingPartition implements PartitionConsumer {
   private readonly buffer: JsMsg[] = [];
   private bufferedBytes = 0;
-  private messages: Awaited<ReturnType<typeof consumeIncomingPartition>> | undefined;
-  private pulling: Promise<void> | undefined;
+  private consumption: LastingConsumption | undefined;
   private draining: Promise<void> | undefined;
   private bufferHasRoom: (() => void) | undefined;
   private stopping = false;
@@ -78,10 +85,11 @@ class IncomingPartition implements PartitionConsumer {
   ) {}
 
   async start(nc: NatsConnection, partition: number): Promise<void> {
-    const messages = await consumeIncomingPartition(nc, partition);
-    this.messages = messages;
-    this.pulling = (async () => {
-      for await (const msg of messages) {
+    // Messages taken but not yet in a batch when the consumer is lost are let go: the new
+    // consumer delivers them again, first and in order (a work queue keeps what is not acknowledged).
+    this.consumption = consumeLasting(
+      () => consumeIncomingPartition(nc, partition),
+      async (msg) => {
         this.buffer.push(msg);
         this.bufferedBytes += msg.data.length;
         this.kick();
@@ -89,8 +97,17 @@ class IncomingPartition implements PartitionConsumer {
         // messages whose ack deadline would pass before they are stored.
         if (this.buffer.length >= MAX_BUFFERED || this.bufferedBytes >= MAX_BUFFERED_BYTES)
           await new Promise<void>((resolve) => (this.bufferHasRoom = resolve));
-      }
-    })();
+      },
+      {
+        logger: this.log,
+        what: `partition ${partition}`,
+        first: await consumeIncomingPartition(nc, partition),
+        onReopen: () => {
+          this.buffer.length = 0;
+          this.bufferedBytes = 0;
+        },
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -98,8 +115,7 @@ class IncomingPartition implements PartitionConsumer {
     // nothing new is taken.
     this.stopping = true;
     this.bufferHasRoom?.();
-    await this.messages?.close();
-    await this.pulling?.catch(() => {});
+    await this.consumption?.stop();
     await this.draining;
   }
 

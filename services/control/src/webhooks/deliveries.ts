@@ -1,4 +1,4 @@
-import { consumeWebhookQueue, decodeJson, type JsMsg, type NatsConnection } from '@svc/bus';
+import { consumeLasting, consumeWebhookQueue, decodeJson, type JsMsg, type NatsConnection } from '@svc/bus';
 import type { WebhookDelivery, WebhookFact, WebhookPayload } from '@svc/protocol';
 import { counter, type Logger } from '@svc/service-kit';
 import type { WebhookStore, WebhookWithSecret } from '@svc/store';
@@ -104,7 +104,7 @@ export async function deliverNotifications(deps: {
   logger: Logger;
 }): Promise<{ stop(): Promise<void> }> {
   const log = deps.logger.child({ component: 'webhook-deliveries' });
-  const messages = await consumeWebhookQueue(deps.nc, 'deliveries');
+  const first = await consumeWebhookQueue(deps.nc, 'deliveries');
   const inFlight = new Set<Promise<void>>();
 
   async function deliver(msg: JsMsg): Promise<void> {
@@ -147,8 +147,9 @@ export async function deliverNotifications(deps: {
     msg.nak(next);
   }
 
-  const loop = (async () => {
-    for await (const msg of messages) {
+  const consumption = consumeLasting(
+    () => consumeWebhookQueue(deps.nc, 'deliveries'),
+    (msg) => {
       // Many at once (up to the consumer's max_ack_pending): one slow receiver holds up no other.
       const task = deliver(msg).catch((err: unknown) => {
         // The store away: try again soon; the try was not recorded.
@@ -157,12 +158,12 @@ export async function deliverNotifications(deps: {
       });
       inFlight.add(task);
       void task.finally(() => inFlight.delete(task));
-    }
-  })();
+    },
+    { logger: log, what: 'webhook deliveries', first },
+  );
   return {
     async stop() {
-      await messages.close();
-      await loop;
+      await consumption.stop();
       await Promise.allSettled([...inFlight]);
     },
   };

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { WorkerDirectory } from '@svc/auth';
-import { consumeWebhookQueue, decodeJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
+import { consumeLasting, consumeWebhookQueue, decodeJson, type DurablePublisher, type JsMsg, type NatsConnection } from '@svc/bus';
 import { subjects, type StoredEvent, type WebhookData, type WebhookDelivery, type WebhookFact, type WebhookKind } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { StoredRequest, WebhookStore } from '@svc/store';
@@ -77,38 +77,35 @@ export async function fanOutFacts(deps: {
   logger: Logger;
 }): Promise<{ stop(): Promise<void> }> {
   const log = deps.logger.child({ component: 'webhook-fan-out' });
-  const messages = await consumeWebhookQueue(deps.nc, 'facts');
-  const loop = (async () => {
-    for await (const msg of messages) {
-      let fact: WebhookFact;
-      try {
-        fact = decodeJson<WebhookFact>(msg);
-      } catch {
-        msg.term('not JSON');
-        continue;
-      }
-      try {
-        for (const webhook of await deps.webhooks.subscribersOf(fact.kind, fact.data.owner)) {
-          const data = { ...fact.data };
-          // The links decide as the subscription's owner: who is told may decide.
-          if (fact.kind === 'request.needs_decision' && data.request_id) {
-            const links = await deps.linksFor(data.worker_id, data.request_id, webhook.owner, data.deadline);
-            if (links) data.links = links;
-          }
-          const delivery: WebhookDelivery = { webhook_id: webhook.id, message_id: messageIdOf(fact.id, webhook.id), fact: { ...fact, data } };
-          await deps.publisher.publish(subjects.webhookDelivery(webhook.id), delivery, { messageId: delivery.message_id });
-        }
-        msg.ack();
-      } catch (err) {
-        log.warn({ err, fact: fact.id }, 'could not fan a notification out; it comes back');
-        msg.nak(1000);
-      }
+  const fanOut = async (msg: JsMsg) => {
+    let fact: WebhookFact;
+    try {
+      fact = decodeJson<WebhookFact>(msg);
+    } catch {
+      msg.term('not JSON');
+      return;
     }
-  })();
-  return {
-    async stop() {
-      await messages.close();
-      await loop;
-    },
+    try {
+      for (const webhook of await deps.webhooks.subscribersOf(fact.kind, fact.data.owner)) {
+        const data = { ...fact.data };
+        // The links decide as the subscription's owner: who is told may decide.
+        if (fact.kind === 'request.needs_decision' && data.request_id) {
+          const links = await deps.linksFor(data.worker_id, data.request_id, webhook.owner, data.deadline);
+          if (links) data.links = links;
+        }
+        const delivery: WebhookDelivery = { webhook_id: webhook.id, message_id: messageIdOf(fact.id, webhook.id), fact: { ...fact, data } };
+        await deps.publisher.publish(subjects.webhookDelivery(webhook.id), delivery, { messageId: delivery.message_id });
+      }
+      msg.ack();
+    } catch (err) {
+      log.warn({ err, fact: fact.id }, 'could not fan a notification out; it comes back');
+      msg.nak(1000);
+    }
   };
+  const consumption = consumeLasting(() => consumeWebhookQueue(deps.nc, 'facts'), fanOut, {
+    logger: log,
+    what: 'webhook facts',
+    first: await consumeWebhookQueue(deps.nc, 'facts'),
+  });
+  return { stop: () => consumption.stop() };
 }

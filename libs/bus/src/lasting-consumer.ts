@@ -1,0 +1,60 @@
+import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import type { Logger } from '@svc/service-kit';
+
+export interface LastingConsumption {
+  /** Stops taking messages; resolves once the message in hand is handled. */
+  stop(): Promise<void>;
+}
+
+export interface LastingOptions {
+  logger: Logger;
+  /** What is consumed, in log lines. */
+  what: string;
+  /** The messages already opened (so the service's start fails if they cannot be); `open` otherwise. */
+  first?: ConsumerMessages;
+  /** Called when the messages are opened again (what was taken but not handled will come again). */
+  onReopen?: () => void;
+}
+
+/**
+ * Hands every message of a JetStream consumer to `handle`, one at a time, for as long as the
+ * process runs. When the consumer's messages fail or end without being stopped (a cluster's
+ * server lost with the consumer, the stream's leader moved, NATS away too long), they are
+ * opened again with `open` (which makes the consumer again if it is gone) after a pause that
+ * doubles up to 5 s. Nothing escapes: a loop that rejected, unawaited, would end the process.
+ */
+export function consumeLasting(
+  open: () => Promise<ConsumerMessages>,
+  handle: (msg: JsMsg) => Promise<void> | void,
+  options: LastingOptions,
+): LastingConsumption {
+  const log = options.logger;
+  let messages = options.first;
+  let stopping = false;
+  const loop = (async () => {
+    for (let failures = 0; !stopping;) {
+      try {
+        messages ??= await open();
+        for await (const msg of messages) {
+          failures = 0;
+          await handle(msg);
+        }
+        if (!stopping) log.warn({ consumer: options.what }, 'the consumer ended; opening it again');
+      } catch (err) {
+        if (stopping) return;
+        log.warn({ err, consumer: options.what }, 'the consumer failed; opening it again');
+      }
+      messages = undefined;
+      options.onReopen?.();
+      failures++;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** failures)));
+    }
+  })();
+  return {
+    async stop() {
+      stopping = true;
+      await messages?.close();
+      await loop;
+    },
+  };
+}
