@@ -40,6 +40,8 @@ const { values: args } = parseArgs({
     history: { type: 'string', default: '10000,1000000,10000000' },
     /** Figure 3's viewer counts. */
     viewers: { type: 'string', default: '1,1000,10000' },
+    /** Figure 4's ended workers (20,000 events each): enough for purges to run through every round. */
+    ended: { type: 'string', default: '100' },
     /** Write each figure's chart here. */
     charts: { type: 'string' },
   },
@@ -275,7 +277,7 @@ async function retentionCost(pipeline: Pipeline) {
   client.on('error', () => {});
   await client.connect();
   const perWorker = 20_000;
-  const endedWorkers = 100;
+  const endedWorkers = Number(args.ended);
   print(`4. retention: storing ${endedWorkers} ended workers' ${perWorker} events each`);
   await client.query(
     `insert into events (worker_id, id, uid, type, ts, data)
