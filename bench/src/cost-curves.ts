@@ -21,7 +21,7 @@ import pg from 'pg';
 import WebSocket from 'ws';
 import { requestJson } from '@svc/bus';
 import { subjects, type CreateWorkerResultType, type PurgeEventsResultType, type StreamFrame } from '@svc/protocol';
-import { measureDelivery } from './delivery.js';
+import { measureDelivery, openViewer } from './delivery.js';
 import { assistantEvent, BENCH_TEXT, call, percentile, type Pipeline, post, print, rssMiB, sleep, startPipeline, verdict } from './pipeline.js';
 import { median } from './raw-insert.js';
 import { writeChart } from './svg-chart.js';
@@ -242,7 +242,7 @@ async function idleViewerCurve(pipeline: Pipeline) {
     for (let opened = 0; opened < count; opened += 100) {
       sockets.push(
         ...(await Promise.all(
-          Array.from({ length: Math.min(100, count - opened) }, (_, i) => replaySocket(pipeline, workers[(opened + i) % workers.length]!.worker_id)),
+          Array.from({ length: Math.min(100, count - opened) }, (_, i) => openViewer(pipeline, workers[(opened + i) % workers.length]!.worker_id, () => {})),
         )),
       );
     }
@@ -256,19 +256,6 @@ async function idleViewerCurve(pipeline: Pipeline) {
   await chart('cost-idle-viewers', 'Gateway memory with idle viewers', 'idle viewers', 'RSS MiB', [
     { name: 'gateway RSS', points: rows.map((r) => [r.viewers, r.rss]) },
   ]);
-}
-
-/** A live viewer's socket (resolves once live), kept open. */
-function replaySocket(pipeline: Pipeline, workerId: string): Promise<WebSocket> {
-  const socket = new WebSocket(`${pipeline.gatewayUrl.replace('http', 'ws')}/v1/workers/${workerId}/sdk-events/stream?after_id=0`, {
-    headers: { authorization: `Bearer ${pipeline.userToken}` },
-  });
-  return new Promise((resolve, reject) => {
-    socket.on('message', (data) => {
-      if ((JSON.parse(String(data)) as StreamFrame).kind === 'live') resolve(socket);
-    });
-    socket.once('error', reject);
-  });
 }
 
 /** 4. Deleting ended workers' events while events flow: latency with and without. */
