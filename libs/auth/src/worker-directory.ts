@@ -30,7 +30,7 @@ const recordChecker = createChecker<WorkerRecord>(WorkerRecordSchema);
 
 export async function createWorkerDirectory(nc: NatsConnection, logger: Logger): Promise<WorkerDirectory> {
   const log = logger.child({ component: 'worker-directory' });
-  const kv = await openWorkerRecords(nc);
+  const kv = await openWorkerRecords(nc, log);
   const records = new Map<string, WorkerRecord>();
   const byTokenHash = new Map<string, string>();
   // Remembers the tokens it accepted; the record (its current hash, its status) is still looked

@@ -1,5 +1,6 @@
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
-import type { Logger } from '@svc/service-kit';
+import { retryWithBackoff, type Logger } from '@svc/service-kit';
+import { isBusUnavailable } from './connection.js';
 
 export interface LastingConsumption {
   /** Stops taking messages; resolves once the message in hand is handled. */
@@ -10,26 +11,30 @@ export interface LastingOptions {
   logger: Logger;
   /** What is consumed, in log lines. */
   what: string;
-  /** The messages already opened (so the service's start fails if they cannot be); `open` otherwise. */
-  first?: ConsumerMessages;
   /** Called when the messages are opened again (what was taken but not handled will come again). */
   onReopen?: () => void;
 }
 
 /**
  * Hands every message of a JetStream consumer to `handle`, one at a time, for as long as the
- * process runs. When the consumer's messages fail or end without being stopped (a cluster's
- * server lost with the consumer, the stream's leader moved, NATS away too long), they are
- * opened again with `open` (which makes the consumer again if it is gone) after a pause that
- * doubles up to 5 s. Nothing escapes: a loop that rejected, unawaited, would end the process.
+ * process runs. Resolves once the messages are open: a JetStream that does not answer yet (a
+ * cluster still electing leaders after a server's loss) is waited out with back-off, while a
+ * refusal (a permission, a bad configuration) fails the service's start. When the consumer's
+ * messages later fail or end without being stopped (a cluster's server lost with the consumer,
+ * the stream's leader moved, NATS away too long), they are opened again with `open` (which
+ * makes the consumer again if it is gone) after a pause that doubles up to 5 s. Nothing
+ * escapes: a loop that rejected, unawaited, would end the process.
  */
-export function consumeLasting(
+export async function consumeLasting(
   open: () => Promise<ConsumerMessages>,
   handle: (msg: JsMsg) => Promise<void> | void,
   options: LastingOptions,
-): LastingConsumption {
+): Promise<LastingConsumption> {
   const log = options.logger;
-  let messages = options.first;
+  let messages: ConsumerMessages | undefined = await retryWithBackoff(`opening the consumer ${options.what}`, open, {
+    logger: log,
+    retryable: isBusUnavailable,
+  });
   let stopping = false;
   const loop = (async () => {
     for (let failures = 0; !stopping;) {

@@ -1,7 +1,8 @@
 import type { KV } from '@nats-io/kv';
 import { EMPTY_MODEL_USAGE, kvBuckets, type ModelUsage } from '@svc/protocol';
 import type { NatsConnection } from './connection.js';
-import { openBucket } from './kv-buckets.js';
+import { openBucketWhenReachable } from './kv-buckets.js';
+import type { Logger } from '@svc/service-kit';
 
 /**
  * Every worker's model use as the model proxy measured it, in the `svc_model_usage` KV bucket:
@@ -15,8 +16,8 @@ export interface ModelUsageLedger {
   update(workerId: string, change: (usage: ModelUsage) => ModelUsage): Promise<ModelUsage>;
 }
 
-export async function createModelUsageLedger(nc: NatsConnection): Promise<ModelUsageLedger> {
-  const kv: KV = await openBucket(nc, kvBuckets.modelUsage);
+export async function createModelUsageLedger(nc: NatsConnection, logger: Logger): Promise<ModelUsageLedger> {
+  const kv: KV = await openBucketWhenReachable(nc, kvBuckets.modelUsage, logger);
 
   async function read(workerId: string): Promise<{ usage: ModelUsage; revision: number }> {
     const entry = await kv.get(workerId);

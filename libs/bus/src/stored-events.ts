@@ -143,7 +143,7 @@ export async function subscribeStoredEvents(nc: NatsConnection, options: StoredE
     return (await jetstream(nc).consumers.get(stream, options.durableName)).consume({ max_messages: 100, abort_on_missing_resource: true });
   };
   const inOrder = createHandoverOrder(nc, options.stats);
-  const consumption = consumeLasting(
+  const consumption = await consumeLasting(
     open,
     async (msg) => {
       try {
@@ -162,7 +162,7 @@ export async function subscribeStoredEvents(nc: NatsConnection, options: StoredE
         msg.nak(1000);
       }
     },
-    { logger: log, what: `${stream} ${options.durableName}`, first: await open() },
+    { logger: log, what: `${stream} ${options.durableName}` },
   );
   return { stop: () => consumption.stop() };
 }

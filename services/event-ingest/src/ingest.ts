@@ -87,7 +87,7 @@ class IncomingPartition implements PartitionConsumer {
   async start(nc: NatsConnection, partition: number): Promise<void> {
     // Messages taken but not yet in a batch when the consumer is lost are let go: the new
     // consumer delivers them again, first and in order (a work queue keeps what is not acknowledged).
-    this.consumption = consumeLasting(
+    this.consumption = await consumeLasting(
       () => consumeIncomingPartition(nc, partition),
       async (msg) => {
         this.buffer.push(msg);
@@ -101,7 +101,6 @@ class IncomingPartition implements PartitionConsumer {
       {
         logger: this.log,
         what: `partition ${partition}`,
-        first: await consumeIncomingPartition(nc, partition),
         onReopen: () => {
           this.buffer.length = 0;
           this.bufferedBytes = 0;

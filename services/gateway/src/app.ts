@@ -164,7 +164,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(auditRoutes, { nc: options.nc });
   await app.register(webhookRoutes, { nc: options.nc });
   await app.register(decisionLinkRoutes, { nc: options.nc, workers: options.workers, linkKey: settings.decisionLinkKey });
-  const ledger = await createModelUsageLedger(options.nc);
+  const ledger = await createModelUsageLedger(options.nc, options.logger);
   await app.register(workerRoutes, { workers: options.workers, ledger });
   await app.register(modelProxyRoutes, {
     nc: options.nc,

@@ -32,7 +32,7 @@ function visible(record: WorkerRecord): VisibleWorker {
  */
 export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
   const log = logger.child({ component: 'worker-registry' });
-  const kv = await openWorkerRecords(nc);
+  const kv = await openWorkerRecords(nc, log);
 
   async function read(workerId: string): Promise<{ record: WorkerRecord; revision: number }> {
     const entry = await kv.get(workerId);

@@ -104,7 +104,6 @@ export async function deliverNotifications(deps: {
   logger: Logger;
 }): Promise<{ stop(): Promise<void> }> {
   const log = deps.logger.child({ component: 'webhook-deliveries' });
-  const first = await consumeWebhookQueue(deps.nc, 'deliveries');
   const inFlight = new Set<Promise<void>>();
 
   async function deliver(msg: JsMsg): Promise<void> {
@@ -147,7 +146,7 @@ export async function deliverNotifications(deps: {
     msg.nak(next);
   }
 
-  const consumption = consumeLasting(
+  const consumption = await consumeLasting(
     () => consumeWebhookQueue(deps.nc, 'deliveries'),
     (msg) => {
       // Many at once (up to the consumer's max_ack_pending): one slow receiver holds up no other.
@@ -159,7 +158,7 @@ export async function deliverNotifications(deps: {
       inFlight.add(task);
       void task.finally(() => inFlight.delete(task));
     },
-    { logger: log, what: 'webhook deliveries', first },
+    { logger: log, what: 'webhook deliveries' },
   );
   return {
     async stop() {

@@ -102,10 +102,6 @@ export async function fanOutFacts(deps: {
       msg.nak(1000);
     }
   };
-  const consumption = consumeLasting(() => consumeWebhookQueue(deps.nc, 'facts'), fanOut, {
-    logger: log,
-    what: 'webhook facts',
-    first: await consumeWebhookQueue(deps.nc, 'facts'),
-  });
+  const consumption = await consumeLasting(() => consumeWebhookQueue(deps.nc, 'facts'), fanOut, { logger: log, what: 'webhook facts' });
   return { stop: () => consumption.stop() };
 }
