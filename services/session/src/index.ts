@@ -118,6 +118,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
   const retention = startRetention({
     nc: deps.nc,
     store,
+    workers: registry,
     logger: log,
     defaultDays: config.eventRetentionDays,
     intervalMs: config.retentionSweepIntervalMs,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createIncomingEventPublisher } from '@svc/bus';
+import { createIncomingEventPublisher, requestJson } from '@svc/bus';
+import { subjects, type CreateWorkerResultType, type WorkerRecord } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { ALICE, startSessionFixture, type SessionFixture } from '../test/fixture.js';
 
@@ -89,6 +90,39 @@ describe('session service — retention of ended sessions’ events', () => {
       return events.length > 0 ? events : undefined;
     });
     expect(Number(late!.id)).toBe(before[0]! + 1);
+  }, 60_000);
+
+  it('a worker registered without a session (no template) is kept the default days after it ended, then loses its events; a live one keeps them', async () => {
+    const register = () => requestJson<CreateWorkerResultType>(fixture.bus.nc, subjects.rpc.createWorker, { owner: ALICE.sub });
+    const [ended, live] = await Promise.all([register(), register()]);
+    const publisher = createIncomingEventPublisher(fixture.bus.nc);
+    for (const worker of [ended, live])
+      for (let n = 0; n < 20; n++)
+        await publisher.publish(worker.worker_id, {
+          type: 'system',
+          uid: `${worker.worker_id}:${n}`,
+          ts: new Date().toISOString(),
+          data: { level: 'info', message: `n${n}` },
+        });
+    publisher.close();
+    await waitFor('both workers’ events stored', async () => (await counts([ended, live])).every((count) => count === 20), 10_000);
+    const stopped = await requestJson<WorkerRecord>(fixture.bus.nc, subjects.rpc.setWorkerStatus, { worker_id: ended.worker_id, status: 'stopped' });
+    expect(stopped.ended_at).toBeDefined();
+
+    // Six days after it ended (the default is 7): kept.
+    clock = Date.parse(stopped.ended_at!) + 6 * DAY_MS;
+    await sleep(500);
+    expect(await counts([ended, live])).toEqual([20, 20]);
+
+    // Eight days after: gone, and its record says when; the live worker keeps its events.
+    clock += 2 * DAY_MS;
+    await waitFor('the ended worker purged', async () => (await fixture.events(ended.worker_id)).length === 0, 10_000);
+    const record = await waitFor('its record marked', async () => {
+      const worker = await requestJson<WorkerRecord>(fixture.bus.nc, subjects.rpc.getWorker, { worker_id: ended.worker_id });
+      return worker.events_purged_at ? worker : undefined;
+    });
+    expect(Date.parse(record.events_purged_at!)).toBeGreaterThanOrEqual(Date.parse(stopped.ended_at!) + 8 * DAY_MS);
+    expect(await counts([live])).toEqual([20]);
   }, 60_000);
 
   it('event-ingest away when a retention is over: the round fails and nothing is marked; once it is back, the next round purges', async () => {

@@ -18,6 +18,9 @@ import {
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 
+/** Records read at once by a sweep over every worker. */
+const RECORDS_READ_AT_ONCE = 64;
+
 /** A worker record as others may see it: without its token hash. */
 export type VisibleWorker = Omit<WorkerRecord, 'token_hash'>;
 
@@ -99,10 +102,38 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
         if (isEndedStatus(record.status) && record.status !== status) {
           throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; an ended worker keeps its status`);
         }
-        return { ...record, status, updated_at: new Date().toISOString() };
+        const now = new Date().toISOString();
+        return { ...record, status, updated_at: now, ...(isEndedStatus(status) && !record.ended_at ? { ended_at: now } : {}) };
       });
       log.info({ worker_id: workerId, status }, 'worker status changed');
       return visible(next);
+    },
+
+    /**
+     * Workers registered without a session (`POST /v1/workers`) that ended before `before` and
+     * whose events are still stored: retention's share of them (a session's worker goes with its
+     * session). Reads every record, 64 at a time: an hourly sweep of a bucket that holds a
+     * record per worker ever made.
+     */
+    async endedWithoutSession(before: Date): Promise<WorkerRecord[]> {
+      const due: WorkerRecord[] = [];
+      const keys: string[] = [];
+      for await (const key of await kv.keys()) keys.push(key);
+      for (let start = 0; start < keys.length; start += RECORDS_READ_AT_ONCE) {
+        const entries = await Promise.all(keys.slice(start, start + RECORDS_READ_AT_ONCE).map((key) => kv.get(key)));
+        for (const entry of entries) {
+          if (!entry || entry.operation !== 'PUT') continue;
+          const record = entry.json<WorkerRecord>();
+          const endedAt = record.ended_at ?? record.updated_at;
+          if (!record.session_id && isEndedStatus(record.status) && !record.events_purged_at && Date.parse(endedAt) < before.getTime()) due.push(record);
+        }
+      }
+      return due;
+    },
+
+    /** Records that the worker's events were removed (retention), so the next sweep passes it by. */
+    async markEventsPurged(workerId: string, at: Date): Promise<void> {
+      await change(workerId, (record) => ({ ...record, events_purged_at: at.toISOString() }));
     },
 
     /** Forgets the worker's token: every gateway refuses it (401) within a moment. */

@@ -125,6 +125,13 @@ export const WorkerRecordSchema = Type.Object(
     egress: Type.Optional(EgressPolicySchema),
     /** When the worker's sidecar last polled for decisions (it is alive). */
     last_seen_at: Type.Optional(Timestamp),
+    /** When it reached an ended status (`completed`, `failed`, `stopped`). */
+    ended_at: Type.Optional(Timestamp),
+    /**
+     * When its stored events were removed, its retention over (docs/event-ingest.md
+     * "Retention"): set for a worker without a session; a session's own record says it for its worker.
+     */
+    events_purged_at: Type.Optional(Timestamp),
     updated_at: Timestamp,
   },
   { additionalProperties: false, title: 'WorkerRecord' },
