@@ -30,9 +30,9 @@ describe('shared commits — the partitions of a replica append together', () =>
   const idsOf = (results: Awaited<ReturnType<Appender['appendMany']>>) =>
     results.map((list) => list.map((r) => `${r.event.worker_id}/${r.event.id}/${r.event.uid}`));
 
-  it('an append asked for while another is stored waits, then goes with the others that waited, in one call', async () => {
+  it('one in flight: an append asked for while another is stored waits, then goes with the others that waited, in one call', async () => {
     calls = [];
-    const appender = sharedCommits(counting);
+    const appender = sharedCommits(counting, { inFlight: 1 });
     const first = appender.appendMany(batch('w-a', 'a1', 'a2'));
     const second = appender.appendMany(batch('w-b', 'b1'));
     const third = appender.appendMany([...batch('w-c', 'c1'), ...batch('w-d', 'd1')]);
@@ -40,6 +40,31 @@ describe('shared commits — the partitions of a replica append together', () =>
     expect(idsOf(await second)).toEqual([['w-b/1/b1']]);
     expect(idsOf(await third)).toEqual([['w-c/1/c1'], ['w-d/1/d1']]);
     expect(calls).toEqual([['w-a'], ['w-b', 'w-c', 'w-d']]);
+  });
+
+  it('two in flight with a backlog: the second append goes at once beside the first; the rest wait and go together in the first free slot', async () => {
+    calls = [];
+    const appender = sharedCommits(counting, { inFlight: 2, parallelFrom: 1 });
+    const first = appender.appendMany(batch('w-h', 'h1'));
+    const second = appender.appendMany(batch('w-i', 'i1'));
+    const third = appender.appendMany(batch('w-j', 'j1'));
+    const fourth = appender.appendMany(batch('w-k', 'k1', 'k2'));
+    expect(idsOf(await first)).toEqual([['w-h/1/h1']]);
+    expect(idsOf(await second)).toEqual([['w-i/1/i1']]);
+    expect(idsOf(await third)).toEqual([['w-j/1/j1']]);
+    expect(idsOf(await fourth)).toEqual([['w-k/1/k1', 'w-k/2/k2']]);
+    expect(calls).toEqual([['w-h'], ['w-i'], ['w-j', 'w-k']]);
+  });
+
+  it('without a backlog (fewer events waiting than parallelFrom), one at a time even when more may be in flight', async () => {
+    calls = [];
+    const appender = sharedCommits(counting, { inFlight: 3, parallelFrom: 3 });
+    const first = appender.appendMany(batch('w-l', 'l1'));
+    const second = appender.appendMany(batch('w-m', 'm1'));
+    // Three events now wait: a backlog, so this one starts beside the first.
+    const third = appender.appendMany(batch('w-n', 'n1', 'n2'));
+    await Promise.all([first, second, third]);
+    expect(calls).toEqual([['w-l'], ['w-m', 'w-n']]);
   });
 
   it('an append on an idle replica goes at once, alone', async () => {
@@ -52,7 +77,7 @@ describe('shared commits — the partitions of a replica append together', () =>
 
   it('a shared append that fails is tried for each partition alone: only the one that cannot be stored fails', async () => {
     calls = [];
-    const appender = sharedCommits(counting);
+    const appender = sharedCommits(counting, { inFlight: 1 });
     const broken = { ...systemEvent('bad'), ts: 'not a time' } as IncomingEvent;
     const first = appender.appendMany(batch('w-e', 'e1'));
     const failing = appender.appendMany([{ workerId: 'w-f', events: [broken] }]);

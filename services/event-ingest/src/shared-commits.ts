@@ -3,6 +3,11 @@ import type { AppendResult, EventStore, WorkerEvents } from '@svc/store';
 /** The one method of the store a partition consumer appends with. */
 export type Appender = Pick<EventStore, 'appendMany'>;
 
+/** Shared appends stored at once by default. */
+export const COMMITS_IN_FLIGHT = 3;
+/** Events waiting, at least, for a further append to start beside those being stored. */
+export const PARALLEL_FROM_EVENTS = 1000;
+
 interface Waiting {
   batches: readonly WorkerEvents[];
   resolve(results: AppendResult[][]): void;
@@ -19,12 +24,24 @@ interface Waiting {
  * second, three events each; the commits, not the events, were most of PostgreSQL's CPU. An idle
  * replica's append still goes at once.
  *
+ * Under a backlog (at least 1,000 events waiting), up to three shared appends are stored at
+ * once, each on its own connection: a commit waiting for its WAL flush no longer holds up the
+ * next group's insert. They never name the same worker (each partition has one append
+ * outstanding), so none takes a lock another needs, and each worker's events still go in their
+ * partition's order. Below that, one at a time: small groups share commits best, and parallel
+ * small commits raised the POST → viewer latency at 500 events/s (bench/ingest figure 3) while
+ * batched POSTs (figure 2) stored a fifth more with them (docs/benchmarks.md).
+ *
  * A shared append that fails is tried again for each partition on its own, so an append that
  * cannot be stored fails only its own partition (which retries it), not every partition.
  */
-export function sharedCommits(store: Appender): Appender {
-  let storing = false;
+export function sharedCommits(store: Appender, options: { inFlight?: number; parallelFrom?: number } = {}): Appender {
+  const inFlight = options.inFlight ?? COMMITS_IN_FLIGHT;
+  const parallelFrom = options.parallelFrom ?? PARALLEL_FROM_EVENTS;
+  /** Shared appends being stored now. */
+  let storing = 0;
   let waiting: Waiting[] = [];
+  let waitingEvents = 0;
 
   async function storeEach(group: Waiting[]): Promise<void> {
     if (group.length === 1) {
@@ -44,15 +61,16 @@ export function sharedCommits(store: Appender): Appender {
   }
 
   async function drain(): Promise<void> {
-    storing = true;
+    storing++;
     try {
       while (waiting.length > 0) {
         const group = waiting;
         waiting = [];
+        waitingEvents = 0;
         await storeEach(group);
       }
     } finally {
-      storing = false;
+      storing--;
     }
   }
 
@@ -60,7 +78,8 @@ export function sharedCommits(store: Appender): Appender {
     appendMany(batches) {
       return new Promise<AppendResult[][]>((resolve, reject) => {
         waiting.push({ batches, resolve, reject });
-        if (!storing) void drain();
+        for (const batch of batches) waitingEvents += batch.events.length;
+        if (storing === 0 || (storing < inFlight && waitingEvents >= parallelFrom)) void drain();
       });
     },
   };
