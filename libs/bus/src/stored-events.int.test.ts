@@ -1,5 +1,6 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storedBatchMessageId, subjects, type StoredEvent } from '@svc/protocol';
+import { storedBatchMessageId, streams, subjects, type StoredEvent } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
 import { createDurablePublisher } from './durable-publisher.js';
@@ -14,9 +15,9 @@ function stored(workerId: string, id: number): StoredEvent {
   return { id: String(id), worker_id: workerId, type: 'system', uid: `u${id}`, ts: new Date().toISOString(), data: { level: 'info', message: `m${id}` } };
 }
 
-async function until(condition: () => boolean, timeoutMs = 5000) {
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000) {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -53,6 +54,30 @@ describe('bus — durable subscribers to stored events', () => {
     expect(seen).toEqual(['wrk_a/1', 'wrk_a/2', 'wrk_a/3', 'wrk_b/1', 'wrk_a/4']);
     await second.stop();
   });
+
+  it('an idle subscriber whose consumer is deleted (a cluster lost it) makes it again and hands over what comes next', async () => {
+    const seen: string[] = [];
+    const subscription = await subscribeStoredEvents(nc, {
+      durableName: 'idle',
+      workerId: 'wrk_idle',
+      from: 'new',
+      logger,
+      handler: (e) => void seen.push(e.id),
+    });
+    await publish(stored('wrk_idle', 1));
+    await until(() => seen.length === 1);
+    const jsm = await jetstreamManager(nc);
+    await jsm.consumers.delete(streams.storedEvents.name, 'idle');
+    const deletedAt = Date.now();
+    await until(async () => (await jsm.consumers.info(streams.storedEvents.name, 'idle').catch(() => undefined)) !== undefined, 60_000);
+    const remadeAfterMs = Date.now() - deletedAt;
+    await publish(stored('wrk_idle', 2));
+    await until(() => seen.length === 2);
+    expect(seen).toEqual(['1', '2']);
+    // The server tells a waiting pull that its consumer is gone: noticed at once, not after missed heartbeats.
+    expect(remadeAfterMs).toBeLessThan(5_000);
+    await subscription.stop();
+  }, 90_000);
 
   it('a failing handler gets the event again, and order is kept', async () => {
     const seen: string[] = [];
