@@ -109,6 +109,10 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     const session = podSpecOf(named(manifests, 'Deployment', 'session')!)!;
     expect(session.containers[0]!.env!.find((e) => e.name === 'SVC_NATS_URL')!.value).toBe('nats://nats.nats.svc:4222');
     expect(session.containers[0]!.env!.find((e) => e.name === 'SVC_DATABASE_URL')!.valueFrom).toEqual({ secretKeyRef: { name: 'svc-database', key: 'uri' } });
+    // Migrations on their own connection (past a transaction-mode pooler), from the same Secret.
+    expect(session.containers[0]!.env!.find((e) => e.name === 'SVC_DATABASE_MIGRATION_URL')!.valueFrom).toEqual({
+      secretKeyRef: { name: 'svc-database', key: 'migration-uri' },
+    });
     expect(manifests.some((m) => m.metadata.name.endsWith('-nats') || m.metadata.name.endsWith('-postgres'))).toBe(false);
     const bundled = rendered.get('distributed-bundled.yaml')!;
     expect(
@@ -474,6 +478,10 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
       ],
       [{ 'nats.url': 'nats://n:4222', 'oidc.issuer': 'https://i' }, /set postgres.existingSecret/],
       [{ 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p' }, /set oidc.issuer/],
+      [
+        { 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'postgres.migrationSecretKey': 'migration-uri', 'oidc.issuer': 'https://i' },
+        /postgres.migrationSecretKey names a key of postgres.existingSecret/,
+      ],
       [
         { 'nats.url': 'nats://n:4222', 'postgres.url': 'postgres://p', 'oidc.issuer': 'https://i', 'eventIngest.replicas': '17' },
         /at most 16: there are 16 partitions/,

@@ -120,6 +120,13 @@ capabilities:
   valueFrom:
     secretKeyRef:
 {{ include "svc.databaseSecret" . | indent 6 }}
+{{- if and .Values.postgres.existingSecret .Values.postgres.migrationSecretKey }}
+- name: SVC_DATABASE_MIGRATION_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.postgres.existingSecret }}
+      key: {{ .Values.postgres.migrationSecretKey }}
+{{- end }}
 - name: SVC_LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
 {{- with .Values.tracing.otlpEndpoint }}

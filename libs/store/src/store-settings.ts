@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { optionalStringSetting, retryWithBackoff, stringSetting, type Logger } from '@svc/service-kit';
+import { ConfigError, optionalStringSetting, retryWithBackoff, stringSetting, type Logger } from '@svc/service-kit';
 import type { Kysely } from 'kysely';
 import { openDatabase, pingDatabase, type DatabaseLocation } from './database.js';
 import { awaitMigrated, migrateToLatest, MigrationsPending } from './migrate.js';
@@ -10,8 +10,16 @@ import { isStoreUnavailable } from './store-errors.js';
 /** Where the store lives: `SVC_DATABASE_URL` (Postgres), else embedded PGlite under `SVC_STATE_DIR`. */
 export const storeSettings = {
   databaseUrl: optionalStringSetting('SVC_DATABASE_URL'),
+  /**
+   * Where migrations run, when not at `SVC_DATABASE_URL`: a direct connection when that one goes
+   * through a transaction-mode pooler (the migrations hold a session-level advisory lock), or a
+   * role allowed to change the schema when the services' own role is not (docs/scale-out.md).
+   */
+  databaseMigrationUrl: optionalStringSetting('SVC_DATABASE_MIGRATION_URL'),
   stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
 };
+
+type StoreConfig = { databaseUrl: string | undefined; databaseMigrationUrl?: string | undefined; stateDir: string };
 
 export function databaseLocationOf(config: { databaseUrl: string | undefined; stateDir: string }): DatabaseLocation {
   return config.databaseUrl ? { url: config.databaseUrl } : { dataDir: path.resolve(config.stateDir, 'pglite') };
@@ -37,13 +45,25 @@ export async function prepareTables(db: Kysely<Database>, use: StoreUse): Promis
  * migrated yet, is no reason to exit).
  */
 export function serviceStore(use: StoreUse) {
-  return async (config: { databaseUrl: string | undefined; stateDir: string }, logger: Logger) => {
+  return async (config: StoreConfig, logger: Logger) => {
+    if (config.databaseMigrationUrl && !config.databaseUrl)
+      throw new ConfigError(['SVC_DATABASE_MIGRATION_URL is set without SVC_DATABASE_URL: the embedded store migrates itself; set both or neither']);
     const database = await openDatabase(databaseLocationOf(config));
     const retryable = (err: unknown) => isStoreUnavailable(err) || err instanceof MigrationsPending;
+    /** Tables made ready on the migration connection (opened for it, closed after), else on the pool. */
+    async function prepare(): Promise<string[]> {
+      if (!config.databaseMigrationUrl) return prepareTables(database.db, use);
+      const migration = await openDatabase({ url: config.databaseMigrationUrl, poolSize: 1 });
+      try {
+        return await prepareTables(migration.db, use);
+      } finally {
+        await migration.close();
+      }
+    }
     return {
       db: database.db,
       probe: () => pingDatabase(database.db),
-      ready: () => retryWithBackoff('waiting for the store', () => prepareTables(database.db, use), { logger, retryable }),
+      ready: () => retryWithBackoff('waiting for the store', prepare, { logger, retryable }),
       close: () => database.close(),
     };
   };
