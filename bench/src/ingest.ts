@@ -18,7 +18,15 @@
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { subjects, type IncomingEvent, type IncomingEventBatchMessageType, type IncomingEventMessageType, type StoredEventBatchType } from '@svc/protocol';
+import { jetstreamManager } from '@nats-io/jetstream';
+import {
+  streams,
+  subjects,
+  type IncomingEvent,
+  type IncomingEventBatchMessageType,
+  type IncomingEventMessageType,
+  type StoredEventBatchType,
+} from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { atRate, measureDelivery } from './delivery.js';
 import { runLoad, type LoadResult } from './load-client.js';
@@ -33,6 +41,7 @@ import {
   postBatchesUntil,
   print,
   rssMiB,
+  sleep,
   startPipeline,
   verdict,
 } from './pipeline.js';
@@ -77,15 +86,33 @@ async function startBareServer(): Promise<{ url: string; close(): Promise<void> 
   return { url: `${url}/noop`, close: () => bare.close() };
 }
 
+/** Each process's CPU per request in one load run, µs (from `cpuShares` readings over `seconds`). */
+type CpuPerRequest = Map<string, number>;
+
 /** 1. Single-event durable POST vs a bare Fastify no-op POST. */
 async function singlePost(pipeline: Pipeline) {
   const bare = await startBareServer();
   const worker = await pipeline.createWorker();
   const body = JSON.stringify(event('bench:[<id>]'));
+  // How many commits and messages the POSTs became (group commit gathers them).
+  const database = new pg.Client({ connectionString: pipeline.postgresUrl });
+  await database.connect();
+  const jsm = await jetstreamManager(pipeline.nc);
+  const writeCounts = async () => {
+    const [commits, incoming, announced] = await Promise.all([
+      database.query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = current_database()').then((r) => Number(r.rows[0]!.n)),
+      jsm.streams.info(streams.incomingEvents.name).then((info) => info.state.last_seq),
+      jsm.streams.info(streams.storedEvents.name).then((info) => info.state.last_seq),
+    ]);
+    return { commits, incoming, announced };
+  };
+  const benchProcess = 'bare Fastify (the bench process)';
   // Every run starts with the store caught up, so no run pays for the previous one's backlog.
+  // Each process's CPU and the writes are read inside the run (from a second after its start to
+  // a second before its end): what the machine's two cores were spent on, per request.
   const load = async (url: string) => {
     await pipeline.drained();
-    return runLoad(url, {
+    const running = runLoad(url, {
       seconds: String(SECONDS),
       connections: args.connections,
       method: 'POST',
@@ -93,14 +120,33 @@ async function singlePost(pipeline: Pipeline) {
       pin: false,
       headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' },
     });
+    await sleep(1000);
+    const [before, countsBefore] = await Promise.all([cpuSeconds(pipeline, { benchProcess }), writeCounts()]);
+    const from = performance.now();
+    await sleep((SECONDS - 2) * 1000);
+    const [after, countsAfter] = await Promise.all([cpuSeconds(pipeline, { benchProcess }), writeCounts()]);
+    const seconds = (performance.now() - from) / 1000;
+    const result = await running;
+    const perRequest: CpuPerRequest = new Map(
+      [...after].map(([name, used]) => [name, ((used - (before.get(name) ?? 0)) / seconds / result.requests.average) * 1e6]),
+    );
+    const perSecond = (n: number) => Math.round(n / seconds);
+    const writes = {
+      'POSTs/s': Math.round(result.requests.average),
+      'Postgres commits/s': perSecond(countsAfter.commits - countsBefore.commits),
+      'JetStream messages/s (incoming)': perSecond(countsAfter.incoming - countsBefore.incoming),
+      'JetStream messages/s (stored announcements)': perSecond(countsAfter.announced - countsBefore.announced),
+    };
+    return { result, perRequest, writes };
   };
   const target = `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`;
   await load(bare.url);
   await load(target);
-  const rounds: Array<{ bare: LoadResult; post: LoadResult }> = [];
+  const rounds: Array<{ bare: Awaited<ReturnType<typeof load>>; post: Awaited<ReturnType<typeof load>> }> = [];
   for (let round = 0; round < ROUNDS; round++) rounds.push({ bare: await load(bare.url), post: await load(target) });
   await bare.close();
-  const ratio = (r: { bare: LoadResult; post: LoadResult }) => r.post.requests.average / r.bare.requests.average;
+  await database.end();
+  const ratio = (r: (typeof rounds)[number]) => r.post.result.requests.average / r.bare.result.requests.average;
   const middle = [...rounds].sort((a, b) => ratio(a) - ratio(b))[Math.floor(rounds.length / 2)]!;
   const row = (name: string, r: LoadResult) => ({
     route: name,
@@ -112,7 +158,28 @@ async function singlePost(pipeline: Pipeline) {
   print(
     `1. single-event POST: ${SECONDS}s per run, ${args.connections} connections, median of ${ROUNDS} rounds (ratios ${rounds.map((r) => ratio(r).toFixed(2)).join(', ')})`,
   );
-  console.table([row('bare Fastify POST /noop', middle.bare), row('POST sdk-events (durable)', middle.post)]);
+  console.table([row('bare Fastify POST /noop', middle.bare.result), row('POST sdk-events (durable)', middle.post.result)]);
+  const total = (cpu: CpuPerRequest) => [...cpu.values()].reduce((sum, used) => sum + used, 0);
+  const names = [...new Set([...middle.post.perRequest.keys(), ...middle.bare.perRequest.keys()])].filter(
+    (name) => (middle.post.perRequest.get(name) ?? 0) + (middle.bare.perRequest.get(name) ?? 0) >= 0.5,
+  );
+  const µs = (value: number | undefined) => Math.round(value ?? 0);
+  print("   CPU per request in that round (µs; the bench client is autocannon, the bare server runs in the bench's own process):");
+  console.table([
+    ...names
+      .sort((a, b) => (middle.post.perRequest.get(b) ?? 0) - (middle.post.perRequest.get(a) ?? 0))
+      .map((name) => ({ process: name, 'bare POST': µs(middle.bare.perRequest.get(name)), 'durable POST': µs(middle.post.perRequest.get(name)) })),
+    { process: 'all', 'bare POST': µs(total(middle.bare.perRequest)), 'durable POST': µs(total(middle.post.perRequest)) },
+  ]);
+  console.table([middle.post.writes]);
+  // What the gateway's own work costs the ratio: were the gateway's CPU per POST only a bare
+  // Fastify's, and the machine as busy as in the bare run, the rest (the client, nats-server,
+  // event-ingest, Postgres) would allow this much.
+  const bareServer = middle.bare.perRequest.get(benchProcess) ?? 0;
+  const withoutGateway = total(middle.post.perRequest) - (middle.post.perRequest.get('gateway') ?? 0) + bareServer;
+  print(
+    `   with a gateway costing what bare Fastify does per request, the same machine load would give at most ${(total(middle.bare.perRequest) / withoutGateway).toFixed(2)}× bare`,
+  );
   verdict('durable POST / bare POST', ratio(middle), '≥', 0.5);
 }
 

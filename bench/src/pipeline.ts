@@ -237,13 +237,15 @@ export function verdict(name: string, value: number, relation: '≥' | '≤', ta
 /**
  * CPU seconds used so far by each part of the pipeline, from /proc: the services by name
  * (their processes, or a wrapper's child), nats-server, every Postgres process together, and
- * this process (the bench's client). Two readings a while apart give each part's share of a
+ * this process with its children (the bench's client). Two readings a while apart give each part's share of a
  * core: which one is at 100 % when the pipeline saturates.
  */
-export async function cpuSeconds(pipeline: Pipeline): Promise<Map<string, number>> {
+export async function cpuSeconds(pipeline: Pipeline, options: { benchProcess?: string } = {}): Promise<Map<string, number>> {
   const ticksPerSecond = 100; // USER_HZ on Linux
   const names = new Map<number, string>(pipeline.processes.map((p) => [p.pid, p.service]));
-  names.set(process.pid, 'bench client');
+  // This process and the clients it starts (autocannon) count together, unless this process
+  // is named apart (it may be serving a baseline itself).
+  names.set(process.pid, options.benchProcess ?? 'bench client');
   const totals = new Map<string, number>();
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -256,7 +258,12 @@ export async function cpuSeconds(pipeline: Pipeline): Promise<Map<string, number
     const ppid = Number(fields[1]);
     const seconds = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
     // By name first: nats-server is this process's child, and must not count as the client.
-    const name = comm === 'postgres' ? 'postgres (all processes)' : comm === 'nats-server' ? 'nats-server' : (names.get(Number(entry)) ?? names.get(ppid));
+    const name =
+      comm === 'postgres'
+        ? 'postgres (all processes)'
+        : comm === 'nats-server'
+          ? 'nats-server'
+          : (names.get(Number(entry)) ?? (ppid === process.pid ? 'bench client' : names.get(ppid)));
     if (name) totals.set(name, (totals.get(name) ?? 0) + seconds);
   }
   return totals;
