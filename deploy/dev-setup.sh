@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what svc needs on a fresh Debian machine, and nothing that is already there:
 #   Debian packages: postgresql (tests start throwaway servers; no cluster is created),
+#                    pgbouncer (a test runs the services through a transaction-mode pooler),
 #                    bubblewrap (local sandboxes), tmux (terminal e2e tests),
 #                    chromium (the web console's browser tests, driven by playwright-core)
 #   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
@@ -24,6 +25,7 @@ command -v tmux >/dev/null 2>&1 || packages+=(tmux)
 command -v chromium >/dev/null 2>&1 || packages+=(chromium)
 command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || packages+=(postgresql)
+[ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || packages+=(pgbouncer)
 if [ "${#packages[@]}" -gt 0 ]; then
   say "installing ${packages[*]}"
   # Tests start their own servers: the package's default cluster would only hold port 5432.
@@ -33,6 +35,10 @@ if [ "${#packages[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+  # Tests start their own poolers: one the package may have started would only hold port 6432.
+  if [[ " ${packages[*]} " == *" pgbouncer "* ]] && command -v service >/dev/null 2>&1; then
+    "${sudo_cmd[@]}" service pgbouncer stop >/dev/null 2>&1 || true
+  fi
 fi
 
 # --- nats-server -----------------------------------------------------------

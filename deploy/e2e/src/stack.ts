@@ -8,12 +8,15 @@ import { createLogger } from '@svc/service-kit';
 import {
   freePort,
   startNatsServer,
+  startPgBouncer,
   startPostgres,
   startServiceProcess,
   startTestIssuer,
   waitFor,
   type NatsCluster,
   type NatsServerProcess,
+  type PgBouncerOptions,
+  type PgBouncerProcess,
   type PostgresProcess,
   type ServiceProcess,
   type TestIssuer,
@@ -31,6 +34,8 @@ export interface E2eStack<Nats extends StackNats = NatsServerProcess> {
   /** The stack's nats-server, or cluster (its credentials: each service's user, and the operator's). */
   nats: Nats;
   postgres: PostgresProcess;
+  /** The PgBouncer the services' work goes through, when the stack was asked for one. */
+  pooler: PgBouncerProcess | undefined;
   nc: NatsConnection;
   /** event-ingest replicas by index; a test may kill one and put a new one in its place. */
   ingest: ServiceProcess[];
@@ -71,6 +76,11 @@ export interface StackOptions {
   probes?: boolean;
   /** More environment for every service (tracing's endpoint, say). */
   env?: Record<string, string>;
+  /**
+   * The services' work goes through a PgBouncer (`SVC_DATABASE_URL`, transaction pooling unless
+   * told otherwise), their migrations straight to Postgres (`SVC_DATABASE_MIGRATION_URL`).
+   */
+  pooler?: PgBouncerOptions;
 }
 
 export function startStack(options?: StackOptions): Promise<E2eStack>;
@@ -83,6 +93,7 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
     startPostgres({ durable: options.durablePostgres ?? false }),
     startTestIssuer('svc'),
   ]);
+  const pooler = options.pooler ? await startPgBouncer(postgres, options.pooler) : undefined;
   const ingestProbePorts = options.ingestProbes || options.probes ? await Promise.all(Array.from({ length: replicas }, () => freePort())) : [];
   const [controlProbe, sessionProbe, gatewayProbe] = options.probes ? await Promise.all([freePort(), freePort(), freePort()]) : [];
   const probeEnv = (port: number | undefined): Record<string, string> => (port ? { SVC_HEALTH_PORT: String(port) } : {});
@@ -92,7 +103,7 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
   const decisionLinkKey = randomBytes(32).toString('base64url');
   const env = {
     SVC_NATS_URL: nats.url,
-    SVC_DATABASE_URL: postgres.url,
+    ...(pooler ? { SVC_DATABASE_URL: pooler.url, SVC_DATABASE_MIGRATION_URL: postgres.url } : { SVC_DATABASE_URL: postgres.url }),
     SVC_STATE_DIR: stateDir,
     SVC_LOG_LEVEL: 'warn',
     // Decision links in notifications: signed by control, checked by the gateway, pointing at it.
@@ -142,17 +153,19 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
       .map((p) => `--- ${p.service}\n${p.output()}`)
       .join('\n');
   const statusToken = await issuer.sign({ sub: 'e2e-status' });
+  let lastStatus: unknown;
   const gatewayReady = () =>
     waitFor(
       'every service up (GET /v1/status)',
       async () => {
         const response = await fetch(`${gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${statusToken}` } }).catch(() => undefined);
-        return response?.status === 200 && ((await response.json()) as StatusResponseType).status === 'ok';
+        lastStatus = response?.status === 200 ? await response.json() : response?.status;
+        return (lastStatus as StatusResponseType | undefined)?.status === 'ok';
       },
       60_000,
       200,
     ).catch((err: unknown) => {
-      throw new Error(`${String(err)}\n${outputs()}`);
+      throw new Error(`${String(err)}\nthe last status: ${JSON.stringify(lastStatus)}\n${outputs()}`);
     });
   await gatewayReady();
   // /v1/status is ok with one event-ingest replica answering: a replica that died at its start would go unseen.
@@ -171,6 +184,7 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
     env,
     nats,
     postgres,
+    pooler,
     nc,
     ingest,
     startIngestReplica,
@@ -210,6 +224,7 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
       await Promise.all(everyProcess().map((p) => p.kill()));
       // A service that needs a subject its NATS user may not use fails quietly: say so.
       const violations = nats.permissionViolations();
+      await pooler?.stop();
       await Promise.all([nats.stop(), postgres.stop(), issuer.stop()]);
       await rm(stateDir, { recursive: true, force: true });
       if (violations.length > 0) throw new Error(`nats-server reported permission violations by the services:\n${violations.join('\n')}`);

@@ -100,5 +100,23 @@ describe('migrations — grouped by the service that owns the tables', () => {
       expect(results.flat().sort()).toEqual(['2026-11-24T2330-rules-from-decisions']);
       await expect(awaitMigrated(database.db, 'event-log')).resolves.toBeUndefined();
     });
+
+    it('with nothing to apply, a start takes no lock (safe through a transaction-mode pooler): it does not wait for one held elsewhere', async () => {
+      for (const group of ['event-log', 'sessions', 'audit'] as const) await migrateToLatest(database.db, group);
+      // Another session holds the migrations' lock (here: for good, as one taken through a pooler
+      // and released on another server connection would be).
+      const holder = await openDatabase({ url: postgres.url, poolSize: 1 });
+      try {
+        await holder.db.connection().execute(async (connection) => {
+          await sql`SELECT pg_advisory_lock(${0x5356_4d47})`.execute(connection);
+          const started = Date.now();
+          expect(await Promise.all([migrateToLatest(database.db, 'event-log'), migrateToLatest(database.db, 'audit')])).toEqual([[], []]);
+          expect(Date.now() - started).toBeLessThan(2_000);
+          await sql`SELECT pg_advisory_unlock(${0x5356_4d47})`.execute(connection);
+        });
+      } finally {
+        await holder.close();
+      }
+    });
   });
 });

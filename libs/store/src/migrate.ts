@@ -20,6 +20,11 @@ export class MigrationsPending extends Error {
   override readonly name = 'MigrationsPending';
 }
 
+/** The group's migrations this build knows that the database has not applied (a read: no lock, no DDL). */
+async function pendingMigrations(db: Kysely<Database>, group: MigrationGroup): Promise<Array<{ name: string }>> {
+  return (await migratorOf(db, group).getMigrations()).filter((migration) => migration.executedAt === undefined);
+}
+
 function migratorOf(db: Kysely<Database>, group: MigrationGroup): Migrator {
   const { table, migrations } = migrationGroups[group];
   return new Migrator({
@@ -53,6 +58,10 @@ async function adoptLegacyRecords(db: Kysely<Database>, group: MigrationGroup): 
  * throughout.
  */
 export async function migrateToLatest(db: Kysely<Database>, group: MigrationGroup): Promise<string[]> {
+  // Nothing to apply (a restart; or the service's start after `SVC_DATABASE_MIGRATION_URL` did
+  // it): no lock and no DDL, only a read. A session lock taken through a transaction-mode pooler
+  // could be released on another server connection and never let go.
+  if ((await pendingMigrations(db, group)).length === 0) return [];
   const { error, results } = await db.connection().execute(async (connection) => {
     await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK})`.execute(connection);
     try {
@@ -74,7 +83,7 @@ export async function migrateToLatest(db: Kysely<Database>, group: MigrationGrou
  * `MigrationsPending` until the owner has applied every migration of the group this build knows.
  */
 export async function awaitMigrated(db: Kysely<Database>, group: MigrationGroup): Promise<void> {
-  const pending = (await migratorOf(db, group).getMigrations()).filter((migration) => migration.executedAt === undefined);
+  const pending = await pendingMigrations(db, group);
   if (pending.length > 0)
     throw new MigrationsPending(
       `the ${group} tables are not migrated yet (${migrationGroups[group].owner} applies ${pending.map((migration) => migration.name).join(', ')})`,

@@ -5,3 +5,4 @@ export * from './bus-fixture.js';
 export * from './oidc-issuer.js';
 export * from './events.js';
 export * from './service-process.js';
+export * from './pgbouncer.js';

@@ -47,8 +47,8 @@ export function findPostgresBinDir(env: Record<string, string | undefined> = pro
   return found;
 }
 
-/** Postgres refuses to run as root: as root we run it as the `postgres` user. */
-function runAsIds(): { uid: number; gid: number } | undefined {
+/** Postgres (and PgBouncer) refuse to run as root: as root we run them as the `postgres` user. */
+export function runAsIds(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const lookup = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
   const uid = lookup('-u');
