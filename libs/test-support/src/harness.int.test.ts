@@ -2,6 +2,7 @@ import pg from 'pg';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { startNatsServer } from './nats.js';
+import { findPgBouncerBinary } from './pgbouncer.js';
 import { findPostgresBinDir, startPostgres } from './postgres.js';
 import { existsSync } from 'node:fs';
 
@@ -39,5 +40,11 @@ describe('test harness — throwaway servers', () => {
 describe('test harness — missing binaries say how to install them', () => {
   it('no PostgreSQL anywhere names the apt-get command', () => {
     expect(() => findPostgresBinDir({ PATH: '/nonexistent' }, '/nonexistent')).toThrow(/apt-get install postgresql/);
+  });
+
+  it('no PgBouncer where it is looked for names the apt-get command', () => {
+    expect(() => findPgBouncerBinary({ PATH: '/nonexistent', SVC_PGBOUNCER_BIN: '/nonexistent/pgbouncer' }, ['/nonexistent/sbin/pgbouncer'])).toThrow(
+      /apt-get install pgbouncer/,
+    );
   });
 });

@@ -25,8 +25,8 @@ export interface PgBouncerOptions {
 }
 
 /** PgBouncer's binary: `SVC_PGBOUNCER_BIN`, Debian's `/usr/sbin/pgbouncer`, then PATH. */
-export function findPgBouncerBinary(env: Record<string, string | undefined> = process.env): string {
-  const candidates = [env['SVC_PGBOUNCER_BIN'], '/usr/sbin/pgbouncer', ...(env['PATH'] ?? '').split(path.delimiter).map((dir) => path.join(dir, 'pgbouncer'))];
+export function findPgBouncerBinary(env: Record<string, string | undefined> = process.env, debianPaths = ['/usr/sbin/pgbouncer']): string {
+  const candidates = [env['SVC_PGBOUNCER_BIN'], ...debianPaths, ...(env['PATH'] ?? '').split(path.delimiter).map((dir) => path.join(dir, 'pgbouncer'))];
   const found = candidates.find((candidate): candidate is string => candidate !== undefined && candidate !== '' && existsSync(candidate));
   if (!found) throw new Error(`PgBouncer was not found; ${PGBOUNCER_INSTALL_HINT}`);
   return found;
