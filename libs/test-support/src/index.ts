@@ -6,3 +6,4 @@ export * from './oidc-issuer.js';
 export * from './events.js';
 export * from './service-process.js';
 export * from './pgbouncer.js';
+export * from './tcp-proxy.js';
