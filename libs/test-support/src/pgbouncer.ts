@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stopChild } from '@svc/nats-server';
 import { dieWithParent } from '@svc/service-kit';
+import { waitForStderr } from './child-output.js';
 import { freePort, runAsIds, type PostgresProcess } from './postgres.js';
 
 export const PGBOUNCER_INSTALL_HINT = 'install it with: apt-get install pgbouncer (Debian), or set SVC_PGBOUNCER_BIN to its path';
@@ -71,7 +72,7 @@ export async function startPgBouncer(upstream: Pick<PostgresProcess, 'port'>, op
   const launch = dieWithParent(binary, [config]);
   const child: ChildProcess = spawn(launch.command, launch.args, { stdio: ['ignore', 'ignore', 'pipe'], ...ids });
   try {
-    await waitUntilUp(child);
+    await waitForStderr(child, 'process up', 'pgbouncer', 10_000);
   } catch (err) {
     await stopChild(child);
     await rm(root, { recursive: true, force: true });
@@ -85,22 +86,4 @@ export async function startPgBouncer(upstream: Pick<PostgresProcess, 'port'>, op
       await rm(root, { recursive: true, force: true });
     },
   };
-}
-
-function waitUntilUp(child: ChildProcess): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let log = '';
-    const timer = setTimeout(() => reject(new Error(`pgbouncer did not start within 10 s: ${log.trim()}`)), 10_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      log = (log + chunk.toString()).slice(-8192);
-      if (log.includes('process up')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`pgbouncer exited with code ${code}: ${log.trim()}`));
-    });
-  });
 }

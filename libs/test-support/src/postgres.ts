@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stopChild } from '@svc/nats-server';
+import { waitForStderr } from './child-output.js';
 
 export const POSTGRES_INSTALL_HINT =
   'install it with: apt-get install postgresql (Debian), or set SVC_POSTGRES_BIN_DIR to the directory holding initdb and postgres';
@@ -99,7 +100,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     const launch = dieWithParent(path.join(binDir, 'postgres'), ['-D', dataDir, ...settings]);
     const child = spawn(launch.command, launch.args, { stdio: ['ignore', 'ignore', 'pipe'], ...ids });
     try {
-      await waitUntilReady(child);
+      await waitForStderr(child, 'database system is ready to accept connections', 'postgres', 30_000);
       return child;
     } catch (err) {
       await stopChild(child);
@@ -134,24 +135,6 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
       },
     };
   }
-}
-
-function waitUntilReady(child: ChildProcess): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let log = '';
-    const timer = setTimeout(() => reject(new Error(`postgres did not become ready within 30 s: ${log.trim()}`)), 30_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      log = (log + chunk.toString()).slice(-8192);
-      if (log.includes('database system is ready to accept connections')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`postgres exited with code ${code}: ${log.trim()}`));
-    });
-  });
 }
 
 /** Sends the server a signal and waits for it to exit. */
