@@ -289,7 +289,17 @@ describe('chaos: one fault at a time under load', () => {
       await sleep(60_000 - (Date.now() - downAt));
       await restart();
       expect(await sidecar.exited, sidecar.stderr()).toBe(0);
-      const stored = await api.events(worker.worker_id);
+      // Its 202s say JetStream has everything; the store catches up after the load's own backlog
+      // of the outage, and the agent's exit is the last thing it sent.
+      const stored = await waitFor(
+        'everything the sidecar sent stored',
+        async () => {
+          const events = await api.events(worker.worker_id);
+          return events.at(-1)?.type === 'system' && (events.at(-1)?.data as { subtype?: string }).subtype === 'agent_exit' ? events : undefined;
+        },
+        60_000,
+        200,
+      );
       // The sidecar numbers what it sends `<boot>:<n>`: every one stored once, in its order, ids 1, 2, 3…
       const uids = stored.map((e) => e.uid);
       const boot = uids[0]!.split(':')[0]!;
