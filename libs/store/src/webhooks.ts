@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { CreateWebhookRequestType, Webhook, WebhookAttempt, WebhookKind } from '@svc/protocol';
+import { WEBHOOK_ATTEMPT_INTERRUPTED, type CreateWebhookRequestType, type Webhook, type WebhookAttempt, type WebhookKind } from '@svc/protocol';
 import type { Database, WebhookAttemptsTable, WebhooksTable } from './schema.js';
 
 /** Attempts listed per subscription, newest last; older ones are still stored. */
@@ -97,11 +97,21 @@ export function createWebhookStore(db: Kysely<Database>) {
         .where('disabled_at', 'is', null)
         .execute();
     },
-    async recordAttempt(attempt: WebhookAttempt): Promise<void> {
-      await db
+    /**
+     * Records a try before it is made, as interrupted (what it stays if the service stops before
+     * `finishAttempt`: every try is listed, even one cut short); returns its key.
+     */
+    async startAttempt(attempt: Omit<WebhookAttempt, 'status' | 'error' | 'delivered'>): Promise<string> {
+      const row = await db
         .insertInto('webhook_attempts')
-        .values({ ...attempt, at: new Date(attempt.at) })
-        .execute();
+        .values({ ...attempt, at: new Date(attempt.at), status: null, error: WEBHOOK_ATTEMPT_INTERRUPTED, delivered: false })
+        .returning('seq')
+        .executeTakeFirstOrThrow();
+      return String(row.seq);
+    },
+    /** The try's outcome: the receiver's answer, or why there was none. */
+    async finishAttempt(seq: string, outcome: Pick<WebhookAttempt, 'status' | 'error' | 'delivered'>): Promise<void> {
+      await db.updateTable('webhook_attempts').set(outcome).where('seq', '=', seq).execute();
     },
     async attempts(webhookId: string): Promise<WebhookAttempt[]> {
       const rows = await db

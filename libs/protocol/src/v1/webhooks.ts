@@ -52,6 +52,12 @@ export const CreatedWebhookSchema = Type.Object(
 );
 export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
 
+/**
+ * The `error` of a try the delivering service began but did not see answered (it stopped, or
+ * lost its store, meanwhile): the try may or may not have reached the receiver, and is made again.
+ */
+export const WEBHOOK_ATTEMPT_INTERRUPTED = 'interrupted: the delivering service stopped before the answer was recorded; the try is made again';
+
 /** One try to deliver one notification. */
 export const WebhookAttemptSchema = Type.Object(
   {
@@ -62,7 +68,7 @@ export const WebhookAttemptSchema = Type.Object(
     /** 1 for the first try. */
     attempt: Type.Integer({ minimum: 1 }),
     at: Timestamp,
-    /** The receiver's HTTP status; null when no answer came (refused, timed out). */
+    /** The receiver's HTTP status; null when no answer came (refused, timed out, or the try was interrupted). */
     status: Type.Union([Type.Integer(), Type.Null()]),
     error: Type.Union([Type.String(), Type.Null()]),
     delivered: Type.Boolean(),

@@ -118,18 +118,17 @@ export async function deliverNotifications(deps: {
     // Deleted or disabled meanwhile: nothing more to deliver.
     if (!webhook || webhook.disabled_at !== null) return msg.term('the subscription is gone or disabled');
     const attempt = msg.info.deliveryCount;
-    const { status, error } = await post(webhook, delivery);
-    const delivered = error === null;
-    await deps.webhooks.recordAttempt({
+    // Recorded before it is made: a try cut short by a crash is still listed (as interrupted).
+    const recorded = await deps.webhooks.startAttempt({
       webhook_id: webhook.id,
       message_id: delivery.message_id,
       kind: delivery.fact.kind,
       attempt,
       at: new Date().toISOString(),
-      status,
-      error,
-      delivered,
     });
+    const { status, error } = await post(webhook, delivery);
+    const delivered = error === null;
+    await deps.webhooks.finishAttempt(recorded, { status, error, delivered });
     if (delivered) {
       deliveryAttempts.inc({ kind: delivery.fact.kind, outcome: 'delivered' });
       return msg.ack();
@@ -151,7 +150,7 @@ export async function deliverNotifications(deps: {
     (msg) => {
       // Many at once (up to the consumer's max_ack_pending): one slow receiver holds up no other.
       const task = deliver(msg).catch((err: unknown) => {
-        // The store away: try again soon; the try was not recorded.
+        // The store away: try again soon (a try already made stays listed as interrupted).
         log.warn({ err }, 'a webhook delivery could not be handled; it comes back');
         msg.nak(1000);
       });

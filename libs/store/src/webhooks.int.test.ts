@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { WEBHOOK_ATTEMPT_INTERRUPTED } from '@svc/protocol';
+import { openDatabase } from './database.js';
+import { migrateToLatest } from './migrate.js';
+import { createWebhookStore } from './webhooks.js';
+
+describe('webhook attempts — every try listed, even one cut short', () => {
+  it('a try is listed as interrupted from before it is made, and with its outcome once it has one', async () => {
+    const database = await openDatabase({});
+    try {
+      await migrateToLatest(database.db, 'audit');
+      const webhooks = createWebhookStore(database.db);
+      await webhooks.create('wh_1', 'someone', { url: 'http://127.0.0.1:1/hook', kinds: ['worker.ended'] }, 'secret');
+      const tried = { webhook_id: 'wh_1', message_id: 'msg_1', kind: 'worker.ended' as const, at: new Date().toISOString() };
+      const first = await webhooks.startAttempt({ ...tried, attempt: 1 });
+      // The service dies here: the try stays, saying so.
+      await webhooks.startAttempt({ ...tried, attempt: 2 }).then((second) => webhooks.finishAttempt(second, { status: 200, error: null, delivered: true }));
+      expect((await webhooks.attempts('wh_1')).map(({ attempt, status, error, delivered }) => ({ attempt, status, error, delivered }))).toEqual([
+        { attempt: 1, status: null, error: WEBHOOK_ATTEMPT_INTERRUPTED, delivered: false },
+        { attempt: 2, status: 200, error: null, delivered: true },
+      ]);
+      expect(first).toMatch(/^\d+$/);
+    } finally {
+      await database.close();
+    }
+  });
+});
