@@ -86,7 +86,7 @@ async function startBareServer(): Promise<{ url: string; close(): Promise<void> 
   return { url: `${url}/noop`, close: () => bare.close() };
 }
 
-/** Each process's CPU per request in one load run, µs (from `cpuShares` readings over `seconds`). */
+/** Each process's CPU per request in one load run, µs (two `cpuSeconds` readings inside the run). */
 type CpuPerRequest = Map<string, number>;
 
 /** 1. Single-event durable POST vs a bare Fastify no-op POST. */
@@ -163,13 +163,17 @@ async function singlePost(pipeline: Pipeline) {
   const names = [...new Set([...middle.post.perRequest.keys(), ...middle.bare.perRequest.keys()])].filter(
     (name) => (middle.post.perRequest.get(name) ?? 0) + (middle.bare.perRequest.get(name) ?? 0) >= 0.5,
   );
-  const µs = (value: number | undefined) => Math.round(value ?? 0);
+  const wholeMicroseconds = (value: number | undefined) => Math.round(value ?? 0);
   print("   CPU per request in that round (µs; the bench client is autocannon, the bare server runs in the bench's own process):");
   console.table([
     ...names
       .sort((a, b) => (middle.post.perRequest.get(b) ?? 0) - (middle.post.perRequest.get(a) ?? 0))
-      .map((name) => ({ process: name, 'bare POST': µs(middle.bare.perRequest.get(name)), 'durable POST': µs(middle.post.perRequest.get(name)) })),
-    { process: 'all', 'bare POST': µs(total(middle.bare.perRequest)), 'durable POST': µs(total(middle.post.perRequest)) },
+      .map((name) => ({
+        process: name,
+        'bare POST': wholeMicroseconds(middle.bare.perRequest.get(name)),
+        'durable POST': wholeMicroseconds(middle.post.perRequest.get(name)),
+      })),
+    { process: 'all', 'bare POST': wholeMicroseconds(total(middle.bare.perRequest)), 'durable POST': wholeMicroseconds(total(middle.post.perRequest)) },
   ]);
   console.table([middle.post.writes]);
   // What the gateway's own work costs the ratio: were the gateway's CPU per POST only a bare
