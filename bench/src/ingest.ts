@@ -8,7 +8,8 @@
  *  2. batched POSTs (100 events each): stored events/s (POST until committed in Postgres)
  *     against raw multi-row INSERTs of 100 rows with the same concurrency, same Postgres;
  *  3. POST → WebSocket viewer latency at a steady 2,000 events/s over 100 workers, beside the
- *     round trip of a bare Fastify no-op POST from the same client at the same rate;
+ *     round trip of a bare Fastify no-op POST from the same client at the same rate (median of
+ *     the rounds' p50 and p99);
  *  4. 500 viewers of one worker on one gateway: delivery latency and the gateway's RSS.
  *
  *   npm run build && node bench/dist/ingest.js [--seconds 10] [--rounds 5] [--log-level info] [--only 1,2,3,4] [--rate 2000] [--stages] [--profile DIR]
@@ -184,6 +185,8 @@ async function singlePost(pipeline: Pipeline) {
   print(
     `   with a gateway costing what bare Fastify does per request, the same machine load would give at most ${(total(middle.bare.perRequest) / withoutGateway).toFixed(2)}× bare`,
   );
+  // And were the gateway free: what the client and the work behind the 202 alone allow.
+  print(`   with a gateway costing nothing, at most ${(total(middle.bare.perRequest) / (withoutGateway - bareServer)).toFixed(2)}× bare`);
   verdict('durable POST / bare POST', ratio(middle), '≥', 0.5);
 }
 
@@ -256,8 +259,10 @@ function stageClock(pipeline: Pipeline) {
   return {
     posting: (uid: string) => started.set(uid, performance.now()),
     answered: (uid: string) => seen(uid, stages.answered),
-    report(viewer: number[]) {
+    stop() {
       for (const subscription of subscriptions) subscription.unsubscribe();
+    },
+    report(viewer: number[]) {
       const row = (stage: string, values: number[]) => {
         const sorted = [...values].sort((a, b) => a - b);
         return { 'from the POST to': stage, events: sorted.length, 'p50 ms': percentile(sorted, 50).toFixed(2), 'p99 ms': percentile(sorted, 99).toFixed(2) };
@@ -292,13 +297,26 @@ async function bareRoundTrips(rate: number): Promise<number[]> {
 /** 3. POST → viewer latency at 2,000 events/s over 100 workers (one viewer each), beside a bare POST's round trip. */
 async function latency(pipeline: Pipeline) {
   const workers = await Promise.all(Array.from({ length: LATENCY_WORKERS }, () => pipeline.createWorker()));
-  const clock = args.stages ? stageClock(pipeline) : undefined;
-  const baseline = await bareRoundTrips(LATENCY_RATE);
-  const cpuBefore = await cpuSeconds(pipeline);
-  const measuring = performance.now();
-  const result = await measureDelivery(pipeline, workers, { viewersPerWorker: 1, rate: LATENCY_RATE, seconds: SECONDS, clock, eventOf: event });
-  const cpu = cpuShares(cpuBefore, await cpuSeconds(pipeline), (performance.now() - measuring) / 1000);
-  print(`3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers for ${SECONDS}s`);
+  // Single runs of the same build at the same rate spread by a factor of two at p50 on this
+  // machine (docs/benchmarks.md): the verdict is on the median round's p50 and p99.
+  const rounds = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const clock = args.stages ? stageClock(pipeline) : undefined;
+    const baseline = await bareRoundTrips(LATENCY_RATE);
+    const cpuBefore = await cpuSeconds(pipeline, { machine: true });
+    const measuring = performance.now();
+    const result = await measureDelivery(pipeline, workers, { viewersPerWorker: 1, rate: LATENCY_RATE, seconds: SECONDS, clock, eventOf: event });
+    const cpu = cpuShares(cpuBefore, await cpuSeconds(pipeline, { machine: true }), (performance.now() - measuring) / 1000);
+    clock?.stop();
+    rounds.push({ baseline, result, cpu, clock });
+    await pipeline.drained();
+  }
+  const p50s = rounds.map((r) => r.result.p50);
+  const p99s = rounds.map((r) => r.result.p99);
+  const { baseline, result, cpu, clock } = [...rounds].sort((a, b) => a.result.p50 - b.result.p50)[Math.floor(rounds.length / 2)]!;
+  print(
+    `3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers, ${ROUNDS} rounds of ${SECONDS}s (p50 ${p50s.map((v) => v.toFixed(2)).join(', ')} ms; p99 ${p99s.map((v) => v.toFixed(1)).join(', ')} ms); the round of median p50:`,
+  );
   console.table([
     {
       path: 'POST → its WebSocket viewer',
@@ -318,10 +336,11 @@ async function latency(pipeline: Pipeline) {
     },
   ]);
   clock?.report(result.latencies);
-  // Which process is at 100 % of a core when the rate saturates the machine (sampled over the posting and the last deliveries).
+  // Which process is at 100 % of a core when the rate saturates the machine, or whether the
+  // machine's cores are full with none of them there (sampled over the posting and the last deliveries).
   console.table(cpu);
-  verdict('p50 ms', result.p50, '≤', 3);
-  verdict('p99 ms', result.p99, '≤', 20);
+  verdict('median p50 ms', median(p50s), '≤', 3);
+  verdict('median p99 ms', median(p99s), '≤', 20);
 }
 
 /** 4. 500 viewers of one worker on one gateway: latency of every delivery and the gateway's peak RSS. */

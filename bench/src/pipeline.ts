@@ -234,19 +234,30 @@ export function verdict(name: string, value: number, relation: '≥' | '≤', ta
   return met;
 }
 
+/** `cpuSeconds`'s readings of the whole machine (with `machine: true`), in CPU seconds over all its cores. */
+export const MACHINE_BUSY = 'the machine: every process, all cores';
+export const MACHINE_STOLEN = 'the machine: stolen by the hypervisor';
+
 /**
  * CPU seconds used so far by each part of the pipeline, from /proc: the services by name
  * (their processes, or a wrapper's child), nats-server, every Postgres process together, and
  * this process with its children (the bench's client). Two readings a while apart give each part's share of a
  * core: which one is at 100 % when the pipeline saturates.
  */
-export async function cpuSeconds(pipeline: Pipeline, options: { benchProcess?: string } = {}): Promise<Map<string, number>> {
+export async function cpuSeconds(pipeline: Pipeline, options: { benchProcess?: string; machine?: boolean } = {}): Promise<Map<string, number>> {
   const ticksPerSecond = 100; // USER_HZ on Linux
+  const totals = new Map<string, number>();
+  if (options.machine) {
+    // The whole machine, every core (/proc/stat's first line): whether the cores are full when
+    // no one process is, and what the hypervisor took from this VM meanwhile.
+    const [user, nice, system, , , irq, softirq, steal] = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    totals.set(MACHINE_BUSY, (user! + nice! + system! + irq! + softirq!) / ticksPerSecond);
+    totals.set(MACHINE_STOLEN, steal! / ticksPerSecond);
+  }
   const names = new Map<number, string>(pipeline.processes.map((p) => [p.pid, p.service]));
   // This process and the clients it starts (autocannon) count together, unless this process
   // is named apart (it may be serving a baseline itself).
   names.set(process.pid, options.benchProcess ?? 'bench client');
-  const totals = new Map<string, number>();
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
