@@ -1,6 +1,7 @@
 import { publishJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
 import { agentExitCodeOf, isControlEvent, storedBatchMessageId, subjects, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Context, Logger } from '@svc/service-kit';
+import type { Acknowledgements } from './acknowledgements.js';
 import { ingestMetrics } from './metrics.js';
 
 /** Workers whose last announced id is remembered; past this the least recently announced is forgotten. */
@@ -12,6 +13,8 @@ export interface AnnouncerDeps {
   /** The worker's stored events after `afterId`, in id order, at most `limit`. */
   readAfter(workerId: string, afterId: string, limit: number): Promise<StoredEvent[]>;
   logger: Logger;
+  /** Sent in the same socket write as each announcement (acknowledgements.ts). */
+  acknowledgements?: Acknowledgements | undefined;
   /** Tests only: an announcement for which this returns true is not sent (as if lost on the way). */
   dropAnnouncement?: ((batch: StoredEventBatchType) => boolean) | undefined;
 }
@@ -94,6 +97,8 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
     const exits = batch.events.filter((event) => agentExitCodeOf(event) !== undefined);
     const lifecycle: StoredEventBatchType = { worker_id: workerId, events: exits };
     if (!deps.dropAnnouncement?.(batch)) {
+      // Handed to the connection in the same synchronous run as the publish: one socket write.
+      deps.acknowledgements?.flush();
       await Promise.all([
         deps.publisher.publish(subjects.storedEvent(workerId), batch, { messageId: storedBatchMessageId(batch), immediate: true, trace }),
         exits.length > 0

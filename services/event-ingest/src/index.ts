@@ -2,6 +2,7 @@ import { createDurablePublisher, partitionBacklog, serveHealth, type NatsConnect
 import { partitionsOfReplica, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
 import { createEventStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createAcknowledgements } from './acknowledgements.js';
 import { createAnnouncer } from './announcer.js';
 import { consumePartition } from './ingest.js';
 import { reportBacklogs } from './metrics.js';
@@ -36,16 +37,18 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   if (applied.length > 0) log.info({ migrations: applied }, 'applied migrations');
   const store = createEventStore(deps.db);
   const publisher = createDurablePublisher(deps.nc);
+  const acknowledgements = createAcknowledgements();
   const announcer = createAnnouncer({
     nc: deps.nc,
     publisher,
     readAfter: (workerId, afterId, limit) => store.list(workerId, { afterId, limit }),
     logger: log,
+    acknowledgements,
     dropAnnouncement: deps.dropAnnouncement,
   });
   // The partitions' appends share commits (shared-commits.ts).
   const appender = sharedCommits(store);
-  const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, appender, announcer, partition, log)));
+  const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, appender, announcer, acknowledgements, partition, log)));
   const handOvers = partitions.map((partition) => serveStoredElsewhere(deps.nc, announcer, partition, log));
   const queries = serveEventQueries(deps.nc, store, log);
   const purges = servePurges(deps.nc, store, log);
@@ -60,6 +63,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
       purges.unsubscribe();
       handOvers.forEach((subscription) => subscription.unsubscribe());
       await Promise.all(consumers.map((consumer) => consumer.stop()));
+      acknowledgements.flush();
       publisher.close();
     },
   };

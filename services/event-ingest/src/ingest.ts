@@ -18,6 +18,7 @@ import {
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import { isStoreUnavailable, type AppendResult, type WorkerEvents } from '@svc/store';
+import type { Acknowledgements } from './acknowledgements.js';
 import type { Announcer } from './announcer.js';
 import { BatchTrace } from './batch-trace.js';
 import { ingestMetrics } from './metrics.js';
@@ -58,10 +59,11 @@ export async function consumePartition(
   nc: NatsConnection,
   store: Appender,
   announcer: Announcer,
+  acknowledgements: Acknowledgements,
   partition: number,
   logger: Logger,
 ): Promise<PartitionConsumer> {
-  const consumer = new IncomingPartition(store, announcer, logger.child({ partition }));
+  const consumer = new IncomingPartition(store, announcer, acknowledgements, logger.child({ partition }));
   await consumer.start(nc, partition);
   return consumer;
 }
@@ -73,14 +75,12 @@ class IncomingPartition implements PartitionConsumer {
   private draining: Promise<void> | undefined;
   private bufferHasRoom: (() => void) | undefined;
   private stopping = false;
-  // Acknowledgements of a stored and announced batch wait for the next batch's announcement and
-  // leave in the same socket write (the second write per batch was about a tenth of event-ingest's
-  // CPU); they go at once when the partition falls idle or the store fails.
-  private unsentAcks: JsMsg[] = [];
 
   constructor(
     private readonly store: Appender,
     private readonly announcer: Announcer,
+    // Stored and announced batches are acknowledged with the replica's next announcement (acknowledgements.ts).
+    private readonly acknowledgements: Acknowledgements,
     private readonly log: Logger,
   ) {}
 
@@ -116,6 +116,7 @@ class IncomingPartition implements PartitionConsumer {
     this.bufferHasRoom?.();
     await this.consumption?.stop();
     await this.draining;
+    this.acknowledgements.flush();
   }
 
   private kick(): void {
@@ -131,7 +132,6 @@ class IncomingPartition implements PartitionConsumer {
     })()
       .catch((err: unknown) => this.log.error({ err }, 'partition processing stopped'))
       .finally(() => {
-        this.acknowledge();
         this.draining = undefined;
         if (this.buffer.length > 0 && !this.stopping) this.kick();
       });
@@ -158,7 +158,6 @@ class IncomingPartition implements PartitionConsumer {
       const appendStarted = Date.now();
       const stored = await this.storeWithRetry(shares);
       trace?.appended(appendStarted);
-      this.acknowledge();
       await Promise.all(
         shares.map(async (share, index) => {
           const events = [...stored[index]!, ...share.storedElsewhere];
@@ -169,7 +168,7 @@ class IncomingPartition implements PartitionConsumer {
       // Announced before acknowledged (a gathered message may hold several workers' events: it is
       // acknowledged once all are announced): a crash in between redelivers the messages, and the
       // announcements are made again (acknowledging first could lose them for good).
-      this.unsentAcks.push(...accepted);
+      this.acknowledgements.add(accepted);
       trace?.end();
     } catch (err) {
       trace?.end(err);
@@ -251,7 +250,6 @@ class IncomingPartition implements PartitionConsumer {
         return results.map((shareResults) => shareResults.map((r) => r.event));
       } catch (err) {
         ingestMetrics.appendFailures.inc();
-        this.acknowledge();
         if (this.stopping) throw err;
         // Postgres away (restarting, failing over) is waited out; the pause stays short so
         // storage resumes within about a second of the database coming back.
@@ -261,12 +259,6 @@ class IncomingPartition implements PartitionConsumer {
         await new Promise((resolve) => setTimeout(resolve, Math.min(APPEND_RETRY_MAX_MS, 50 * 2 ** attempt)));
       }
     }
-  }
-
-  private acknowledge(): void {
-    const acks = this.unsentAcks;
-    this.unsentAcks = [];
-    for (const msg of acks) msg.ack();
   }
 }
 
