@@ -12,6 +12,8 @@ import { NotFoundPage } from './NotFoundPage.js';
 
 /** How many approval cards stay on the page, open or recently closed. */
 const SHOWN_CARDS = 10;
+/** How long a request stays open before it gets a card: longer than a render interval (33 ms), too short for a person to notice. */
+const CARD_DELAY_MS = 60;
 
 /** A worker: its live events and open approvals, its sandbox logs; read-only once it has ended. */
 export function WorkerPage({ workerId }: { workerId: string }) {
@@ -100,9 +102,32 @@ function WorkerEvents({ worker }: { worker: Worker }) {
 
   // A card stays once its request is closed (here, elsewhere, or withdrawn), saying how, so a
   // person who was about to decide sees who did; the newest few are kept. A request the
-  // sidecar's rules answered at once asked nobody: it gets no card.
+  // sidecar's rules answered at once asked nobody: it gets no card. Its answer comes in the same
+  // POST, but as a frame of its own, and a render can fall between the two frames: so a request
+  // becomes a card only once it has been open for CARD_DELAY_MS (seen at a later render, which
+  // a timer brings about when nothing else changes).
   const [cards] = useState(() => new Map<string, StoredEvent<'control_request'>>());
-  if (view.connection.kind === 'live') for (const request of view.openRequests()) cards.set(request.data.request_id, request);
+  const [openSince] = useState(() => new Map<string, number>());
+  const [, setRecheck] = useState(0);
+  let awaitingCard = false;
+  if (view.connection.kind === 'live') {
+    const now = performance.now();
+    const open = view.openRequests();
+    const openIds = new Set(open.map((request) => request.data.request_id));
+    for (const id of openSince.keys()) if (!openIds.has(id)) openSince.delete(id);
+    for (const request of open) {
+      const id = request.data.request_id;
+      const since = openSince.get(id) ?? now;
+      openSince.set(id, since);
+      if (cards.has(id) || now - since >= CARD_DELAY_MS) cards.set(id, request);
+      else awaitingCard = true;
+    }
+  }
+  useEffect(() => {
+    if (!awaitingCard) return;
+    const timer = setTimeout(() => setRecheck((n) => n + 1), CARD_DELAY_MS);
+    return () => clearTimeout(timer);
+  });
   const shownCards = [...cards.values()].filter((request) => view.closingOf(request.data.request_id)?.decision?.decided_by !== 'policy').slice(-SHOWN_CARDS);
   const usage = worker.model_usage;
   return (
