@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { percentile, print, sleep } from './pipeline.js';
+import { parseProcessStat, percentile, print, sleep } from './pipeline.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -38,11 +38,9 @@ async function relay(nextPort: number): Promise<void> {
   process.stdin.resume().on('end', () => process.exit(0));
 }
 
-/** CPU seconds a process has used (utime + stime from /proc; USER_HZ is 100 on Linux). */
+/** CPU seconds a process has used. */
 async function cpuSecondsOf(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return parseProcessStat(await readFile(`/proc/${pid}/stat`, 'utf8')).cpuSeconds;
 }
 
 /** Starts a relay passing to `nextPort`; resolves with its own port. */

@@ -235,8 +235,18 @@ export function verdict(name: string, value: number, relation: '≥' | '≤', ta
 }
 
 /** `cpuSeconds`'s readings of the whole machine (with `machine: true`), in CPU seconds over all its cores. */
-export const MACHINE_BUSY = 'the machine: every process, all cores';
-export const MACHINE_STOLEN = 'the machine: stolen by the hypervisor';
+const MACHINE_BUSY = 'the machine: every process, all cores';
+const MACHINE_STOLEN = 'the machine: stolen by the hypervisor';
+/** USER_HZ on Linux: /proc counts CPU time in these ticks. */
+const TICKS_PER_SECOND = 100;
+
+/** A process's name, parent and CPU seconds (utime + stime) from its `/proc/<pid>/stat` line. */
+export function parseProcessStat(stat: string): { comm: string; ppid: number; cpuSeconds: number } {
+  // pid (comm) state ppid … utime(14) stime(15): comm may hold spaces, so split after its ')'.
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND };
+}
 
 /**
  * CPU seconds used so far by each part of the pipeline, from /proc: the services by name
@@ -245,14 +255,13 @@ export const MACHINE_STOLEN = 'the machine: stolen by the hypervisor';
  * core: which one is at 100 % when the pipeline saturates.
  */
 export async function cpuSeconds(pipeline: Pipeline, options: { benchProcess?: string; machine?: boolean } = {}): Promise<Map<string, number>> {
-  const ticksPerSecond = 100; // USER_HZ on Linux
   const totals = new Map<string, number>();
   if (options.machine) {
     // The whole machine, every core (/proc/stat's first line): whether the cores are full when
     // no one process is, and what the hypervisor took from this VM meanwhile.
     const [user, nice, system, , , irq, softirq, steal] = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    totals.set(MACHINE_BUSY, (user! + nice! + system! + irq! + softirq!) / ticksPerSecond);
-    totals.set(MACHINE_STOLEN, steal! / ticksPerSecond);
+    totals.set(MACHINE_BUSY, (user! + nice! + system! + irq! + softirq!) / TICKS_PER_SECOND);
+    totals.set(MACHINE_STOLEN, steal! / TICKS_PER_SECOND);
   }
   const names = new Map<number, string>(pipeline.processes.map((p) => [p.pid, p.service]));
   // This process and the clients it starts (autocannon) count together, unless this process
@@ -261,13 +270,8 @@ export async function cpuSeconds(pipeline: Pipeline, options: { benchProcess?: s
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    // pid (comm) state ppid … utime(14) stime(15): comm may hold spaces, so split after its ')'.
-    const close = stat.lastIndexOf(')');
-    if (close < 0) continue;
-    const comm = stat.slice(stat.indexOf('(') + 1, close);
-    const fields = stat.slice(close + 2).split(' ');
-    const ppid = Number(fields[1]);
-    const seconds = (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+    if (!stat.includes(')')) continue; // gone meanwhile
+    const { comm, ppid, cpuSeconds: seconds } = parseProcessStat(stat);
     // By name first: nats-server is this process's child, and must not count as the client.
     const name =
       comm === 'postgres'

@@ -116,7 +116,6 @@ class IncomingPartition implements PartitionConsumer {
     this.bufferHasRoom?.();
     await this.consumption?.stop();
     await this.draining;
-    this.acknowledgements.flush();
   }
 
   private kick(): void {
