@@ -87,6 +87,35 @@ async function startBareServer(): Promise<{ url: string; close(): Promise<void> 
   return { url: `${url}/noop`, close: () => bare.close() };
 }
 
+/**
+ * How many Postgres commits and JetStream messages (incoming, stored announcements) the events
+ * became so far: two readings around a run tell how group commit gathered them.
+ */
+async function writeCounter(pipeline: Pipeline) {
+  const database = new pg.Client({ connectionString: pipeline.postgresUrl });
+  await database.connect();
+  const jsm = await jetstreamManager(pipeline.nc);
+  const read = async () => {
+    const [commits, incoming, announced] = await Promise.all([
+      database.query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = current_database()').then((r) => Number(r.rows[0]!.n)),
+      jsm.streams.info(streams.incomingEvents.name).then((info) => info.state.last_seq),
+      jsm.streams.info(streams.storedEvents.name).then((info) => info.state.last_seq),
+    ]);
+    return { commits, incoming, announced };
+  };
+  type Counts = Awaited<ReturnType<typeof read>>;
+  return {
+    read,
+    /** The counts between two readings, per second. */
+    perSecond: (before: Counts, after: Counts, seconds: number) => ({
+      'Postgres commits/s': Math.round((after.commits - before.commits) / seconds),
+      'JetStream messages/s (incoming)': Math.round((after.incoming - before.incoming) / seconds),
+      'JetStream messages/s (stored announcements)': Math.round((after.announced - before.announced) / seconds),
+    }),
+    close: () => database.end(),
+  };
+}
+
 /** Each process's CPU per request in one load run, µs (two `cpuSeconds` readings inside the run). */
 type CpuPerRequest = Map<string, number>;
 
@@ -95,18 +124,7 @@ async function singlePost(pipeline: Pipeline) {
   const bare = await startBareServer();
   const worker = await pipeline.createWorker();
   const body = JSON.stringify(event('bench:[<id>]'));
-  // How many commits and messages the POSTs became (group commit gathers them).
-  const database = new pg.Client({ connectionString: pipeline.postgresUrl });
-  await database.connect();
-  const jsm = await jetstreamManager(pipeline.nc);
-  const writeCounts = async () => {
-    const [commits, incoming, announced] = await Promise.all([
-      database.query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = current_database()').then((r) => Number(r.rows[0]!.n)),
-      jsm.streams.info(streams.incomingEvents.name).then((info) => info.state.last_seq),
-      jsm.streams.info(streams.storedEvents.name).then((info) => info.state.last_seq),
-    ]);
-    return { commits, incoming, announced };
-  };
+  const counter = await writeCounter(pipeline);
   const benchProcess = 'bare Fastify (the bench process)';
   // Every run starts with the store caught up, so no run pays for the previous one's backlog.
   // Each process's CPU and the writes are read inside the run (from a second after its start to
@@ -122,22 +140,16 @@ async function singlePost(pipeline: Pipeline) {
       headers: { authorization: `Bearer ${worker.token}`, 'content-type': 'application/json' },
     });
     await sleep(1000);
-    const [before, countsBefore] = await Promise.all([cpuSeconds(pipeline, { benchProcess }), writeCounts()]);
+    const [before, countsBefore] = await Promise.all([cpuSeconds(pipeline, { benchProcess }), counter.read()]);
     const from = performance.now();
     await sleep((SECONDS - 2) * 1000);
-    const [after, countsAfter] = await Promise.all([cpuSeconds(pipeline, { benchProcess }), writeCounts()]);
+    const [after, countsAfter] = await Promise.all([cpuSeconds(pipeline, { benchProcess }), counter.read()]);
     const seconds = (performance.now() - from) / 1000;
     const result = await running;
     const perRequest: CpuPerRequest = new Map(
       [...after].map(([name, used]) => [name, ((used - (before.get(name) ?? 0)) / seconds / result.requests.average) * 1e6]),
     );
-    const perSecond = (n: number) => Math.round(n / seconds);
-    const writes = {
-      'POSTs/s': Math.round(result.requests.average),
-      'Postgres commits/s': perSecond(countsAfter.commits - countsBefore.commits),
-      'JetStream messages/s (incoming)': perSecond(countsAfter.incoming - countsBefore.incoming),
-      'JetStream messages/s (stored announcements)': perSecond(countsAfter.announced - countsBefore.announced),
-    };
+    const writes = { 'POSTs/s': Math.round(result.requests.average), ...counter.perSecond(countsBefore, countsAfter, seconds) };
     return { result, perRequest, writes };
   };
   const target = `${pipeline.gatewayUrl}/v1/workers/${worker.worker_id}/sdk-events`;
@@ -146,7 +158,7 @@ async function singlePost(pipeline: Pipeline) {
   const rounds: Array<{ bare: Awaited<ReturnType<typeof load>>; post: Awaited<ReturnType<typeof load>> }> = [];
   for (let round = 0; round < ROUNDS; round++) rounds.push({ bare: await load(bare.url), post: await load(target) });
   await bare.close();
-  await database.end();
+  await counter.close();
   const ratio = (r: (typeof rounds)[number]) => r.post.result.requests.average / r.bare.result.requests.average;
   const middle = [...rounds].sort((a, b) => ratio(a) - ratio(b))[Math.floor(rounds.length / 2)]!;
   const row = (name: string, r: LoadResult) => ({
@@ -299,21 +311,26 @@ async function latency(pipeline: Pipeline) {
   const workers = await Promise.all(Array.from({ length: LATENCY_WORKERS }, () => pipeline.createWorker()));
   // Single runs of the same build at the same rate spread by a factor of two at p50 on this
   // machine (docs/benchmarks.md): the verdict is on the median round's p50 and p99.
+  const counter = await writeCounter(pipeline);
   const rounds = [];
   for (let round = 0; round < ROUNDS; round++) {
     const clock = args.stages ? stageClock(pipeline) : undefined;
     const baseline = await bareRoundTrips(LATENCY_RATE);
-    const cpuBefore = await cpuSeconds(pipeline, { machine: true });
+    const [cpuBefore, countsBefore] = await Promise.all([cpuSeconds(pipeline, { machine: true }), counter.read()]);
     const measuring = performance.now();
     const result = await measureDelivery(pipeline, workers, { viewersPerWorker: 1, rate: LATENCY_RATE, seconds: SECONDS, clock, eventOf: event });
-    const cpu = cpuShares(cpuBefore, await cpuSeconds(pipeline, { machine: true }), (performance.now() - measuring) / 1000);
+    const [cpuAfter, countsAfter] = await Promise.all([cpuSeconds(pipeline, { machine: true }), counter.read()]);
+    const seconds = (performance.now() - measuring) / 1000;
+    const cpu = cpuShares(cpuBefore, cpuAfter, seconds);
+    const writes = { 'events/s': Math.round(result.sent / seconds), ...counter.perSecond(countsBefore, countsAfter, seconds) };
     clock?.stop();
-    rounds.push({ baseline, result, cpu, clock });
+    rounds.push({ baseline, result, cpu, writes, clock });
     await pipeline.drained();
   }
   const p50s = rounds.map((r) => r.result.p50);
   const p99s = rounds.map((r) => r.result.p99);
-  const { baseline, result, cpu, clock } = [...rounds].sort((a, b) => a.result.p50 - b.result.p50)[Math.floor(rounds.length / 2)]!;
+  await counter.close();
+  const { baseline, result, cpu, writes, clock } = [...rounds].sort((a, b) => a.result.p50 - b.result.p50)[Math.floor(rounds.length / 2)]!;
   print(
     `3. POST → WebSocket viewer: ${LATENCY_RATE} events/s over ${LATENCY_WORKERS} workers, ${ROUNDS} rounds of ${SECONDS}s (p50 ${p50s.map((v) => v.toFixed(2)).join(', ')} ms; p99 ${p99s.map((v) => v.toFixed(1)).join(', ')} ms); the round of median p50:`,
   );
@@ -339,6 +356,7 @@ async function latency(pipeline: Pipeline) {
   // Which process is at 100 % of a core when the rate saturates the machine, or whether the
   // machine's cores are full with none of them there (sampled over the posting and the last deliveries).
   console.table(cpu);
+  console.table([writes]);
   verdict('median p50 ms', median(p50s), '≤', 3);
   verdict('median p99 ms', median(p99s), '≤', 20);
 }
