@@ -54,6 +54,8 @@ export interface DeliveryOptions {
   /** Only the first this many workers get viewers (the others are posted to, unwatched): many workers, a sample watched. */
   viewedWorkers?: number;
   onTick?: () => Promise<void>;
+  /** Called once every viewer is live (its replay of the worker's history done), before the first POST. */
+  onLive?: () => Promise<void>;
   clock?: { posting(uid: string): void; answered(uid: string): void };
 }
 
@@ -87,6 +89,7 @@ export async function measureDelivery(pipeline: Pipeline, workers: CreateWorkerR
       ),
     ),
   );
+  await options.onLive?.();
   const sent = await atRate(
     options.seconds,
     options.rate,
