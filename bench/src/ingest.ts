@@ -45,6 +45,7 @@ import {
   sleep,
   startPipeline,
   verdict,
+  wakeUps,
 } from './pipeline.js';
 import { median, rawInsertSql, rawParameters } from './raw-insert.js';
 
@@ -318,17 +319,18 @@ async function latency(pipeline: Pipeline) {
     const baseline = await bareRoundTrips(LATENCY_RATE);
     // Read from the first POST on: each viewer's opening replays its worker's history (the rounds
     // before), which is not the cost of the events measured.
-    let before: [Awaited<ReturnType<typeof cpuSeconds>>, Awaited<ReturnType<typeof counter.read>>] | undefined;
+    const readings = () => Promise.all([cpuSeconds(pipeline, { machine: true }), wakeUps(pipeline), counter.read()]);
+    let before: Awaited<ReturnType<typeof readings>> | undefined;
     let measuring = 0;
     const onLive = async () => {
-      before = await Promise.all([cpuSeconds(pipeline, { machine: true }), counter.read()]);
+      before = await readings();
       measuring = performance.now();
     };
     const result = await measureDelivery(pipeline, workers, { viewersPerWorker: 1, rate: LATENCY_RATE, seconds: SECONDS, clock, eventOf: event, onLive });
-    const [cpuAfter, countsAfter] = await Promise.all([cpuSeconds(pipeline, { machine: true }), counter.read()]);
+    const [cpuAfter, wakesAfter, countsAfter] = await readings();
     const seconds = (performance.now() - measuring) / 1000;
-    const [cpuBefore, countsBefore] = before!;
-    const cpu = cpuShares(cpuBefore, cpuAfter, seconds);
+    const [cpuBefore, wakesBefore, countsBefore] = before!;
+    const cpu = cpuShares(cpuBefore, cpuAfter, seconds, { before: wakesBefore, after: wakesAfter });
     const writes = { 'events/s': Math.round(result.sent / seconds), ...counter.perSecond(countsBefore, countsAfter, seconds) };
     clock?.stop();
     rounds.push({ baseline, result, cpu, writes, clock });

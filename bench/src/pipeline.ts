@@ -249,10 +249,36 @@ export function parseProcessStat(stat: string): { comm: string; ppid: number; cp
 }
 
 /**
- * CPU seconds used so far by each part of the pipeline, from /proc: the services by name
- * (their processes, or a wrapper's child), nats-server, every Postgres process together, and
- * this process with its children (the bench's client). Two readings a while apart give each part's share of a
- * core: which one is at 100 % when the pipeline saturates.
+ * The processes of each part of the pipeline, from /proc: the services by name (their
+ * processes, or a wrapper's child), nats-server, every Postgres process together, and this
+ * process with its children (the bench's client).
+ */
+async function pipelineProcesses(pipeline: Pipeline, benchProcess = 'bench client'): Promise<Array<{ pid: string; name: string; stat: string }>> {
+  const names = new Map<number, string>(pipeline.processes.map((p) => [p.pid, p.service]));
+  // This process and the clients it starts (autocannon) count together, unless this process
+  // is named apart (it may be serving a baseline itself).
+  names.set(process.pid, benchProcess);
+  const found = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    if (!stat.includes(')')) continue; // gone meanwhile
+    const { comm, ppid } = parseProcessStat(stat);
+    // By name first: nats-server is this process's child, and must not count as the client.
+    const name =
+      comm === 'postgres'
+        ? 'postgres (all processes)'
+        : comm === 'nats-server'
+          ? 'nats-server'
+          : (names.get(Number(pid)) ?? (ppid === process.pid ? 'bench client' : names.get(ppid)));
+    if (name) found.push({ pid, name, stat });
+  }
+  return found;
+}
+
+/**
+ * CPU seconds used so far by each part of the pipeline (`pipelineProcesses`). Two readings a
+ * while apart give each part's share of a core: which one is at 100 % when the pipeline saturates.
  */
 export async function cpuSeconds(pipeline: Pipeline, options: { benchProcess?: string; machine?: boolean } = {}): Promise<Map<string, number>> {
   const totals = new Map<string, number>();
@@ -263,33 +289,48 @@ export async function cpuSeconds(pipeline: Pipeline, options: { benchProcess?: s
     totals.set(MACHINE_BUSY, (user! + nice! + system! + irq! + softirq!) / TICKS_PER_SECOND);
     totals.set(MACHINE_STOLEN, steal! / TICKS_PER_SECOND);
   }
-  const names = new Map<number, string>(pipeline.processes.map((p) => [p.pid, p.service]));
-  // This process and the clients it starts (autocannon) count together, unless this process
-  // is named apart (it may be serving a baseline itself).
-  names.set(process.pid, options.benchProcess ?? 'bench client');
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    if (!stat.includes(')')) continue; // gone meanwhile
-    const { comm, ppid, cpuSeconds: seconds } = parseProcessStat(stat);
-    // By name first: nats-server is this process's child, and must not count as the client.
-    const name =
-      comm === 'postgres'
-        ? 'postgres (all processes)'
-        : comm === 'nats-server'
-          ? 'nats-server'
-          : (names.get(Number(entry)) ?? (ppid === process.pid ? 'bench client' : names.get(ppid)));
-    if (name) totals.set(name, (totals.get(name) ?? 0) + seconds);
+  for (const { name, stat } of await pipelineProcesses(pipeline, options.benchProcess)) {
+    totals.set(name, (totals.get(name) ?? 0) + parseProcessStat(stat).cpuSeconds);
   }
   return totals;
 }
 
-/** Each part's share of one core between two `cpuSeconds` readings `seconds` apart, busiest first. */
-export function cpuShares(before: Map<string, number>, after: Map<string, number>, seconds: number): Array<{ process: string; 'CPU % of a core': string }> {
+/**
+ * How often each part's threads have gone to sleep so far, waiting for something (voluntary
+ * context switches, every thread of every process): each is a wake-up later. Beside the CPU it
+ * tells what one wake-up costs a process.
+ */
+export async function wakeUps(pipeline: Pipeline): Promise<Map<string, number>> {
+  const totals = new Map<string, number>();
+  for (const { pid, name } of await pipelineProcesses(pipeline)) {
+    const threads = await readdir(`/proc/${pid}/task`).catch(() => []);
+    for (const thread of threads) {
+      const status = await readFile(`/proc/${pid}/task/${thread}/status`, 'utf8').catch(() => '');
+      const switches = /^voluntary_ctxt_switches:\s*(\d+)/m.exec(status);
+      if (switches) totals.set(name, (totals.get(name) ?? 0) + Number(switches[1]));
+    }
+  }
+  return totals;
+}
+
+/**
+ * Each part's share of one core between two `cpuSeconds` readings `seconds` apart, busiest
+ * first; with two `wakeUps` readings, also its wake-ups a second and its CPU per wake-up.
+ */
+export function cpuShares(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  seconds: number,
+  wakes?: { before: Map<string, number>; after: Map<string, number> },
+): Array<Record<string, string>> {
   return [...after]
-    .map(([name, used]) => ({ name, share: ((used - (before.get(name) ?? 0)) / seconds) * 100 }))
-    .sort((a, b) => b.share - a.share)
-    .map(({ name, share }) => ({ process: name, 'CPU % of a core': share.toFixed(0) }));
+    .map(([name, used]) => ({ name, cpu: used - (before.get(name) ?? 0), woken: wakes ? (wakes.after.get(name) ?? 0) - (wakes.before.get(name) ?? 0) : 0 }))
+    .sort((a, b) => b.cpu - a.cpu)
+    .map(({ name, cpu, woken }) => ({
+      process: name,
+      'CPU % of a core': ((cpu / seconds) * 100).toFixed(0),
+      ...(wakes && woken > 0 ? { 'wake-ups/s': (woken / seconds).toFixed(0), 'CPU µs per wake-up': ((cpu / woken) * 1e6).toFixed(0) } : {}),
+    }));
 }
 
 /** A short assistant message, the bench's usual event. */
