@@ -93,6 +93,10 @@ describe('session service — retention of ended sessions’ events', () => {
   }, 60_000);
 
   it('a worker registered without a session (no template) is kept the default days after it ended, then loses its events; a live one keeps them', async () => {
+    // Back to the real time first: the registry stamps `ended_at` with it, and a sweep still on the
+    // test before's clock (eight days ahead) would find this worker ended eight days ago at once.
+    // (A sweep reads the clock when it starts; by the time the worker ends, long after, none of those is left.)
+    clock = Date.now();
     const register = () => requestJson<CreateWorkerResultType>(fixture.bus.nc, subjects.rpc.createWorker, { owner: ALICE.sub });
     const [ended, live] = await Promise.all([register(), register()]);
     const publisher = createIncomingEventPublisher(fixture.bus.nc);
