@@ -253,7 +253,7 @@ export function parseProcessStat(stat: string): { comm: string; ppid: number; cp
  * processes, or a wrapper's child), nats-server, every Postgres process together, and this
  * process with its children (the bench's client).
  */
-async function pipelineProcesses(pipeline: Pipeline, benchProcess = 'bench client'): Promise<Array<{ pid: string; name: string; stat: string }>> {
+async function pipelineProcesses(pipeline: Pipeline, benchProcess = 'bench client'): Promise<Array<{ pid: string; name: string; cpuSeconds: number }>> {
   const names = new Map<number, string>(pipeline.processes.map((p) => [p.pid, p.service]));
   // This process and the clients it starts (autocannon) count together, unless this process
   // is named apart (it may be serving a baseline itself).
@@ -263,7 +263,7 @@ async function pipelineProcesses(pipeline: Pipeline, benchProcess = 'bench clien
     if (!/^\d+$/.test(pid)) continue;
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
     if (!stat.includes(')')) continue; // gone meanwhile
-    const { comm, ppid } = parseProcessStat(stat);
+    const { comm, ppid, cpuSeconds } = parseProcessStat(stat);
     // By name first: nats-server is this process's child, and must not count as the client.
     const name =
       comm === 'postgres'
@@ -271,7 +271,7 @@ async function pipelineProcesses(pipeline: Pipeline, benchProcess = 'bench clien
         : comm === 'nats-server'
           ? 'nats-server'
           : (names.get(Number(pid)) ?? (ppid === process.pid ? 'bench client' : names.get(ppid)));
-    if (name) found.push({ pid, name, stat });
+    if (name) found.push({ pid, name, cpuSeconds });
   }
   return found;
 }
@@ -289,8 +289,8 @@ export async function cpuSeconds(pipeline: Pipeline, options: { benchProcess?: s
     totals.set(MACHINE_BUSY, (user! + nice! + system! + irq! + softirq!) / TICKS_PER_SECOND);
     totals.set(MACHINE_STOLEN, steal! / TICKS_PER_SECOND);
   }
-  for (const { name, stat } of await pipelineProcesses(pipeline, options.benchProcess)) {
-    totals.set(name, (totals.get(name) ?? 0) + parseProcessStat(stat).cpuSeconds);
+  for (const { name, cpuSeconds: seconds } of await pipelineProcesses(pipeline, options.benchProcess)) {
+    totals.set(name, (totals.get(name) ?? 0) + seconds);
   }
   return totals;
 }
