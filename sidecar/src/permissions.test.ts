@@ -98,4 +98,29 @@ describe('permission engine — lists, patterns and precedence', () => {
     expect(parseRule('Bash(echo (x)+)').matches('Bash', bash('echo (x)+'))).toBe(true);
     expect(parseRule('Bash(git *)').matches('Bash', {})).toBe(false);
   });
+
+  it('patterns are matched in linear time: a pathological rule against a long command is decided at once', () => {
+    const stars = createPermissionEngine({ auto_approve: [], deny: [`Bash(${'*a'.repeat(63)}b*)`], ask: [] }, { autonomous: false });
+    const started = performance.now();
+    expect(stars.decide('Bash', bash('a'.repeat(100_000))).decision).toBe('ask');
+    expect(stars.decide('Bash', bash(`${'a'.repeat(100_000)}b`))).toEqual({ decision: 'deny', reason: `denied by the rule Bash(${'*a'.repeat(63)}b*)` });
+    // A backtracking RegExp would take longer than anyone waits here.
+    expect(performance.now() - started).toBeLessThan(200);
+  });
+
+  it('a rule people added before the caps on wildcards still binds (caps are checked where rules enter, not when they match)', () => {
+    const engine = createPermissionEngine(lists, { autonomous: false });
+    const pattern = `${'*'.repeat(200)}danger*`;
+    engine.addRule({
+      rule_id: '9',
+      tool_name: 'Bash',
+      input_pattern: pattern,
+      decision: 'deny',
+      added_by: 'alice',
+      request_id: 'r9',
+      added_at: '2026-11-22T09:00:00.000Z',
+    });
+    expect(engine.decide('Bash', bash('git danger zone')).decision).toBe('deny');
+    expect(engine.decide('Bash', bash('git status')).decision).toBe('allow');
+  });
 });

@@ -1,4 +1,4 @@
-import type { PermissionRule } from '@svc/protocol';
+import { parseToolRule, type PermissionRule } from '@svc/protocol';
 
 /** The config's three lists (the spec's `permissions` object). */
 export interface PermissionLists {
@@ -37,15 +37,6 @@ function primaryInputs(input: Record<string, unknown>): string[] | undefined {
 /** How a rule's pattern must hold over several inputs: `every` to allow, `some` to refuse or ask. */
 export type MatchMode = 'every' | 'some';
 
-/** `*` is any run of characters, `?` one character; the whole text must match. */
-function globToRegExp(glob: string): RegExp {
-  const escaped = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${escaped}$`, 's');
-}
-
 /** One rule: `Tool`, `mcp__github__*` (a glob over the name), or `Tool(pattern)` (a glob over its primary input). */
 export interface Rule {
   source: string;
@@ -56,20 +47,21 @@ export interface Rule {
   coversEveryCall(toolName: string): boolean;
 }
 
+/**
+ * The protocol's one rule parser and linear matcher (`parseToolRule`): `*` any run of
+ * characters (spaces and slashes too), `?` one character; the whole text must match.
+ */
 export function parseRule(source: string): Rule {
-  const withArgument = /^([^()]+)\((.*)\)$/s.exec(source.trim());
-  const name = globToRegExp((withArgument ? withArgument[1]! : source).trim());
-  const argument = withArgument ? globToRegExp(withArgument[2]!) : undefined;
-  const everyInput = !withArgument || /^\*+$/.test(withArgument[2]!);
+  const rule = parseToolRule(source);
   return {
     source,
-    namesTool: (toolName) => name.test(toolName),
-    coversEveryCall: (toolName) => everyInput && name.test(toolName),
+    namesTool: (toolName) => rule.namesTool(toolName),
+    coversEveryCall: (toolName) => rule.coversEveryInput && rule.namesTool(toolName),
     matches(toolName, input, mode = 'some') {
-      if (!name.test(toolName)) return false;
-      if (!argument) return true;
+      if (!rule.namesTool(toolName)) return false;
+      if (rule.pattern === undefined) return true;
       const values = primaryInputs(input);
-      return values !== undefined && values[mode]((value) => argument.test(value));
+      return values !== undefined && values[mode]((value) => rule.matchesInput(value));
     },
   };
 }

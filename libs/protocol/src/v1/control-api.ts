@@ -4,6 +4,7 @@ import { DecisionSchema, DecisionScopeSchema, type EventData } from './events.js
 import { storedEventSchemaOf, type StoredEvent } from './envelope.js';
 import { EventCursorQuery, ListResponse } from './lists.js';
 import { EventId, JsonObject, WorkerId } from './primitives.js';
+import { RULE_MAX_LENGTH, RULE_MAX_WILDCARDS, RULE_WILDCARDS_PATTERN } from './rules.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /** Longest a pending-decision long poll may wait, in milliseconds. */
@@ -11,9 +12,9 @@ export const MAX_PENDING_WAIT_MS = 30_000;
 
 const InputPattern = Type.String({
   minLength: 1,
-  maxLength: 1024,
-  description:
-    'With scope "always": the new rule covers only inputs matching this pattern (e.g. "npm test*" for Bash commands); without it, every input of the tool.',
+  maxLength: RULE_MAX_LENGTH,
+  pattern: RULE_WILDCARDS_PATTERN,
+  description: `With scope "always": the new rule covers only inputs matching this pattern (e.g. "npm test*" for Bash commands); without it, every input of the tool. At most ${RULE_MAX_WILDCARDS} wildcards (\`*\` and \`?\`).`,
 });
 
 /** `POST /v1/workers/{id}/control`: a person's decision on one `control_request`. */

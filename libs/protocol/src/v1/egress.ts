@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { compileGlob, parseToolRule, splitToolRule, type GlobOptions } from './rules.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /**
@@ -45,13 +46,26 @@ export function parseEgressTarget(text: string): EgressTarget | undefined {
   return { host: host.replace(/^\[|\]$/g, ''), port, target: `${host}:${port}` };
 }
 
+/**
+ * How a `host:port` rule reads a target: `*` and `?` stay within the host or the port (each part
+ * is matched on its own, in linear time: docs/egress.md "Rules"), letters in either case.
+ */
+export const EGRESS_GLOB: GlobOptions = { separator: ':', ignoreAsciiCase: true };
+
 /** Whether a `host:port` rule (with `*` globs) names `target`. */
 export function egressRuleMatches(rule: string, target: string): boolean {
-  const escaped = rule
-    .toLowerCase()
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '[^:]*');
-  return new RegExp(`^${escaped}$`).test(target);
+  return compileGlob(rule, EGRESS_GLOB).matches(target);
+}
+
+/** Whether a tool rule is one of the `network` tool's (`network`, `network(host:port)`): those are the egress decision's. */
+export function isNetworkRule(rule: string): boolean {
+  return splitToolRule(rule).tool === EGRESS_TOOL;
+}
+
+/** Whether a `network` rule (`network` for every target, or `network(host:port)`) names `target`; a rule of another tool names none. */
+export function networkRuleMatches(rule: string, target: string): boolean {
+  const parsed = parseToolRule(rule, EGRESS_GLOB);
+  return parsed.tool === EGRESS_TOOL && parsed.matchesInput(target);
 }
 
 /** `system` event subtype of a tunnel opened or refused (every one is recorded). */

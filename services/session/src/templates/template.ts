@@ -9,7 +9,10 @@ import {
   EgressRuleSchema,
   EnvironmentVariables,
   ModelApiSchema,
+  quoteRule,
+  ruleLimitProblem,
   SIDECAR_ADAPTERS,
+  type FieldError,
 } from '@svc/protocol';
 
 const EnvName = Type.String({ pattern: ENV_NAME_PATTERN });
@@ -132,6 +135,21 @@ function warningsOf(template: Static<typeof TemplateSchema>, source: string): st
 
 const checker = createChecker<Static<typeof TemplateSchema>>(TemplateSchema);
 
+/** The rules beyond the caps on length and wildcards (docs/sidecar.md "Rule syntax"), each named by its key and text. */
+function ruleProblems(template: Static<typeof TemplateSchema>): FieldError[] {
+  const { sandbox, sidecar } = template;
+  const lists: Record<string, readonly string[]> = {
+    '/sandbox/egress': sandbox.egress,
+    ...(sidecar ? { '/sidecar/auto_approve': sidecar.auto_approve, '/sidecar/deny': sidecar.deny, '/sidecar/ask': sidecar.ask } : {}),
+  };
+  return Object.entries(lists).flatMap(([key, rules]) =>
+    rules.flatMap((rule, index) => {
+      const problem = ruleLimitProblem(rule);
+      return problem === undefined ? [] : [{ field: `${key}/${index}`, message: `(the rule ${quoteRule(rule)}) ${problem}` }];
+    }),
+  );
+}
+
 /**
  * Parses and validates one template. Errors are `invalid_template` and name the file and each
  * bad key (`templates/x.toml: /sidecar/adapter must be …`), so the author can fix it at once.
@@ -148,6 +166,10 @@ export function parseTemplate(name: string, text: string, source: string): Templ
   const checked = checker.check(withDefaults);
   if (!checked.ok) {
     throw new CodedError('invalid_template', `${source}: ${describeFieldErrors(checked.errors)}`, { file: source, fields: checked.errors });
+  }
+  const overCap = ruleProblems(checked.value);
+  if (overCap.length > 0) {
+    throw new CodedError('invalid_template', `${source}: ${describeFieldErrors(overCap)}`, { file: source, fields: overCap });
   }
   if (checked.value.model && !checked.value.sidecar) {
     throw new CodedError('invalid_template', `${source}: /model needs a [sidecar] section (the sidecar serves the agent's model proxy)`, { file: source });

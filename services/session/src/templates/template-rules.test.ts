@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { CodedError, RULE_MAX_WILDCARDS, statusOfErrorCode } from '@svc/protocol';
+import { parseTemplate } from './template.js';
+
+const withRules = (sandbox: string, sidecar: string) => `
+[agent]
+command = "/bin/echo"
+
+[sandbox]
+${sandbox}
+
+[sidecar]
+adapter = "generic"
+${sidecar}
+`;
+
+function refusal(text: string): CodedError {
+  try {
+    parseTemplate('t', text, 'templates/t.toml');
+  } catch (err) {
+    return err as CodedError;
+  }
+  throw new Error('the template was accepted');
+}
+
+describe('templates — rules are capped at load', () => {
+  it('templates — a network rule with 500 stars is refused with invalid_template (400) naming the file, the key and the rule', () => {
+    const err = refusal(withRules('', `deny = ["Bash(rm *)", "network(${'*'.repeat(500)})"]`));
+    expect(err).toBeInstanceOf(CodedError);
+    expect(err.code).toBe('invalid_template');
+    expect(statusOfErrorCode(err.code)).toBe(400);
+    expect(err.message).toBe(
+      `templates/t.toml: /sidecar/deny/1 (the rule "network(${'*'.repeat(72)}…") has 500 wildcards (* and ?); a rule may have at most ${RULE_MAX_WILDCARDS}`,
+    );
+    expect(err.details).toMatchObject({ file: 'templates/t.toml', fields: [{ field: '/sidecar/deny/1' }] });
+  });
+
+  it('templates — every list is checked: egress, auto_approve, deny and ask, each bad rule named', () => {
+    const tooMany = `${'*.'.repeat(RULE_MAX_WILDCARDS + 1)}example.com:443`;
+    const err = refusal(withRules(`egress = ["${tooMany}"]`, `auto_approve = ["Read(${'?'.repeat(65)})"]\nask = ["Bash", "Bash(${'*'.repeat(70)})"]`));
+    expect(err.code).toBe('invalid_template');
+    expect(err.message).toMatch(/^templates\/t\.toml: \/sandbox\/egress\/0 \(the rule "\*\.\*\.[^"]*"\) has 65 wildcards/);
+    expect(err.message).toContain('; /sidecar/auto_approve/0 (the rule "Read(???');
+    expect(err.message).toMatch(/; \/sidecar\/ask\/1 \(the rule "Bash\(\*+\)"\) has 70 wildcards \(\* and \?\); a rule may have at most 64$/);
+    expect((err.details as { fields: unknown[] }).fields).toHaveLength(3);
+  });
+
+  it('templates — rules of 64 wildcards and up to 1024 characters load', () => {
+    const sixtyFour = `network(${'*.'.repeat(RULE_MAX_WILDCARDS - 2)}*:*)`;
+    const template = parseTemplate('t', withRules(`egress = ["*.npmjs.org:443"]`, `deny = ["${sixtyFour}"]\nask = ["Bash(${'x'.repeat(1018)})"]`), 'x');
+    expect(template.sidecar?.deny).toEqual([sixtyFour]);
+  });
+});
