@@ -8,3 +8,4 @@ export * from './child-processes.js';
 export * from './retry.js';
 export * from './metrics.js';
 export * from './tracing.js';
+export * from './outbound-addresses.js';

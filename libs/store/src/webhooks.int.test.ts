@@ -24,4 +24,27 @@ describe('webhook attempts — every try listed, even one cut short', () => {
       await database.close();
     }
   });
+
+  it("an answered try is listed by its status alone: an answer's text stored before issue 34 is not shown", async () => {
+    const database = await openDatabase({});
+    try {
+      await migrateToLatest(database.db, 'audit');
+      const webhooks = createWebhookStore(database.db);
+      await webhooks.create('wh_2', 'someone', { url: 'https://hooks.example.com/x', kinds: ['worker.ended'] }, 'secret');
+      const tried = { webhook_id: 'wh_2', message_id: 'msg_2', kind: 'worker.ended' as const, at: new Date().toISOString() };
+      // As the delivering service wrote it until issue 34: the first 200 characters of the answer.
+      await webhooks
+        .startAttempt({ ...tried, attempt: 1 })
+        .then((seq) => webhooks.finishAttempt(seq, { status: 500, error: 'root:x:0:0:root', delivered: false }));
+      await webhooks
+        .startAttempt({ ...tried, attempt: 2 })
+        .then((seq) => webhooks.finishAttempt(seq, { status: null, error: 'not sent: 127.0.0.1 is a loopback address', delivered: false }));
+      expect((await webhooks.attempts('wh_2')).map(({ attempt, status, error }) => ({ attempt, status, error }))).toEqual([
+        { attempt: 1, status: 500, error: null },
+        { attempt: 2, status: null, error: 'not sent: 127.0.0.1 is a loopback address' },
+      ]);
+    } finally {
+      await database.close();
+    }
+  });
 });

@@ -33,7 +33,9 @@ function toAttempt(row: Selectable<WebhookAttemptsTable>): WebhookAttempt {
     attempt: row.attempt,
     at: row.at.toISOString(),
     status: row.status,
-    error: row.error,
+    // A try the receiver answered is told by its status alone: rows written before issue 34 kept
+    // the first 200 characters of the answer here, which are never shown.
+    error: row.status === null ? row.error : null,
     delivered: row.delivered,
   };
 }
@@ -109,7 +111,7 @@ export function createWebhookStore(db: Kysely<Database>) {
         .executeTakeFirstOrThrow();
       return String(row.seq);
     },
-    /** The try's outcome: the receiver's answer, or why there was none. */
+    /** The try's outcome: the receiver's status, or why there was none (never the receiver's body). */
     async finishAttempt(seq: string, outcome: Pick<WebhookAttempt, 'status' | 'error' | 'delivered'>): Promise<void> {
       await db.updateTable('webhook_attempts').set(outcome).where('seq', '=', seq).execute();
     },

@@ -15,8 +15,9 @@ import {
   type WebhookAttempt,
   type WebhookRefRpcType,
 } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import type { Logger, OutboundAddressCheck } from '@svc/service-kit';
 import { publicWebhook, type WebhookStore } from '@svc/store';
+import { portOf } from './destinations.js';
 
 /** A subscription `owner` may see (undefined owner: an admin, who sees all); not found otherwise, so ids of others' say nothing. */
 async function visible(webhooks: WebhookStore, ref: WebhookRefRpcType) {
@@ -25,14 +26,34 @@ async function visible(webhooks: WebhookStore, ref: WebhookRefRpcType) {
   return webhook;
 }
 
+/**
+ * Refuses a URL that points where webhooks may not (destinations.ts): a 400 that names the
+ * address and what it is. Checked again at each delivery, since a name may move.
+ */
+async function checkDestination(destinations: OutboundAddressCheck, url: string): Promise<void> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CodedError('invalid_request', 'the webhook URL does not parse');
+  }
+  const verdict = await destinations.check(parsed.hostname, portOf(parsed));
+  if (verdict.allowed) return;
+  // Only an address's class can be let through, by the operator; never a control-plane endpoint.
+  const remedy = verdict.refusal === 'address' ? '; an operator may allow a range for in-cluster receivers (SVC_WEBHOOK_ALLOWED_CIDRS)' : '';
+  // The host alone: a webhook URL's path often holds its own secret (Slack's do).
+  throw new CodedError('invalid_request', `webhooks reach only the outside; ${parsed.host} is refused: ${verdict.reason}${remedy}`);
+}
+
 /** The RPCs behind `/v1/webhooks` (the gateway checks who may ask: an `all` scope is for admins). */
-export function serveWebhookRpcs(deps: { nc: NatsConnection; webhooks: WebhookStore; logger: Logger; queue: string }) {
+export function serveWebhookRpcs(deps: { nc: NatsConnection; webhooks: WebhookStore; destinations: OutboundAddressCheck; logger: Logger; queue: string }) {
   const options = { logger: deps.logger, queue: deps.queue };
   return [
     serveRpc<CreateWebhookRpcType, CreatedWebhook>(
       deps.nc,
       subjects.rpc.createWebhook,
       async ({ owner, request }) => {
+        await checkDestination(deps.destinations, request.url);
         // Standard Webhooks' secret: `whsec_` and 24 random bytes in base64.
         const secret = `whsec_${randomBytes(24).toString('base64')}`;
         const created = await deps.webhooks.create(`whk_${randomBytes(12).toString('hex')}`, owner, request, secret);
