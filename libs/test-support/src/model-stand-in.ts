@@ -7,6 +7,8 @@ export interface ModelStandIn {
   requests(): Array<Record<string, unknown>>;
   /** The headers of every model request, in the same order. */
   requestHeaders(): IncomingMessage['headers'][];
+  /** Every request that reached the stand-in, a model request or not (`POST /v1/messages?beta=true`). */
+  seen(): string[];
   stop(): Promise<void>;
 }
 
@@ -33,7 +35,9 @@ export async function startModelStandIn(options: {
 }): Promise<ModelStandIn> {
   const received: Array<Record<string, unknown>> = [];
   const receivedHeaders: IncomingMessage['headers'][] = [];
+  const seen: string[] = [];
   const server = createServer((request, response) => {
+    seen.push(`${request.method ?? ''} ${request.url ?? ''}`);
     void (async () => {
       if (!options.isModelRequest(request)) return options.other(request, response);
       const body = JSON.parse(await readBody(request)) as Record<string, unknown>;
@@ -49,6 +53,7 @@ export async function startModelStandIn(options: {
     url: `http://127.0.0.1:${address.port}${options.path ?? ''}`,
     requests: () => received,
     requestHeaders: () => receivedHeaders,
+    seen: () => seen,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

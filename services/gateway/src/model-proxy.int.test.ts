@@ -1,5 +1,6 @@
-import { createServer } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type ModelAccess, type StoredEvent, type Worker } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
@@ -8,6 +9,73 @@ import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
 const ANTHROPIC_KEY = 'sk-ant-gateway-test-key';
 const OPENAI_KEY = 'sk-proj-gateway-test-key';
+
+interface RawAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A request sent as written (`fetch` would resolve `..` and re-encode the path). */
+function rawRequest(base: string, path: string, options: { method: string; headers?: Record<string, string>; body?: string }): Promise<RawAnswer> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({ host: url.hostname, port: url.port, method: options.method, path, headers: options.headers }, (response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }));
+    });
+    request.on('error', reject);
+    request.end(options.body);
+  });
+}
+
+/** A worker's stored history, and its view, as a person reads them. */
+async function historyOf(gw: GatewayFixture, base: string, workerId: string): Promise<StoredEvent[]> {
+  const token = await gw.userToken('alice');
+  const response = await fetch(`${base}/v1/workers/${workerId}/sdk-events?limit=1000`, { headers: { authorization: `Bearer ${token}` } });
+  return ((await response.json()) as { items: StoredEvent[] }).items;
+}
+async function workerViewOf(gw: GatewayFixture, base: string, workerId: string): Promise<Worker> {
+  const token = await gw.userToken('alice');
+  return (await (await fetch(`${base}/v1/workers/${workerId}`, { headers: { authorization: `Bearer ${token}` } })).json()) as Worker;
+}
+const refusalsIn = (history: StoredEvent[]) =>
+  history.filter((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.subtype === 'model_request_refused');
+
+/** The headers Claude Code 2.1.330 sends its model (read from its requests), its key aside. */
+const CLAUDE_CODE_HEADERS: Record<string, string> = {
+  accept: 'application/json',
+  'content-type': 'application/json',
+  'user-agent': 'claude-cli/2.1.330 (external, sdk-cli)',
+  'x-claude-code-session-id': '2ea3edb3-0cd9-4fdf-8330-eae32c9b4428',
+  'x-stainless-arch': 'x64',
+  'x-stainless-lang': 'js',
+  'x-stainless-os': 'Linux',
+  'x-stainless-package-version': '0.128.0',
+  'x-stainless-retry-count': '0',
+  'x-stainless-runtime': 'node',
+  'x-stainless-runtime-version': 'v26.12.1',
+  'x-stainless-timeout': '600',
+  'anthropic-beta':
+    'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24,thinking-display-updates-2026-08-18',
+  'anthropic-dangerous-direct-browser-access': 'true',
+  'anthropic-version': '2023-06-01',
+  'x-app': 'cli',
+};
+/** The headers Codex 0.169.0 sends its `svc` provider, its key aside. */
+const CODEX_HEADERS: Record<string, string> = {
+  'x-codex-beta-features': 'remote_compaction_v2',
+  'x-codex-window-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e:0',
+  'x-codex-turn-metadata': '{"session_id":"01a21979-d55e-78b2-9717-cea5d2cfb92e","request_kind":"turn"}',
+  'x-client-request-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
+  'session-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
+  'thread-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
+  accept: 'text/event-stream',
+  'content-type': 'application/json',
+  originator: 'codex_exec',
+  'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)',
+};
 
 describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
   let gw: GatewayFixture;
@@ -224,5 +292,360 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
     } finally {
       await keyless.stop();
     }
+  });
+
+  it("model proxy — OpenAI: files, batches, a `..` or `%2f` path and an OpenAI-Organization header never reach the upstream; each refusal is the provider's 403 and a history event", async () => {
+    const token = await worker('wrk_mp_narrow_openai', { apis: ['openai'] });
+    const prefix = '/v1/workers/wrk_mp_narrow_openai/model/openai';
+    const seen = openai.seen().length;
+    const body = JSON.stringify({ model: 'gpt-5-mini', stream: true, input: [{ type: 'message', role: 'user', content: 'hi' }] });
+    const attempts: Array<{ method: string; path: string; body?: string; headers?: Record<string, string> }> = [
+      { method: 'GET', path: '/v1/files' },
+      { method: 'DELETE', path: '/v1/files/x' },
+      { method: 'POST', path: '/v1/batches', body: '{"input_file_id":"file-abc","endpoint":"/v1/responses","completion_window":"24h"}' },
+      { method: 'POST', path: '/v1/responses/../files', body },
+      { method: 'POST', path: '/v1/responses%2f..%2ffiles', body },
+      { method: 'POST', path: '/v1/responses', body, headers: { 'OpenAI-Organization': 'org-someone-else' } },
+      { method: 'POST', path: '/v1/responses', body, headers: { 'OpenAI-Project': 'proj_someone_else' } },
+    ];
+    for (const attempt of attempts) {
+      const answer = await rawRequest(base, `${prefix}${attempt.path}`, {
+        method: attempt.method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...attempt.headers },
+        body: attempt.body,
+      });
+      expect(answer.status, `${attempt.method} ${attempt.path}`).toBe(403);
+      expect(JSON.parse(answer.body), `${attempt.method} ${attempt.path}`).toEqual({
+        error: { type: 'invalid_request_error', code: 'not_allowed_by_svc', param: null, message: expect.stringMatching(/^svc: /) },
+      });
+    }
+    expect(openai.seen().slice(seen)).toEqual([]);
+    const refusals = await waitFor('every refusal in the history', async () => {
+      const found = refusalsIn(await events('wrk_mp_narrow_openai'));
+      return found.length === attempts.length ? found : undefined;
+    });
+    expect(refusals.map((e) => e.data.level)).toEqual(attempts.map(() => 'warn'));
+    expect(refusals.map((e) => e.data.details)).toEqual(
+      expect.arrayContaining([
+        { api: 'openai', method: 'GET', path: '/v1/files', reason: 'not_allowed' },
+        { api: 'openai', method: 'DELETE', path: '/v1/files/x', reason: 'not_allowed' },
+        { api: 'openai', method: 'POST', path: '/v1/responses%2f..%2ffiles', reason: 'not_allowed' },
+      ]),
+    );
+    expect(refusals.map((e) => e.data.message)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('GET "/v1/files" is not inference; the openai model proxy passes only POST /v1/responses, POST /v1/chat/completions'),
+        expect.stringContaining('".." segment'),
+        expect.stringContaining('percent-encoding'),
+        expect.stringContaining('openai-organization header is not passed'),
+        expect.stringContaining('openai-project header is not passed'),
+      ]),
+    );
+    // Nothing was forwarded, so nothing was counted.
+    expect((await workerView('wrk_mp_narrow_openai')).model_usage).toMatchObject({ requests: 0, refused: 0, input_tokens: 0 });
+  });
+
+  it('model proxy — Anthropic: files, message batches, an encoded path, an unlisted beta and an unlisted query never reach the upstream; a body that is not JSON is a 400', async () => {
+    const token = await worker('wrk_mp_narrow_anthropic');
+    const prefix = '/v1/workers/wrk_mp_narrow_anthropic/model/anthropic';
+    const seen = anthropic.seen().length;
+    const body = JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+    const attempts: Array<{ method: string; path: string; body?: string; headers?: Record<string, string>; status: number; type: string }> = [
+      { method: 'GET', path: '/v1/files', status: 403, type: 'permission_error' },
+      { method: 'DELETE', path: '/v1/files/file-abc', status: 403, type: 'permission_error' },
+      { method: 'POST', path: '/v1/messages/batches', body, status: 403, type: 'permission_error' },
+      { method: 'POST', path: '/v1/messages%2F..%2Ffiles', body, status: 403, type: 'permission_error' },
+      { method: 'POST', path: '/v1/messages/../files', body, status: 403, type: 'permission_error' },
+      { method: 'POST', path: '/v1/messages?beta=true', body, headers: { 'anthropic-beta': 'files-api-2025-04-14' }, status: 403, type: 'permission_error' },
+      { method: 'POST', path: '/v1/messages?beta=true&limit=1', body, status: 403, type: 'permission_error' },
+      { method: 'POST', path: '/v1/messages', body: 'not json', status: 400, type: 'invalid_request_error' },
+    ];
+    for (const attempt of attempts) {
+      const answer = await rawRequest(base, `${prefix}${attempt.path}`, {
+        method: attempt.method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...attempt.headers },
+        body: attempt.body,
+      });
+      expect(answer.status, `${attempt.method} ${attempt.path}`).toBe(attempt.status);
+      expect(JSON.parse(answer.body)).toEqual({ type: 'error', error: { type: attempt.type, message: expect.stringMatching(/^svc: /) } });
+    }
+    expect(anthropic.seen().slice(seen)).toEqual([]);
+    const refusals = await waitFor('every refusal in the history', async () => {
+      const found = refusalsIn(await events('wrk_mp_narrow_anthropic'));
+      return found.length === attempts.length ? found : undefined;
+    });
+    expect(refusals.map((e) => e.data.message)).toEqual(
+      expect.arrayContaining([expect.stringContaining('"files-api-2025-04-14" is not passed'), expect.stringContaining('the request body is not JSON')]),
+    );
+  });
+
+  it("model proxy — Claude Code's and Codex's own headers pass; others are dropped; the upstream is asked for identity; HEAD / is answered without the upstream", async () => {
+    const token = await worker('wrk_mp_clients', { apis: ['anthropic', 'openai'] });
+    const before = anthropic.requests().length;
+    const claude = await messages('wrk_mp_clients', token, { ...CLAUDE_CODE_HEADERS, cookie: 'session=1', 'x-forwarded-for': '10.0.0.1' });
+    expect(claude.status).toBe(200);
+    expect(await claude.text()).toContain('message_stop');
+    const upstreamSaw = anthropic.requestHeaders()[before]!;
+    for (const [name, value] of Object.entries(CLAUDE_CODE_HEADERS)) expect(upstreamSaw[name], name).toBe(value);
+    expect(upstreamSaw).toMatchObject({ 'accept-encoding': 'identity', 'x-api-key': ANTHROPIC_KEY });
+    for (const dropped of ['cookie', 'x-forwarded-for', 'authorization', 'sec-fetch-mode']) expect(upstreamSaw[dropped], dropped).toBeUndefined();
+
+    // Claude Code 2.1.197 warms its connection with `HEAD /`.
+    const seen = anthropic.seen().length;
+    const probe = await rawRequest(base, '/v1/workers/wrk_mp_clients/model/anthropic/', { method: 'HEAD', headers: { authorization: `Bearer ${token}` } });
+    expect(probe.status).toBe(200);
+    expect(anthropic.seen().length).toBe(seen);
+
+    const beforeOpenAI = openai.requests().length;
+    const codex = await fetch(`${base}/v1/workers/wrk_mp_clients/model/openai/v1/responses`, {
+      method: 'POST',
+      headers: { ...CODEX_HEADERS, authorization: `Bearer ${token}` },
+      body: JSON.stringify({ model: 'gpt-5.5', stream: true, input: [{ type: 'message', role: 'user', content: 'hi' }] }),
+    });
+    expect(codex.status).toBe(200);
+    expect(await codex.text()).toContain('response.completed');
+    const openaiSaw = openai.requestHeaders()[beforeOpenAI]!;
+    for (const [name, value] of Object.entries(CODEX_HEADERS)) expect(openaiSaw[name], name).toBe(value);
+    expect(openaiSaw).toMatchObject({ 'accept-encoding': 'identity', authorization: `Bearer ${OPENAI_KEY}` });
+    expect(refusalsIn(await events('wrk_mp_clients'))).toEqual([]);
+  });
+});
+
+/** What the odd upstream plays, chosen by the request's `model`. */
+interface OddUpstream {
+  url: string;
+  /** Each request: its method, path, headers and body. */
+  requests: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: Record<string, unknown> }>;
+  /** The models whose stalled answer the upstream saw closed (the proxy let go of it). */
+  closed: string[];
+  stop(): Promise<void>;
+}
+
+/** How long the odd upstream's `slow` answer takes: every concurrent request arrives while the first is in flight. */
+const SLOW_ANSWER_MS = 1000;
+const sse = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+const ANTHROPIC_ANSWER = [
+  sse('message_start', { type: 'message_start', message: { id: 'msg_odd', model: 'claude-sonnet-4-5', usage: { input_tokens: 100, output_tokens: 1 } } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello from a gzip answer.' } }),
+  sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 24 } }),
+  sse('message_stop', { type: 'message_stop' }),
+];
+
+/**
+ * An upstream that misbehaves or speaks what the stand-ins do not: `gzip` answers an Anthropic
+ * stream gzip-compressed whatever it was asked; `slow` answers it after `SLOW_ANSWER_MS`; `stall`
+ * streams a start and three 30-character deltas (Anthropic) or two (Responses), then waits;
+ * `/v1/chat/completions` streams a chunk and, when asked for it, the usage.
+ */
+async function startOddUpstream(): Promise<OddUpstream> {
+  const requests: OddUpstream['requests'] = [];
+  const closed: string[] = [];
+  const play = (request: IncomingMessage, response: ServerResponse, body: Record<string, unknown>) => {
+    const model = String(body['model']);
+    if (request.url?.startsWith('/v1/chat/completions')) {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(`data: ${JSON.stringify({ model, choices: [{ index: 0, delta: { content: 'Hi' } }], usage: null })}\n\n`);
+      if ((body['stream_options'] as { include_usage?: boolean } | undefined)?.include_usage)
+        response.write(`data: ${JSON.stringify({ model, choices: [], usage: { prompt_tokens: 300, completion_tokens: 20 } })}\n\n`);
+      return void response.end('data: [DONE]\n\n');
+    }
+    if (model === 'gzip') {
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
+      const gzip = zlib.createGzip();
+      gzip.pipe(response);
+      return void gzip.end(ANTHROPIC_ANSWER.join(''));
+    }
+    if (model === 'slow') {
+      setTimeout(() => response.writeHead(200, { 'content-type': 'text/event-stream' }).end(ANTHROPIC_ANSWER.join('')), SLOW_ANSWER_MS);
+      return;
+    }
+    if (model === 'stall') {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.on('close', () => closed.push(`${request.url}`));
+      if (request.url?.startsWith('/v1/responses')) {
+        response.write(sse('response.created', { type: 'response.created', response: { id: 'resp_odd', usage: null } }));
+        for (const letter of ['a', 'b']) response.write(sse('response.output_text.delta', { type: 'response.output_text.delta', delta: letter.repeat(30) }));
+        return;
+      }
+      response.write(ANTHROPIC_ANSWER[0]!);
+      for (const letter of ['a', 'b', 'c'])
+        response.write(sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: letter.repeat(30) } }));
+      return;
+    }
+    response.writeHead(404).end();
+  };
+  const server = createServer((request, response) => {
+    let text = '';
+    request.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    request.on('end', () => {
+      const body = JSON.parse(text || '{}') as Record<string, unknown>;
+      requests.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body });
+      play(request, response, body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    closed,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Sends a streamed request and lets go of it once `events` SSE events have arrived; resolves with what arrived. */
+function abortAfter(base: string, path: string, token: string, body: unknown, events: number): Promise<string> {
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      { host: url.hostname, port: url.port, method: 'POST', path, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+      (response) => {
+        let received = '';
+        response.on('data', (chunk: Buffer) => {
+          received += chunk.toString();
+          if (received.split('\n\n').length - 1 >= events) {
+            request.destroy();
+            resolve(received);
+          }
+        });
+      },
+    );
+    request.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ECONNRESET') reject(err);
+    });
+    request.end(JSON.stringify(body));
+  });
+}
+
+describe('the model proxy against an upstream that compresses, stalls, or speaks Chat Completions', () => {
+  let gw: GatewayFixture;
+  let base: string;
+  let odd: OddUpstream;
+
+  beforeAll(async () => {
+    odd = await startOddUpstream();
+    gw = await startGatewayFixture(
+      { anthropicApiKey: ANTHROPIC_KEY, anthropicUpstreamUrl: odd.url, openaiApiKey: OPENAI_KEY, openaiUpstreamUrl: odd.url },
+      undefined,
+      { services: true },
+    );
+    base = await gw.app.listen({ host: '127.0.0.1', port: 0 });
+  }, 60_000);
+  afterAll(async () => {
+    await gw?.stop();
+    await odd?.stop();
+  });
+
+  const worker = (id: string, model: ModelAccess) => gw.createWorker(id, 'alice', 'running', { model });
+  const post = (workerId: string, token: string, path: string, body: unknown) =>
+    fetch(`${base}/v1/workers/${workerId}/model${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  it('model proxy — an upstream that answers gzip although asked for identity: the agent gets the stream decoded, and it is metered', async () => {
+    const token = await worker('wrk_mp_gzip', { apis: ['anthropic'] });
+    const response = await post('wrk_mp_gzip', token, '/anthropic/v1/messages', { model: 'gzip', max_tokens: 100, stream: true, messages: [] });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-encoding')).toBeNull();
+    expect(await response.text()).toBe(ANTHROPIC_ANSWER.join(''));
+    expect(odd.requests.at(-1)!.headers['accept-encoding']).toBe('identity');
+    await waitFor('the usage', async () => (await workerViewOf(gw, base, 'wrk_mp_gzip')).model_usage?.requests === 1);
+    expect((await workerViewOf(gw, base, 'wrk_mp_gzip')).model_usage).toMatchObject({ input_tokens: 100, output_tokens: 24 });
+  });
+
+  it('model proxy — a stream the agent aborts before its usage event is metered from what passed; the upstream request ends; the budget counts it', async () => {
+    const token = await worker('wrk_mp_abort', { apis: ['anthropic'], budget: { max_tokens: 120 } });
+    // message_start and three 30-character deltas: the agent lets go before message_delta.
+    const received = await abortAfter(
+      base,
+      '/v1/workers/wrk_mp_abort/model/anthropic/v1/messages',
+      token,
+      { model: 'stall', max_tokens: 100, stream: true, messages: [] },
+      4,
+    );
+    expect(received).toContain('c'.repeat(30));
+    await waitFor('the upstream let go', async () => odd.closed.includes('/v1/messages'));
+    await waitFor('the usage', async () => (await workerViewOf(gw, base, 'wrk_mp_abort')).model_usage?.requests === 1);
+    // 100 in as message_start said; out at least 90 characters / 3.
+    expect((await workerViewOf(gw, base, 'wrk_mp_abort')).model_usage).toMatchObject({ input_tokens: 100, output_tokens: 30 });
+    const next = await post('wrk_mp_abort', token, '/anthropic/v1/messages', { model: 'stall', max_tokens: 100, stream: true, messages: [] });
+    expect(next.status).toBe(402);
+    expect(await next.text()).toContain('token budget is used up (130 of max_tokens 120)');
+  });
+
+  it('model proxy — a Responses stream cut short before response.completed: its input is estimated from the request, its output from the deltas', async () => {
+    const token = await worker('wrk_mp_abort_openai', { apis: ['openai'] });
+    const body = { model: 'stall', stream: true, input: [{ type: 'message', role: 'user', content: 'x'.repeat(400) }] };
+    await abortAfter(base, '/v1/workers/wrk_mp_abort_openai/model/openai/v1/responses', token, body, 3);
+    await waitFor('the usage', async () => (await workerViewOf(gw, base, 'wrk_mp_abort_openai')).model_usage?.requests === 1);
+    expect((await workerViewOf(gw, base, 'wrk_mp_abort_openai')).model_usage).toMatchObject({
+      input_tokens: Math.ceil(JSON.stringify(body).length / 4),
+      output_tokens: 20,
+    });
+  });
+
+  it('model proxy — a streamed Chat Completions request is sent with include_usage, and metered from the usage chunk', async () => {
+    const token = await worker('wrk_mp_chat', { apis: ['openai'] });
+    const response = await post('wrk_mp_chat', token, '/openai/v1/chat/completions', {
+      model: 'gpt-5-mini',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('data: [DONE]');
+    expect(odd.requests.at(-1)!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    await waitFor('the usage', async () => (await workerViewOf(gw, base, 'wrk_mp_chat')).model_usage?.requests === 1);
+    expect((await workerViewOf(gw, base, 'wrk_mp_chat')).model_usage).toMatchObject({
+      input_tokens: 300,
+      output_tokens: 20,
+      cost_usd: (300 * 0.25 + 20 * 2) / 1e6,
+    });
+  });
+
+  it("model proxy — 20 concurrent requests against a budget of one request's worth: one reaches the upstream; each of the others is refused and counted", async () => {
+    // Each request holds its max_tokens (100) and its estimated input while it runs; the answer is 124 tokens.
+    const token = await worker('wrk_mp_race', { apis: ['anthropic'], budget: { max_tokens: 100 } });
+    const before = odd.requests.length;
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        post('wrk_mp_race', token, '/anthropic/v1/messages', {
+          model: 'slow',
+          max_tokens: 100,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }).then(async (r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.text() })),
+      ),
+    );
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    expect(odd.requests.length - before).toBe(1);
+    const refused = answers.filter((a) => a.status !== 200);
+    // Held by the request in flight: 429, retry after a second.
+    expect(refused.map((a) => a.status)).toEqual(refused.map(() => 429));
+    for (const answer of refused) {
+      expect(answer.retryAfter).toBe('1');
+      expect(JSON.parse(answer.body)).toEqual({
+        type: 'error',
+        error: { type: 'rate_limit_error', message: expect.stringContaining('held by 1 model request in flight') },
+      });
+    }
+    await waitFor('every request counted', async () => (await workerViewOf(gw, base, 'wrk_mp_race')).model_usage?.requests === 1);
+    expect((await workerViewOf(gw, base, 'wrk_mp_race')).model_usage).toMatchObject({ requests: 1, refused: 19, input_tokens: 100, output_tokens: 24 });
+    const held = await waitFor('the held refusals in the history', async () => {
+      const found = refusalsIn(await historyOf(gw, base, 'wrk_mp_race'));
+      return found.length === 19 ? found : undefined;
+    });
+    expect(held[0]!.data).toMatchObject({
+      level: 'warn',
+      details: { reason: 'budget_held' },
+      message: expect.stringMatching(/\(0 \+ \d+ held of max_tokens 100\); retry when it ends$/),
+    });
+    // Now the budget is used up: the next request is refused for good.
+    const after = await post('wrk_mp_race', token, '/anthropic/v1/messages', { model: 'slow', max_tokens: 100, stream: true, messages: [] });
+    expect(after.status).toBe(402);
   });
 });

@@ -54,7 +54,7 @@ export type ModelAccess = Static<typeof ModelAccessSchema>;
 export const ModelUsageSchema = Type.Object(
   {
     requests: Type.Integer({ minimum: 0, description: 'Model requests forwarded upstream.' }),
-    refused: Type.Integer({ minimum: 0, description: 'Model requests refused (budget used up).' }),
+    refused: Type.Integer({ minimum: 0, description: 'Model requests refused for the budget (used up, or held by requests in flight).' }),
     input_tokens: Type.Integer({ minimum: 0, description: 'Input tokens, cache reads and writes included.' }),
     output_tokens: Type.Integer({ minimum: 0 }),
     cache_read_tokens: Type.Integer({ minimum: 0 }),
@@ -135,7 +135,116 @@ export function budgetReached(usage: ModelUsage, budget: ModelBudget | undefined
 }
 
 /** `system` event subtypes the model proxy reports in a worker's history. */
-export const MODEL_PROXY_SUBTYPES = { budgetExhausted: SYSTEM_SUBTYPES.modelBudgetExhausted, upstreamFailed: SYSTEM_SUBTYPES.modelUpstreamFailed } as const;
+export const MODEL_PROXY_SUBTYPES = {
+  budgetExhausted: SYSTEM_SUBTYPES.modelBudgetExhausted,
+  upstreamFailed: SYSTEM_SUBTYPES.modelUpstreamFailed,
+  requestRefused: SYSTEM_SUBTYPES.modelRequestRefused,
+} as const;
+
+/**
+ * One request the model proxy passes. `path` is relative to the API's upstream base URL (the
+ * part the agent appends to the base it was given, `SANDBOX_MODEL_BASE_PATHS`); `query` names the
+ * query parameters it may carry.
+ * - `inference`: forwarded, metered, and held against the budget while it runs;
+ * - `count`: forwarded (it costs no tokens), not held against the budget;
+ * - `probe`: a connection check, answered by the gateway itself (nothing goes upstream).
+ */
+export interface ModelProxyRoute {
+  method: 'GET' | 'HEAD' | 'POST';
+  path: string;
+  kind: 'inference' | 'count' | 'probe';
+  query: readonly string[];
+}
+
+/**
+ * Everything the model proxy passes, per API: inference and nothing else (docs/model-proxy.md).
+ * What the CLIs call, seen from the binaries (2026-11): Claude Code 2.1.197 and 2.1.330 send
+ * `POST /v1/messages?beta=true` (2.1.197 also `HEAD /` to warm its connection); Codex 0.169.0,
+ * with the `svc` provider at `…/openai/v1`, sends `POST /v1/responses`. Neither lists models
+ * when it holds an API key, so no models list is passed.
+ */
+export const MODEL_PROXY_ROUTES: Readonly<Record<ModelApi, readonly ModelProxyRoute[]>> = {
+  anthropic: [
+    { method: 'POST', path: '/v1/messages', kind: 'inference', query: ['beta'] },
+    { method: 'POST', path: '/v1/messages/count_tokens', kind: 'count', query: ['beta'] },
+    { method: 'HEAD', path: '/', kind: 'probe', query: [] },
+  ],
+  openai: [
+    { method: 'POST', path: '/v1/responses', kind: 'inference', query: [] },
+    { method: 'POST', path: '/v1/chat/completions', kind: 'inference', query: [] },
+  ],
+};
+
+/**
+ * Request headers the model proxy forwards, per API: a name, or a prefix ending in `-`. Any other
+ * header is dropped (a client's own metadata the upstream does not need), except those in
+ * `MODEL_PROXY_REFUSED_HEADERS`. The proxy sets `host`, `content-length`, the key and
+ * `accept-encoding: identity` itself.
+ */
+export const MODEL_PROXY_FORWARDED_HEADERS: Readonly<Record<ModelApi, readonly string[]>> = {
+  anthropic: [
+    'accept',
+    'content-type',
+    'user-agent',
+    'anthropic-version',
+    'anthropic-beta',
+    'anthropic-dangerous-direct-browser-access',
+    'x-app',
+    'x-claude-code-session-id',
+    'x-stainless-',
+  ],
+  openai: [
+    'accept',
+    'content-type',
+    'user-agent',
+    'originator',
+    'session-id',
+    'thread-id',
+    'session_id',
+    'conversation_id',
+    'x-client-request-id',
+    'x-codex-',
+    'x-stainless-',
+  ],
+};
+
+/**
+ * Request headers that make the proxy refuse the request: they would move the key's use to
+ * another organisation or project than the one the operator chose.
+ */
+export const MODEL_PROXY_REFUSED_HEADERS: readonly string[] = ['openai-organization', 'openai-project'];
+
+/**
+ * The `anthropic-beta` features the proxy passes: the ones Claude Code 2.1.197 and 2.1.330 send
+ * (read from their requests), and other inference-only ones. A request naming any other beta is
+ * refused: some reach past inference (`files-api-*` reads files any holder of the key uploaded,
+ * `mcp-client-*` has Anthropic's servers call out, `code-execution-*`, `skills-*` …).
+ */
+export const ANTHROPIC_BETAS_PASSED: readonly string[] = [
+  'claude-code-20250219',
+  'interleaved-thinking-2025-05-14',
+  'fine-grained-tool-streaming-2025-05-14',
+  'token-efficient-tools-2025-02-19',
+  'output-128k-2025-02-19',
+  'extended-cache-ttl-2025-04-11',
+  'context-management-2025-06-27',
+  'context-1m-2025-08-07',
+  'structured-outputs-2025-11-13',
+  'structured-outputs-2025-12-15',
+  'tool-search-tool-2025-10-19',
+  'advanced-tool-use-2025-11-20',
+  'effort-2025-11-24',
+  'prompt-caching-scope-2026-01-05',
+  'redact-thinking-2026-02-12',
+  'mid-conversation-system-2026-04-07',
+  'thinking-token-count-2026-05-13',
+  'per-turn-control-2026-07-01',
+  'mid-conversation-tool-changes-2026-07-01',
+  'thinking-display-updates-2026-08-18',
+  'mid-conversation-system-clear-at-2026-08-21',
+  'token-counting-2024-11-01',
+  'web-search-2025-03-05',
+];
 
 /**
  * Request headers a model proxy never forwards: those that end at one hop (RFC 9110 §7.6.1) and

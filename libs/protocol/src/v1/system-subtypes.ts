@@ -20,6 +20,8 @@ export const SYSTEM_SUBTYPES = {
   modelBudgetExhausted: 'model_budget_exhausted',
   /** The model proxy could not reach the model's API. */
   modelUpstreamFailed: 'model_upstream_failed',
+  /** The model proxy refused a request that is not inference, or whose budget is held (`details.reason`). */
+  modelRequestRefused: 'model_request_refused',
   /** The control plane refused an event the sidecar sent (it is dropped, said here). */
   eventRefused: 'event_refused',
   /** The agent started (its model, session, settings). */

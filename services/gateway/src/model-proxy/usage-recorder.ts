@@ -20,8 +20,10 @@ export interface UsageRecorder {
    * Counts one forwarded response (its tokens, when it carried any). A worker with a budget has
    * its totals brought up to date at once (the next request is checked against them); one
    * without has its usage gathered for up to 250 ms and added in one write, with one event.
+   * For a worker with a budget it resolves once the write holding this usage has landed (a
+   * failed write goes to `onError`): only then may the request's reservation go.
    */
-  add(workerId: string, api: ModelApi, tokens: MeasuredTokens | undefined, budgeted: boolean): void;
+  add(workerId: string, api: ModelApi, tokens: MeasuredTokens | undefined, budgeted: boolean): Promise<void>;
   /** Resolves once this replica's writes of the worker's usage so far have landed. */
   written(workerId: string): Promise<void>;
   /** Writes everything gathered (at shutdown). */
@@ -110,8 +112,9 @@ export function createUsageRecorder(options: {
         delta.cache_read_tokens += tokens.cache_read_tokens;
         delta.cost_usd += costOf(api, tokens);
       }
-      if (budgeted) void flush(workerId);
-      else delta.timer ??= setTimeout(() => void flush(workerId), FLUSH_AFTER_MS);
+      if (budgeted) return flush(workerId);
+      delta.timer ??= setTimeout(() => void flush(workerId), FLUSH_AFTER_MS);
+      return Promise.resolve();
     },
     written: (workerId) => writing.get(workerId) ?? Promise.resolve(),
     async close() {

@@ -1,12 +1,18 @@
+import { randomUUID } from 'node:crypto';
 import { type WorkerDirectory } from '@svc/auth';
-import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
+import { pipeline, type Readable } from 'node:stream';
+import zlib from 'node:zlib';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { createIncomingEventPublisher, type ModelUsageLedger, type NatsConnection } from '@svc/bus';
-import { budgetReached, CodedError, MODEL_APIS, MODEL_PROXY_SUBTYPES, MODEL_PROXY_UNFORWARDED_HEADERS, type IncomingEvent, type ModelApi } from '@svc/protocol';
+import { CodedError, componentSource, MODEL_APIS, MODEL_PROXY_SUBTYPES, type IncomingEvent, type MeasuredTokens, type ModelApi } from '@svc/protocol';
 import { counter } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
 import { sendApiError, toCodedError } from '../plugins/errors.js';
+import { createBudgetGate, type Refused } from '../model-proxy/budget-gate.js';
+import { prepareRequestBody, readRequestBody, type ModelRequestBody } from '../model-proxy/request-body.js';
+import { checkModelRequest, forwardedRequestHeaders, modelRequestLine, type ModelRequestLine, type PolicyRefusal } from '../model-proxy/request-policy.js';
 import { createUsageMeter } from '../model-proxy/usage-meter.js';
 import { createUsageRecorder } from '../model-proxy/usage-recorder.js';
 
@@ -23,11 +29,7 @@ export interface ModelProxyRoutesOptions {
   upstreams: Readonly<Record<ModelApi, ModelUpstream>>;
 }
 
-/** The most of a request body read to learn its `model` (the body itself streams on untouched). */
-const MODEL_SNIFF_BYTES = 64 * 1024;
-
-/** Hop-by-hop headers (RFC 9110 §7.6.1) and the credentials the agent was given: never forwarded. */
-const DROPPED_REQUEST_HEADERS = new Set([...MODEL_PROXY_UNFORWARDED_HEADERS, 'x-request-id', 'cookie']);
+/** Hop-by-hop headers (RFC 9110 §7.6.1) and cookies: never passed back to the agent. */
 const DROPPED_RESPONSE_HEADERS = new Set([
   'connection',
   'keep-alive',
@@ -39,6 +41,8 @@ const DROPPED_RESPONSE_HEADERS = new Set([
   'upgrade',
   'set-cookie',
 ]);
+/** Seconds an agent is told to wait when its budget's rest is held by requests in flight. */
+const HELD_RETRY_AFTER_S = 1;
 
 /** How each API takes its key. */
 const KEY_HEADERS: Record<ModelApi, (key: string) => OutgoingHttpHeaders> = {
@@ -46,26 +50,64 @@ const KEY_HEADERS: Record<ModelApi, (key: string) => OutgoingHttpHeaders> = {
   openai: (key) => ({ authorization: `Bearer ${key}` }),
 };
 
+type ErrorKind = 'budget' | 'held' | PolicyRefusal['kind'] | 'unreachable';
+
+/** Each refusal's status and type, in each provider's vocabulary. */
+const PROVIDER_ERRORS: Record<ModelApi, Record<ErrorKind, { status: number; type: string; code?: string }>> = {
+  // 402 billing_error: the Anthropic clients do not retry it; 429 they retry after `retry-after`.
+  anthropic: {
+    budget: { status: 402, type: 'billing_error' },
+    held: { status: 429, type: 'rate_limit_error' },
+    not_allowed: { status: 403, type: 'permission_error' },
+    invalid: { status: 400, type: 'invalid_request_error' },
+    too_large: { status: 413, type: 'request_too_large' },
+    unreachable: { status: 502, type: 'api_error' },
+  },
+  // insufficient_quota is final for Codex; rate_limit_exceeded it retries.
+  openai: {
+    budget: { status: 429, type: 'insufficient_quota', code: 'insufficient_quota' },
+    held: { status: 429, type: 'requests', code: 'rate_limit_exceeded' },
+    not_allowed: { status: 403, type: 'invalid_request_error', code: 'not_allowed_by_svc' },
+    invalid: { status: 400, type: 'invalid_request_error', code: 'invalid_request' },
+    too_large: { status: 413, type: 'invalid_request_error', code: 'request_too_large' },
+    unreachable: { status: 502, type: 'server_error', code: 'upstream_unreachable' },
+  },
+};
+
 /**
  * An error in the provider's own shape, so the agent's client reports it as the provider's
  * (Anthropic: `{type:"error", error:{type, message}}`; OpenAI: `{error:{message, type, code}}`).
  */
-function providerError(api: ModelApi, kind: 'budget' | 'unreachable', message: string): { status: number; body: string } {
-  if (api === 'anthropic') {
-    // 402 billing_error and 502 api_error: the Anthropic clients retry neither 402 nor (for long) a 502.
-    return kind === 'budget'
-      ? { status: 402, body: JSON.stringify({ type: 'error', error: { type: 'billing_error', message } }) }
-      : { status: 502, body: JSON.stringify({ type: 'error', error: { type: 'api_error', message } }) };
-  }
-  return kind === 'budget'
-    ? { status: 429, body: JSON.stringify({ error: { message, type: 'insufficient_quota', param: null, code: 'insufficient_quota' } }) }
-    : { status: 502, body: JSON.stringify({ error: { message, type: 'server_error', param: null, code: 'upstream_unreachable' } }) };
+function providerError(api: ModelApi, kind: ErrorKind, message: string): { status: number; body: string } {
+  const { status, type, code } = PROVIDER_ERRORS[api][kind];
+  if (api === 'anthropic') return { status, body: JSON.stringify({ type: 'error', error: { type, message } }) };
+  return { status, body: JSON.stringify({ error: { message, type, param: null, code: code ?? null } }) };
 }
 
 function forwardedHeaders(incoming: IncomingHttpHeaders, dropped: ReadonlySet<string>): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(incoming)) if (value !== undefined && !dropped.has(name)) out[name] = value;
   return out;
+}
+
+/** The decoders of the encodings an upstream may answer in despite `identity` (the meter reads decoded text). */
+const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
+  gzip: () => zlib.createGunzip(),
+  'x-gzip': () => zlib.createGunzip(),
+  deflate: () => zlib.createInflate(),
+  br: () => zlib.createBrotliDecompress(),
+};
+
+/** The answer's body, decoded: itself when not encoded, undefined in an encoding the proxy cannot read. */
+function decodedBody(answer: IncomingMessage): Readable | undefined {
+  const encoding = String(answer.headers['content-encoding'] ?? 'identity')
+    .trim()
+    .toLowerCase();
+  if (encoding === 'identity' || encoding === '') return answer;
+  const decoder = DECODERS[encoding];
+  if (!decoder) return undefined;
+  // A broken-off answer destroys the decoder too (it then closes without ending).
+  return pipeline(answer, decoder(), () => undefined) as unknown as Readable;
 }
 
 const modelBytes = counter({
@@ -75,16 +117,17 @@ const modelBytes = counter({
 });
 
 /**
- * `/v1/workers/{id}/model/{api}/*`: a worker's model traffic, from its sidecar, forwarded to the
- * API's upstream with the control plane's key, streamed both ways (nothing is buffered), and
- * metered from the responses (docs/model-proxy.md). Past the worker's budget a request is refused
- * in the provider's error shape, and the history says why.
+ * `/v1/workers/{id}/model/{api}/*`: a worker's model traffic, from its sidecar. Only inference
+ * passes (`MODEL_PROXY_ROUTES`, the listed headers); it goes to the API's upstream with the
+ * control plane's key, the answer streams back unbuffered, and is metered (docs/model-proxy.md).
+ * A request past the worker's budget, or not inference, is refused in the provider's error
+ * shape, and the history says why.
  */
 export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = async (app, { nc, workers, ledger, upstreams }) => {
-  const publisher = createIncomingEventPublisher(nc);
+  const publisher = createIncomingEventPublisher(nc, componentSource('model-proxy'));
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
 
-  // The body streams on to the upstream as it arrives: no parser reads it here.
+  // The handler reads the body itself (it checks and may rewrite it): no parser reads it here.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
   // The proxy answers 401 for any token that is not this worker's (an agent's client takes 401
@@ -105,6 +148,7 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
     record: (workerId, event) => record(workerId, undefined, event),
     onError: (err, workerId) => app.log.error({ err, worker_id: workerId }, 'could not meter a model response'),
   });
+  const gate = createBudgetGate({ ledger, written: (workerId) => usage.written(workerId) });
   app.addHook('onClose', async () => {
     // The usage still gathered is written (and announced) before the publisher goes.
     await usage.close();
@@ -113,16 +157,58 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
     agents.https.destroy();
   });
 
-  async function refuse(request: FastifyRequest, reply: FastifyReply, workerId: string, api: ModelApi, reason: string): Promise<void> {
-    const totals = await ledger.update(workerId, (current) => ({ ...current, refused: current.refused + 1, budget_exhausted: true }));
+  /** A request that is not inference, or cannot be read: nothing goes upstream. */
+  async function refuseRequest(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    workerId: string,
+    api: ModelApi,
+    line: ModelRequestLine,
+    refusal: PolicyRefusal,
+  ): Promise<void> {
+    request.log.warn({ worker_id: workerId, api, method: line.method, reason: refusal.reason }, 'model request refused');
     await record(workerId, request.id, {
       type: 'system',
-      uid: `model-proxy:refused:${totals.refused}`,
+      uid: `model-proxy:refused-request:${randomUUID()}`,
       ts: new Date().toISOString(),
-      data: { level: 'error', subtype: MODEL_PROXY_SUBTYPES.budgetExhausted, message: `model request refused: ${reason}`, details: { api, usage: totals } },
+      data: {
+        level: 'warn',
+        subtype: MODEL_PROXY_SUBTYPES.requestRefused,
+        message: `model request refused: ${refusal.reason}`,
+        details: { api, method: line.method, path: line.path.slice(0, 200), reason: refusal.kind },
+      },
     });
-    const answer = providerError(api, 'budget', `svc: ${reason}; this worker may make no more model requests`);
+    const answer = providerError(api, refusal.kind, `svc: ${refusal.reason}`);
     return reply.code(answer.status).type('application/json').send(answer.body);
+  }
+
+  /** A request the budget does not let through (used up, or its rest held by requests in flight). */
+  async function refuseForBudget(request: FastifyRequest, reply: FastifyReply, workerId: string, api: ModelApi, refused: Refused): Promise<void> {
+    await record(workerId, request.id, {
+      type: 'system',
+      // The totals' refusal count is unique per worker: a repeated write is stored once.
+      uid: `model-proxy:refused:${refused.usage.refused}`,
+      ts: new Date().toISOString(),
+      data: refused.exhausted
+        ? {
+            level: 'error',
+            subtype: MODEL_PROXY_SUBTYPES.budgetExhausted,
+            message: `model request refused: ${refused.reason}`,
+            details: { api, usage: refused.usage },
+          }
+        : {
+            level: 'warn',
+            subtype: MODEL_PROXY_SUBTYPES.requestRefused,
+            message: `model request refused: ${refused.reason}`,
+            details: { api, reason: 'budget_held', usage: refused.usage },
+          },
+    });
+    if (refused.exhausted) {
+      const answer = providerError(api, 'budget', `svc: ${refused.reason}; this worker may make no more model requests`);
+      return reply.code(answer.status).type('application/json').send(answer.body);
+    }
+    const answer = providerError(api, 'held', `svc: ${refused.reason}`);
+    return reply.code(answer.status).header('retry-after', String(HELD_RETRY_AFTER_S)).type('application/json').send(answer.body);
   }
 
   app.route({
@@ -131,80 +217,182 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
     config: { auth: 'worker' },
     schema: { hide: true },
     async handler(request, reply) {
-      const { id: workerId, api: apiName, '*': rest } = request.params as { id: string; api: string; '*': string };
+      const { id: workerId, api: apiName } = request.params as { id: string; api: string };
       const worker = await authorizeWorker(request, workers, workerId);
       if (!(MODEL_APIS as readonly string[]).includes(apiName))
         throw new CodedError('not_found', `${apiName} is not a model API svc proxies (${MODEL_APIS.join(', ')})`);
       const api = apiName as ModelApi;
       // From this worker's side, an API its template does not name does not exist.
       if (!worker.model?.apis.includes(api)) throw new CodedError('not_found', `worker ${workerId}'s template does not use the ${api} model API`);
-      const upstream = upstreams[api];
-      if (!upstream.apiKey)
+      const { url: upstreamUrl, apiKey } = upstreams[api];
+      if (!apiKey)
         throw new CodedError('unavailable', `the control plane holds no key for the ${api} model API (set SVC_${api.toUpperCase()}_API_KEY on the gateway)`);
 
-      // Only a worker with a budget waits for its totals: this replica's last write of them, then
-      // a read of the shared bucket (another replica may have served its last request).
+      // Inference and nothing else: the method, path, query and headers first, then the body.
+      const line = modelRequestLine(request.method, request.raw.url ?? request.url);
+      const checked = checkModelRequest(api, line);
+      if ('refusal' in checked) return refuseRequest(request, reply, workerId, api, line, checked.refusal);
+      const headers = forwardedRequestHeaders(api, request.headers);
+      if ('refusal' in headers) return refuseRequest(request, reply, workerId, api, line, headers.refusal);
+      // A connection check needs nothing of the upstream.
+      if (checked.route.kind === 'probe') return reply.code(200).send();
+      const raw = await readRequestBody(request.raw);
+      if (!Buffer.isBuffer(raw)) return refuseRequest(request, reply, workerId, api, line, raw.refusal);
+      const body = prepareRequestBody(api, checked.route, raw);
+      if ('refusal' in body) return refuseRequest(request, reply, workerId, api, line, body.refusal);
+
+      // A budgeted worker's request holds what it may cost until it is metered.
       const budget = worker.model.budget;
-      if (budget) await usage.written(workerId);
-      const exhausted = budget ? budgetReached(await ledger.get(workerId), budget) : undefined;
-      if (exhausted) return refuse(request, reply, workerId, api, exhausted);
+      let release = () => {};
+      if (budget) {
+        const admission = await gate.admit(workerId, budget, body.reservation);
+        if (!admission.admitted) return refuseForBudget(request, reply, workerId, api, admission);
+        release = admission.release;
+      }
 
-      const base = new URL(upstream.url);
-      const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
-      const transport = base.protocol === 'https:' ? https : http;
       reply.hijack();
-      const response = reply.raw;
+      // The agent left while its request waited: nothing goes upstream.
+      if (reply.raw.destroyed) return release();
+      modelBytes.inc({ worker_id: workerId, api, direction: 'sent' }, body.bytes.length);
+      const upstream = { url: upstreamUrl, apiKey };
+      forward({ request, response: reply.raw, workerId, api, upstream, line, headers: headers.headers, body, budgeted: budget !== undefined, release });
+    },
+  });
 
-      let requestedModel: string | undefined;
-      let sniffed = '';
-      request.raw.on('data', (chunk: Buffer) => {
-        modelBytes.inc({ worker_id: workerId, api, direction: 'sent' }, chunk.length);
-        if (sniffed.length < MODEL_SNIFF_BYTES) sniffed += chunk.toString('utf8', 0, Math.min(chunk.length, MODEL_SNIFF_BYTES - sniffed.length));
-      });
-      request.raw.on('end', () => (requestedModel = /"model"\s*:\s*"([^"]{1,200})"/.exec(sniffed)?.[1]));
+  /**
+   * Sends the checked request upstream and streams the answer back, metering it. Its usage is
+   * counted exactly once, however it ends (answered, cut short by either side, never answered),
+   * and the reservation is released after that count has landed.
+   */
+  function forward(options: {
+    request: FastifyRequest;
+    response: http.ServerResponse;
+    workerId: string;
+    api: ModelApi;
+    upstream: { url: string; apiKey: string };
+    line: ModelRequestLine;
+    headers: OutgoingHttpHeaders;
+    body: ModelRequestBody;
+    budgeted: boolean;
+    release(): void;
+  }): void {
+    const { request, response, workerId, api, upstream, line, body } = options;
+    const base = new URL(upstream.url);
+    const transport = base.protocol === 'https:' ? https : http;
+    let counted = false;
+    const count = (tokens: MeasuredTokens | undefined, forwarded: boolean) => {
+      if (counted) return;
+      counted = true;
+      if (!forwarded) return options.release();
+      void usage.add(workerId, api, tokens, options.budgeted).finally(options.release);
+    };
+    // What an answer the agent abandoned before it began may have cost: its input, and for a
+    // non-streamed request its whole output (generated before the answer is sent).
+    const abandoned = (): MeasuredTokens | undefined =>
+      body.costsTokens
+        ? {
+            model: body.model,
+            input_tokens: body.estimatedInputTokens,
+            output_tokens: body.streamed ? 0 : body.outputCap,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+          }
+        : undefined;
 
-      const outgoing = transport.request({
-        protocol: base.protocol,
-        hostname: base.hostname,
-        port: base.port,
-        method: request.method,
-        path: `${base.pathname.replace(/\/+$/, '')}/${rest}${query}`,
-        agent: base.protocol === 'https:' ? agents.https : agents.http,
-        headers: { ...forwardedHeaders(request.headers, DROPPED_REQUEST_HEADERS), host: base.host, ...KEY_HEADERS[api](upstream.apiKey) },
+    const outgoing = transport.request({
+      protocol: base.protocol,
+      hostname: base.hostname,
+      port: base.port,
+      method: line.method,
+      path: `${base.pathname.replace(/\/+$/, '')}${line.path}${line.query ? `?${line.query}` : ''}`,
+      agent: base.protocol === 'https:' ? agents.https : agents.http,
+      headers: {
+        ...options.headers,
+        host: base.host,
+        // A compressed answer would hide its usage from a meter that reads text.
+        'accept-encoding': 'identity',
+        'content-length': body.bytes.length,
+        ...KEY_HEADERS[api](upstream.apiKey),
+      },
+    });
+    let sent = false;
+    let answered = false;
+    let agentGone = false;
+    outgoing.on('finish', () => (sent = true));
+    // The agent went away: so does the upstream request.
+    response.on('close', () => {
+      if (response.writableFinished) return;
+      agentGone = true;
+      outgoing.destroy();
+    });
+    outgoing.on('error', (err: NodeJS.ErrnoException) => {
+      if (answered || agentGone) return;
+      const reason = `the ${api} upstream ${base.origin} could not be reached (${err.code ?? err.message})`;
+      request.log.warn({ worker_id: workerId, api, reason }, 'model upstream failed');
+      void record(workerId, request.id, {
+        type: 'system',
+        uid: `model-proxy:failed:${randomUUID()}`,
+        ts: new Date().toISOString(),
+        data: { level: 'warn', subtype: MODEL_PROXY_SUBTYPES.upstreamFailed, message: `model request failed: ${reason}`, details: { api } },
       });
-      // The agent went away: so does the upstream request.
-      response.on('close', () => {
-        if (!response.writableFinished) outgoing.destroy();
-      });
-      outgoing.on('error', (err: NodeJS.ErrnoException) => {
-        if (response.headersSent) return void response.destroy();
-        const reason = `the ${api} upstream ${base.origin} could not be reached (${err.code ?? err.message})`;
-        request.log.warn({ worker_id: workerId, api, reason }, 'model upstream failed');
+      const answer = providerError(api, 'unreachable', `svc: ${reason}`);
+      response.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+    });
+    outgoing.on('close', () => {
+      if (answered) return;
+      // Sent and then abandoned by the agent: the upstream has it (and bills it). An upstream
+      // that failed is not the agent's doing: nothing is counted.
+      if (agentGone && sent) count(abandoned(), true);
+      else count(undefined, false);
+    });
+    outgoing.on('response', (answer) => {
+      answered = true;
+      const status = answer.statusCode ?? 502;
+      const decoded = decodedBody(answer);
+      if (!decoded) {
+        const reason = `the ${api} upstream answered in content-encoding ${String(answer.headers['content-encoding'])}, which the model proxy cannot meter`;
         void record(workerId, request.id, {
           type: 'system',
-          uid: `model-proxy:failed:${request.id}:${Date.now()}`,
+          uid: `model-proxy:failed:${randomUUID()}`,
           ts: new Date().toISOString(),
           data: { level: 'warn', subtype: MODEL_PROXY_SUBTYPES.upstreamFailed, message: `model request failed: ${reason}`, details: { api } },
         });
-        const answer = providerError(api, 'unreachable', `svc: ${reason}`);
-        response.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+        answer.destroy();
+        // Its cost is unknown: it is counted at what it could have cost.
+        const unknown = abandoned();
+        count(unknown && { ...unknown, output_tokens: body.outputCap }, true);
+        const refusal = providerError(api, 'unreachable', `svc: ${reason}`);
+        return void response.writeHead(refusal.status, { 'content-type': 'application/json' }).end(refusal.body);
+      }
+      const meter = createUsageMeter(api, status, answer.headers['content-type'], { model: body.model, estimatedInputTokens: body.estimatedInputTokens });
+      const passedHeaders = forwardedHeaders(answer.headers, DROPPED_RESPONSE_HEADERS);
+      if (decoded !== answer) {
+        // The agent gets the decoded body: its length is no longer the upstream's.
+        delete passedHeaders['content-encoding'];
+        delete passedHeaders['content-length'];
+      }
+      response.writeHead(status, passedHeaders);
+      let ended = false;
+      // Each chunk goes on as it comes (an SSE stream is not held back); the meter reads a copy.
+      decoded.on('data', (chunk: Buffer) => {
+        modelBytes.inc({ worker_id: workerId, api, direction: 'received' }, chunk.length);
+        meter.write(chunk);
+        response.write(chunk);
       });
-      outgoing.on('response', (upstreamResponse) => {
-        const meter = createUsageMeter(api, upstreamResponse.headers['content-type'], requestedModel);
-        response.writeHead(upstreamResponse.statusCode ?? 502, forwardedHeaders(upstreamResponse.headers, DROPPED_RESPONSE_HEADERS));
-        // Each chunk goes on as it comes (an SSE stream is not held back); the meter reads a copy.
-        upstreamResponse.on('data', (chunk: Buffer) => {
-          modelBytes.inc({ worker_id: workerId, api, direction: 'received' }, chunk.length);
-          meter.write(chunk);
-          response.write(chunk);
-        });
-        upstreamResponse.on('error', () => response.destroy());
-        upstreamResponse.on('end', () => {
-          response.end();
-          usage.add(workerId, api, meter.end(), budget !== undefined);
-        });
+      decoded.on('error', () => response.destroy());
+      decoded.on('end', () => {
+        ended = true;
+        response.end();
+        count(meter.end(false), true);
       });
-      request.raw.pipe(outgoing);
-    },
-  });
+      // Closed without its end: the answer was cut short (by the agent or the upstream). A
+      // token count cut short costs nothing still.
+      decoded.on('close', () => {
+        if (ended) return;
+        response.destroy();
+        count(meter.end(body.costsTokens), true);
+      });
+    });
+    outgoing.end(body.bytes);
+  }
 };

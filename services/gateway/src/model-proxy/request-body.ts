@@ -1,0 +1,106 @@
+import type { Readable } from 'node:stream';
+import { priceOf, type ModelApi, type ModelProxyRoute } from '@svc/protocol';
+import type { PolicyRefusal } from './request-policy.js';
+
+/** The largest request body the proxy reads (Anthropic's own limit for a Messages request). */
+export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/** What a request that names no output cap is taken to reserve (Codex names none). */
+export const DEFAULT_RESERVED_OUTPUT_TOKENS = 32_000;
+/** The largest output cap a reservation takes from a body (a larger one holds no more). */
+const MAX_RESERVED_OUTPUT_TOKENS = 1_000_000;
+/** Input is estimated at one token per this many bytes of the request body until the answer says. */
+export const BYTES_PER_ESTIMATED_TOKEN = 4;
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** What a model request may cost before its answer says: held against the budget while it runs. */
+export interface Reservation {
+  tokens: number;
+  cost_usd: number;
+}
+
+/** A request body read and checked: the bytes to send upstream and what the meter needs of it. */
+export interface ModelRequestBody {
+  bytes: Buffer;
+  model: string | undefined;
+  streamed: boolean;
+  /** Whether the request costs tokens (inference; counting tokens does not). */
+  costsTokens: boolean;
+  /** Input tokens estimated from the body's size (the answer's own figures replace it). */
+  estimatedInputTokens: number;
+  /** The output cap the request names, or the default. */
+  outputCap: number;
+  reservation: Reservation;
+}
+
+/** Reads a request body, refusing one past `MAX_REQUEST_BYTES` (the rest is not read) or one cut short. */
+export async function readRequestBody(stream: Readable, limit = MAX_REQUEST_BYTES): Promise<Buffer | { refusal: PolicyRefusal }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) return { refusal: { kind: 'too_large', reason: `the request body is larger than the model proxy reads (${limit} bytes)` } };
+      chunks.push(chunk);
+    }
+  } catch {
+    return { refusal: { kind: 'invalid', reason: 'the request body was cut short' } };
+  }
+  return Buffer.concat(chunks);
+}
+
+const positiveInteger = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), MAX_RESERVED_OUTPUT_TOKENS) : undefined;
+
+/** The output cap a request names: Anthropic's `max_tokens`, the Responses API's `max_output_tokens`, Chat Completions' either. */
+function outputCapOf(api: ModelApi, body: Json): number | undefined {
+  if (api === 'anthropic') return positiveInteger(body['max_tokens']);
+  return positiveInteger(body['max_output_tokens']) ?? positiveInteger(body['max_completion_tokens']) ?? positiveInteger(body['max_tokens']);
+}
+
+/**
+ * Checks a model request's body (a JSON object) and prepares what goes upstream: a streamed Chat
+ * Completions request is asked for its usage (`stream_options.include_usage`), which OpenAI
+ * otherwise leaves out of a stream; every other body goes on byte for byte.
+ */
+export function prepareRequestBody(api: ModelApi, route: ModelProxyRoute, raw: Buffer): ModelRequestBody | { refusal: PolicyRefusal } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return { refusal: { kind: 'invalid', reason: 'the request body is not JSON' } };
+  }
+  if (!isObject(parsed)) return { refusal: { kind: 'invalid', reason: 'the request body is not a JSON object' } };
+  if (api === 'openai' && route.path === '/v1/responses') {
+    // A background response runs on after its answer (unmetered); a previous response or a
+    // conversation reads what the key stored, whichever worker stored it.
+    if (parsed['background'] === true) return { refusal: { kind: 'not_allowed', reason: 'a background response is not passed: it could not be metered' } };
+    for (const field of ['previous_response_id', 'conversation'])
+      if (parsed[field] !== undefined && parsed[field] !== null)
+        return { refusal: { kind: 'not_allowed', reason: `${field} is not passed: it reads responses stored under the control plane's key` } };
+  }
+  const model = typeof parsed['model'] === 'string' ? parsed['model'].slice(0, 200) : undefined;
+  const streamed = parsed['stream'] === true;
+  let bytes = raw;
+  if (api === 'openai' && route.path === '/v1/chat/completions' && streamed) {
+    const options = isObject(parsed['stream_options']) ? parsed['stream_options'] : {};
+    bytes = Buffer.from(JSON.stringify({ ...parsed, stream_options: { ...options, include_usage: true } }));
+  }
+  const estimatedInputTokens = Math.ceil(raw.length / BYTES_PER_ESTIMATED_TOKEN);
+  const outputCap = outputCapOf(api, parsed) ?? DEFAULT_RESERVED_OUTPUT_TOKENS;
+  // Counting tokens costs none: such a request holds nothing.
+  const costsTokens = route.kind === 'inference';
+  const price = priceOf(api, model);
+  return {
+    bytes,
+    model,
+    streamed,
+    costsTokens,
+    estimatedInputTokens,
+    outputCap,
+    reservation: costsTokens
+      ? { tokens: estimatedInputTokens + outputCap, cost_usd: (estimatedInputTokens * price.input + outputCap * price.output) / 1_000_000 }
+      : { tokens: 0, cost_usd: 0 },
+  };
+}

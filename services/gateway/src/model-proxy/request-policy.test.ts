@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import { checkModelRequest, forwardedRequestHeaders, modelRequestLine } from './request-policy.js';
+
+const line = (method: string, pathAndQuery: string) => modelRequestLine(method, `/v1/workers/wrk_1/model/api${pathAndQuery}`);
+
+/** The headers Claude Code 2.1.330 sent to its model (read from its requests, 2026-11). */
+const CLAUDE_CODE_2_1_330 = {
+  accept: 'application/json',
+  'content-type': 'application/json',
+  'user-agent': 'claude-cli/2.1.330 (external, sdk-cli)',
+  'x-claude-code-session-id': '2ea3edb3-0cd9-4fdf-8330-eae32c9b4428',
+  'x-stainless-arch': 'x64',
+  'x-stainless-lang': 'js',
+  'x-stainless-os': 'Linux',
+  'x-stainless-package-version': '0.128.0',
+  'x-stainless-retry-count': '0',
+  'x-stainless-runtime': 'node',
+  'x-stainless-runtime-version': 'v26.12.1',
+  'x-stainless-timeout': '600',
+  'anthropic-beta':
+    'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24,thinking-display-updates-2026-08-18',
+  'anthropic-dangerous-direct-browser-access': 'true',
+  'anthropic-version': '2023-06-01',
+  'x-app': 'cli',
+};
+/** Claude Code 2.1.197's betas (its other headers are 2.1.330's). */
+const CLAUDE_CODE_2_1_197_BETAS =
+  'claude-code-20250219,context-1m-2025-08-07,interleaved-thinking-2025-05-14,thinking-token-count-2026-05-13,context-management-2025-06-27,prompt-caching-scope-2026-01-05,mid-conversation-system-2026-04-07,effort-2025-11-24';
+/** The headers Codex 0.169.0 sent to its `svc` provider (its key aside). */
+const CODEX_0_169_0 = {
+  'x-codex-beta-features': 'remote_compaction_v2',
+  'x-codex-window-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e:0',
+  'x-codex-turn-metadata': '{"session_id":"01a21979-d55e-78b2-9717-cea5d2cfb92e","request_kind":"turn"}',
+  'x-client-request-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
+  'session-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
+  'thread-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
+  accept: 'text/event-stream',
+  'content-type': 'application/json',
+  originator: 'codex_exec',
+  'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)',
+};
+
+describe('model proxy request policy — what passes', () => {
+  it("the agent's path is read raw from the gateway's URL, with its query apart", () => {
+    expect(modelRequestLine('POST', '/v1/workers/wrk_1/model/anthropic/v1/messages?beta=true')).toEqual({
+      method: 'POST',
+      path: '/v1/messages',
+      query: 'beta=true',
+    });
+    expect(modelRequestLine('HEAD', '/v1/workers/wrk_1/model/anthropic/')).toEqual({ method: 'HEAD', path: '/', query: '' });
+    expect(modelRequestLine('POST', '/v1/workers/wrk_1/model/openai/v1/files%2F..%2Fx')).toMatchObject({ path: '/v1/files%2F..%2Fx' });
+  });
+
+  it('inference passes: Anthropic messages (with ?beta=true), count_tokens, the HEAD / probe; OpenAI responses and chat completions', () => {
+    expect(checkModelRequest('anthropic', line('POST', '/v1/messages?beta=true'))).toMatchObject({ route: { kind: 'inference' } });
+    expect(checkModelRequest('anthropic', line('POST', '/v1/messages/count_tokens?beta=true'))).toMatchObject({ route: { kind: 'count' } });
+    expect(checkModelRequest('anthropic', line('HEAD', '/'))).toMatchObject({ route: { kind: 'probe' } });
+    expect(checkModelRequest('openai', line('POST', '/v1/responses'))).toMatchObject({ route: { kind: 'inference' } });
+    expect(checkModelRequest('openai', line('POST', '/v1/chat/completions'))).toMatchObject({ route: { kind: 'inference' } });
+  });
+
+  it("every other method or path is refused as not inference, naming what passes; one API's paths are not the other's", () => {
+    for (const [method, path] of [
+      ['GET', '/v1/files'],
+      ['DELETE', '/v1/files/file-abc'],
+      ['POST', '/v1/batches'],
+      ['POST', '/v1/messages/batches'],
+      ['GET', '/v1/models'],
+      ['GET', '/v1/messages'],
+      ['POST', '/v1/messages/'],
+      ['POST', '//v1/messages'],
+      ['POST', '/v1/responses'],
+      ['HEAD', '/v1/messages'],
+    ] as const) {
+      const checked = checkModelRequest('anthropic', line(method, path));
+      expect(checked, `${method} ${path}`).toEqual({
+        refusal: { kind: 'not_allowed', reason: expect.stringContaining('the anthropic model proxy passes only POST /v1/messages') },
+      });
+    }
+    expect(checkModelRequest('openai', line('GET', '/v1/responses/resp_123'))).toMatchObject({ refusal: { kind: 'not_allowed' } });
+    expect(checkModelRequest('openai', line('POST', '/v1/messages'))).toMatchObject({ refusal: { kind: 'not_allowed' } });
+    expect(checkModelRequest('openai', line('HEAD', '/'))).toMatchObject({ refusal: { kind: 'not_allowed' } });
+  });
+
+  it('percent-encoding, backslashes and "." or ".." segments are refused, whatever the path they would reach', () => {
+    for (const path of ['/v1/messages%2F..%2Ffiles', '/v1/messages%2f', '/v1/%6Dessages', '/v1/messages%5cfiles'])
+      expect(checkModelRequest('anthropic', line('POST', path))).toEqual({
+        refusal: { kind: 'not_allowed', reason: expect.stringContaining('percent-encoding') },
+      });
+    expect(checkModelRequest('anthropic', line('POST', '/v1/files/../messages'))).toEqual({
+      refusal: { kind: 'not_allowed', reason: expect.stringContaining('".." segment') },
+    });
+    expect(checkModelRequest('openai', line('POST', '/v1/./responses'))).toMatchObject({ refusal: { reason: expect.stringContaining('segment') } });
+    expect(checkModelRequest('openai', line('POST', '/v1\\responses'))).toMatchObject({ refusal: { reason: expect.stringContaining('backslash') } });
+  });
+
+  it('a query parameter the route does not name is refused', () => {
+    expect(checkModelRequest('anthropic', line('POST', '/v1/messages?beta=true&after_id=x'))).toEqual({
+      refusal: { kind: 'not_allowed', reason: expect.stringContaining('"after_id"') },
+    });
+    expect(checkModelRequest('openai', line('POST', '/v1/responses?beta=true'))).toMatchObject({ refusal: { kind: 'not_allowed' } });
+  });
+});
+
+describe('model proxy request policy — headers', () => {
+  it("Claude Code's headers (2.1.197 and 2.1.330) and Codex's pass as they were sent", () => {
+    expect(forwardedRequestHeaders('anthropic', CLAUDE_CODE_2_1_330)).toEqual({ headers: CLAUDE_CODE_2_1_330 });
+    expect(forwardedRequestHeaders('anthropic', { ...CLAUDE_CODE_2_1_330, 'anthropic-beta': CLAUDE_CODE_2_1_197_BETAS })).toEqual({
+      headers: { ...CLAUDE_CODE_2_1_330, 'anthropic-beta': CLAUDE_CODE_2_1_197_BETAS },
+    });
+    expect(forwardedRequestHeaders('openai', CODEX_0_169_0)).toEqual({ headers: CODEX_0_169_0 });
+  });
+
+  it("headers not on the API's list are dropped: credentials, hop-by-hop, cookies, forwarding, the other API's", () => {
+    const forwarded = forwardedRequestHeaders('anthropic', {
+      'content-type': 'application/json',
+      authorization: 'Bearer worker-token',
+      'x-api-key': 'svc-placeholder-not-a-key',
+      host: '127.0.0.1:9',
+      connection: 'keep-alive',
+      'accept-encoding': 'gzip, br',
+      'content-length': '12',
+      cookie: 'a=b',
+      'x-forwarded-for': '10.0.0.1',
+      'x-request-id': 'r1',
+      'openai-beta': 'assistants=v2',
+      'x-codex-window-id': 'w',
+    });
+    expect(forwarded).toEqual({ headers: { 'content-type': 'application/json' } });
+  });
+
+  it('OpenAI-Organization and OpenAI-Project refuse the request, on either API', () => {
+    for (const api of ['openai', 'anthropic'] as const) {
+      expect(forwardedRequestHeaders(api, { 'openai-organization': 'org-other' })).toEqual({
+        refusal: { kind: 'not_allowed', reason: expect.stringContaining('openai-organization') },
+      });
+      expect(forwardedRequestHeaders(api, { 'openai-project': 'proj_other' })).toMatchObject({ refusal: { kind: 'not_allowed' } });
+    }
+  });
+
+  it('an anthropic-beta outside the list refuses the request and is named', () => {
+    expect(forwardedRequestHeaders('anthropic', { 'anthropic-beta': 'claude-code-20250219, files-api-2025-04-14' })).toEqual({
+      refusal: { kind: 'not_allowed', reason: expect.stringContaining('"files-api-2025-04-14" is not passed') },
+    });
+    expect(forwardedRequestHeaders('anthropic', { 'anthropic-beta': 'mcp-client-2025-11-20,skills-2025-10-02' })).toEqual({
+      refusal: { kind: 'not_allowed', reason: expect.stringContaining('"mcp-client-2025-11-20", "skills-2025-10-02" are not passed') },
+    });
+  });
+
+  it('a compressed request body is refused (the proxy reads it); identity passes', () => {
+    expect(forwardedRequestHeaders('openai', { 'content-encoding': 'zstd' })).toEqual({
+      refusal: { kind: 'invalid', reason: expect.stringContaining('content-encoding "zstd"') },
+    });
+    expect(forwardedRequestHeaders('openai', { 'content-encoding': 'identity' })).toEqual({ headers: {} });
+  });
+});
