@@ -6,6 +6,7 @@ import { followEventStream } from '@svc/viewer';
 import { wsTransport } from '@svc/viewer/ws';
 import { WorkerView } from '@svc/viewer';
 import { createTheme } from '../attach/theme.js';
+import { visibleText } from '../attach/visible-text.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { colourEnabled } from '../output.js';
 import { resolveConnection } from '../settings.js';
@@ -87,7 +88,7 @@ Examples
     await app.waitUntilExit();
     stream.close();
     clearInterval(watchEnd);
-    if (fatal) throw new CliError(`the event stream was refused: ${fatal}`);
+    if (fatal) throw new CliError(`the event stream was refused: ${visibleText(fatal)}`);
     const ended = model.readOnly && !cli.flags.readOnly;
     if (exitReason === 'detached')
       process.stdout.write(

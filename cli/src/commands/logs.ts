@@ -1,5 +1,6 @@
 import { apiPaths, type SessionLogMessageType } from '@svc/protocol';
 import { createApi } from '../api.js';
+import { visibleJson, visibleText } from '../attach/visible-text.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { resolveConnection } from '../settings.js';
 import { CONNECTION_HELP, connectionFlags, type Command } from './command.js';
@@ -31,9 +32,10 @@ Examples
     return new Promise<number>((resolve) => {
       socket.on('message', (data) => {
         const frame = JSON.parse(String(data)) as SessionLogMessageType;
-        if (cli.flags.json) process.stdout.write(`${JSON.stringify(frame)}\n`);
-        else if (frame.kind === 'lines') process.stdout.write(frame.lines.map((line) => `${line}\n`).join(''));
-        else process.stderr.write(`-- ${frame.reason}\n`);
+        // The sandbox's raw output: its control sequences (colours too) are shown, never run (docs/cli.md "Agent text").
+        if (cli.flags.json) process.stdout.write(`${visibleJson(frame)}\n`);
+        else if (frame.kind === 'lines') process.stdout.write(frame.lines.map((line) => `${visibleText(line)}\n`).join(''));
+        else process.stderr.write(`-- ${visibleText(frame.reason)}\n`);
       });
       socket.on('close', (code) => resolve(code === 1000 ? EXIT.ok : EXIT.failed));
       socket.on('error', (err) => {

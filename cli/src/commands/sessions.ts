@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { apiPaths, type ListResponseOf, type Session } from '@svc/protocol';
 import { createApi } from '../api.js';
+import { visibleText } from '../attach/visible-text.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { printJson, printTable, withProgress } from '../output.js';
 import { resolveConnection } from '../settings.js';
@@ -19,6 +20,7 @@ const flags = {
   offset: { type: 'number' },
 } as const;
 
+/** A session's row, shown not run: a failure's reason may quote what a failed spawn step printed. */
 function describe(session: Session): string[] {
   return [
     session.id,
@@ -27,7 +29,7 @@ function describe(session: Session): string[] {
     session.status,
     session.created_at,
     session.failure ? `${session.failure.step}: ${session.failure.reason}` : '',
-  ];
+  ].map(visibleText);
 }
 
 /** `svc sessions create|list|get|delete`. */

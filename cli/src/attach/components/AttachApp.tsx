@@ -2,6 +2,7 @@ import { Box, Text, useApp, useInput } from 'ink';
 import type { StoredEvent } from '@svc/protocol';
 import type { WorkerView } from '@svc/viewer';
 import type { Theme } from '../theme.js';
+import { visibleText } from '../visible-text.js';
 import { useWorkerView } from '@svc/viewer/react';
 import { useTerminalSize } from '../use-terminal-size.js';
 import { EventRow, rowsOf } from './EventRow.js';
@@ -77,7 +78,7 @@ export function AttachApp({ model, workerId, theme, decide, onExit }: AttachAppP
       </Box>
       {model.notices.map((notice, index) => (
         <Text key={index} color={notice.level === 'error' ? theme.danger : notice.level === 'warn' ? theme.warning : theme.accent}>
-          » {notice.text}
+          » {visibleText(notice.text)}
         </Text>
       ))}
       {prompt ? <PromptModal request={prompt} open={model.openCount()} theme={theme} /> : null}

@@ -1,5 +1,6 @@
 import type { EventData, StoredEvent } from '@svc/protocol';
 import type { Theme } from '../theme.js';
+import { visibleText } from '../visible-text.js';
 import { AssistantText } from './AssistantText.js';
 import { ControlRequestLine, ControlResponseLine } from './ControlLine.js';
 import { ProgressBar } from './ProgressBar.js';
@@ -26,7 +27,7 @@ export function EventRow({ event, theme }: { event: StoredEvent; theme: Theme })
     case 'control_request':
       return <ControlRequestLine data={event.data as EventData<'control_request'>} theme={theme} />;
     case 'control_response':
-      return <ControlResponseLine data={event.data as EventData<'control_response'>} theme={theme} />;
+      return <ControlResponseLine data={event.data as EventData<'control_response'>} source={event.source} theme={theme} />;
   }
 }
 
@@ -40,7 +41,8 @@ export function rowsOf(event: StoredEvent, width: number): number {
       return Math.min(lines, 3) + (lines > 3 ? 1 : 0);
     }
     case 'assistant':
-      return (event.data as EventData<'assistant'>).text
+      // Measured as shown: an escaped control character takes four columns.
+      return visibleText((event.data as EventData<'assistant'>).text)
         .split('\n')
         .reduce((rows, line) => rows + Math.max(1, Math.ceil(line.length / Math.max(20, width))), 0);
     default:

@@ -1,6 +1,7 @@
 import { Box, Text } from 'ink';
 import type { WorkerView } from '@svc/viewer';
 import type { Theme } from '../theme.js';
+import { visibleText } from '../visible-text.js';
 import { ProgressBar } from './ProgressBar.js';
 
 function connectionText(model: WorkerView): string {
@@ -28,10 +29,10 @@ export function StatusBar({ model, workerId, theme }: { model: WorkerView; worke
     <Box flexDirection="column">
       <Box justifyContent="space-between">
         <Text wrap="truncate-end">
-          <Text bold>{workerId}</Text>
+          <Text bold>{visibleText(workerId)}</Text>
           {model.readOnly ? <Text color={theme.warning}> [read-only]</Text> : null}
           {model.scroll > 0 ? <Text color={theme.muted}> [scrolled up {model.scroll}]</Text> : null}{' '}
-          <Text color={model.connection.kind === 'live' ? theme.success : theme.warning}>{connectionText(model)}</Text>
+          <Text color={model.connection.kind === 'live' ? theme.success : theme.warning}>{visibleText(connectionText(model))}</Text>
         </Text>
         <ProgressBar data={model.progress} theme={theme} />
       </Box>

@@ -1,6 +1,7 @@
 import { Text } from 'ink';
 import type { EventData } from '@svc/protocol';
 import type { Theme } from '../theme.js';
+import { visibleText } from '../visible-text.js';
 
 /** `system`: a dimmed line coloured by its level. */
 export function SystemLine({ data, theme }: { data: EventData<'system'>; theme: Theme }) {
@@ -8,7 +9,7 @@ export function SystemLine({ data, theme }: { data: EventData<'system'>; theme: 
   return (
     <Text color={colour} dimColor wrap="truncate-end">
       · {data.level !== 'info' ? `${data.level}: ` : ''}
-      {data.message}
+      {visibleText(data.message)}
     </Text>
   );
 }

@@ -2,10 +2,11 @@ import { Box, Text } from 'ink';
 import type { EventData } from '@svc/protocol';
 import { firstLines } from '@svc/viewer';
 import type { Theme } from '../theme.js';
+import { visibleText } from '../visible-text.js';
 
 /** `tool_result`: its first 3 lines, with ✓ or, for an error, ✗. */
 export function ToolResult({ data, theme }: { data: EventData<'tool_result'>; theme: Theme }) {
-  const { lines, more } = firstLines(data.content);
+  const { lines, more } = firstLines(visibleText(data.content));
   return (
     <Box flexDirection="column" marginLeft={2}>
       {lines.map((line, index) => (

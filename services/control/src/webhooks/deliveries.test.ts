@@ -34,6 +34,44 @@ describe('webhook deliveries', () => {
     ]);
   });
 
+  it('a Slack body — agent text cannot forge a link or a mention, break out of the code block, or start a line of its own', () => {
+    const forged: WebhookFact = {
+      ...fact,
+      data: {
+        ...fact.data,
+        tool_name: 'Bash <https://evil.example|Approve> & `x`\nsvc: approved',
+        input: { command: 'echo ```\n<!channel> <https://evil.example|click to approve> ``` & `' },
+      },
+    };
+    const slack = JSON.parse(bodyOf({ format: 'slack' }, forged)) as { text: string; blocks: Array<{ type: string; text?: { text: string } }> };
+    expect(slack.text).toBe('svc: worker `wrk_a` asks to use Bash &lt;https://evil.example|Approve&gt; &amp; \u200b`\u200bx\u200b`\u200b svc: approved');
+    expect(slack.blocks[0]!.text!.text).toBe(slack.text);
+    const code = slack.blocks[1]!.text!.text;
+    expect(code.startsWith('```') && code.endsWith('```')).toBe(true);
+    const inside = code.slice(3, -3);
+    // No < or > at all, no & but an entity, and no backtick touches another (or a fence).
+    expect(inside).not.toMatch(/[<>]|&(?!amp;|lt;|gt;)|``|^`|`$/);
+    // What a person reads is what the agent sent.
+    const read = inside.replaceAll('\u200b', '').replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&amp;', '&');
+    expect(read).toBe(JSON.stringify(forged.data.input));
+  });
+
+  it('a Slack body — a long input is cut to what a section holds, never inside an escape, marked …', () => {
+    const long: WebhookFact = { ...fact, data: { ...fact.data, input: { command: '<'.repeat(10_000) } } };
+    const slack = JSON.parse(bodyOf({ format: 'slack' }, long)) as { blocks: Array<{ text?: { text: string } }> };
+    const code = slack.blocks[1]!.text!.text;
+    expect(code.length).toBeLessThanOrEqual(3000);
+    expect(code).toMatch(/^```\{"command":"(&lt;)+…```$/);
+    const decided: WebhookFact = {
+      ...fact,
+      kind: 'request.decided',
+      data: { worker_id: 'wrk_a', owner: 'alice', request_id: 'r1>\n<!here>', decision: 'allow', decided_by: 'mallory\r\n*approved*' },
+    };
+    expect((JSON.parse(bodyOf({ format: 'slack' }, decided)) as { text: string }).text).toBe(
+      'svc: worker `wrk_a`: request r1&gt; &lt;!here&gt; allowed by mallory  *approved*',
+    );
+  });
+
   it("a delivery's webhook-id is the same for the same fact and subscription, and differs otherwise", () => {
     expect(messageIdOf(fact.id, 'whk_1')).toBe(messageIdOf(fact.id, 'whk_1'));
     expect(messageIdOf(fact.id, 'whk_1')).not.toBe(messageIdOf(fact.id, 'whk_2'));

@@ -1,13 +1,14 @@
+import http from 'node:http';
+import https from 'node:https';
 import { consumeLasting, consumeWebhookQueue, decodeJson, type JsMsg, type NatsConnection } from '@svc/bus';
 import type { WebhookDelivery, WebhookFact, WebhookPayload } from '@svc/protocol';
-import { counter, type Logger } from '@svc/service-kit';
+import { counter, pinnedLookup, type CheckedAddress, type Logger, type OutboundAddressCheck } from '@svc/service-kit';
 import type { WebhookStore, WebhookWithSecret } from '@svc/store';
 import { Webhook as Signer } from 'standardwebhooks';
+import { portOf } from './destinations.js';
 
 /** How long one try may take before it counts as failed. */
 const DELIVERY_TIMEOUT_MS = 10_000;
-/** How much of a receiver's answer is kept in an attempt's error. */
-const ANSWER_KEPT = 200;
 
 /** How deliveries are retried (docs/webhooks.md; settings `SVC_WEBHOOK_RETRY_*`). */
 export interface RetryPolicy {
@@ -37,18 +38,43 @@ export function bodyOf(webhook: Pick<WebhookWithSecret, 'format'>, fact: Webhook
   return JSON.stringify(slackMessage(fact));
 }
 
+/** How much of a request's input a Slack message shows (a section holds at most 3,000 characters). */
+const SLACK_INPUT_KEPT = 2800;
+
+/** Slack's own escapes for `&`, `<` and `>`; a backtick is fenced by zero-width spaces, so no two touch. */
+const MRKDWN_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '`': '\u200b`\u200b' };
+
+/**
+ * Text the agent controls (tool names, request ids, the input), shown in mrkdwn as it was sent:
+ * it cannot forge a link (`<https://…|Approve>`) or a mention (`<!channel>`), open or close a code
+ * block (```), nor start a line of its own. Cut at `max` characters as shown, marked with `…`.
+ */
+function mrkdwnText(text: string, max = Infinity): string {
+  let shown = '';
+  for (const char of text) {
+    const piece = MRKDWN_ESCAPES[char] ?? (/[\r\n\u2028\u2029]/.test(char) ? ' ' : char);
+    if (shown.length + piece.length > max) return `${shown}…`;
+    shown += piece;
+  }
+  return shown;
+}
+
 /** Slack's incoming-webhook format: `text` (the notification's fallback) and `blocks`. */
 function slackMessage(fact: WebhookFact): { text: string; blocks: unknown[] } {
   const { data } = fact;
-  const worker = `worker \`${data.worker_id}\``;
+  const worker = `worker \`${mrkdwnText(data.worker_id)}\``;
+  const tool = data.tool_name !== undefined ? mrkdwnText(data.tool_name) : 'a tool';
+  const request = mrkdwnText(data.request_id ?? '');
+  const deadline = data.deadline !== undefined ? mrkdwnText(data.deadline) : undefined;
   const text = {
-    'request.needs_decision': `svc: ${worker} asks to use ${data.tool_name ?? 'a tool'}${data.deadline ? ` (decided by policy at ${data.deadline})` : ''}`,
-    'request.decided': `svc: ${worker}: request ${data.request_id ?? ''} ${data.decision === 'allow' ? 'allowed' : 'denied'} by ${data.decided_by ?? 'someone'}`,
-    'request.deadline_near': `svc: ${worker}: request ${data.request_id ?? ''} (${data.tool_name ?? 'a tool'}) is decided by policy at ${data.deadline ?? 'its deadline'}`,
+    'request.needs_decision': `svc: ${worker} asks to use ${tool}${deadline ? ` (decided by policy at ${deadline})` : ''}`,
+    'request.decided': `svc: ${worker}: request ${request} ${data.decision === 'allow' ? 'allowed' : 'denied'} by ${mrkdwnText(data.decided_by ?? 'someone')}`,
+    'request.deadline_near': `svc: ${worker}: request ${request} (${tool}) is decided by policy at ${deadline ?? 'its deadline'}`,
     'worker.ended': `svc: ${worker} ${data.exit_code === 0 ? 'ended' : `failed (exit code ${data.exit_code ?? '?'})`}`,
   }[fact.kind];
   const blocks: unknown[] = [{ type: 'section', text: { type: 'mrkdwn', text } }];
-  if (data.input !== undefined) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `\`\`\`${JSON.stringify(data.input).slice(0, 2800)}\`\`\`` } });
+  if (data.input !== undefined)
+    blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `\`\`\`${mrkdwnText(JSON.stringify(data.input), SLACK_INPUT_KEPT)}\`\`\`` } });
   if (data.links)
     blocks.push({
       type: 'actions',
@@ -61,15 +87,49 @@ function slackMessage(fact: WebhookFact): { text: string; blocks: unknown[] } {
   return { text, blocks };
 }
 
-/** One try: the signed POST; the receiver's status, or why none came. */
-async function post(webhook: WebhookWithSecret, delivery: WebhookDelivery): Promise<{ status: number | null; error: string | null }> {
+/**
+ * POSTs `body` to the checked addresses only (the name stays in the Host header and TLS's server
+ * name) and answers the receiver's status. Its body is never read: an attempt records the
+ * status, so a webhook cannot be used to read what answers at an address.
+ */
+function postTo(url: URL, addresses: CheckedAddress[], headers: Record<string, string>, body: string, signal: AbortSignal): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = (url.protocol === 'https:' ? https : http).request(
+      url,
+      // No shared agent: a kept-alive connection would outlive the check it was made for.
+      { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, agent: false, lookup: pinnedLookup(addresses), signal },
+      (response) => {
+        resolve(response.statusCode ?? 0);
+        response.on('error', () => undefined);
+        response.destroy();
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/**
+ * One try: the URL's host resolved and checked again (it may resolve elsewhere than at creation),
+ * then the signed POST to the checked addresses; the receiver's status, or why none came.
+ */
+async function post(
+  webhook: WebhookWithSecret,
+  delivery: WebhookDelivery,
+  destinations: OutboundAddressCheck,
+): Promise<{ status: number | null; error: string | null }> {
+  const url = new URL(webhook.url);
+  const verdict = await destinations.check(url.hostname, portOf(url));
+  if (!verdict.allowed) return { status: null, error: `not sent: ${verdict.reason}` };
   const body = bodyOf(webhook, delivery.fact);
   const sentAt = new Date();
   const signature = new Signer(webhook.secret).sign(delivery.message_id, sentAt, body);
+  const signal = AbortSignal.timeout(DELIVERY_TIMEOUT_MS);
   try {
-    const response = await fetch(webhook.url, {
-      method: 'POST',
-      headers: {
+    const status = await postTo(
+      url,
+      verdict.addresses,
+      {
         'content-type': 'application/json',
         'user-agent': 'svc-webhooks',
         'webhook-id': delivery.message_id,
@@ -77,17 +137,11 @@ async function post(webhook: WebhookWithSecret, delivery: WebhookDelivery): Prom
         'webhook-signature': signature,
       },
       body,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
-    });
-    const answer = await response.text().catch(() => '');
-    return response.ok ? { status: response.status, error: null } : { status: response.status, error: answer.slice(0, ANSWER_KEPT) || null };
+      signal,
+    );
+    return { status, error: null };
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code;
-    return {
-      status: null,
-      error: `${(err as Error).name === 'TimeoutError' ? `no answer in ${DELIVERY_TIMEOUT_MS} ms` : (err as Error).message}${cause ? ` (${cause})` : ''}`,
-    };
+    return { status: null, error: signal.aborted ? `no answer in ${DELIVERY_TIMEOUT_MS} ms` : (err as Error).message };
   }
 }
 
@@ -95,11 +149,14 @@ async function post(webhook: WebhookWithSecret, delivery: WebhookDelivery): Prom
  * Delivers each notification to its subscription: a signed POST (Standard Webhooks), retried
  * with back-off (`nak` with a delay: the message stays in JetStream meanwhile, so a restart loses
  * nothing) until it is answered 2xx or the retry window is over; then the subscription is
- * disabled with the reason. Every try is recorded.
+ * disabled with the reason. Every try is recorded: the receiver's status, or why none came (a
+ * URL that now resolves where webhooks may not point is not sent to, and the try says why).
  */
 export async function deliverNotifications(deps: {
   nc: NatsConnection;
   webhooks: WebhookStore;
+  /** Where a webhook may point (destinations.ts), checked again at each try. */
+  destinations: OutboundAddressCheck;
   retry: RetryPolicy;
   logger: Logger;
 }): Promise<{ stop(): Promise<void> }> {
@@ -126,8 +183,8 @@ export async function deliverNotifications(deps: {
       attempt,
       at: new Date().toISOString(),
     });
-    const { status, error } = await post(webhook, delivery);
-    const delivered = error === null;
+    const { status, error } = await post(webhook, delivery, deps.destinations);
+    const delivered = status !== null && status >= 200 && status < 300;
     await deps.webhooks.finishAttempt(recorded, { status, error, delivered });
     if (delivered) {
       deliveryAttempts.inc({ kind: delivery.fact.kind, outcome: 'delivered' });
