@@ -45,6 +45,8 @@ export const sessionSettings = {
   retentionSweepIntervalMs: integerSetting('SVC_RETENTION_SWEEP_INTERVAL_MS', { default: 3_600_000, min: 100 }),
   /** How long a sandbox's programs get between SIGTERM and SIGKILL. */
   killGraceMs: integerSetting('SVC_SANDBOX_KILL_GRACE_MS', { default: 10_000, min: 0, max: 600_000 }),
+  /** Sessions one person (their `sub`, admins too) may have not yet ended; one more is refused (429 `too_many_sessions`). */
+  maxRunningSessionsPerUser: integerSetting('SVC_MAX_RUNNING_SESSIONS_PER_USER', { default: 20, min: 1 }),
 };
 
 export type SessionConfig = ConfigOf<typeof sessionSettings>;

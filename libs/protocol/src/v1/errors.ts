@@ -26,6 +26,12 @@ export const ERROR_CODES = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
+  /** The person holds the most WebSocket streams one may open on a gateway (`SVC_MAX_STREAMS_PER_USER`). */
+  too_many_streams: 429,
+  /** The worker holds the most long polls one may (`SVC_MAX_LONG_POLLS_PER_WORKER`). */
+  too_many_long_polls: 429,
+  /** The person has the most sessions not yet ended one may (`SVC_MAX_RUNNING_SESSIONS_PER_USER`). */
+  too_many_sessions: 429,
   internal: 500,
   unavailable: 503,
   /** The database does not answer (down, restarting, unreachable): retry after `Retry-After`. */

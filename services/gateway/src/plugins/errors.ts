@@ -59,7 +59,16 @@ export function toCodedError(error: FastifyError | CodedError | Error): CodedErr
  * dependency is away (503) or was too slow (504): short, since the gateway fails fast and the
  * services reconnect within about a second.
  */
-const RETRY_AFTER_S: Partial<Record<CodedError['code'], number>> = { bus_unavailable: 1, store_unavailable: 2, unavailable: 2, timeout: 1 };
+const RETRY_AFTER_S: Partial<Record<CodedError['code'], number>> = {
+  bus_unavailable: 1,
+  store_unavailable: 2,
+  unavailable: 2,
+  timeout: 1,
+  // A closed tab frees a stream at once; a long poll ends within its wait; a session takes longer.
+  too_many_streams: 5,
+  too_many_long_polls: 1,
+  too_many_sessions: 30,
+};
 
 /** Answers with a coded error as an `APIError` (503 and 504 with `Retry-After`). */
 export function sendApiError(reply: FastifyReply, coded: CodedError): void {

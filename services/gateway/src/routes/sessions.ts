@@ -174,6 +174,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<SessionRoutesOptions> = as
           'unavailable',
           `session ${session.id} is ${session.status}: its sandbox logs can be followed once it runs; connect again in a moment`,
         );
+      // A log stream counts against the person's streams like an event stream.
+      streams.admit(request);
     },
     handler: async () => {
       throw new CodedError('invalid_request', 'this endpoint is a WebSocket: connect with "Upgrade: websocket"');
