@@ -389,6 +389,35 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     }
   });
 
+  it("audit key: only the control service's containers (and the single mode's) get SVC_AUDIT_KEY, from the chart's Secret (random, kept at uninstall) or the operator's", async () => {
+    const envOfWorkload = (workload: Manifest) => podSpecOf(workload)!.containers[0]!.env ?? [];
+    for (const [profile, manifests] of rendered) {
+      const secret = named(manifests, 'Secret', '-audit-key');
+      expect(secret, profile).toBeDefined();
+      expect(secret!.metadata.annotations?.['helm.sh/resource-policy']).toBe('keep');
+      expect(Buffer.from(String((secret!['data'] as Record<string, string>)['key']), 'base64').toString().length).toBeGreaterThanOrEqual(32);
+      const workloads = [...of(manifests, 'Deployment'), ...of(manifests, 'StatefulSet')].filter((m) => !/-(nats|postgres)$/.test(m.metadata.name));
+      for (const workload of workloads) {
+        const key = envOfWorkload(workload).find((variable) => variable.name === 'SVC_AUDIT_KEY');
+        if (/-(control|single)$/.test(workload.metadata.name))
+          expect(key, `${profile} ${workload.metadata.name}`).toEqual({
+            name: 'SVC_AUDIT_KEY',
+            valueFrom: { secretKeyRef: { name: secret!.metadata.name, key: 'key' } },
+          });
+        else expect(key, `${profile} ${workload.metadata.name}`).toBeUndefined();
+      }
+    }
+    const own = await renderChart({
+      valuesFiles: ['distributed-external.yaml'],
+      set: { 'control.audit.existingSecret': 'my-audit', 'control.audit.existingSecretKey': 'hmac', 'control.audit.headIntervalSeconds': '30' },
+    });
+    expect(named(own, 'Secret', '-audit-key')).toBeUndefined();
+    const env = envOfWorkload(named(own, 'Deployment', '-control')!);
+    expect(env).toContainEqual({ name: 'SVC_AUDIT_KEY', valueFrom: { secretKeyRef: { name: 'my-audit', key: 'hmac' } } });
+    expect(env).toContainEqual({ name: 'SVC_AUDIT_PREVIOUS_KEYS', valueFrom: { secretKeyRef: { name: 'my-audit', key: 'previous-keys', optional: true } } });
+    expect(env).toContainEqual({ name: 'SVC_AUDIT_HEAD_INTERVAL_S', value: '30' });
+  });
+
   it('the RBAC grants the session service only the Pod verbs its sandbox provider uses, in the sandbox namespace only', () => {
     for (const [profile, manifests] of rendered) {
       expect(of(manifests, 'ClusterRole'), profile).toEqual([]);

@@ -155,6 +155,28 @@ capabilities:
 {{ include "svc.fullname" . }}-decision-links
 {{- end -}}
 
+{{/* The Secret holding the audit key: the operator's (control.audit.existingSecret), or the chart's. */}}
+{{- define "svc.auditKeySecret" -}}
+{{ .Values.control.audit.existingSecret | default (printf "%s-audit-key" (include "svc.fullname" .)) }}
+{{- end -}}
+
+{{/* The control service's own environment (its Pods and the single mode's): the audit trail's keys and head interval. */}}
+{{- define "svc.controlEnv" -}}
+- name: SVC_AUDIT_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "svc.auditKeySecret" . }}
+      key: {{ ternary .Values.control.audit.existingSecretKey "key" (ne .Values.control.audit.existingSecret "") | quote }}
+- name: SVC_AUDIT_PREVIOUS_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "svc.auditKeySecret" . }}
+      key: {{ .Values.control.audit.previousKeysSecretKey | quote }}
+      optional: true
+- name: SVC_AUDIT_HEAD_INTERVAL_S
+  value: {{ .Values.control.audit.headIntervalSeconds | quote }}
+{{- end -}}
+
 {{/* The NATS user of a service Pod (`user`): its name, and its password from the Secret. */}}
 {{- define "svc.natsUserEnv" -}}
 - name: SVC_NATS_USER

@@ -14,3 +14,4 @@ export * from './nats-auth.js';
 export * from './service-main.js';
 export { traceContextOf } from './codec.js';
 export * from './webhook-queue.js';
+export * from './audit-heads.js';

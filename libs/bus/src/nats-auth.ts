@@ -84,7 +84,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
   control: {
     // A decision it stores goes to event-ingest, which announces it (svc.events.elsewhere.<partition>, or durably the worker's incoming partition).
     publish: {
-      allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, subjects.storedElsewhereAll, 'svc.rpc.>', subjects.webhooksAll],
+      allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, subjects.storedElsewhereAll, 'svc.rpc.>', subjects.webhooksAll, subjects.auditHeads],
       deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers)],
     },
     subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.control.>', wildcard(subjects.controlEventsAll), subjects.health('control')] },

@@ -60,6 +60,16 @@ export function streamConfigs({ replicas = 1 }: StreamOptions = {}): Array<Parti
       duplicate_window: nanos(streams.webhooks.duplicateWindowMs),
       discard: DiscardPolicy.Old,
     },
+    {
+      // The audit trail's heads (docs/audit.md): no limit, and no message deleted or purged, ever.
+      name: streams.auditHeads.name,
+      subjects: [...streams.auditHeads.subjects],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      duplicate_window: nanos(streams.auditHeads.duplicateWindowMs),
+      deny_delete: true,
+      deny_purge: true,
+    },
   ]);
 }
 

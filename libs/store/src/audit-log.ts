@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { AUDIT_GENESIS_HASH, auditRecordHash, type AuditFacts, type AuditRecord, type ListAuditRpcType } from '@svc/protocol';
+import { AUDIT_GENESIS_HASH, auditRecordHash, auditRecordMac, type AuditFacts, type AuditKey, type AuditRecord, type ListAuditRpcType } from '@svc/protocol';
 import type { AuditRecordsTable, Database } from './schema.js';
 
 function toRecord(row: Selectable<AuditRecordsTable>): AuditRecord {
@@ -11,6 +11,7 @@ function toRecord(row: Selectable<AuditRecordsTable>): AuditRecord {
     decision: row.decision,
     action_hash: row.action_hash,
     details: row.details,
+    key_id: row.key_id,
   };
   return {
     seq: Number(row.seq),
@@ -25,12 +26,29 @@ function toRecord(row: Selectable<AuditRecordsTable>): AuditRecord {
   };
 }
 
+/** A record without a key would follow keyed ones: nobody could tell it from a rewrite (docs/audit.md). */
+export class AuditKeyRequiredError extends Error {
+  override readonly name = 'AuditKeyRequiredError';
+}
+
+/** The last record of the chain: its place, its hash, the key that sealed it. */
+export interface AuditChainEnd {
+  seq: number;
+  hash: string;
+  key_id?: string;
+}
+
+/** Records read at once when the whole chain is read. */
+const CHAIN_PAGE = 1000;
+
 /**
  * The audit trail: one hash chain. Appending takes the table's lock for the transaction, so the
  * chain has one writer at a time whichever replica writes; a fact already recorded (its `id`)
- * is not recorded again.
+ * is not recorded again. With a `key`, each record is sealed with its HMAC; without one, with a
+ * plain SHA-256 — and only while no record is keyed yet.
  */
-export function createAuditLog(db: Kysely<Database>) {
+export function createAuditLog(db: Kysely<Database>, options: { key?: AuditKey | undefined } = {}) {
+  const { key } = options;
   return {
     /** Records a fact at the end of the chain; answers the record, or undefined when the fact was recorded before. */
     async append(facts: AuditFacts): Promise<AuditRecord | undefined> {
@@ -38,15 +56,18 @@ export function createAuditLog(db: Kysely<Database>) {
         await sql`LOCK TABLE audit_records IN EXCLUSIVE MODE`.execute(trx);
         const known = await trx.selectFrom('audit_records').select('seq').where('id', '=', facts.id).executeTakeFirst();
         if (known) return undefined;
-        const last = await trx.selectFrom('audit_records').select(['seq', 'hash']).orderBy('seq', 'desc').limit(1).executeTakeFirst();
+        const last = await trx.selectFrom('audit_records').select(['seq', 'hash', 'key_id']).orderBy('seq', 'desc').limit(1).executeTakeFirst();
+        if (!key && last?.key_id)
+          throw new AuditKeyRequiredError(`the audit trail is keyed (record #${last.seq}, key ${last.key_id}): set SVC_AUDIT_KEY to add to it`);
         // The time as the database will give it back (milliseconds), so the hash can be checked later.
         const content: Omit<AuditRecord, 'hash'> = {
           seq: (last ? Number(last.seq) : 0) + 1,
           ...facts,
           at: new Date(facts.at).toISOString(),
+          ...(key ? { key_id: key.id } : {}),
           prev_hash: last?.hash ?? AUDIT_GENESIS_HASH,
         };
-        const hash = await auditRecordHash(content);
+        const hash = key ? await auditRecordMac(content, key) : await auditRecordHash(content);
         await trx
           .insertInto('audit_records')
           .values({
@@ -62,6 +83,7 @@ export function createAuditLog(db: Kysely<Database>) {
             decision: content.decision ?? null,
             action_hash: content.action_hash ?? null,
             details: content.details === undefined ? null : JSON.stringify(content.details),
+            key_id: content.key_id ?? null,
             prev_hash: content.prev_hash,
             hash,
           })
@@ -87,6 +109,44 @@ export function createAuditLog(db: Kysely<Database>) {
         filtered.select((eb) => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
       ]);
       return { items: rows.map(toRecord), total: Number(count.total) };
+    },
+
+    /** The chain's last record (undefined: no record yet). */
+    async end(): Promise<AuditChainEnd | undefined> {
+      const last = await db.selectFrom('audit_records').select(['seq', 'hash', 'key_id']).orderBy('seq', 'desc').limit(1).executeTakeFirst();
+      return last && { seq: Number(last.seq), hash: last.hash, ...(last.key_id ? { key_id: last.key_id } : {}) };
+    },
+
+    /** The hash of record `seq` (undefined: no such record). */
+    async hashAt(seq: number): Promise<string | undefined> {
+      const row = await db
+        .selectFrom('audit_records')
+        .select('hash')
+        .where('seq', '=', String(seq) as never)
+        .executeTakeFirst();
+      return row?.hash;
+    },
+
+    /** The first keyed record's place (undefined: none is keyed). */
+    async keyedFrom(): Promise<number | undefined> {
+      const first = await db.selectFrom('audit_records').select('seq').where('key_id', 'is not', null).orderBy('seq').limit(1).executeTakeFirst();
+      return first && Number(first.seq);
+    },
+
+    /** Every record from #1, in order, read a page at a time. */
+    async *chain(): AsyncGenerator<AuditRecord> {
+      for (let after = 0; ;) {
+        const rows = await db
+          .selectFrom('audit_records')
+          .selectAll()
+          .where('seq', '>', String(after) as never)
+          .orderBy('seq')
+          .limit(CHAIN_PAGE)
+          .execute();
+        yield* rows.map(toRecord);
+        if (rows.length < CHAIN_PAGE) return;
+        after = Number(rows.at(-1)!.seq);
+      }
     },
   };
 }

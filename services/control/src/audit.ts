@@ -1,6 +1,30 @@
-import { actionHash, type AuditChannel, type AuditFacts, type StoredEvent } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
-import type { AuditLog } from '@svc/store';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { readAuditHeads, serveRpc, type NatsConnection } from '@svc/bus';
+import {
+  actionHash,
+  AppendAuditRpc,
+  createChecker,
+  decidedByOf,
+  importAuditKey,
+  ListAuditRpc,
+  subjects,
+  verifyAuditChain,
+  VerifyAuditRpc,
+  type AuditChannel,
+  type AuditFacts,
+  type AuditKey,
+  type AuditRecord,
+  type AuditVerification,
+  type ListAuditRpcType,
+  type ListResponseOf,
+  type StoredEvent,
+} from '@svc/protocol';
+import type { ConfigOf, Logger } from '@svc/service-kit';
+import { AuditKeyRequiredError, createAuditLog, type AuditLog, type Database, type Kysely } from '@svc/store';
+import { startHeadPublisher } from './audit-heads.js';
+import type { auditSettings } from './config.js';
 
 /** Appending a fact is tried this often before it is given up (and logged as lost). */
 const ATTEMPTS = 5;
@@ -38,7 +62,7 @@ export function createAuditRecorder(log: AuditLog, logger: Logger) {
       const { data } = decision;
       const common = {
         at: decision.ts,
-        actor: data.decided_by,
+        actor: decidedByOf(decision),
         channel,
         worker_id: decision.worker_id,
         request_id: data.request_id,
@@ -63,3 +87,102 @@ export function createAuditRecorder(log: AuditLog, logger: Logger) {
 }
 
 export type AuditRecorder = ReturnType<typeof createAuditRecorder>;
+
+export interface AuditTrailDeps {
+  nc: NatsConnection;
+  db: Kysely<Database>;
+  logger: Logger;
+  instance: string;
+  config: ConfigOf<typeof auditSettings>;
+  /** The queue group of the control replicas' RPCs. */
+  queue: string;
+}
+
+export interface AuditTrail {
+  /** Where decisions and reported facts are written. */
+  recorder: AuditRecorder;
+  /** Publishes the head a last time and stops answering. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The control service's audit trail (docs/audit.md): the log, sealed with `SVC_AUDIT_KEY`; its
+ * head published to JetStream; the RPCs that append (`audit.append`), list (`audit.list`) and
+ * check it (`audit.verify`: the service that holds the key checks every record and every
+ * published head). A trail already keyed does not start without a key: the records it would
+ * add could not be told from a rewrite.
+ */
+export async function startAuditTrail(deps: AuditTrailDeps): Promise<AuditTrail> {
+  const logs = deps.logger.child({ component: 'audit' });
+  const key = deps.config.auditKey === undefined ? undefined : await importAuditKey(deps.config.auditKey);
+  const keys: AuditKey[] = [...(key ? [key] : []), ...(await Promise.all(deps.config.auditPreviousKeys.map(importAuditKey)))];
+  const log = createAuditLog(deps.db, { key });
+  const end = await log.end();
+  if (!key && end?.key_id)
+    throw new AuditKeyRequiredError(
+      `the audit trail is keyed (record #${end.seq}, key ${end.key_id}) but SVC_AUDIT_KEY is not set: set the key it was written with (docs/audit.md)`,
+    );
+  if (!key)
+    logs.warn(
+      "SVC_AUDIT_KEY is not set: audit records are written without a key, and whoever holds the database's password can rewrite them unseen (docs/audit.md)",
+    );
+  else if (end?.key_id && !keys.some((known) => known.id === end.key_id))
+    logs.error(
+      { key_id: key.id, last_key_id: end.key_id },
+      'SVC_AUDIT_KEY is not the key the audit trail was last written with, nor one of SVC_AUDIT_PREVIOUS_KEYS: the records sealed with that key will not verify (docs/audit.md)',
+    );
+
+  const recorder = createAuditRecorder(log, deps.logger);
+  const heads = startHeadPublisher({ nc: deps.nc, log, instance: deps.instance, intervalMs: deps.config.auditHeadIntervalS * 1000, logger: deps.logger });
+  const options = { logger: deps.logger, queue: deps.queue };
+  const rpcs = [
+    serveRpc<AuditFacts, { recorded: true }>(
+      deps.nc,
+      subjects.rpc.appendAudit,
+      async (facts) => {
+        await recorder.append(facts);
+        return { recorded: true };
+      },
+      { ...options, checker: createChecker(AppendAuditRpc) },
+    ),
+    serveRpc<ListAuditRpcType, ListResponseOf<AuditRecord>>(deps.nc, subjects.rpc.listAudit, (query) => log.list(query), {
+      ...options,
+      checker: createChecker(ListAuditRpc),
+    }),
+    serveRpc<Record<string, never>, AuditVerification>(
+      deps.nc,
+      subjects.rpc.verifyAudit,
+      // The heads first: every one published so far is at or before the chain's end as read after.
+      async () => verifyAuditChain(log.chain(), { keys, heads: await readAuditHeads(deps.nc) }),
+      { ...options, checker: createChecker(VerifyAuditRpc) },
+    ),
+  ];
+  return {
+    recorder,
+    async stop() {
+      for (const rpc of rpcs) rpc.unsubscribe();
+      await heads.stop();
+    },
+  };
+}
+
+/** The name of the local stack's audit key, in its state directory. */
+export const LOCAL_AUDIT_KEY_FILE = 'audit-key';
+
+/**
+ * The local stack's audit key: read from `<stateDir>/audit-key`, or made there (random, 0600)
+ * the first time. It lives beside the stack's embedded database, as long as its records.
+ */
+export async function localAuditKey(stateDir: string): Promise<string> {
+  const file = path.join(stateDir, LOCAL_AUDIT_KEY_FILE);
+  const existing = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (existing !== undefined && existing.trim() !== '') return existing.trim();
+  const key = randomBytes(32).toString('base64url');
+  await mkdir(stateDir, { recursive: true });
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return key;
+}

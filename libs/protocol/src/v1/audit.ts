@@ -39,13 +39,22 @@ export const AuditFactsSchema = Type.Object(
 );
 export type AuditFacts = Static<typeof AuditFactsSchema>;
 
-/** One record of the chain: its facts, its place, the hash of the record before it and its own. */
+const Hash = Type.String({ pattern: '^[0-9a-f]{64}$' });
+/** Names a key without revealing it (`auditKeyId`). */
+const KeyId = Type.String({ pattern: '^[0-9a-f]{16}$' });
+
+/**
+ * One record of the chain: its facts, its place, the hash of the record before it and its own.
+ * `hash` is an HMAC with the key `key_id` names (a key outside the database); a record written
+ * before the trail had a key has no `key_id`, and its `hash` is a plain SHA-256 (docs/audit.md).
+ */
 export const AuditRecordSchema = Type.Object(
   {
     seq: Type.Integer({ minimum: 1 }),
     ...AuditFactsSchema.properties,
-    prev_hash: Type.String({ pattern: '^[0-9a-f]{64}$' }),
-    hash: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+    key_id: Type.Optional(KeyId),
+    prev_hash: Hash,
+    hash: Hash,
   },
   { additionalProperties: false, title: 'AuditRecord' },
 );
@@ -67,6 +76,49 @@ export const ListAuditQuery = Type.Object({
 export type ListAuditQueryType = Static<typeof ListAuditQuery>;
 export const ListAuditResponse = ListResponse(AuditRecordSchema);
 
+/**
+ * The end of the chain as the control service saw it, published at an interval to JetStream
+ * (`SVC_AUDIT_HEADS`, where nothing can be deleted): the records up to `seq` existed, the last
+ * one with this hash. Deleting the newest records, or rewriting the chain under a head, no longer
+ * matches a head published before.
+ */
+export const AuditHeadSchema = Type.Object(
+  {
+    seq: Type.Integer({ minimum: 1 }),
+    hash: Hash,
+    key_id: Type.Optional(KeyId),
+    /** The first keyed record: every record from it on must be keyed (an older one stripped of its key is named). */
+    keyed_from: Type.Optional(Type.Integer({ minimum: 1 })),
+    published_at: Timestamp,
+    /** The control replica that published it. */
+    instance: Type.String({ maxLength: 256 }),
+  },
+  { additionalProperties: false, title: 'AuditHead' },
+);
+export type AuditHead = Static<typeof AuditHeadSchema>;
+
+/** What `svc audit verify` learns (`GET /v1/audit/verify`, `svc.rpc.control.audit.verify`). */
+export const AuditVerificationSchema = Type.Object(
+  {
+    /** Every record checked, every published head found: nothing was changed or removed. */
+    ok: Type.Boolean(),
+    /** Records read, from #1 (to the first that failed). */
+    count: Type.Integer({ minimum: 0 }),
+    /** Of those, written before the trail had a key: their chain is checked, not a key. */
+    unkeyed: Type.Integer({ minimum: 0 }),
+    /** Published heads compared with the records. */
+    heads: Type.Integer({ minimum: 0 }),
+    /** The newest published head. */
+    latest_head: Type.Optional(AuditHeadSchema),
+    /** The first record that fails (or the first one missing), when one does. */
+    seq: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Why it fails. */
+    problem: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false, title: 'AuditVerification' },
+);
+export type AuditVerification = Static<typeof AuditVerificationSchema>;
+
 /** `svc.rpc.control.audit.append`: a fact another service witnessed (the session service: sessions started and stopped). */
 export const AppendAuditRpc = AuditFactsSchema;
 /** `svc.rpc.control.audit.list`. */
@@ -82,6 +134,8 @@ export const ListAuditRpc = Type.Object(
   { additionalProperties: false },
 );
 export type ListAuditRpcType = Static<typeof ListAuditRpc>;
+/** `svc.rpc.control.audit.verify`: the whole chain, checked by the service that holds the key. */
+export const VerifyAuditRpc = Type.Object({}, { additionalProperties: false });
 
 /** JSON with its object keys sorted at every depth: one text per value, whoever writes it. */
 export function canonicalJson(value: unknown): string {
@@ -95,9 +149,10 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+const hex = (bytes: ArrayBuffer) => [...new Uint8Array(bytes)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+
 async function sha256Hex(text: string): Promise<string> {
-  const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+  return hex(await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
 }
 
 /** Which action a decision was about: SHA-256 of the request's tool and input (canonical JSON). */
@@ -105,31 +160,124 @@ export function actionHash(toolName: string, input: unknown): Promise<string> {
   return sha256Hex(canonicalJson({ tool_name: toolName, input }));
 }
 
+/** `SVC_AUDIT_KEY` has at least this many characters (`openssl rand -base64 32` gives 44). */
+export const AUDIT_KEY_MIN_LENGTH = 32;
+
+/** WebCrypto's key (spelled through `globalThis.crypto`: this lib runs in browsers too). */
+type HmacKey = Awaited<ReturnType<typeof globalThis.crypto.subtle.importKey>>;
+
+/** A key the chain is sealed with: its HMAC key and the id records name it by. */
+export interface AuditKey {
+  /** 16 hex digits derived from the key: names it in records and heads, reveals nothing of it. */
+  readonly id: string;
+  readonly hmac: HmacKey;
+}
+
+/** The key `SVC_AUDIT_KEY` (its UTF-8 bytes) names, ready to seal and check records. */
+export async function importAuditKey(secret: string): Promise<AuditKey> {
+  if (secret.length < AUDIT_KEY_MIN_LENGTH) throw new RangeError(`an audit key needs at least ${AUDIT_KEY_MIN_LENGTH} characters`);
+  const hmac = await globalThis.crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const id = (await hmacHex(hmac, 'svc audit key id')).slice(0, 16);
+  return { id, hmac };
+}
+
+async function hmacHex(key: HmacKey, text: string): Promise<string> {
+  return hex(await globalThis.crypto.subtle.sign('HMAC', key, new TextEncoder().encode(text)));
+}
+
 /**
- * A record's hash: SHA-256 of the hash before it and the record's own content (every field but
- * `hash`, canonical JSON). Editing a record changes its hash; removing one breaks the next
- * record's `prev_hash`; `svc audit verify` recomputes both.
+ * A record's hash before the trail had a key: SHA-256 of the hash before it and the record's own
+ * content (every field but `hash`, canonical JSON). Anyone can recompute it, so it proves only
+ * that the chain agrees with itself.
  */
 export function auditRecordHash(record: Omit<AuditRecord, 'hash'>): Promise<string> {
   return sha256Hex(`${record.prev_hash}\n${canonicalJson(record)}`);
 }
 
-/** Where a chain read in order (from seq 1) is broken: the first record that is not what the chain says, and why. */
+/**
+ * A keyed record's hash: HMAC-SHA-256, with the key its `key_id` names, of the same text as
+ * `auditRecordHash`. Without the key nobody can make one, so a record rewritten in the database
+ * (and every hash after it recomputed) no longer verifies.
+ */
+export function auditRecordMac(record: Omit<AuditRecord, 'hash'>, key: AuditKey): Promise<string> {
+  if (record.key_id !== key.id) throw new RangeError(`record #${record.seq} names key ${record.key_id ?? '(none)'}, not ${key.id}`);
+  return hmacHex(key.hmac, `${record.prev_hash}\n${canonicalJson(record)}`);
+}
+
+export interface VerifyAuditOptions {
+  /** The keys records may name: the current one and those before it. */
+  keys?: readonly AuditKey[];
+  /** Every head published so far: each must be a record of the chain. */
+  heads?: readonly AuditHead[];
+}
+
+/**
+ * Checks a chain read in order from #1 and says which record first fails: a gap in `seq`, a
+ * record not following the one before it, a hash (or HMAC) that does not match its content, an
+ * unkeyed record after a keyed one (a rewrite by someone without the key), a record that is not
+ * the head published for its place, or a published head beyond the chain's end (the newest
+ * records deleted).
+ */
 export async function verifyAuditChain(
   records: AsyncIterable<AuditRecord> | Iterable<AuditRecord>,
-): Promise<{ ok: true; count: number } | { ok: false; count: number; seq: number; problem: string }> {
+  options: VerifyAuditOptions = {},
+): Promise<AuditVerification> {
+  const keys = new Map((options.keys ?? []).map((key) => [key.id, key]));
+  const heads = options.heads ?? [];
+  const headsAt = new Map<number, AuditHead[]>();
+  for (const head of heads) headsAt.set(head.seq, [...(headsAt.get(head.seq) ?? []), head]);
+  const latestHead = heads.reduce<AuditHead | undefined>((latest, head) => (latest && latest.seq >= head.seq ? latest : head), undefined);
+  // Where the trail was keyed from, as published: stripping the key off every record from there on does not pass.
+  let firstKeyed = heads.reduce<number | undefined>(
+    (first, head) => (head.keyed_from === undefined ? first : Math.min(first ?? Infinity, head.keyed_from)),
+    undefined,
+  );
   let previous: AuditRecord | undefined;
   let count = 0;
+  let unkeyed = 0;
+  const result = (problem?: { seq: number; problem: string }): AuditVerification => ({
+    ok: problem === undefined,
+    count,
+    unkeyed,
+    heads: heads.length,
+    ...(latestHead ? { latest_head: latestHead } : {}),
+    ...problem,
+  });
+
   for await (const record of records) {
     count++;
+    const { seq } = record;
     const expectedSeq = (previous?.seq ?? 0) + 1;
-    if (record.seq !== expectedSeq) return { ok: false, count, seq: record.seq, problem: `record #${expectedSeq} is missing (the next one is #${record.seq})` };
+    if (seq !== expectedSeq) return result({ seq: expectedSeq, problem: `record #${expectedSeq} is missing (the next one is #${seq})` });
     if (record.prev_hash !== (previous?.hash ?? AUDIT_GENESIS_HASH))
-      return { ok: false, count, seq: record.seq, problem: `record #${record.seq} does not follow the hash of #${record.seq - 1}: one of them was changed` };
+      return result({ seq, problem: `record #${seq} does not follow the hash of #${seq - 1}: one of them was changed` });
     const { hash, ...content } = record;
-    if ((await auditRecordHash(content)) !== hash)
-      return { ok: false, count, seq: record.seq, problem: `record #${record.seq} was changed after it was written: its hash does not match its content` };
+    if (record.key_id === undefined) {
+      if (firstKeyed !== undefined && seq >= firstKeyed)
+        return result({ seq, problem: `record #${seq} has no key although the trail is keyed from #${firstKeyed}: it was rewritten without the key` });
+      if ((await auditRecordHash(content)) !== hash)
+        return result({ seq, problem: `record #${seq} was changed after it was written: its hash does not match its content` });
+      unkeyed++;
+    } else {
+      firstKeyed = Math.min(firstKeyed ?? seq, seq);
+      const key = keys.get(record.key_id);
+      if (!key) return result({ seq, problem: `record #${seq} names key ${record.key_id}, which is not this service's: it cannot be checked (SVC_AUDIT_KEY)` });
+      if ((await auditRecordMac(content, key)) !== hash)
+        return result({ seq, problem: `record #${seq} was changed after it was written: its HMAC does not match its content` });
+    }
+    const published = headsAt.get(seq)?.find((head) => head.hash !== hash);
+    if (published)
+      return result({
+        seq,
+        problem: `record #${seq} is not the one published as the head at ${published.published_at}: the chain was rewritten from here or before`,
+      });
     previous = record;
   }
-  return { ok: true, count };
+  const end = previous?.seq ?? 0;
+  if (latestHead && latestHead.seq > end)
+    return result({
+      seq: end + 1,
+      problem: `the head published at ${latestHead.published_at} (#${latestHead.seq}) is missing: the chain ends at #${end}, records #${end + 1}-#${latestHead.seq} were deleted`,
+    });
+  return result();
 }

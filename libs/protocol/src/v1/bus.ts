@@ -50,6 +50,8 @@ export const subjects = {
   webhookDelivery: (webhookId: string) => `svc.webhooks.deliveries.${webhookId}`,
   webhookDeliveriesAll: 'svc.webhooks.deliveries.*',
   webhooksAll: 'svc.webhooks.>',
+  /** JetStream `SVC_AUDIT_HEADS`: the audit trail's head (`AuditHead`), as the control service publishes it. */
+  auditHeads: 'svc.audit.heads',
   /** Core NATS: a worker's sidecar polled for decisions (it is alive); the session service records it. */
   workerAlive: (workerId: string) => `svc.workers.alive.${workerId}`,
   workerAliveAll: 'svc.workers.alive.*',
@@ -70,6 +72,7 @@ export const subjects = {
     controlRequests: 'svc.rpc.control.requests',
     appendAudit: 'svc.rpc.control.audit.append',
     listAudit: 'svc.rpc.control.audit.list',
+    verifyAudit: 'svc.rpc.control.audit.verify',
     createWebhook: 'svc.rpc.control.webhooks.create',
     listWebhooks: 'svc.rpc.control.webhooks.list',
     deleteWebhook: 'svc.rpc.control.webhooks.delete',
@@ -115,6 +118,16 @@ export const streams = {
     subjects: ['svc.webhooks.>'],
     /** Longer than the longest retry window (docs/webhooks.md). */
     maxAgeMs: 3 * 24 * 60 * 60 * 1000,
+    duplicateWindowMs: 10 * 60 * 1000,
+  },
+  /**
+   * The audit trail's heads, outside the database (docs/audit.md): kept for good, and nobody
+   * may delete or purge a message (`deny_delete`, `deny_purge`, which JetStream never lets go).
+   */
+  auditHeads: {
+    name: 'SVC_AUDIT_HEADS',
+    subjects: [subjects.auditHeads],
+    /** Every control replica publishes the same head: one copy is kept (`Nats-Msg-Id` is `<seq>:<hash>`). */
     duplicateWindowMs: 10 * 60 * 1000,
   },
 } as const;

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requestJson, type NatsConnection } from '@svc/bus';
 import {
   APIErrorSchema,
+  AuditVerificationSchema,
   CHANNEL_HEADER,
   CodedError,
   ListAuditQuery,
@@ -10,6 +11,7 @@ import {
   subjects,
   type AuditChannel,
   type AuditRecord,
+  type AuditVerification,
   type ListAuditRpcType,
   type ListResponseOf,
 } from '@svc/protocol';
@@ -22,7 +24,14 @@ export function channelOf(request: FastifyRequest): AuditChannel {
 
 const errors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 429: APIErrorSchema, 503: APIErrorSchema, 504: APIErrorSchema };
 
-/** `GET /v1/audit` (admins): the audit trail, paged, filtered, or exported as JSON lines (docs/audit.md). */
+/** The control service reads and checks the whole trail: far longer than a query, within what an HTTP client waits. */
+const VERIFY_TIMEOUT_MS = 4 * 60_000;
+
+function requireAdmin(request: FastifyRequest): void {
+  if (request.principal?.kind !== 'user' || !request.principal.admin) throw new CodedError('forbidden', 'the audit trail is for admins');
+}
+
+/** `GET /v1/audit` (admins): the audit trail, paged, filtered, or exported as JSON lines; `GET /v1/audit/verify`: checked (docs/audit.md). */
 export const auditRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = async (app, { nc }) => {
   app.get(
     '/v1/audit',
@@ -37,7 +46,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = as
       },
     },
     async (request, reply) => {
-      if (request.principal?.kind !== 'user' || !request.principal.admin) throw new CodedError('forbidden', 'the audit trail is for admins');
+      requireAdmin(request);
       const { after_seq: afterSeq = 0, limit, actor, action, channel, worker_id: workerId, format } = request.query;
       const rpc: ListAuditRpcType = {
         after_seq: afterSeq,
@@ -54,6 +63,23 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = as
         .type('application/x-ndjson')
         .serializer((body: string) => body)
         .send(page.items.map((record) => `${JSON.stringify(record)}\n`).join(''));
+    },
+  );
+
+  app.get(
+    '/v1/audit/verify',
+    {
+      schema: {
+        tags: ['audit'],
+        summary: 'Check the audit trail: every record against its key, every published head against the records (admins)',
+        description:
+          'The control service, which holds the key (`SVC_AUDIT_KEY`), reads the whole chain from #1 and the heads published to JetStream. `ok: false` names the first record that fails (`seq`) and why (`problem`): a record changed (its HMAC or hash), missing, stripped of its key, not the head published for its place, or a published head beyond the end (the newest records deleted).',
+        response: { 200: AuditVerificationSchema, ...errors },
+      },
+    },
+    async (request) => {
+      requireAdmin(request);
+      return requestJson<AuditVerification>(nc, subjects.rpc.verifyAudit, {}, { requestId: request.id, timeoutMs: VERIFY_TIMEOUT_MS });
     },
   );
 };
