@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventData, PermissionRule, StoredEvent } from '@svc/protocol';
+import type { EventData, EventSource, PermissionRule, StoredEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
 import { createEventRouting } from './event-routing.js';
 import { createPermissionEngine } from './permissions.js';
@@ -8,13 +8,18 @@ const request = (requestId: string, command: string): AgentEvent => ({
   type: 'control_request',
   data: { request_id: requestId, tool_name: 'Bash', input: { command } },
 });
-const personDecides = (requestId: string, extra: Partial<EventData<'control_response'>> = {}): StoredEvent<'control_response'> => ({
+const personDecides = (
+  requestId: string,
+  extra: Partial<EventData<'control_response'>> = {},
+  source: EventSource = 'user:console:alice',
+): StoredEvent<'control_response'> => ({
   id: '9',
   worker_id: 'wrk_1',
   type: 'control_response',
   uid: `control_response:${requestId}`,
   ts: '2026-11-24T00:00:00.000Z',
   data: { request_id: requestId, decision: 'allow', decided_by: 'alice', ...extra },
+  source,
 });
 
 /** The routing with a real permission engine, an adapter that writes each decision as one line, and what reached each side. */
@@ -54,7 +59,7 @@ describe("the sidecar's event routing", () => {
     routing.fromAgent(request('r1', 'npm test'));
     expect(routing.waiting()).toBe(1);
     routing.fromPerson(personDecides('other-agents-request'));
-    routing.fromPerson(personDecides('r1', { decided_by: 'policy' }));
+    routing.fromPerson(personDecides('r1', { decided_by: 'policy' }, 'worker:policy'));
     expect(toAgent).toEqual([]);
     routing.fromPerson(personDecides('r1', { scope: 'always' }));
     routing.fromPerson(personDecides('r1'));
@@ -63,6 +68,17 @@ describe("the sidecar's event routing", () => {
       { rule_id: '9', tool_name: 'Bash', decision: 'allow', added_by: 'alice', request_id: 'r1', added_at: '2026-11-24T00:00:00.000Z' },
     ]);
     expect(routing.waiting()).toBe(0);
+  });
+
+  it('event routing — an "always" whose source is not a person reaches the agent as a decision but adds no rule', () => {
+    const { routing, toAgent, seen } = route();
+    routing.fromAgent(request('r1', 'npm test'));
+    // Stored before sources existed (read as the worker's): it claims alice, but nothing says she wrote it.
+    routing.fromPerson(personDecides('r1', { scope: 'always' }, 'worker'));
+    expect(toAgent).toEqual(['r1:allow\n']);
+    expect(seen.rulesAdded).toEqual([]);
+    routing.fromAgent(request('r2', 'npm test'));
+    expect(routing.waiting()).toBe(1);
   });
 
   it('after "always allow", the same request is decided by the rule at once: nobody is asked again', () => {

@@ -1,4 +1,4 @@
-import { withdrawnRequestId, type EventData, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import { parseSource, withdrawnRequestId, WORKER_POLICY_SOURCE, type EventData, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { Adapter, AgentEvent } from './adapters/adapter.js';
 import type { PermissionEngine } from './permissions.js';
 
@@ -55,16 +55,19 @@ export function createEventRouting(options: EventRoutingOptions) {
 
     fromPerson(decision: StoredEvent<'control_response'>): void {
       const request = open.get(decision.data.request_id);
-      if (decision.data.decided_by === 'policy' || !request) return; // ours, or not this agent's
+      // Ours (the policy's answer went to the agent already), or not this agent's request.
+      if (decision.source === WORKER_POLICY_SOURCE || !request) return;
       open.delete(decision.data.request_id);
       options.toAgent(options.adapter.formatDecision(decision.data, request));
-      if (decision.data.scope === 'always')
+      // Only a person adds rules: the source says who wrote the decision, whatever its data claims.
+      const person = parseSource(decision.source);
+      if (decision.data.scope === 'always' && person.kind === 'person')
         options.onRuleAdded({
           rule_id: decision.id,
           tool_name: request.tool_name,
           ...(decision.data.input_pattern === undefined ? {} : { input_pattern: decision.data.input_pattern }),
           decision: decision.data.decision,
-          added_by: decision.data.decided_by,
+          added_by: person.sub,
           request_id: decision.data.request_id,
           added_at: decision.ts,
         });

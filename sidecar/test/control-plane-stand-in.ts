@@ -59,6 +59,7 @@ export async function startControlPlaneStandIn() {
         uid: `control_response:${requestId}`,
         ts: new Date().toISOString(),
         data: { request_id: requestId, decision: 'allow', decided_by: 'alice' },
+        source: 'user:api:alice',
       });
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
+import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, WORKER_POLICY_SOURCE, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
 import { earlierPages, followEventStream, formatCost, formatCount, openAtEnd, WorkerView, type FollowedStream, type HistoryReader } from '@svc/viewer';
 import { useWorkerView } from '@svc/viewer/react';
 import { ApiError, type Api } from '../api.js';
@@ -128,7 +128,7 @@ function WorkerEvents({ worker }: { worker: Worker }) {
     const timer = setTimeout(() => setRecheck((n) => n + 1), CARD_DELAY_MS);
     return () => clearTimeout(timer);
   });
-  const shownCards = [...cards.values()].filter((request) => view.closingOf(request.data.request_id)?.decision?.decided_by !== 'policy').slice(-SHOWN_CARDS);
+  const shownCards = [...cards.values()].filter((request) => view.closingOf(request.data.request_id)?.source !== WORKER_POLICY_SOURCE).slice(-SHOWN_CARDS);
   const usage = worker.model_usage;
   return (
     <section aria-labelledby="worker-title" className="worker">

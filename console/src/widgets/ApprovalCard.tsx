@@ -93,7 +93,7 @@ export function ApprovalCard({
           {closing && (
             <p role="status" className="closed">
               {closing.decision
-                ? `${closing.decision.decision === 'allow' ? 'Allowed' : 'Denied'}: decided by ${deciderOf(closing.decision)}${closing.decision.message ? ` — ${closing.decision.message}` : ''}`
+                ? `${closing.decision.decision === 'allow' ? 'Allowed' : 'Denied'}: decided by ${deciderOf(closing.decision, closing.source)}${closing.decision.message ? ` — ${closing.decision.message}` : ''}`
                 : 'Withdrawn by the agent'}
             </p>
           )}

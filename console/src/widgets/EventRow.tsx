@@ -48,7 +48,7 @@ export function EventRow({ event }: { event: StoredEvent }) {
       const data = (event as StoredEvent<'control_response'>).data;
       return (
         <div className={`row control decision-${data.decision}`}>
-          <span className="tag">{data.decision === 'allow' ? 'allowed' : 'denied'}</span> by {deciderOf(data)}
+          <span className="tag">{data.decision === 'allow' ? 'allowed' : 'denied'}</span> by {deciderOf(data, event.source)}
           {data.scope === 'always' ? ' (always)' : ''}
           {data.message ? `: ${data.message}` : ''}
         </div>

@@ -7,7 +7,15 @@ import { startNatsServer, startTcpProxy, waitFor, type NatsServerProcess, type T
 const logger = createLogger({ name: 'silent-network-test', level: 'silent' });
 
 function stored(workerId: string, id: number): StoredEvent {
-  return { id: String(id), worker_id: workerId, type: 'system', uid: `u${id}`, ts: new Date().toISOString(), data: { level: 'info', message: `m${id}` } };
+  return {
+    id: String(id),
+    worker_id: workerId,
+    type: 'system',
+    uid: `u${id}`,
+    ts: new Date().toISOString(),
+    data: { level: 'info', message: `m${id}` },
+    source: 'worker',
+  };
 }
 
 /**

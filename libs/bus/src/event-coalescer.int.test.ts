@@ -12,6 +12,8 @@ import { ensureStreams } from './streams.js';
 const logger = createLogger({ name: 'coalescer-test', level: 'silent' });
 const event = (uid: string): IncomingEvent => ({ type: 'system', uid, ts: new Date().toISOString(), data: { level: 'info', message: uid } });
 const receivedAt = new Date().toISOString();
+/** What a worker posts (the gateway's choice of source is tested with the route). */
+const sourceOf = () => 'worker' as const;
 
 /** `count` worker ids in `partition` (and only there). */
 function workersOf(partition: number, count: number, tag: string): string[] {
@@ -65,12 +67,12 @@ describe('the event coalescer (real nats-server, JetStream)', () => {
     const [a, b, c] = workersOf(3, 3, 'together');
     const before = await lastSeq();
     await Promise.all([
-      gateway.publish(a!, [event('a1'), event('a2')], { receivedAt, requestId: 'req-a' }),
-      gateway.publish(b!, [event('b1')], { receivedAt }),
-      gateway.publish(c!, [event('c1'), event('c2'), event('c3')], { receivedAt }),
+      gateway.publish(a!, [event('a1'), event('a2')], { receivedAt, sourceOf, requestId: 'req-a' }),
+      gateway.publish(b!, [event('b1')], { receivedAt, sourceOf }),
+      gateway.publish(c!, [event('c1'), event('c2'), event('c3')], { receivedAt, sourceOf }),
     ]);
     const lonely = workersOf(4, 1, 'lonely')[0]!;
-    await gateway.publish(lonely, [event('l1')], { receivedAt });
+    await gateway.publish(lonely, [event('l1')], { receivedAt, sourceOf });
     publisher.close();
 
     const stored = await storedAfter(before);
@@ -82,7 +84,7 @@ describe('the event coalescer (real nats-server, JetStream)', () => {
     expect(stored[1]).toEqual({
       subject: subjects.incomingEvent(4, lonely),
       messageId: `${lonely}:l1`,
-      body: { worker_id: lonely, event: expect.objectContaining({ uid: 'l1' }), received_at: receivedAt },
+      body: { worker_id: lonely, event: expect.objectContaining({ uid: 'l1' }), received_at: receivedAt, source: 'worker' },
     });
   });
 
@@ -91,10 +93,10 @@ describe('the event coalescer (real nats-server, JetStream)', () => {
     const [a, b, c] = workersOf(5, 3, 'inflight');
     const before = await lastSeq();
     const started = performance.now();
-    const first = gateway.publish(a!, [event('a1')], { receivedAt });
+    const first = gateway.publish(a!, [event('a1')], { receivedAt, sourceOf });
     // The first message leaves at the end of this turn; these come in the next, while it is in flight.
     await new Promise((resolve) => setImmediate(resolve));
-    const later = [gateway.publish(b!, [event('b1')], { receivedAt }), gateway.publish(c!, [event('c1')], { receivedAt })];
+    const later = [gateway.publish(b!, [event('b1')], { receivedAt, sourceOf }), gateway.publish(c!, [event('c1')], { receivedAt, sourceOf })];
     await Promise.all([first, ...later]);
     const took = performance.now() - started;
     publisher.close();
@@ -110,7 +112,7 @@ describe('the event coalescer (real nats-server, JetStream)', () => {
     await gateway.publish(
       a!,
       Array.from({ length: 7 }, (_, n) => event(`s${n}`)),
-      { receivedAt },
+      { receivedAt, sourceOf },
     );
     publisher.close();
     expect((await storedAfter(before)).map(uidsOf)).toEqual([['s0', 's1', 's2'], ['s3', 's4', 's5'], ['s6']]);
@@ -123,7 +125,7 @@ describe('the event coalescer (real nats-server, JetStream)', () => {
     await gateway.publish(
       a!,
       Array.from({ length: 6 }, (_, n) => event(`b${n}`)),
-      { receivedAt },
+      { receivedAt, sourceOf },
     );
     publisher.close();
     const stored = await storedAfter(before);
@@ -136,7 +138,10 @@ describe('the event coalescer (real nats-server, JetStream)', () => {
     const { publisher, coalescer: gateway } = coalescer({ windowMs: 0 });
     const [a, b] = workersOf(8, 2, 'zero');
     const before = await lastSeq();
-    await Promise.all([gateway.publish(a!, [event('a1'), event('a2')], { receivedAt }), gateway.publish(b!, [event('b1'), event('b2')], { receivedAt })]);
+    await Promise.all([
+      gateway.publish(a!, [event('a1'), event('a2')], { receivedAt, sourceOf }),
+      gateway.publish(b!, [event('b1'), event('b2')], { receivedAt, sourceOf }),
+    ]);
     publisher.close();
     expect((await storedAfter(before)).map(uidsOf)).toEqual([
       ['a1', 'a2'],
@@ -149,7 +154,7 @@ describe('the event coalescer (real nats-server, JetStream)', () => {
     const gateway = createEventCoalescer(createDurablePublisher(gone), { windowMs: 1, maxEvents: 1000, maxBytes: 512 * 1024 });
     await gone.close();
     const [a, b] = workersOf(9, 2, 'fails');
-    const posts = [gateway.publish(a!, [event('a1')], { receivedAt }), gateway.publish(b!, [event('b1')], { receivedAt })];
+    const posts = [gateway.publish(a!, [event('a1')], { receivedAt, sourceOf }), gateway.publish(b!, [event('b1')], { receivedAt, sourceOf })];
     for (const post of posts) await expect(post).rejects.toMatchObject({ code: 'bus_unavailable' });
   });
 });

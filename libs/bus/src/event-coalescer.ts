@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { incomingMessageId, partitionOfWorker, subjects, type IncomingEvent } from '@svc/protocol';
+import { incomingMessageId, partitionOfWorker, subjects, type EventSource, type IncomingEvent } from '@svc/protocol';
 import { counter, histogram, type Context } from '@svc/service-kit';
 import type { DurablePublisher } from './durable-publisher.js';
 
@@ -18,8 +18,13 @@ export interface EventCoalescer {
    * Hands a POST's events (one worker's, in order) to event-ingest and resolves once every
    * message holding them is durable. Events of POSTs arriving meanwhile for the same partition
    * share those messages; a POST's events are never reordered, and later POSTs' events follow them.
+   * `sourceOf` says who wrote each event (the caller knows the principal: docs/protocol.md, "Sources").
    */
-  publish(workerId: string, events: readonly IncomingEvent[], options: { requestId?: string; receivedAt: string; trace?: Context | undefined }): Promise<void>;
+  publish(
+    workerId: string,
+    events: readonly IncomingEvent[],
+    options: { requestId?: string; receivedAt: string; trace?: Context | undefined; sourceOf: (event: IncomingEvent) => EventSource },
+  ): Promise<void>;
 }
 
 // Events per message = svc_events_accepted_total / svc_incoming_messages_total (group commit).
@@ -125,12 +130,12 @@ export function createEventCoalescer(publisher: DurablePublisher, settings: Coal
   }
 
   return {
-    publish(workerId, events, { requestId, receivedAt, trace }) {
+    publish(workerId, events, { requestId, receivedAt, trace, sourceOf }) {
       const partition = partitionOfWorker(workerId);
       const waits: Array<Promise<void>> = [];
       let gathering = open.get(partition);
       for (const event of events) {
-        const json = JSON.stringify({ worker_id: workerId, event, received_at: receivedAt });
+        const json = JSON.stringify({ worker_id: workerId, event, received_at: receivedAt, source: sourceOf(event) });
         const bytes = Buffer.byteLength(json) + 1;
         if (gathering && (gathering.entries.length >= settings.maxEvents || gathering.bytes + bytes > settings.maxBytes)) {
           send(gathering);

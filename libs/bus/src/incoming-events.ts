@@ -2,6 +2,7 @@ import {
   incomingMessageId,
   partitionOfWorker,
   subjects,
+  type EventSource,
   type IncomingEvent,
   type IncomingEventMessageType,
   type StoredElsewhereMessageType,
@@ -21,9 +22,10 @@ export interface IncomingEventPublisher {
   /**
    * Hands an incoming event to event-ingest (JetStream `SVC_EVENTS_INCOMING`, the worker's
    * partition) and resolves once it is durable. The same uid again is dropped by JetStream within
-   * its window and stored once by the store in any case.
+   * its window and stored once by the store in any case. Its source is the publisher's, unless
+   * `source` says otherwise.
    */
-  publish(workerId: string, event: IncomingEvent, options?: SendOptions & { receivedAt?: string }): Promise<DurableAck>;
+  publish(workerId: string, event: IncomingEvent, options?: SendOptions & { receivedAt?: string; source?: EventSource }): Promise<DurableAck>;
   /**
    * An event another service stored itself (a decision): event-ingest announces it in the
    * worker's order. It goes to the replica owning the worker's partition over core NATS, which
@@ -35,13 +37,22 @@ export interface IncomingEventPublisher {
   close(): void;
 }
 
-/** The one way onto the incoming-event stream (the gateway, the session and control services use it). */
-export function createIncomingEventPublisher(nc: NatsConnection): IncomingEventPublisher {
+/**
+ * The one way onto the incoming-event stream (the gateway, the session and control services use
+ * it). `source` is who writes through it (a control-plane component, say): every event it
+ * publishes is stored with that source (docs/protocol.md, "Sources").
+ */
+export function createIncomingEventPublisher(nc: NatsConnection, source: EventSource): IncomingEventPublisher {
   const publisher = createDurablePublisher(nc);
   const subjectOf = (workerId: string) => subjects.incomingEvent(partitionOfWorker(workerId), workerId);
   return {
     publish(workerId, event, options = {}) {
-      const message: IncomingEventMessageType = { worker_id: workerId, event, received_at: options.receivedAt ?? new Date().toISOString() };
+      const message: IncomingEventMessageType = {
+        worker_id: workerId,
+        event,
+        received_at: options.receivedAt ?? new Date().toISOString(),
+        source: options.source ?? source,
+      };
       return publisher.publish(subjectOf(workerId), message, {
         messageId: incomingMessageId(workerId, event.uid),
         requestId: options.requestId,

@@ -12,7 +12,15 @@ import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 const logger = createLogger({ name: 'stored-events-test', level: 'silent' });
 
 function stored(workerId: string, id: number): StoredEvent {
-  return { id: String(id), worker_id: workerId, type: 'system', uid: `u${id}`, ts: new Date().toISOString(), data: { level: 'info', message: `m${id}` } };
+  return {
+    id: String(id),
+    worker_id: workerId,
+    type: 'system',
+    uid: `u${id}`,
+    ts: new Date().toISOString(),
+    data: { level: 'info', message: `m${id}` },
+    source: 'worker',
+  };
 }
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000) {

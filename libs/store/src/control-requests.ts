@@ -1,5 +1,14 @@
 import { sql, type Kysely } from 'kysely';
-import { CONTROL_WITHDRAWN_SUBTYPE, controlResponseUid, type EventData, type IncomingEvent, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import {
+  CONTROL_WITHDRAWN_SUBTYPE,
+  parseSource,
+  WORKER_SOURCE,
+  type EventData,
+  type EventSource,
+  type PermissionRule,
+  type SourcedEvent,
+  type StoredEvent,
+} from '@svc/protocol';
 import type { Database } from './schema.js';
 
 /** A control request as stored, with when it was stored (its deadline counts from then). */
@@ -18,6 +27,7 @@ interface EventRow {
   ts: Date;
   stored_at: Date;
   data: unknown;
+  source: string | null;
 }
 
 function toStored(row: EventRow): StoredRequest {
@@ -29,6 +39,7 @@ function toStored(row: EventRow): StoredRequest {
       uid: row.uid,
       ts: row.ts.toISOString(),
       data: row.data,
+      source: (row.source ?? WORKER_SOURCE) as EventSource,
     } as StoredEvent<'control_request'>,
     storedAt: row.stored_at,
   };
@@ -40,6 +51,7 @@ interface DecisionJson {
   uid: string;
   ts: string;
   data: unknown;
+  source: string | null;
 }
 
 /** A request as `svc_decide` returns it. */
@@ -55,6 +67,7 @@ function toDecision(workerId: string, row: DecisionJson): StoredEvent<'control_r
     uid: row.uid,
     ts: new Date(row.ts).toISOString(),
     data: row.data,
+    source: (row.source ?? WORKER_SOURCE) as EventSource,
   } as StoredEvent<'control_response'>;
 }
 
@@ -68,7 +81,7 @@ export type DecideOutcome =
 // `control_response` on it: a person's or the deadline's (stored by the control service under
 // `control_response:<request_id>`), or the sidecar's own policy decision (posted as an event).
 const decided = sql`EXISTS (SELECT 1 FROM events d WHERE d.worker_id = r.worker_id AND d.type = 'control_response' AND d.data->>'request_id' = r.data->>'request_id')`;
-const firstDecision = sql`(SELECT json_build_object('id', d.id::text, 'uid', d.uid, 'ts', d.ts, 'data', d.data) FROM events d
+const firstDecision = sql`(SELECT json_build_object('id', d.id::text, 'uid', d.uid, 'ts', d.ts, 'data', d.data, 'source', d.source) FROM events d
   WHERE d.worker_id = r.worker_id AND d.type = 'control_response' AND d.data->>'request_id' = r.data->>'request_id' ORDER BY d.id LIMIT 1)`;
 const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worker_id AND w.type = 'system' AND w.data->>'subtype' = ${CONTROL_WITHDRAWN_SUBTYPE} AND (w.data->'details')->>'request_id' = r.data->>'request_id')`;
 
@@ -89,7 +102,7 @@ export function createControlRequestLog(db: Kysely<Database>) {
       requestId: string,
     ): Promise<(StoredRequest & { withdrawn: boolean; decision: StoredEvent<'control_response'> | undefined }) | undefined> {
       const { rows } = await sql<EventRow & { withdrawn: boolean; decision: DecisionJson | null }>`
-        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, ${withdrawn} AS withdrawn, ${firstDecision} AS decision FROM events r
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, r.source, ${withdrawn} AS withdrawn, ${firstDecision} AS decision FROM events r
         WHERE r.worker_id = ${workerId} AND r.type = 'control_request' AND r.data->>'request_id' = ${requestId}
         ORDER BY r.id LIMIT 1`.execute(db);
       const row = rows[0];
@@ -103,7 +116,7 @@ export function createControlRequestLog(db: Kysely<Database>) {
      * 2026-11-24T2330-rules-from-decisions): the request's state under the worker's lock, then
      * the append.
      */
-    async decide(workerId: string, requestId: string, timeoutS: number, decision: IncomingEvent): Promise<DecideOutcome> {
+    async decide(workerId: string, requestId: string, timeoutS: number, decision: SourcedEvent): Promise<DecideOutcome> {
       const { rows } = await sql<{ outcome: DecideOutcome['kind']; request_row: RequestJson | null; decision_row: DecisionJson | null }>`
         SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb)`.execute(db);
       const { outcome, request_row: requestRow, decision_row: decisionRow } = rows[0]!;
@@ -123,7 +136,7 @@ export function createControlRequestLog(db: Kysely<Database>) {
     async listRequests(workerId: string, state: RequestState): Promise<StoredRequest[]> {
       const filter = state === 'open' ? sql`AND NOT ${decided} AND NOT ${withdrawn}` : state === 'closed' ? sql`AND (${decided} OR ${withdrawn})` : sql``;
       const { rows } = await sql<EventRow>`
-        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data FROM events r
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, r.source FROM events r
         WHERE r.worker_id = ${workerId} AND r.type = 'control_request' ${filter}
         ORDER BY r.id`.execute(db);
       return rows.map(toStored);
@@ -131,31 +144,39 @@ export function createControlRequestLog(db: Kysely<Database>) {
 
     /**
      * The worker's permission rules, oldest first: the decisions a person stored with
-     * `scope: "always"` (under the control service's uid, so never one the agent's side posted),
-     * each for its request's tool. The decision's id is the rule's.
+     * `scope: "always"` (their source is a person's, set by the control service: never an event
+     * the worker posted), each for its request's tool. The decision's id is the rule's. A decision
+     * stored before sources existed has none and makes no rule: it cannot be told from one a
+     * worker forged (docs/protocol.md).
      */
     async permissionRules(workerId: string): Promise<PermissionRule[]> {
-      const { rows } = await sql<{ id: string; stored_at: Date; data: EventData<'control_response'>; tool_name: string }>`
-        SELECT d.id, d.stored_at, d.data, r.data->>'tool_name' AS tool_name FROM events d
+      const { rows } = await sql<{ id: string; stored_at: Date; data: EventData<'control_response'>; source: string; tool_name: string }>`
+        SELECT d.id, d.stored_at, d.data, d.source, r.data->>'tool_name' AS tool_name FROM events d
         JOIN LATERAL (SELECT q.data FROM events q
           WHERE q.worker_id = d.worker_id AND q.type = 'control_request' AND q.data->>'request_id' = d.data->>'request_id' ORDER BY q.id LIMIT 1) r ON true
-        WHERE d.worker_id = ${workerId} AND d.type = 'control_response' AND d.data->>'scope' = 'always' AND d.uid = ${controlResponseUid('')} || (d.data->>'request_id')
+        WHERE d.worker_id = ${workerId} AND d.type = 'control_response' AND d.data->>'scope' = 'always' AND d.source LIKE 'user:%'
         ORDER BY d.id`.execute(db);
-      return rows.map(({ id, stored_at: storedAt, data, tool_name: toolName }) => ({
-        rule_id: id,
-        tool_name: toolName,
-        ...(data.input_pattern === undefined ? {} : { input_pattern: data.input_pattern }),
-        decision: data.decision,
-        added_by: data.decided_by,
-        request_id: data.request_id,
-        added_at: storedAt.toISOString(),
-      }));
+      return rows.flatMap(({ id, stored_at: storedAt, data, source, tool_name: toolName }) => {
+        const person = parseSource(source);
+        if (person.kind !== 'person') return [];
+        return [
+          {
+            rule_id: id,
+            tool_name: toolName,
+            ...(data.input_pattern === undefined ? {} : { input_pattern: data.input_pattern }),
+            decision: data.decision,
+            added_by: person.sub,
+            request_id: data.request_id,
+            added_at: storedAt.toISOString(),
+          },
+        ];
+      });
     },
 
     /** Every open request of every worker: what a starting control replica must keep deadlines for. */
     async allOpenRequests(): Promise<StoredRequest[]> {
       const { rows } = await sql<EventRow>`
-        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data FROM events r
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, r.source FROM events r
         WHERE r.type = 'control_request' AND NOT ${decided} AND NOT ${withdrawn}
         ORDER BY r.stored_at`.execute(db);
       return rows.map(toStored);

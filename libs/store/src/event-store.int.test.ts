@@ -133,6 +133,7 @@ describe.each(backends)('event store on %s', (backend) => {
       '2026-11-22T1700-append-generic-plans',
       '2026-11-22T2000-append-many-set-based',
       '2026-11-24T2330-rules-from-decisions',
+      '2026-11-26T2100-event-sources',
     ]);
     store = createEventStore(database.db);
   });
@@ -331,17 +332,23 @@ describe('event store — upgraded under its events', () => {
       const {
         '2026-11-22T2000-append-many-set-based': setBased,
         '2026-11-24T2330-rules-from-decisions': rulesFromDecisions,
+        '2026-11-26T2100-event-sources': sources,
         ...before
       } = migrationGroups['event-log'].migrations;
-      expect(setBased && rulesFromDecisions).toBeDefined();
+      expect(setBased && rulesFromDecisions && sources).toBeDefined();
       const { error } = await new Migrator({ db: database.db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
       expect(error).toBeUndefined();
-      const store = createEventStore(database.db);
-      await store.appendMany([
-        { workerId: 'w-up-a', events: [systemEvent('a1'), systemEvent('a2')] },
-        { workerId: 'w-up-b', events: [systemEvent('b1')] },
+      // Appended as the store of then did (its functions knew no sources).
+      await sql`SELECT * FROM svc_append_many(${JSON.stringify([
+        { worker_id: 'w-up-a', events: [systemEvent('a1'), systemEvent('a2')] },
+        { worker_id: 'w-up-b', events: [systemEvent('b1')] },
+      ])}::jsonb)`.execute(database.db);
+      expect(await migrateToLatest(database.db, 'event-log')).toEqual([
+        '2026-11-22T2000-append-many-set-based',
+        '2026-11-24T2330-rules-from-decisions',
+        '2026-11-26T2100-event-sources',
       ]);
-      expect(await migrateToLatest(database.db, 'event-log')).toEqual(['2026-11-22T2000-append-many-set-based', '2026-11-24T2330-rules-from-decisions']);
+      const store = createEventStore(database.db);
       const results = await store.appendMany([
         { workerId: 'w-up-a', events: [systemEvent('a2'), systemEvent('a3')] },
         { workerId: 'w-up-b', events: [systemEvent('b2')] },

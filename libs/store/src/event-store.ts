@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import type { EventType, IncomingEvent, StoredEvent } from '@svc/protocol';
+import { WORKER_SOURCE, type EventSource, type EventType, type IncomingEvent, type StoredEvent } from '@svc/protocol';
 import type { Database, EventsTable } from './schema.js';
 
 /** One appended event: as stored, and whether it was stored before (same uid). */
@@ -18,10 +18,13 @@ export interface ListOptions {
   types?: readonly EventType[] | undefined;
 }
 
+/** An event to append, with who wrote it (the worker, when not said). */
+export type EventToAppend = IncomingEvent & { source?: EventSource | undefined };
+
 /** Events of one worker, to append in this order. */
 export interface WorkerEvents {
   workerId: string;
-  events: readonly IncomingEvent[];
+  events: readonly EventToAppend[];
 }
 
 export interface EventStore {
@@ -30,7 +33,7 @@ export interface EventStore {
    * (1, 2, 3 … without holes). An event whose uid is already stored is not stored again:
    * its result is the stored event, marked `duplicate`. Everything commits together or not at all.
    */
-  append(workerId: string, events: readonly IncomingEvent[]): Promise<AppendResult[]>;
+  append(workerId: string, events: readonly EventToAppend[]): Promise<AppendResult[]>;
   /**
    * `append` for several workers in one round trip and one transaction (one commit for all):
    * the results in the order of `batches`. Each worker must appear once.
@@ -63,11 +66,12 @@ function toStoredEvent(row: EventRow): StoredEvent {
     uid: row.uid,
     ts: row.ts.toISOString(),
     data: row.data,
+    source: (row.source ?? WORKER_SOURCE) as EventSource,
   } as StoredEvent;
 }
 
 /** Matches what the database answered for one worker to the events it was given. */
-function resultsOf(workerId: string, events: readonly IncomingEvent[], rows: ReadonlyArray<EventRow & { known: boolean }>): AppendResult[] {
+function resultsOf(workerId: string, events: readonly EventToAppend[], rows: ReadonlyArray<EventRow & { known: boolean }>): AppendResult[] {
   const known = new Map<string, StoredEvent>();
   const newIds = new Map<string, string>();
   for (const row of rows) {
@@ -90,6 +94,7 @@ function resultsOf(workerId: string, events: readonly IncomingEvent[], rows: Rea
       uid: incoming.uid,
       ts: new Date(incoming.ts).toISOString(),
       data: incoming.data,
+      source: incoming.source ?? WORKER_SOURCE,
     } as StoredEvent;
     return { event, duplicate };
   });
@@ -118,18 +123,18 @@ export function createEventStore(db: Kysely<Database>): EventStore {
     // one transaction (the migrations say why).
     const payload = nonEmpty.map(({ workerId, events }) => ({
       worker_id: workerId,
-      events: events.map(({ uid, type, ts, data }) => ({ uid, type, ts, data })),
+      events: events.map(({ uid, type, ts, data, source }) => ({ uid, type, ts, data, source: source ?? WORKER_SOURCE })),
     }));
     // One worker goes straight to svc_append_events, the simpler plan (the first svc_append_many,
     // a loop over svc_append_events, cost a single-worker append up to a quarter of its speed on PGlite).
     const single = payload.length === 1 ? payload[0]! : undefined;
     const { rows } = single
       ? await sql<EventRow & { known: boolean }>`
-          SELECT ${single.worker_id}::text AS worker_id, id, uid, type, ts, data, known FROM svc_append_events(${single.worker_id}, ${JSON.stringify(single.events)}::jsonb)`.execute(
+          SELECT ${single.worker_id}::text AS worker_id, id, uid, type, ts, data, known, source FROM svc_append_events(${single.worker_id}, ${JSON.stringify(single.events)}::jsonb)`.execute(
           db,
         )
       : await sql<EventRow & { known: boolean }>`
-          SELECT worker_id, id, uid, type, ts, data, known FROM svc_append_many(${JSON.stringify(payload)}::jsonb)`.execute(db);
+          SELECT worker_id, id, uid, type, ts, data, known, source FROM svc_append_many(${JSON.stringify(payload)}::jsonb)`.execute(db);
     const rowsByWorker = new Map<string, Array<EventRow & { known: boolean }>>();
     for (const row of rows) {
       const list = rowsByWorker.get(row.worker_id) ?? [];

@@ -11,8 +11,9 @@ import type { Database, Kysely } from './index.js';
 
 /** Every migration as it was before they were grouped by owner (issue 21), in Kysely's default table. */
 async function migrateAsBeforeTheGrouping(db: Kysely<Database>): Promise<void> {
-  const { '2026-11-24T2330-rules-from-decisions': added, ...eventLog } = migrationGroups['event-log'].migrations;
+  const { '2026-11-24T2330-rules-from-decisions': added, '2026-11-26T2100-event-sources': sources, ...eventLog } = migrationGroups['event-log'].migrations;
   expect(added).toBeDefined();
+  expect(sources).toBeDefined();
   const before = { ...eventLog, ...migrationGroups.sessions.migrations };
   const { error } = await new Migrator({ db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
   expect(error).toBeUndefined();
@@ -48,12 +49,14 @@ describe('migrations — grouped by the service that owns the tables', () => {
     }
   });
 
-  it('a database migrated before the grouping keeps what it has: applied migrations are not applied again, "always" rules become the decisions\' own', async () => {
+  it('a database migrated before the grouping keeps what it has: applied migrations are not applied again; its "always" decisions, stored before sources, make no rule', async () => {
     const database = await openDatabase({});
     try {
       await migrateAsBeforeTheGrouping(database.db);
-      const store = createEventStore(database.db);
-      await store.append('wrk_old', [controlRequest('r1', 'Bash'), controlRequest('r2', 'Read')]);
+      // Appended as the store of then did (its functions knew no sources).
+      await sql`SELECT * FROM svc_append_events('wrk_old', ${JSON.stringify([controlRequest('r1', 'Bash'), controlRequest('r2', 'Read')])}::jsonb)`.execute(
+        database.db,
+      );
       // As the control service decided then: the rule written beside the decision, in svc_decide.
       for (const [requestId, scope] of [
         ['r1', 'always'],
@@ -67,11 +70,14 @@ describe('migrations — grouped by the service that owns the tables', () => {
         SELECT tool_name, input_pattern, added_by, request_id FROM permission_rules`.execute(database.db);
       expect(oldRules).toEqual([{ tool_name: 'Bash', input_pattern: 'npm *', added_by: 'alice', request_id: 'r1' }]);
 
-      expect(await migrateToLatest(database.db, 'event-log')).toEqual(['2026-11-24T2330-rules-from-decisions']);
+      expect(await migrateToLatest(database.db, 'event-log')).toEqual(['2026-11-24T2330-rules-from-decisions', '2026-11-26T2100-event-sources']);
       expect(await migrateToLatest(database.db, 'sessions')).toEqual([]);
       expect(await tableExists(database.db, 'permission_rules')).toBe(false);
-      const rules = await createControlRequestLog(database.db).permissionRules('wrk_old');
-      expect(rules).toEqual([expect.objectContaining({ ...oldRules[0], decision: 'allow', rule_id: '3' })]);
+      // The decision stays in the log, read as the worker's: nothing proves a person wrote it (a
+      // worker could post one under that uid then), so it makes no rule (docs/protocol.md, "Sources").
+      const [, , stored] = await createEventStore(database.db).list('wrk_old', { afterId: '0', limit: 10 });
+      expect(stored).toMatchObject({ id: '3', type: 'control_response', source: 'worker', data: { scope: 'always', decided_by: 'alice' } });
+      expect(await createControlRequestLog(database.db).permissionRules('wrk_old')).toEqual([]);
     } finally {
       await database.close();
     }
@@ -97,7 +103,7 @@ describe('migrations — grouped by the service that owns the tables', () => {
         migrateToLatest(database.db, 'sessions'),
         migrateToLatest(database.db, 'sessions'),
       ]);
-      expect(results.flat().sort()).toEqual(['2026-11-24T2330-rules-from-decisions']);
+      expect(results.flat().sort()).toEqual(['2026-11-24T2330-rules-from-decisions', '2026-11-26T2100-event-sources']);
       await expect(awaitMigrated(database.db, 'event-log')).resolves.toBeUndefined();
     });
 

@@ -24,6 +24,8 @@ export interface EventsTable {
   stored_at: ColumnType<Date, never, never>;
   /** The type's body (jsonb); written as JSON text. */
   data: ColumnType<unknown, string, never>;
+  /** Who wrote it (`EventSource`); null for events stored before sources existed: the worker's. */
+  source: ColumnType<string | null, string | undefined, never>;
 }
 
 export interface EventStoreSchema {
@@ -71,6 +73,8 @@ export interface AuditRecordsTable {
   decision: string | null;
   action_hash: string | null;
   details: ColumnType<Record<string, unknown> | null, string | null, never>;
+  /** The key its `hash` is an HMAC with (null: written before keys, a plain SHA-256). */
+  key_id: string | null;
   prev_hash: string;
   hash: string;
 }

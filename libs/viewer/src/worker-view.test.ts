@@ -26,7 +26,7 @@ describe('the worker view', () => {
     view.apply(event('system', { level: 'info', message: 'withdrawn', subtype: 'control_withdrawn', details: { request_id: 'r1' } }));
     expect(view.prompt()?.data.request_id).toBe('r2');
     expect(view.notices.at(-1)?.text).toBe('request r1 withdrawn by the agent');
-    view.apply(event('control_response', { request_id: 'r2', decision: 'deny', decided_by: 'policy:timeout', message: 'late' }));
+    view.apply(event('control_response', { request_id: 'r2', decision: 'deny', decided_by: 'policy:timeout', message: 'late' }, 'policy'));
     expect(view.prompt()).toBeUndefined();
     expect(view.notices.at(-1)?.text).toBe('denied: decided by the timeout policy');
     expect(view.closingOf('r1')).toEqual({ withdrawn: true });

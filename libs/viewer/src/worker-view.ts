@@ -1,4 +1,4 @@
-import { agentExitCodeOf, withdrawnRequestId, type EventData, type StoredEvent } from '@svc/protocol';
+import { agentExitCodeOf, parseSource, withdrawnRequestId, type EventData, type StoredEvent } from '@svc/protocol';
 
 export type ConnectionState =
   | { kind: 'connecting' }
@@ -10,7 +10,9 @@ export type ConnectionState =
   | { kind: 'closed'; reason: string };
 
 /** How a request stopped waiting: its first decision, or the agent withdrew it. */
-export type Closing = { decision: EventData<'control_response'>; withdrawn?: undefined } | { withdrawn: true; decision?: undefined };
+/** How a request closed: its decision (and the decision's source: who wrote it), or the agent withdrew it. */
+export type Closing =
+  { decision: EventData<'control_response'>; source: string; withdrawn?: undefined } | { withdrawn: true; decision?: undefined; source?: undefined };
 
 /** A short-lived line under the history: a reconnect, a prompt decided elsewhere, an error. */
 export interface Notice {
@@ -69,10 +71,10 @@ export class WorkerView {
       }
       case 'control_response': {
         const decision = (event as StoredEvent<'control_response'>).data;
-        if (!this.closings.has(decision.request_id)) this.closings.set(decision.request_id, { decision });
+        if (!this.closings.has(decision.request_id)) this.closings.set(decision.request_id, { decision, source: event.source });
         const wasShown = this.prompt()?.data.request_id === decision.request_id;
         if (this.open.delete(decision.request_id) && wasShown && !this.decidedHere.has(decision.request_id)) {
-          this.notify(`${decision.decision === 'allow' ? 'allowed' : 'denied'}: decided by ${deciderOf(decision)}`, 'info');
+          this.notify(`${decision.decision === 'allow' ? 'allowed' : 'denied'}: decided by ${deciderOf(decision, event.source)}`, 'info');
         }
         break;
       }
@@ -173,9 +175,22 @@ export class WorkerView {
   }
 }
 
-/** Who decided, for a person: the name, else the `sub` (and what `policy` means). */
-export function deciderOf(decision: EventData<'control_response'>): string {
-  if (decision.decided_by === 'policy') return 'the policy';
-  if (decision.decided_by === 'policy:timeout') return 'the timeout policy';
-  return decision.decided_by_name ?? decision.decided_by;
+/**
+ * Who decided, for a person to read, from the decision's source (who wrote it), never from a name
+ * in its data alone: a person's name (when stored with their `sub`), else the `sub`; the worker's
+ * own rules; the control plane's policy (a deadline). A decision without a known source is the
+ * worker's word (docs/protocol.md, "Sources").
+ */
+export function deciderOf(decision: EventData<'control_response'>, source: string | undefined): string {
+  const decider = parseSource(source);
+  switch (decider.kind) {
+    case 'person':
+      return decision.decided_by === decider.sub && decision.decided_by_name ? decision.decided_by_name : decider.sub;
+    case 'worker_policy':
+      return "the worker's policy";
+    case 'policy':
+      return decision.decided_by === 'policy:timeout' ? 'the timeout policy' : 'the policy';
+    default:
+      return 'the worker';
+  }
 }

@@ -6,8 +6,16 @@ import {
   DEFAULT_DENY_MESSAGE,
   type DecideRequestType,
   type DecisionPolicy,
+  checkRuleLimits,
+  decidedByOf,
+  personSource,
+  POLICY_SOURCE,
+  PERSON_CHANNELS,
+  type AuditChannel,
   type EventData,
-  type IncomingEvent,
+  type EventSource,
+  type PersonChannel,
+  type SourcedEvent,
   type StoredEvent,
 } from '@svc/protocol';
 import { decisionsCounter, histogram, WAIT_BUCKETS_S, type Logger } from '@svc/service-kit';
@@ -17,8 +25,8 @@ const HAND_OVER_ATTEMPTS = 5;
 const HAND_OVER_RETRY_MS = 500;
 
 /** A decision as an event to append: every decision on a request has one uid, so the first one wins. */
-function decisionEvent(data: EventData<'control_response'>): IncomingEvent {
-  return { type: 'control_response', uid: controlResponseUid(data.request_id), ts: new Date().toISOString(), data };
+function decisionEvent(data: EventData<'control_response'>, source: EventSource): SourcedEvent {
+  return { type: 'control_response', uid: controlResponseUid(data.request_id), ts: new Date().toISOString(), data, source };
 }
 
 /** Who decides when nobody did in time. */
@@ -54,19 +62,26 @@ export function deadlineOf(request: StoredRequest, policy: DecisionPolicy): numb
   return request.storedAt.getTime() + policy.decision_timeout_s * 1000;
 }
 
+/** The channel a person decided through (a channel that is not a person's is the API's). */
+function personChannelOf(channel: AuditChannel | undefined): PersonChannel {
+  return (PERSON_CHANNELS as readonly string[]).includes(channel ?? '') ? (channel as PersonChannel) : 'api';
+}
+
 /** The 409 for a request that already has a decision: the deadline's is "closed", a person's "already decided". */
 function refusal(existing: StoredEvent<'control_response'>): CodedError {
   const data = existing.data;
-  if (data.decided_by === TIMEOUT_DECIDER) {
+  const decider = decidedByOf(existing);
+  if (decider === TIMEOUT_DECIDER) {
     return new CodedError('request_closed', `request ${data.request_id} expired at ${existing.ts}; the policy decided ${data.decision}`, {
       reason: 'expired',
       decision: data.decision,
       decided_at: existing.ts,
     });
   }
-  const who = data.decided_by_name ? `${data.decided_by_name} (${data.decided_by})` : data.decided_by;
+  // The name is shown only beside the source's sub it was stored with (a person's decision).
+  const who = data.decided_by_name && decider === data.decided_by ? `${data.decided_by_name} (${decider})` : decider;
   return new CodedError('already_decided', `request ${data.request_id} was already decided (${data.decision}) by ${who} at ${existing.ts}`, {
-    decided_by: data.decided_by,
+    decided_by: decider,
     decided_at: existing.ts,
     decision: data.decision,
   });
@@ -87,7 +102,7 @@ export function createDecisions(deps: DecisionsDeps) {
     workerId: string,
     data: EventData<'control_response'>,
   ): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
-    const [appended] = await createEventStore(deps.db).append(workerId, [decisionEvent(data)]);
+    const [appended] = await createEventStore(deps.db).append(workerId, [decisionEvent(data, POLICY_SOURCE)]);
     const stored = appended!.event as StoredEvent<'control_response'>;
     if (!appended!.duplicate) handOver(workerId, stored);
     return { event: stored, duplicate: appended!.duplicate };
@@ -166,10 +181,14 @@ export function createDecisions(deps: DecisionsDeps) {
         ...(decidedBy.name === undefined ? {} : { decided_by_name: decidedBy.name }),
         ...(decidedBy.email === undefined ? {} : { decided_by_email: decidedBy.email }),
       };
+      // A person's rule pattern is matched on every later request: capped like any rule (the gateway's schema caps it too).
+      if (body.input_pattern !== undefined) checkRuleLimits(body.input_pattern, '/body/input_pattern');
       if (body.interrupt && body.decision !== 'deny')
         throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
-      const outcome = await deps.requests.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data));
+      // The source names the person the gateway authenticated (the data's name is for display).
+      const source = personSource(personChannelOf(channel), decidedBy.sub);
+      const outcome = await deps.requests.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data, source));
       switch (outcome.kind) {
         case 'not_found':
           throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);

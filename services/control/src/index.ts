@@ -2,16 +2,13 @@ import { createWorkerDirectory } from '@svc/auth';
 import { createDurablePublisher, createIncomingEventPublisher, serveHealth, serveRpc, subscribeStoredEvents, type NatsConnection } from '@svc/bus';
 import {
   agentExitCodeOf,
-  AppendAuditRpc,
-  ListAuditRpc,
-  type AuditFacts,
-  type AuditRecord,
-  type ListAuditRpcType,
   ControlRequestsRpc,
   createChecker,
   DecideRequest,
   DEFAULT_DECISION_POLICY,
   GetWorkerRequest,
+  POLICY_SOURCE,
+  WORKER_POLICY_SOURCE,
   subjects,
   withdrawnRequestId,
   type ControlRequestsRpcType,
@@ -23,25 +20,20 @@ import {
   type StoredEventBatchType,
 } from '@svc/protocol';
 import { integerSetting, optionalStringSetting, readConfig, type ConfigOf, type Logger, type RunningService } from '@svc/service-kit';
-import {
-  createAuditLog,
-  createControlRequestLog,
-  createWebhookStore,
-  prepareTables,
-  type StoreUse,
-  pingDatabase,
-  type Database,
-  type Kysely,
-} from '@svc/store';
+import { createControlRequestLog, createWebhookStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { createDeadlines } from './deadlines.js';
 import { createDecisions, deadlineOf } from './decisions.js';
-import { createAuditRecorder } from './audit.js';
+import { startAuditTrail } from './audit.js';
 import { deliverNotifications } from './webhooks/deliveries.js';
 import { createNotifier, fanOutFacts } from './webhooks/notifications.js';
 import { serveWebhookRpcs } from './webhooks/subscriptions.js';
 import { createLinksFor } from './webhooks/links.js';
+import { createWebhookDestinations } from './webhooks/destinations.js';
+import { auditSettings, webhookAddressSettings } from './config.js';
 
 export { TIMEOUT_DECIDER } from './decisions.js';
+export { localAuditKey } from './audit.js';
+export { auditSettings } from './config.js';
 
 /** The control service's own settings (docs/configuration.md). */
 export const controlSettings = {
@@ -55,6 +47,8 @@ export const controlSettings = {
   decisionLinkKey: optionalStringSetting('SVC_DECISION_LINK_KEY'),
   /** The gateway's address as people reach it, which links point to. Unset: no links. */
   publicUrl: optionalStringSetting('SVC_GATEWAY_PUBLIC_URL'),
+  ...webhookAddressSettings,
+  ...auditSettings,
 };
 
 export interface ControlDeps {
@@ -77,7 +71,8 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'control' });
   await prepareTables(deps.db, tables);
   const requests = createControlRequestLog(deps.db);
-  const incoming = createIncomingEventPublisher(deps.nc);
+  // Hands over decisions stored here (each carries its own source); it publishes none of its own.
+  const incoming = createIncomingEventPublisher(deps.nc, POLICY_SOURCE);
   const workers = await createWorkerDirectory(deps.nc, log);
 
   // The workers' records as a watch keeps them (a decision needs its worker's deadline policy
@@ -87,8 +82,9 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   }
 
   const config = deps.config ?? readConfig(controlSettings);
-  const auditLog = createAuditLog(deps.db);
-  const audit = createAuditRecorder(auditLog, log);
+  // The audit trail (docs/audit.md): keyed records, published heads; it serves append, list and verify.
+  const auditTrail = await startAuditTrail({ nc: deps.nc, db: deps.db, logger: log, instance: deps.instance, config, queue: 'control' });
+  const audit = auditTrail.recorder;
   const decisions = createDecisions({ db: deps.db, requests, incoming, policyOf, audit, logger: log });
   const publisher = createDurablePublisher(deps.nc);
   const notifier = createNotifier({ publisher, workers, logger: log });
@@ -117,7 +113,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
           const decision = event as StoredEvent<'control_response'>;
           deadlines.cancel(event.worker_id, decision.data.request_id);
           // The sidecar's rules decided: recorded by whichever replica comes first (the fact's id makes it once).
-          if (decision.data.decided_by === 'policy') recordPolicyDecision(decision);
+          if (decision.source === WORKER_POLICY_SOURCE) recordPolicyDecision(decision);
           notifier.decided(decision).catch(notifyFailed);
         } else if (event.type === 'control_request') {
           const request = { event: event as StoredEvent<'control_request'>, storedAt: new Date() };
@@ -171,24 +167,11 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       },
       { logger: log, queue, checker: createChecker(GetWorkerRequest) },
     ),
-    serveRpc<AuditFacts, { recorded: true }>(
-      deps.nc,
-      subjects.rpc.appendAudit,
-      async (facts) => {
-        await audit.append(facts);
-        return { recorded: true };
-      },
-      { logger: log, queue, checker: createChecker(AppendAuditRpc) },
-    ),
-    serveRpc<ListAuditRpcType, ListResponseOf<AuditRecord>>(deps.nc, subjects.rpc.listAudit, (query) => auditLog.list(query), {
-      logger: log,
-      queue,
-      checker: createChecker(ListAuditRpc),
-    }),
   ];
   // Webhooks (docs/webhooks.md): facts fanned out to subscriptions, deliveries tried until done.
   const webhookStore = createWebhookStore(deps.db);
-  rpcs.push(...serveWebhookRpcs({ nc: deps.nc, webhooks: webhookStore, logger: log, queue }));
+  const destinations = await createWebhookDestinations(config);
+  rpcs.push(...serveWebhookRpcs({ nc: deps.nc, webhooks: webhookStore, destinations, logger: log, queue }));
   const ended = await subscribeStoredEvents(deps.nc, {
     durableName: 'control-webhooks-ended',
     lifecycleOnly: true,
@@ -206,6 +189,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   const deliveries = await deliverNotifications({
     nc: deps.nc,
     webhooks: webhookStore,
+    destinations,
     retry: { firstMs: config.webhookRetryFirstMs, maxMs: config.webhookRetryMaxMs, windowMs: config.webhookRetryWindowS * 1000 },
     logger: log,
   });
@@ -215,6 +199,8 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       health.unsubscribe();
       for (const rpc of rpcs) rpc.unsubscribe();
       controlEvents.unsubscribe();
+      // Its last head is published while NATS is still there.
+      await auditTrail.stop();
       await Promise.all([ended.stop(), fanOut.stop(), deliveries.stop()]);
       publisher.close();
       deadlines.stop();

@@ -41,7 +41,7 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
   });
 
   async function post(workerId: string, events: IncomingEvent[]) {
-    const publisher = createIncomingEventPublisher(bus.nc);
+    const publisher = createIncomingEventPublisher(bus.nc, 'worker');
     for (const event of events) await publisher.publish(workerId, event);
     publisher.close();
   }
@@ -111,7 +111,7 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     await waitFor('the first announced', () => announced.length === 1);
     // As the control service does: append in the store, then hand the stored event over.
     const [appended] = await createEventStore(database.db).append(workerId, [systemEvent('decided-elsewhere')]);
-    const publisher = createIncomingEventPublisher(bus.nc);
+    const publisher = createIncomingEventPublisher(bus.nc, 'worker');
     await publisher.handOverStored(workerId, appended!.event);
     publisher.close();
     // Announced before the hand-over was answered.

@@ -9,15 +9,16 @@ import {
 } from '@svc/bus';
 import {
   createChecker,
+  EventSourceSchema,
   StoredElsewhereMessage,
   validateIncomingEvent,
-  type EventData,
-  type IncomingEvent,
+  WORKER_POLICY_SOURCE,
+  type EventSource,
   type IncomingMessageType,
   type StoredEvent,
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import { isStoreUnavailable, type AppendResult, type WorkerEvents } from '@svc/store';
+import { isStoreUnavailable, type AppendResult, type EventToAppend, type WorkerEvents } from '@svc/store';
 import type { Acknowledgements } from './acknowledgements.js';
 import type { Announcer } from './announcer.js';
 import { BatchTrace } from './batch-trace.js';
@@ -35,6 +36,7 @@ const MAX_BUFFERED = 2 * MAX_BATCH;
 const MAX_BUFFERED_BYTES = 4 * MAX_BATCH_BYTES;
 
 const isStoredElsewhere = createChecker(StoredElsewhereMessage);
+const isEventSource = createChecker<string>(EventSourceSchema);
 
 export interface PartitionConsumer {
   stop(): Promise<void>;
@@ -43,7 +45,7 @@ export interface PartitionConsumer {
 /** One worker's share of a batch: the events to append, those stored by another service, and the messages that brought them. */
 interface WorkerShare {
   workerId: string;
-  incoming: IncomingEvent[];
+  incoming: EventToAppend[];
   storedElsewhere: StoredEvent[];
   msgs: JsMsg[];
 }
@@ -218,11 +220,13 @@ class IncomingPartition implements PartitionConsumer {
         // The envelope is trusted (only the gateway and our services may publish here), the event checked.
         const workerId = typeof entry === 'object' && entry !== null ? (entry as { worker_id?: unknown }).worker_id : undefined;
         const checked = typeof workerId === 'string' ? validateIncomingEvent((entry as { event: unknown }).event) : undefined;
-        if (!checked?.ok) {
+        const source = (entry as { source?: unknown }).source;
+        if (!checked?.ok || (source !== undefined && !isEventSource.check(source).ok)) {
           this.log.error({ seq: msg.seq, worker_id: workerId }, 'dropping an incoming event that fails the protocol');
           continue;
         }
-        shareOf(workerId as string, msg).incoming.push(checked.value);
+        // A message without a source is an older publisher's: the worker's (docs/protocol.md, "Sources").
+        shareOf(workerId as string, msg).incoming.push(source === undefined ? checked.value : { ...checked.value, source: source as EventSource });
         kept++;
       }
       if (kept === 0) {
@@ -267,8 +271,7 @@ function countStored(results: readonly AppendResult[]): void {
   for (const { event, duplicate } of results) {
     if (duplicate) continue;
     fresh++;
-    if (event.type === 'control_response' && (event.data as EventData<'control_response'>).decided_by === 'policy')
-      ingestMetrics.policyDecisions.inc({ decided_by: 'policy' });
+    if (event.type === 'control_response' && event.source === WORKER_POLICY_SOURCE) ingestMetrics.policyDecisions.inc({ decided_by: 'policy' });
   }
   ingestMetrics.stored.inc(fresh);
 }

@@ -232,6 +232,71 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect(late.json()).toMatchObject({ code: 'already_decided', details: { decided_by: 'policy', decision: 'allow' } });
   });
 
+  it('provenance — a worker cannot post a person\'s decision, an "always" or a decision under a reserved uid: 403, nothing stored, no rule; a person\'s decision carries their source', async () => {
+    const requestId = await askPermission();
+    const rulesBefore = (
+      (await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(alice) })).json() as ListResponseOf<PermissionRule>
+    ).total;
+    const eventsBefore = ((await gw.app.inject({ url: `/v1/workers/${workerId}/sdk-events?limit=1`, headers: asUser(alice) })).json() as { total: number })
+      .total;
+    const forged: Array<[string, string, Record<string, unknown>]> = [
+      ["the control service's uid", controlResponseUid(requestId), { decided_by: 'policy' }],
+      ['a person named', `forged-1-${requestId}`, { decided_by: 'local-user', decided_by_name: 'Local user' }],
+      ['a rule for everyone', `forged-2-${requestId}`, { decided_by: 'policy', scope: 'always' }],
+      ['a rule pattern', `forged-3-${requestId}`, { decided_by: 'policy', input_pattern: '*' }],
+      ['an egress uid', `egress:${requestId}:decision`, { decided_by: 'policy' }],
+    ];
+    for (const [what, uid, claims] of forged) {
+      const response = await gw.app.inject({
+        method: 'POST',
+        url: `/v1/workers/${workerId}/sdk-events`,
+        headers: asUser(workerToken),
+        payload: { type: 'control_response', uid, ts: new Date().toISOString(), data: { request_id: requestId, decision: 'allow', ...claims } },
+      });
+      expect(response.statusCode, what).toBe(403);
+      expect(response.json(), what).toMatchObject({ code: 'forbidden', message: expect.stringContaining('a worker may not post this') });
+    }
+    // Nothing was stored: the request is still open, no rule appeared, and a person still decides it.
+    expect((await openRequests()).items.some((r) => r.data.request_id === requestId)).toBe(true);
+    const rulesAfter = (
+      await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(alice) })
+    ).json() as ListResponseOf<PermissionRule>;
+    expect(rulesAfter.total).toBe(rulesBefore);
+    const answer = await decide({ request_id: requestId, decision: 'allow' });
+    expect(answer.statusCode).toBe(201);
+    expect(answer.json()).toMatchObject({ uid: controlResponseUid(requestId), source: 'user:api:alice', data: { decided_by: 'alice' } });
+    const listed = (
+      await gw.app.inject({ url: `/v1/workers/${workerId}/sdk-events?after_id=${eventsBefore}`, headers: asUser(alice) })
+    ).json() as ListResponseOf<StoredEvent>;
+    expect(listed.items.map((event) => [event.type, event.source])).toEqual([['control_response', 'user:api:alice']]);
+    // The request itself is the worker's.
+    const request = (await openRequests(workerId, alice, 'all')).items.find((r) => r.data.request_id === requestId);
+    expect(request?.source).toBe('worker');
+  });
+
+  it("provenance — the sidecar's own policy answer is stored as the worker's policy: it closes the request, makes no rule, and nobody is named", async () => {
+    const requestId = `own-policy-${++requests}`;
+    await postEvents(workerId, workerToken, [
+      {
+        type: 'control_request',
+        uid: `op-${requestId}`,
+        ts: new Date().toISOString(),
+        data: { request_id: requestId, tool_name: 'Read', input: { file_path: 'a' } },
+      },
+      {
+        type: 'control_response',
+        uid: `od-${requestId}`,
+        ts: new Date().toISOString(),
+        data: { request_id: requestId, decision: 'allow', message: 'autonomous: allowed', decided_by: 'policy', scope: 'once' },
+      },
+    ]);
+    await waitFor('closed', async () => (await openRequests(workerId, alice, 'closed')).items.some((r) => r.data.request_id === requestId));
+    const events = (
+      await gw.app.inject({ url: `/v1/workers/${workerId}/sdk-events?types=control_response&limit=1000`, headers: asUser(alice) })
+    ).json() as ListResponseOf<Decision>;
+    expect(events.items.find((event) => event.data.request_id === requestId)?.source).toBe('worker:policy');
+  });
+
   it('late joiners: the open requests are listed until decided, then listed as closed', async () => {
     const requestId = await askPermission(workerId, workerToken, 'Write');
     const open = await openRequests();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createIncomingEventPublisher, requestJson, serveHealth, serveRpc, type NatsConnection } from '@svc/bus';
 import {
   CodedError,
+  componentSource,
   createChecker,
   CreateSessionRpc,
   FollowLogsRpc,
@@ -30,6 +31,7 @@ import { createLocalProvider } from './sandbox/local.js';
 import { startRetention } from './retention.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import { createSessionStore } from './session-store.js';
+import { checkSessionCap, confirmSessionCap } from './session-caps.js';
 import { reportWorkerCounts } from './metrics.js';
 import { egressPolicyOf, modelAccessOf, runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
 import { createTemplateCatalog } from './templates/catalog.js';
@@ -79,7 +81,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
   const store = createSessionStore(deps.db);
   const stopCounting = reportWorkerCounts(() => store.countByStatus());
   const templates = createTemplateCatalog({ dir: config.templatesDir });
-  const publisher = createIncomingEventPublisher(deps.nc);
+  const publisher = createIncomingEventPublisher(deps.nc, componentSource('spawn'));
   const hostEnv = deps.hostEnv ?? process.env;
 
   // A live sidecar polls at least every decision wait; its liveness is written at most every
@@ -148,7 +150,8 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
       deps.nc,
       subjects.rpc.createSession,
       async ({ viewer, body }) => {
-        // 1 validate: nothing is made for a request or template that cannot spawn.
+        // 1 validate: nothing is made for a request or template that cannot spawn, or past the person's cap.
+        await checkSessionCap(deps.db, viewer, config.maxRunningSessionsPerUser);
         const template = await templates.load(body.template);
         validateSpawn(template, body, hostEnv, { seals: provider.seals, allowUnsealed: config.sandboxAllowUnsealed });
         // 2 allocate the worker id and token.
@@ -173,6 +176,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
           has_sidecar: template.sidecar !== undefined,
           events_retention_days: template.retention?.events_days,
         });
+        await confirmSessionCap({ db: deps.db, registry }, viewer, { workerId: worker.worker_id, sessionId }, config.maxRunningSessionsPerUser);
         log.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
         recordAudit({
           id: `session-started:${sessionId}`,

@@ -31,7 +31,7 @@ describe('session service — retention of ended sessions’ events', () => {
   async function runningSession(template: string, extra = 50) {
     const session = await fixture.create(ALICE, { template });
     await fixture.waitForStatus(session.id, 'running');
-    const publisher = createIncomingEventPublisher(fixture.bus.nc);
+    const publisher = createIncomingEventPublisher(fixture.bus.nc, 'worker');
     await Promise.all(
       Array.from({ length: extra }, (_, n) =>
         publisher.publish(session.worker_id, {
@@ -77,7 +77,7 @@ describe('session service — retention of ended sessions’ events', () => {
     expect(await counts([kept, live])).toEqual(before.slice(2));
 
     // Its ids are not handed out again: a late event of a purged worker comes after the old ones.
-    const publisher = createIncomingEventPublisher(fixture.bus.nc);
+    const publisher = createIncomingEventPublisher(fixture.bus.nc, 'worker');
     await publisher.publish(oneDay.worker_id, {
       type: 'system',
       uid: `${oneDay.worker_id}:late`,
@@ -99,7 +99,7 @@ describe('session service — retention of ended sessions’ events', () => {
     clock = Date.now();
     const register = () => requestJson<CreateWorkerResultType>(fixture.bus.nc, subjects.rpc.createWorker, { owner: ALICE.sub });
     const [ended, live] = await Promise.all([register(), register()]);
-    const publisher = createIncomingEventPublisher(fixture.bus.nc);
+    const publisher = createIncomingEventPublisher(fixture.bus.nc, 'worker');
     for (const worker of [ended, live])
       for (let n = 0; n < 20; n++)
         await publisher.publish(worker.worker_id, {

@@ -136,7 +136,7 @@ on_timeout = "allow"
   });
 
   it('ends a worker on its agent_exit event: code 0 completed, else failed with the code', async () => {
-    const incoming = createIncomingEventPublisher(fixture.bus.nc);
+    const incoming = createIncomingEventPublisher(fixture.bus.nc, 'worker');
     const exit = async (workerId: string, code: number) => {
       const data: EventData<'system'> = { level: 'info', message: `agent exited with code ${code}`, subtype: 'agent_exit', details: { code, signal: null } };
       const uid = `test:exit`;

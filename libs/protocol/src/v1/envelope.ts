@@ -1,6 +1,7 @@
 import Type, { type TSchema } from 'typebox';
 import { EVENT_DATA_SCHEMAS, EVENT_TYPES, EventTypeSchema, type EventDataMap, type EventType } from './events.js';
 import { EventId, EventUid, Timestamp, WorkerId } from './primitives.js';
+import { EventSourceSchema, type EventSource } from './provenance.js';
 
 function incomingOf<K extends EventType>(type: K) {
   return Type.Object(
@@ -23,6 +24,7 @@ function storedOf<K extends EventType>(type: K) {
       uid: EventUid,
       ts: Timestamp,
       data: EVENT_DATA_SCHEMAS[type] as (typeof EVENT_DATA_SCHEMAS)[K],
+      source: EventSourceSchema,
     },
     { additionalProperties: false, title: `stored_${type}` },
   );
@@ -33,7 +35,7 @@ export const IncomingEventSchema = Type.Unsafe<IncomingEvent>(
   Type.Union(EVENT_TYPES.map(incomingOf), { description: 'An SDK event as the producer sends it.' }),
 );
 
-/** A stored event: `{id, worker_id, type, uid, ts, data}`, with `id` the per-worker cursor. */
+/** A stored event: `{id, worker_id, type, uid, ts, data, source}`, with `id` the per-worker cursor and `source` who wrote it. */
 export const StoredEventSchema = Type.Unsafe<StoredEvent>(
   Type.Union(EVENT_TYPES.map(storedOf), { description: 'An SDK event as stored, with its per-worker cursor `id`.' }),
 );
@@ -49,8 +51,11 @@ export type IncomingEvent<K extends EventType = EventType> = {
 }[K];
 
 export type StoredEvent<K extends EventType = EventType> = {
-  [T in K]: { id: string; worker_id: string; type: T; uid: string; ts: string; data: EventDataMap[T] };
+  [T in K]: { id: string; worker_id: string; type: T; uid: string; ts: string; data: EventDataMap[T]; source: EventSource };
 }[K];
+
+/** An event to store, with who wrote it (the server sets it from the authenticated principal). */
+export type SourcedEvent<K extends EventType = EventType> = IncomingEvent<K> & { source: EventSource };
 
 /** A schema of one stored event type, for routes that return a single type (e.g. a decision). */
 export function storedEventSchemaOf<K extends EventType>(type: K): TSchema {

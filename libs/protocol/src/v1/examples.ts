@@ -47,8 +47,9 @@ export const EXAMPLE_EVENTS: { [K in EventType]: IncomingEvent<K> } = {
   },
   control_response: {
     type: 'control_response',
-    uid: 'decision:6f1c9b2e-0d7a-4a55-9c1e-2b7f0a3d4e5f',
-    ts: '2026-11-22T05:30:03.000Z',
-    data: { request_id: '6f1c9b2e-0d7a-4a55-9c1e-2b7f0a3d4e5f', decision: 'deny', message: 'Not the build directory, please.', decided_by: 'user-42' },
+    // As a sidecar posts one: its own permission engine's answer (a person decides through POST …/control).
+    uid: 'boot1:8',
+    ts: '2026-11-22T05:30:00.051Z',
+    data: { request_id: '6f1c9b2e-0d7a-4a55-9c1e-2b7f0a3d4e5f', decision: 'deny', message: 'denied by the rule Bash(rm *)', decided_by: 'policy' },
   },
 };

@@ -1,6 +1,7 @@
 export * from './primitives.js';
 export * from './events.js';
 export * from './envelope.js';
+export * from './provenance.js';
 export * from './validation.js';
 export * from './errors.js';
 export * from './lists.js';
@@ -14,6 +15,7 @@ export * from './rpc.js';
 export * from './stream.js';
 export * from './sidecar-config.js';
 export * from './model-proxy.js';
+export * from './rules.js';
 export * from './egress.js';
 export * from './event-follower.js';
 export * from './system-subtypes.js';

@@ -6,11 +6,18 @@ import { EVENT_LIST_LIMIT, EventBeforeId, LIST_LIMIT } from './lists.js';
 import { EventId, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema } from './model-proxy.js';
+import { EventSourceSchema } from './provenance.js';
 import { CreateSessionBody, DecisionPolicySchema, WorkerStatusSchema } from './sessions-api.js';
 
 /** What the gateway publishes to `svc.events.incoming.<partition>.<worker>` for each event. */
 export const IncomingEventMessage = Type.Object(
-  { worker_id: WorkerId, event: Type.Unknown({ description: 'An incoming event, validated by the gateway.' }), received_at: Timestamp },
+  {
+    worker_id: WorkerId,
+    event: Type.Unknown({ description: 'An incoming event, validated by the gateway.' }),
+    received_at: Timestamp,
+    /** Who wrote it, set by the publisher from the authenticated principal; none (an older publisher's message): the worker. */
+    source: Type.Optional(EventSourceSchema),
+  },
   { additionalProperties: false },
 );
 export type IncomingEventMessageType = Static<typeof IncomingEventMessage>;

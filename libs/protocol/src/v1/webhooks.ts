@@ -1,3 +1,4 @@
+import { EventSourceSchema } from './provenance.js';
 import Type, { type Static } from 'typebox';
 import { Timestamp, WorkerId } from './primitives.js';
 import { DecisionSchema } from './events.js';
@@ -15,7 +16,13 @@ export const WEBHOOK_FORMATS = ['standard', 'slack'] as const;
 
 export const CreateWebhookRequest = Type.Object(
   {
-    url: Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048, description: 'Where notifications are POSTed (http or https).' }),
+    url: Type.String({
+      format: 'uri',
+      pattern: '^https?://',
+      maxLength: 2048,
+      description:
+        'Where notifications are POSTed (http or https). Its host must resolve to public addresses only (or ranges the operator allows), never to the control plane.',
+    }),
     kinds: Type.Array(Type.Enum(WEBHOOK_KINDS), { minItems: 1, uniqueItems: true, description: 'What to be told of.' }),
     format: Type.Optional(Type.Enum(WEBHOOK_FORMATS, { description: 'The body: `standard` (default) or `slack`.' })),
     scope: Type.Optional(Type.Enum(['own', 'all'], { description: "`own` (default): the caller's workers; `all`: every worker (admins only)." })),
@@ -68,8 +75,12 @@ export const WebhookAttemptSchema = Type.Object(
     /** 1 for the first try. */
     attempt: Type.Integer({ minimum: 1 }),
     at: Timestamp,
-    /** The receiver's HTTP status; null when no answer came (refused, timed out, or the try was interrupted). */
+    /** The receiver's HTTP status; null when no answer came (not sent, refused, timed out, or the try was interrupted). */
     status: Type.Union([Type.Integer(), Type.Null()]),
+    /**
+     * Why no answer came, in svc's words (`not sent: …` when the URL now resolves where webhooks
+     * may not point); null when the receiver answered: its body is never kept.
+     */
     error: Type.Union([Type.String(), Type.Null()]),
     delivered: Type.Boolean(),
   },
@@ -95,7 +106,10 @@ export const WebhookDataSchema = Type.Object(
     tool_name: Type.Optional(Type.String()),
     input: Type.Optional(Type.Unknown()),
     decision: Type.Optional(DecisionSchema),
+    /** Who decided, read from the decision's source: a person's `sub`, `policy` (the worker's rules) or `policy:timeout`. */
     decided_by: Type.Optional(Type.String()),
+    /** The decision's source (docs/protocol.md, "Sources"). */
+    source: Type.Optional(EventSourceSchema),
     message: Type.Optional(Type.String()),
     /** When the request is decided by its timeout policy, if it has a deadline. */
     deadline: Type.Optional(Timestamp),

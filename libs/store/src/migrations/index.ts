@@ -9,7 +9,9 @@ import * as appendManySetBased from './2026-11-22T2000-append-many-set-based.js'
 import * as rulesFromDecisions from './2026-11-24T2330-rules-from-decisions.js';
 import * as audit from './2026-11-25T0300-audit.js';
 import * as webhooks from './2026-11-25T0600-webhooks.js';
+import * as auditKeys from './2026-11-26T2200-audit-keys.js';
 import * as eventRetention from './2026-11-25T1100-event-retention.js';
+import * as eventSources from './2026-11-26T2100-event-sources.js';
 
 /** The owners of tables: each applies its own group's migrations, and no other service does. */
 export type MigrationGroup = 'event-log' | 'sessions' | 'audit';
@@ -41,6 +43,7 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
       '2026-11-22T1700-append-generic-plans': appendGenericPlans,
       '2026-11-22T2000-append-many-set-based': appendManySetBased,
       '2026-11-24T2330-rules-from-decisions': rulesFromDecisions,
+      '2026-11-26T2100-event-sources': eventSources,
     },
   },
   sessions: {
@@ -52,6 +55,6 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
     owner: 'control',
     table: 'svc_migrations_audit',
     // The control service's own tables: the audit trail, then webhooks (the group keeps its first name).
-    migrations: { '2026-11-25T0300-audit': audit, '2026-11-25T0600-webhooks': webhooks },
+    migrations: { '2026-11-25T0300-audit': audit, '2026-11-25T0600-webhooks': webhooks, '2026-11-26T2200-audit-keys': auditKeys },
   },
 };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { WorkerDirectory } from '@svc/auth';
 import { consumeLasting, consumeWebhookQueue, decodeJson, type DurablePublisher, type JsMsg, type NatsConnection } from '@svc/bus';
-import { subjects, type StoredEvent, type WebhookData, type WebhookDelivery, type WebhookFact, type WebhookKind } from '@svc/protocol';
+import { decidedByOf, subjects, type StoredEvent, type WebhookData, type WebhookDelivery, type WebhookFact, type WebhookKind } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { StoredRequest, WebhookStore } from '@svc/store';
 
@@ -46,7 +46,8 @@ export function createNotifier(deps: { publisher: DurablePublisher; workers: Wor
       publish('request.decided', decision, decision.data.request_id, {
         request_id: decision.data.request_id,
         decision: decision.data.decision,
-        decided_by: decision.data.decided_by,
+        decided_by: decidedByOf(decision),
+        source: decision.source,
         ...(decision.data.message ? { message: decision.data.message } : {}),
       }),
     deadlineNear: (request, deadline) =>

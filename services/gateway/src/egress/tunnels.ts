@@ -5,17 +5,23 @@ import type { FastifyBaseLogger } from 'fastify';
 import { createWorkerTokenVerifier, type WorkerDirectory } from '@svc/auth';
 import { createIncomingEventPublisher, requestJson, type NatsConnection } from '@svc/bus';
 import {
+  componentSource,
   controlWithdrawnData,
   DEFAULT_DECISION_TIMEOUT_S,
   EGRESS_SUBTYPE,
   EGRESS_TOOL,
   egressRuleMatches,
   isEndedStatus,
+  networkRuleMatches,
   parseEgressTarget,
   subjects,
   type EgressTarget,
+  parseSource,
+  POLICY_SOURCE,
   type EventData,
+  type EventSource,
   type IncomingEvent,
+  type StoredEvent,
   type ListResponseOf,
   type PermissionRule,
   type WorkerRecord,
@@ -24,7 +30,8 @@ import type { LiveFeeds } from '../live-feeds.js';
 import { addressesOf, isMetadataHost, type RefusedAddresses } from './refused-addresses.js';
 
 export interface EgressTunnelOptions {
-  server: Server;
+  /** The listeners whose CONNECT requests are tunnels (the worker port, and the public one for sidecars that call it). */
+  servers: readonly Server[];
   nc: NatsConnection;
   workers: WorkerDirectory;
   live: LiveFeeds;
@@ -42,12 +49,6 @@ interface Verdict {
 /** How long past the worker's decision deadline a tunnel still waits (the control service decides at the deadline). */
 const DEADLINE_SLACK_MS = 30_000;
 
-/** A `network` rule (`network`, `network(host:port)`, globs allowed) that names `target`. */
-function networkRuleMatches(rule: string, target: string): boolean {
-  const match = /^network(?:\((.*)\))?$/.exec(rule.trim());
-  return match !== null && (match[1] === undefined || egressRuleMatches(match[1], target));
-}
-
 /**
  * Egress tunnels (docs/egress.md): a sidecar's `CONNECT host:port` with its worker token. The
  * gateway, not the sandbox, decides: the control plane's own addresses are refused whatever any
@@ -59,13 +60,14 @@ function networkRuleMatches(rule: string, target: string): boolean {
  */
 export function serveEgressTunnels(options: EgressTunnelOptions): { close(): void } {
   const log = options.logger.child({ component: 'egress' });
-  const publisher = createIncomingEventPublisher(options.nc);
+  const publisher = createIncomingEventPublisher(options.nc, componentSource('egress'));
   const tokens = createWorkerTokenVerifier();
   const open = new Set<Socket>();
 
-  const record = (workerId: string, event: Omit<IncomingEvent, 'ts'>) => {
+  /** Records an event of the egress proxy's (or, with `source`, of the policy it applied). */
+  const record = (workerId: string, event: Omit<IncomingEvent, 'ts'>, source?: EventSource) => {
     return publisher
-      .publish(workerId, { ...event, ts: new Date().toISOString() } as IncomingEvent)
+      .publish(workerId, { ...event, ts: new Date().toISOString() } as IncomingEvent, source ? { source } : {})
       .catch((err: unknown) => log.warn({ err, worker_id: workerId }, 'could not record an egress event'));
   };
 
@@ -86,17 +88,19 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
   }
 
   /** Waits for the decision on `requestId` (announced as the worker's events are stored). */
-  function decision(workerId: string, requestId: string, timeoutMs: number, gone: AbortSignal): Promise<EventData<'control_response'> | undefined> {
+  function decision(workerId: string, requestId: string, timeoutMs: number, gone: AbortSignal): Promise<StoredEvent<'control_response'> | undefined> {
     return new Promise((resolve) => {
-      const finish = (value: EventData<'control_response'> | undefined) => {
+      const finish = (value: StoredEvent<'control_response'> | undefined) => {
         stop();
         clearTimeout(timer);
         gone.removeEventListener('abort', onGone);
         resolve(value);
       };
       const stop = options.live.watch(workerId, (event) => {
-        if (event.type === 'control_response' && (event.data as EventData<'control_response'>).request_id === requestId)
-          finish(event.data as EventData<'control_response'>);
+        // A person's decision or the deadline's: a worker's own "policy" answer to a tunnel request is no decision.
+        if (event.type !== 'control_response' || (event.data as EventData<'control_response'>).request_id !== requestId) return;
+        const decider = parseSource(event.source).kind;
+        if (decider === 'person' || decider === 'policy') finish(event as StoredEvent<'control_response'>);
       });
       const timer = setTimeout(() => finish(undefined), timeoutMs);
       const onGone = () => finish(undefined);
@@ -136,23 +140,23 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
         decided_by: 'policy',
       };
       await record(worker.worker_id, { type: 'control_request', uid: `egress:${requestId}:request`, data: request });
-      await record(worker.worker_id, { type: 'control_response', uid: `egress:${requestId}:decision`, data });
+      await record(worker.worker_id, { type: 'control_response', uid: `egress:${requestId}:decision`, data }, POLICY_SOURCE);
       return { allow: true, by: 'policy', reason: data.message! };
     }
     const deadlineMs = (worker.decision_policy?.decision_timeout_s ?? DEFAULT_DECISION_TIMEOUT_S) * 1000 + DEADLINE_SLACK_MS;
     const decided = decision(worker.worker_id, requestId, deadlineMs, gone);
     await record(worker.worker_id, { type: 'control_request', uid: `egress:${requestId}:request`, data: request });
-    const data = await decided;
-    if (!data) {
+    const decisionEvent = await decided;
+    if (!decisionEvent) {
       // The agent gave up (or nobody decided, not even the deadline's policy): the request goes.
       await record(worker.worker_id, { type: 'system', uid: `egress:${requestId}:withdrawn`, data: controlWithdrawnData(requestId) });
       return { allow: false, by: 'policy', reason: gone.aborted ? 'the agent closed the connection before a decision' : 'no decision before the deadline' };
     }
-    return {
-      allow: data.decision === 'allow',
-      by: data.decided_by,
-      reason: data.message ?? `${data.decision === 'allow' ? 'allowed' : 'denied'} by ${data.decided_by}`,
-    };
+    // Who decided is the stored event's source (a person's, or the deadline's policy), not a name in its data.
+    const { data, source } = decisionEvent;
+    const decider = parseSource(source);
+    const by = decider.kind === 'person' ? decider.sub : data.decided_by;
+    return { allow: data.decision === 'allow', by, reason: data.message ?? `${data.decision === 'allow' ? 'allowed' : 'denied'} by ${by}` };
   }
 
   async function handle(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
@@ -215,10 +219,10 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
       answer(socket, 503, 'svc could not decide this connection now; try again');
     });
   };
-  options.server.on('connect', onConnect);
+  for (const server of options.servers) server.on('connect', onConnect);
   return {
     close() {
-      options.server.off('connect', onConnect);
+      for (const server of options.servers) server.off('connect', onConnect);
       for (const socket of open) socket.destroy();
       publisher.close();
     },

@@ -26,12 +26,15 @@ import { authorizeWorker } from '../auth/authorization.js';
 import { channelOf } from './audit.js';
 import { createDecisionFeeds, type DecisionPage } from '../decision-feeds.js';
 import type { LiveFeeds } from '../live-feeds.js';
+import { createConcurrencyCap } from '../stream-limits.js';
 
 export interface ControlRoutesOptions {
   nc: NatsConnection;
   workers: WorkerDirectory;
   live: LiveFeeds;
   followers: FollowerStats;
+  /** Long polls one worker may hold open on this gateway (`SVC_MAX_LONG_POLLS_PER_WORKER`). */
+  maxLongPollsPerWorker: number;
 }
 
 /**
@@ -68,7 +71,7 @@ const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSche
  * (`GET …/control/pending`, a long poll with `wait_ms`), the open requests for late joiners, and
  * the rules added with "always". Decisions are stored by the control service.
  */
-export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = async (app, { nc, workers, live, followers }) => {
+export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = async (app, { nc, workers, live, followers, maxLongPollsPerWorker }) => {
   const decisions = createDecisionFeeds(nc, live, { stats: followers });
   const reportAlive = createAliveReporter(nc);
   app.post(
@@ -104,6 +107,8 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
     },
   );
 
+  // A sidecar holds one long poll at a time: a few more cover a restart's overlap, not a flood.
+  const longPollsPerWorker = createConcurrencyCap(maxLongPollsPerWorker);
   app.get(
     '/v1/workers/:id/control/pending',
     {
@@ -111,7 +116,7 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       schema: {
         tags: ['control'],
         summary: 'Decisions after a cursor (the sidecar polls; wait_ms makes it a long poll)',
-        description: `The \`control_response\` events after \`after_id\`, in id order. With \`wait_ms\` the answer comes as soon as one is stored, or empty at the deadline. Every poll records the sidecar as alive. \`total\` is the number of the worker's decisions. Default \`limit\` ${EVENT_LIST_LIMIT.default}.`,
+        description: `The \`control_response\` events after \`after_id\`, in id order. With \`wait_ms\` the answer comes as soon as one is stored, or empty at the deadline; 429 \`too_many_long_polls\` (with Retry-After) past the long polls one worker may hold open. Every poll records the sidecar as alive. \`total\` is the number of the worker's decisions. Default \`limit\` ${EVENT_LIST_LIMIT.default}.`,
         params: WorkerParams,
         querystring: PendingControlQuery,
         response: { 200: PendingControlResponse, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema },
@@ -125,6 +130,13 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       const query = { worker_id: workerId, after_id: afterId, limit, types: ['control_response' as const], with_last_id: true };
       const deadline = Date.now() + (request.query.wait_ms ?? 0);
 
+      const releaseLongPoll = request.query.wait_ms ? longPollsPerWorker.claim(workerId) : () => {};
+      if (!releaseLongPoll) {
+        throw new CodedError(
+          'too_many_long_polls',
+          `worker ${workerId} already holds ${longPollsPerWorker.max} long polls on this gateway, the most one worker may; poll again once one is answered`,
+        );
+      }
       const feed = decisions.open(workerId);
       longPolls.inc();
       // The store's page also tells the log where the worker's head is; announcements heard
@@ -150,6 +162,7 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       } finally {
         longPolls.dec();
         feed.release();
+        releaseLongPoll();
       }
     },
   );

@@ -13,7 +13,11 @@ import {
   PostSdkEventsBody,
   PostSdkEventsResponse,
   validateIncomingEvent,
+  WORKER_POLICY_SOURCE,
+  WORKER_SOURCE,
+  workerEventViolations,
   WorkerParams,
+  type EventSource,
   type EventType,
   type FieldError,
   type IncomingEvent,
@@ -57,8 +61,14 @@ const validateEventsBody: FastifySchemaCompiler<unknown> = () => (body: unknown)
     else errors.push(...result.errors);
   });
   if (errors.length > 0) return { error: new CodedError('invalid_request', describeFieldErrors(errors), errors) };
+  // Well-formed, but is it the worker's to write? Only what an agent and its sidecar produce.
+  const claims = valid.flatMap((event, index) => workerEventViolations(event, batch ? `/body/events/${index}` : '/body'));
+  if (claims.length > 0) return { error: new CodedError('forbidden', `a worker may not post this: ${describeFieldErrors(claims)}`, claims) };
   return { value: valid };
 };
+
+/** Who wrote what a worker posts: its own permission engine's decisions are the policy's, the rest the worker's. */
+const workerSourceOf = (event: IncomingEvent): EventSource => (event.type === 'control_response' ? WORKER_POLICY_SOURCE : WORKER_SOURCE);
 
 const errorResponses = {
   400: APIErrorSchema,
@@ -86,7 +96,8 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       schema: {
         tags: ['events'],
         summary: 'Report SDK events (one, or a batch of up to 500)',
-        description: 'Answered 202 once every event is durable. A uid already received is accepted again and stored once.',
+        description:
+          "Answered 202 once every event is durable. A uid already received is accepted again and stored once. The worker is the source of what it posts (its `control_response` events: its own policy's); 403 `forbidden` for what only the control plane or a person may write (a decision that names a person or adds a rule, a uid in a reserved namespace, a control-plane `system` subtype), and nothing of the POST is stored.",
         params: WorkerParams,
         body: PostSdkEventsBody,
         response: { 202: PostSdkEventsResponse, ...errorResponses },
@@ -98,7 +109,7 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       const receivedAt = new Date().toISOString();
       // Gathered with other POSTs' events bound for the same partition (group commit), in order
       // on one connection, so the stream keeps the producer's order; 202 once all are durable.
-      await coalescer.publish(workerId, events, { requestId: request.id, receivedAt, trace: request.traceContext });
+      await coalescer.publish(workerId, events, { requestId: request.id, receivedAt, trace: request.traceContext, sourceOf: workerSourceOf });
       eventsAccepted.inc(events.length);
       return reply.code(202).send({ accepted: events.length });
     },

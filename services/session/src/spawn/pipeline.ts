@@ -1,8 +1,8 @@
 import { access, constants } from 'node:fs/promises';
 import {
   CodedError,
-  EGRESS_TOOL,
   isEndedStatus,
+  isNetworkRule,
   LIFECYCLE_SUBTYPES,
   SYSTEM_SUBTYPES,
   type CreateSessionBodyType,
@@ -114,10 +114,9 @@ export function modelAccessOf(template: Template, body: CreateSessionBodyType): 
  */
 export function egressPolicyOf(template: Template, body: CreateSessionBodyType): EgressPolicy | undefined {
   if (!template.sandbox.sealed || !template.sidecar) return undefined;
-  const networkRule = new RegExp(`^${EGRESS_TOOL}(\\(|$)`);
   return {
     allow: template.sandbox.egress,
-    deny: template.sidecar.deny.filter((rule) => networkRule.test(rule)),
+    deny: template.sidecar.deny.filter(isNetworkRule),
     autonomous: body.overrides?.autonomous ?? template.sidecar.autonomous,
   };
 }
