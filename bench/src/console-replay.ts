@@ -60,7 +60,7 @@ try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const cdp = await page.context().newCDPSession(page);
   const coldStart = performance.now();
-  await page.goto(`${pipeline.gatewayUrl}${workerPath}`);
+  await page.goto(`${pipeline.gatewayUrl}${workerPath}#code=${pipeline.signInCode}`);
   await page.getByRole('button', { name: 'Sign in as the local user' }).click();
   await page.locator(newest).waitFor({ timeout: 30_000 });
   const cold = performance.now() - coldStart;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connectBus, incomingBacklog, natsAuthorization, requestJson, type NatsConnection, type NatsServiceUser } from '@svc/bus';
 import { launchNatsServer } from '@svc/nats-server';
-import { subjects, type CreateWorkerRequestType, type CreateWorkerResultType, type IncomingEvent } from '@svc/protocol';
+import { LOCAL_SIGN_IN_CODE_FILE, subjects, type CreateWorkerRequestType, type CreateWorkerResultType, type IncomingEvent } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { freePort, startPostgres, startServiceProcess, startTestIssuer, waitFor, type ServiceProcess } from '@svc/test-support';
 
@@ -47,6 +47,8 @@ export interface Pipeline {
   gatewayUrls: string[];
   /** The services' state directory (the session service keeps sandboxes under `sandboxes/`). */
   stateDir: string;
+  /** The built-in issuer's sign-in code (with `localSignIn`), as the person at the machine reads it. */
+  signInCode: string;
   nc: NatsConnection;
   postgresUrl: string;
   gateway: ServiceProcess;
@@ -67,7 +69,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   ]);
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
   const ports = await Promise.all([{}, ...(options.moreGateways ?? [])].map(() => freePort()));
-  const port = ports[0]!;
+  const workerPorts = await Promise.all(ports.map(() => freePort()));
   const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel, ...options.env };
   const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
@@ -92,7 +94,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
         ...env,
         ...natsUser('session'),
         SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'),
-        SVC_SANDBOX_CONTROL_PLANE_URL: `http://127.0.0.1:${port}`,
+        SVC_SANDBOX_CONTROL_PLANE_URL: `http://127.0.0.1:${workerPorts[0]!}`,
         ...options.sessionEnv,
       },
       quiet,
@@ -105,6 +107,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
           ...env,
           ...natsUser('gateway'),
           SVC_GATEWAY_PORT: String(ports[n]),
+          SVC_GATEWAY_WORKER_PORT: String(workerPorts[n]),
           SVC_OIDC_ISSUER: issuer.issuer,
           SVC_OIDC_AUDIENCE: 'svc',
           SVC_RATE_LIMIT_MAX: '1000000000',
@@ -118,6 +121,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   const gatewayUrls = ports.map((p) => `http://127.0.0.1:${p}`);
   const gatewayUrl = gatewayUrls[0]!;
   // A day long: a bench may run longer than a token's usual five minutes.
+  let signInCode = '';
   let userToken = options.localSignIn ? '' : await issuer.sign({ sub: 'bench', exp: Math.floor(Date.now() / 1000) + 86_400 });
   const stopInfrastructure = async () => {
     await Promise.all(processes.map((p) => p.stop()));
@@ -128,7 +132,14 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     'every service up',
     async () => {
       if (!userToken) {
-        const local = await fetch(`${gatewayUrl}/v1/local/token`, { method: 'POST' }).catch(() => undefined);
+        const code = await readFile(path.join(stateDir, LOCAL_SIGN_IN_CODE_FILE), 'utf8').catch(() => undefined);
+        if (code === undefined) return false;
+        signInCode = code.trim();
+        const local = await fetch(`${gatewayUrl}/v1/local/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ code: code.trim() }),
+        }).catch(() => undefined);
         if (local?.status !== 200) return false;
         userToken = ((await local.json()) as { token: string }).token;
       }
@@ -161,6 +172,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     gateway: processes.find((p) => p.service === 'gateway')!,
     processes,
     userToken,
+    signInCode,
     createWorker: (options = {}) => requestJson<CreateWorkerResultType>(nc, subjects.rpc.createWorker, { owner: 'bench', ...options }),
     async drained() {
       await waitFor('the incoming queue to drain', async () => (await incomingBacklog(nc)) === 0, 600_000, 200);

@@ -1,9 +1,10 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 import { freePort } from '@svc/test-support';
 import { COMMANDS, runCli } from './cli.js';
 import { EXIT } from './exit-codes.js';
@@ -55,8 +56,17 @@ describe('svc: commands, help, errors and exit codes', () => {
           ],
           total: 7,
         });
-      if (request.url === '/v1/local/token' && request.method === 'POST')
-        return json(200, { token: 'aaa.eyJzdWIiOiJsb2NhbC11c2VyIn0.ccc', token_type: 'Bearer', expires_in: 60 });
+      if (request.url === '/v1/local/token' && request.method === 'POST') {
+        let body = '';
+        request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        request.on('end', () => {
+          // As the built-in issuer: a token for the stack's sign-in code only.
+          if ((JSON.parse(body || '{}') as { code?: string }).code !== 'the-sign-in-code')
+            return json(403, { code: 'forbidden', message: "local tokens are given for the stack's sign-in code" });
+          json(200, { token: 'aaa.eyJzdWIiOiJsb2NhbC11c2VyIn0.ccc', token_type: 'Bearer', expires_in: 60 });
+        });
+        return;
+      }
       return json(404, { code: 'not_found', message: 'no such route' });
     });
     await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
@@ -149,7 +159,24 @@ describe('svc: commands, help, errors and exit codes', () => {
     }
     await expect(resolveConnection({ url: 'ftp://x' })).rejects.toThrow(/must start with http/);
 
-    const login = await svc('login', '--url', gatewayUrl);
+    // The sign-in code is read from the local stack's state directory, or given.
+    const stateDir = path.join(dir, 'state');
+    process.env['SVC_STATE_DIR'] = stateDir;
+    try {
+      const noCode = await svc('login', '--url', gatewayUrl);
+      expect(noCode).toMatchObject({ code: EXIT.usage });
+      expect(noCode.stderr).toContain(`${path.join(stateDir, LOCAL_SIGN_IN_CODE_FILE)} cannot be read`);
+      const wrongCode = await svc('login', '--url', gatewayUrl, '--code', 'guessed');
+      expect(wrongCode.code).not.toBe(EXIT.ok);
+      expect(wrongCode.stderr).toContain('refused the sign-in code');
+      await mkdir(stateDir, { recursive: true });
+      await writeFile(path.join(stateDir, LOCAL_SIGN_IN_CODE_FILE), 'the-sign-in-code\n', { mode: 0o600 });
+    } finally {
+      delete process.env['SVC_STATE_DIR'];
+    }
+    expect((await svc('login', '--url', gatewayUrl, '--code', 'the-sign-in-code')).code).toBe(EXIT.ok);
+    process.env['SVC_STATE_DIR'] = stateDir;
+    const login = await svc('login', '--url', gatewayUrl).finally(() => delete process.env['SVC_STATE_DIR']);
     expect(login).toMatchObject({ code: EXIT.ok, stdout: `logged in to ${gatewayUrl} as local-user; saved in ${process.env['SVC_CONFIG']}\n` });
     expect((await stat(process.env['SVC_CONFIG']!)).mode & 0o777).toBe(0o600);
     expect(await resolveConnection({})).toEqual({ url: gatewayUrl, token: 'aaa.eyJzdWIiOiJsb2NhbC11c2VyIn0.ccc' });

@@ -29,7 +29,8 @@ describe('the web console in a real Chromium, against the local stack', () => {
   async function signedIn(path: string, viewport = { width: 1280, height: 800 }): Promise<Page> {
     const context = await browser.newContext({ viewport });
     const page = await context.newPage();
-    await page.goto(`${stack.url}${path}`);
+    // As the link `npm run up` prints: the sign-in code rides in the fragment.
+    await page.goto(`${stack.url}${path}#code=${stack.signInCode}`);
     await page.getByRole('button', { name: 'Sign in as the local user' }).click();
     return page;
   }
@@ -169,7 +170,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
     // The demo ends after its one request; its page is then read-only, with nothing to decide.
     await page.locator('.status-completed, .status-failed').waitFor({ timeout: 30_000 });
     const again = await page.context().newPage();
-    await again.goto(`${stack.url}/workers/${workerId}`);
+    await again.goto(`${stack.url}/workers/${workerId}#code=${stack.signInCode}`);
     await again.getByRole('button', { name: 'Sign in as the local user' }).click();
     await again.getByText('Read-only: this worker has ended; nothing can be decided.').waitFor({ timeout: 10_000 });
     expect(await again.getByRole('button', { name: 'Allow', exact: true }).count()).toBe(0);
@@ -195,9 +196,13 @@ describe('the web console in a real Chromium, against the local stack', () => {
     }
   }
 
-  /** A token of the local user, as the CLI gets one (the test runs on loopback). */
+  /** A token of the local user, as the CLI gets one (for the stack's sign-in code). */
   async function localUserToken(): Promise<string> {
-    const response = await fetch(`${stack.url}/v1/local/token`, { method: 'POST' });
+    const response = await fetch(`${stack.url}/v1/local/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ code: stack.signInCode }),
+    });
     return ((await response.json()) as { token: string }).token;
   }
 

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 import { freePort, waitFor } from '@svc/test-support';
 
 /** The local stack as `npm run up` runs it (built launcher), serving this workspace's console build. */
@@ -14,6 +15,8 @@ export interface RunningStack {
   demoWorker: string;
   /** A running worker's token, as its sidecar reads it inside the sandbox: to post events the way the sidecar does. */
   workerToken(workerId: string): Promise<string>;
+  /** The stack's sign-in code, as the person at the machine reads it (its state directory). */
+  signInCode: string;
   stop(): Promise<void>;
 }
 
@@ -22,7 +25,7 @@ export async function startLocalStack(env: Record<string, string> = {}): Promise
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-console-'));
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [LAUNCHER], {
-    env: { ...process.env, SVC_STATE_DIR: stateDir, SVC_GATEWAY_PORT: String(port), SVC_LOG_LEVEL: 'error', ...env },
+    env: { ...process.env, SVC_STATE_DIR: stateDir, SVC_GATEWAY_PORT: String(port), SVC_GATEWAY_WORKER_PORT: '0', SVC_LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -47,5 +50,6 @@ export async function startLocalStack(env: Record<string, string> = {}): Promise
     throw new Error(`the local stack started no demo session:\n${output}`);
   }
   const workerToken = async (workerId: string) => (await readFile(path.join(stateDir, 'sandboxes', workerId, 'root/var/run/svc/token'), 'utf8')).trim();
-  return { url: `http://127.0.0.1:${port}`, demoWorker, workerToken, stop };
+  const signInCode = (await readFile(path.join(stateDir, LOCAL_SIGN_IN_CODE_FILE), 'utf8').catch(() => '')).trim();
+  return { url: `http://127.0.0.1:${port}`, demoWorker, workerToken, signInCode, stop };
 }

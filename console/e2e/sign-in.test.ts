@@ -19,7 +19,7 @@ describe('signing in again when the token has expired (the built-in issuer, 5 s 
   it('the token lapses (the issuer unreachable, so no renewal): the page asks to sign in again, says why, and comes back to the same worker', async () => {
     const page = await browser.newPage();
     const workerUrl = `${stack.url}/workers/${stack.demoWorker}`;
-    await page.goto(workerUrl);
+    await page.goto(`${workerUrl}#code=${stack.signInCode}`);
     await page.getByRole('button', { name: 'Sign in as the local user' }).click();
     await page.getByRole('heading', { name: stack.demoWorker }).waitFor();
     // Renewals now fail, as if the issuer were away: the token lapses, the gateway refuses it (401).
@@ -28,6 +28,8 @@ describe('signing in again when the token has expired (the built-in issuer, 5 s 
     expect(page.url()).toBe(workerUrl);
     expect(await page.getByRole('heading', { name: stack.demoWorker }).count()).toBe(0);
     await page.unroute('**/v1/local/token');
+    // The code is not kept (the link's fragment was taken out of the address bar): it is typed again.
+    await page.getByLabel(/Sign-in code/).fill(stack.signInCode);
     await page.getByRole('button', { name: 'Sign in as the local user' }).click();
     await page.getByRole('heading', { name: stack.demoWorker }).waitFor();
     // Its history again (the list opens at its end: whichever rows are on screen).

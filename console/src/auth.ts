@@ -29,7 +29,8 @@ function requestOptions(issuer: URL) {
 
 /**
  * The console's sign-in, in two ways the gateway offers (`GET /v1/console/sign-in`):
- * - the built-in issuer of the local stack: one click, `POST /v1/local/token` (loopback only);
+ * - the built-in issuer of the local stack: `POST /v1/local/token` with the stack's sign-in code
+ *   (from the link `npm run up` prints, `/#code=…`, or typed in), renewed with the token itself;
  * - an OIDC provider: Authorization Code with PKCE as a public client (`oauth4webapi`). The
  *   browser goes to the provider and comes back to `/auth/callback`; only the PKCE verifier and
  *   the state wait in `sessionStorage` meanwhile, the tokens stay in memory.
@@ -61,9 +62,17 @@ export class Auth {
     return (await response.json()) as ConsoleSignIn;
   }
 
-  /** Signs in as the local stack's user; throws with the gateway's reason when it refuses. */
-  async signInLocal(): Promise<void> {
-    const response = await fetch(apiPaths.localToken, { method: 'POST' });
+  /**
+   * Signs in as the local stack's user with its sign-in code (or, with none, renews the token
+   * held now); throws with the gateway's reason when it refuses.
+   */
+  async signInLocal(code?: string): Promise<void> {
+    const renewing = code === undefined ? this.current?.token : undefined;
+    const response = await fetch(apiPaths.localToken, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(renewing ? { authorization: `Bearer ${renewing}` } : {}) },
+      body: JSON.stringify(code === undefined ? {} : { code }),
+    });
     const body = (await response.json().catch(() => ({}))) as { token?: string; expires_in?: number; message?: string };
     if (!response.ok || !body.token || !body.expires_in) throw new Error(body.message ?? `the gateway answered ${response.status}`);
     this.signedInWith({ token: body.token, expiresAt: Date.now() + body.expires_in * 1000 }, () => this.signInLocal());

@@ -1,25 +1,49 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { text } from 'node:stream/consumers';
-import { apiPaths } from '@svc/protocol';
+import { apiPaths, LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 import { ApiError, createApi } from '../api.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { printJson } from '../output.js';
 import { resolveConnection, saveConfig } from '../settings.js';
 import { CONNECTION_HELP, connectionFlags, type Command } from './command.js';
 
-const flags = { ...connectionFlags, json: { type: 'boolean', default: false } } as const;
+const flags = {
+  ...connectionFlags,
+  code: { type: 'string', description: "the local stack's sign-in code (default: read from its state directory)" },
+  json: { type: 'boolean', default: false },
+} as const;
+
+/** The local stack's sign-in code: the flag, else the file in its state directory (`SVC_STATE_DIR`, default `.svc`). */
+async function localSignInCode(flag: string | undefined, env: NodeJS.ProcessEnv): Promise<string> {
+  if (flag) return flag;
+  const file = path.resolve(env['SVC_STATE_DIR'] || '.svc', LOCAL_SIGN_IN_CODE_FILE);
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    throw new CliError(
+      `no sign-in code for the local stack: ${file} cannot be read (run svc login where the stack was started, or pass --code from \`npm run up\`'s output); for another gateway use --token`,
+      EXIT.usage,
+    );
+  }
+}
 
 /**
  * `svc login`: saves the gateway's URL and a user token. With `--token`, that token (`-` reads
  * it from stdin, so it stays out of the shell's history); without, one from the local stack's
- * built-in issuer (loopback only). The token is checked before it is saved, and never printed.
+ * built-in issuer, for the stack's sign-in code (the file in its state directory, or `--code`).
+ * The token is checked before it is saved, and never printed.
  */
 export const loginCommand: Command<typeof flags> = {
   name: 'login',
   summary: 'save a token (from the local stack, or one you paste)',
-  help: `  svc login                       a token from the local stack's built-in issuer
+  help: `  svc login                       a token from the local stack's built-in issuer (its sign-in code
+                                  is read from $SVC_STATE_DIR/${LOCAL_SIGN_IN_CODE_FILE}, default .svc)
+  svc login --code <code>         the same, with the code \`npm run up\` printed
   svc login --token -             a token from your identity provider, pasted on stdin
 
 Flags
+  --code <code>    the local stack's sign-in code
   --json           print {url, config_file, sub} as JSON
 ${CONNECTION_HELP}
 
@@ -32,11 +56,15 @@ Examples
     let token = cli.flags.token === '-' ? (await text(process.stdin)).trim() : cli.flags.token;
     if (token === undefined) {
       try {
-        token = (await createApi(connection).request<{ token: string }>('POST', apiPaths.localToken)).token;
+        const code = await localSignInCode(cli.flags.code, process.env);
+        token = (await createApi(connection).request<{ token: string }>('POST', apiPaths.localToken, { code })).token;
       } catch (err) {
-        if (err instanceof ApiError && (err.status === 404 || err.status === 403)) {
+        if (err instanceof ApiError && err.status === 404) {
+          throw new CliError(`${connection.url} gives no local tokens (it is not a local stack): log in with --token from your identity provider`);
+        }
+        if (err instanceof ApiError && err.status === 403) {
           throw new CliError(
-            `${connection.url} gives no local tokens (it is not a local stack, or you are not on its machine): log in with --token from your identity provider`,
+            `${connection.url} refused the sign-in code (it is another stack's, or the stack was started elsewhere): pass --code from its output`,
           );
         }
         throw err;

@@ -1,8 +1,19 @@
 import { useEffect, useState } from 'react';
-import type { ConsoleSignIn } from '@svc/protocol';
+import { CONSOLE_SIGN_IN_CODE_PARAM, LOCAL_SIGN_IN_CODE_FILE, type ConsoleSignIn } from '@svc/protocol';
 import { Auth } from '../auth.js';
 import { useConsole } from '../console-context.js';
 import { navigate } from '../router.js';
+
+/**
+ * The local stack's sign-in code from the link `npm run up` prints (`/#code=…`), taken out of the
+ * address bar at once so it stays in no history entry; kept in this page's memory only.
+ */
+function takeCodeFromLink(): string {
+  const fragment = new URLSearchParams(window.location.hash.slice(1));
+  const code = fragment.get(CONSOLE_SIGN_IN_CODE_PARAM) ?? '';
+  if (code) window.history.replaceState(window.history.state, '', `${window.location.pathname}${window.location.search}`);
+  return code;
+}
 
 /** How to sign in, as the gateway offers it; after an expired token it says so, and signing in comes back to the same page. */
 export function SignInPage() {
@@ -10,6 +21,7 @@ export function SignInPage() {
   const [methods, setMethods] = useState<ConsoleSignIn>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
+  const [code, setCode] = useState(takeCodeFromLink);
   useEffect(() => {
     Auth.methods()
       .then(setMethods)
@@ -34,9 +46,24 @@ export function SignInPage() {
       {methods === undefined && !error && <p>Loading…</p>}
       <div className="buttons">
         {methods?.local && (
-          <button type="button" className="primary" onClick={() => attempt(() => auth.signInLocal())} disabled={busy}>
-            {busy ? 'Signing in…' : 'Sign in as the local user'}
-          </button>
+          <form
+            className="local-sign-in"
+            onSubmit={(event) => {
+              event.preventDefault();
+              attempt(() => auth.signInLocal(code.trim()));
+            }}
+          >
+            <label>
+              Sign-in code{' '}
+              <small>
+                (printed by <code>npm run up</code>, in <code>{LOCAL_SIGN_IN_CODE_FILE}</code> of its state directory)
+              </small>
+              <input type="password" autoComplete="off" value={code} onChange={(event) => setCode(event.target.value)} required />
+            </label>
+            <button type="submit" className="primary" disabled={busy || code.trim() === ''}>
+              {busy ? 'Signing in…' : 'Sign in as the local user'}
+            </button>
+          </form>
         )}
         {methods?.oidc && (
           <button type="button" className="primary" onClick={() => attempt(() => auth.signInWithProvider(methods.oidc!, here))} disabled={busy}>

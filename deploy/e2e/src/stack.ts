@@ -100,6 +100,9 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-'));
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
+  // The sandboxes' channel leads to the gateway's worker port, never its public one.
+  const workerPort = await freePort();
+  const workerUrl = `http://127.0.0.1:${workerPort}`;
   const decisionLinkKey = randomBytes(32).toString('base64url');
   const env = {
     SVC_NATS_URL: nats.url,
@@ -109,6 +112,11 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
     // Decision links in notifications: signed by control, checked by the gateway, pointing at it.
     SVC_DECISION_LINK_KEY: decisionLinkKey,
     SVC_GATEWAY_PUBLIC_URL: gatewayUrl,
+    // The tests' webhook receivers listen on loopback, where webhooks may not point unless the
+    // operator allows it (docs/webhooks.md); NATS, the store and the gateway stay refused.
+    SVC_WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
+    // Audit records are keyed (docs/audit.md); the key is the control service's alone.
+    SVC_AUDIT_KEY: randomBytes(32).toString('base64url'),
     ...options.env,
   };
   /** Each service connects to NATS as its own user, as deployed. */
@@ -117,6 +125,7 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
     ...env,
     ...natsUser('gateway'),
     SVC_GATEWAY_PORT: String(port),
+    SVC_GATEWAY_WORKER_PORT: String(workerPort),
     SVC_OIDC_ISSUER: issuer.issuer,
     SVC_OIDC_AUDIENCE: 'svc',
     // Tests poll hard on purpose; rate limits have their own tests.
@@ -140,7 +149,7 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
     ...env,
     ...natsUser('session'),
     SVC_SANDBOXES_DIR: sandboxesDir,
-    SVC_SANDBOX_CONTROL_PLANE_URL: gatewayUrl,
+    SVC_SANDBOX_CONTROL_PLANE_URL: workerUrl,
     ...probeEnv(sessionProbe),
     ...options.sessionEnv,
   };

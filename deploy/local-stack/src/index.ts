@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { controlSettings, start as startControl } from '@svc/control';
+import { controlSettings, localAuditKey, start as startControl } from '@svc/control';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { LOCAL_USER, start as startGateway, type GatewayConfig } from '@svc/gateway';
 import { sessionSettings, start as startSession, type SessionConfig } from '@svc/session';
@@ -44,6 +44,8 @@ export interface LocalStack {
   /** The stack's own NATS connection (for probes). */
   nc: NatsConnection;
   gatewayUrl: string;
+  /** The built-in issuer's sign-in code (also in the state directory's `local-sign-in-code`), when it runs. */
+  localSignInCode?: string | undefined;
   /** The demo session and its worker, when started with `demo: true`. */
   demo?: Session | undefined;
   /** Why the demo session could not start, when it could not (the stack runs on without it). */
@@ -88,6 +90,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     stops.push(() => database.close());
 
     const instance = 'local';
+    const controlConfig = readConfig(controlSettings);
     // event-ingest owns the event tables and migrates them, so it starts first.
     const services = [
       await startEventIngest({ nc: await connectAs('event-ingest'), db: database.db, logger, instance, replicaIndex: 0, replicaCount: 1 }),
@@ -98,7 +101,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         instance,
         // Links in notifications point at this stack's gateway, signed with its key.
         config: {
-          ...readConfig(controlSettings),
+          ...controlConfig,
+          // The trail is keyed with the stack's own key unless one is set (docs/audit.md).
+          auditKey: controlConfig.auditKey ?? (await localAuditKey(stateDir)),
+          // The stack's own NATS and store: no webhook may reach them.
+          natsUrl,
+          databaseUrl: options.databaseUrl,
           decisionLinkKey: options.gateway.decisionLinkKey,
           publicUrl: options.gateway.publicUrl ?? (options.gateway.port ? `http://${options.gateway.host}:${options.gateway.port}` : undefined),
         },
@@ -111,7 +119,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // After the gateway: sandboxes call it, so its address must be known.
     const sessionConfig: SessionConfig = {
       ...readConfig(sessionSettings, { SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'), ...process.env }),
-      sandboxControlPlaneUrl: gateway.url,
+      // The sandboxes' channel leads to the gateway's worker port, never its public one.
+      sandboxControlPlaneUrl: gateway.workerUrl,
       ...options.session,
     };
     const session = await startSession({ nc: await connectAs('session'), db: database.db, logger, instance, config: sessionConfig });
@@ -133,7 +142,17 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         demoRefused = err.message;
       }
     }
-    return { natsUrl, natsCredentials: credentials, nc, gatewayUrl: gateway.url, demo, demoRefused, store: database.kind, stop };
+    return {
+      natsUrl,
+      natsCredentials: credentials,
+      nc,
+      gatewayUrl: gateway.url,
+      localSignInCode: gateway.localIssuer?.signInCode,
+      demo,
+      demoRefused,
+      store: database.kind,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;

@@ -7,7 +7,7 @@ import { connectBus, requestJson } from '@svc/bus';
 import { SERVICE_NAMES, subjects, type ServiceHealth } from '@svc/protocol';
 import { gatewaySettings } from '@svc/gateway';
 import { createLogger, readConfig } from '@svc/service-kit';
-import { freePort, waitFor } from '@svc/test-support';
+import { freePort, localUserToken, waitFor } from '@svc/test-support';
 import WebSocket from 'ws';
 import type { StreamFrame } from '@svc/protocol';
 import { startLocalStack } from './index.js';
@@ -18,10 +18,16 @@ describe('local stack — one process', () => {
   it("the demo session's events arrive over the WebSocket, and are still there after a restart", async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-local-demo-'));
     try {
-      const gateway = () => readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: '0', SVC_GATEWAY_PUBLIC_URL: 'http://127.0.0.1' });
+      const gateway = () =>
+        readConfig(gatewaySettings, {
+          SVC_LOCAL_ISSUER: 'true',
+          SVC_GATEWAY_PORT: '0',
+          SVC_GATEWAY_WORKER_PORT: '0',
+          SVC_GATEWAY_PUBLIC_URL: 'http://127.0.0.1',
+        });
       const first = await startLocalStack({ stateDir, gateway: gateway(), logger, demo: true });
       const demoWorker = first.demo!.worker_id;
-      const { token } = (await (await fetch(`${first.gatewayUrl}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+      const token = await localUserToken(first.gatewayUrl, stateDir);
       const socket = new WebSocket(`${first.gatewayUrl.replace('http', 'ws')}/v1/workers/${demoWorker}/sdk-events/stream?after_id=0`, {
         headers: { authorization: `Bearer ${token}` },
       });
@@ -36,7 +42,7 @@ describe('local stack — one process', () => {
       await first.stop();
 
       const second = await startLocalStack({ stateDir, gateway: gateway(), logger, demo: true });
-      const { token: again } = (await (await fetch(`${second.gatewayUrl}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+      const again = await localUserToken(second.gatewayUrl, stateDir);
       const listed = (await (
         await fetch(`${second.gatewayUrl}/v1/workers/${demoWorker}/sdk-events?limit=1000`, { headers: { authorization: `Bearer ${again}` } })
       ).json()) as { total: number };
@@ -50,7 +56,12 @@ describe('local stack — one process', () => {
   it('without bubblewrap the stack still starts; its demo (a sealed sandbox) is refused and the reason given', async () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-local-unsealed-'));
     try {
-      const gateway = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: '0', SVC_GATEWAY_PUBLIC_URL: 'http://127.0.0.1' });
+      const gateway = readConfig(gatewaySettings, {
+        SVC_LOCAL_ISSUER: 'true',
+        SVC_GATEWAY_PORT: '0',
+        SVC_GATEWAY_WORKER_PORT: '0',
+        SVC_GATEWAY_PUBLIC_URL: 'http://127.0.0.1',
+      });
       const stack = await startLocalStack({ stateDir, gateway, logger, demo: true, session: { sandboxIsolation: 'process' } });
       try {
         expect(stack.demo).toBeUndefined();
@@ -68,10 +79,10 @@ describe('local stack — one process', () => {
     const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-local-'));
     try {
       for (let round = 0; round < 2; round++) {
-        const gateway = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(await freePort()) });
+        const gateway = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(await freePort()), SVC_GATEWAY_WORKER_PORT: '0' });
         const stack = await startLocalStack({ stateDir, gateway, logger });
         expect(stack.store).toBe('pglite');
-        const { token } = (await (await fetch(`${stack.gatewayUrl}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+        const token = await localUserToken(stack.gatewayUrl, stateDir);
         const status = await (await fetch(`${stack.gatewayUrl}/v1/status`, { headers: { authorization: `Bearer ${token}` } })).json();
         expect(status).toMatchObject({ status: 'ok', nats: 'up', store: 'up' });
         const nc = await connectBus({ servers: stack.natsUrl, name: 'probe', logger, credentials: stack.natsCredentials!.operator });

@@ -14,6 +14,7 @@ import {
   stringSetting,
   tracingSettings,
 } from '@svc/service-kit';
+import { CONSOLE_SIGN_IN_CODE_PARAM, LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 import { gatewaySettings } from '@svc/gateway';
 import { sessionSettings } from '@svc/session';
 import { randomBytes } from 'node:crypto';
@@ -83,15 +84,17 @@ try {
   process.stdout.write(
     [
       'svc local stack is up.',
-      `  console:  ${stack.gatewayUrl}/   (sign in as the local user, watch the demo, approve from the browser)`,
+      stack.localSignInCode
+        ? `  console:  ${stack.gatewayUrl}/#${CONSOLE_SIGN_IN_CODE_PARAM}=${stack.localSignInCode}   (signs you in as the local user: watch the demo, approve from the browser)`
+        : `  console:  ${stack.gatewayUrl}/   (watch the demo, approve from the browser)`,
       `  gateway:  ${stack.gatewayUrl}   (API docs: ${stack.gatewayUrl}/docs)`,
       `  NATS:     ${stack.natsUrl}${config.natsUrl ? '' : ' (started here)'}`,
       `  store:    ${stack.store === 'pglite' ? `embedded PGlite in ${config.stateDir}/pglite` : redactUrl(config.databaseUrl ?? '')}`,
       '  services: event-ingest, control, session, gateway',
       ...(gateway.localIssuer
         ? [
-            'A user token (built-in issuer, loopback only):',
-            `  TOKEN=$(curl -s -X POST ${stack.gatewayUrl}/v1/local/token | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')`,
+            `A user token (built-in issuer, for the sign-in code in ${path.join(config.stateDir, LOCAL_SIGN_IN_CODE_FILE)}; \`npm run svc -- login\` reads it too):`,
+            `  TOKEN=$(curl -s -H 'content-type: application/json' -d "{\\"code\\":\\"$(cat ${path.join(config.stateDir, LOCAL_SIGN_IN_CODE_FILE)})\\"}" ${stack.gatewayUrl}/v1/local/token | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')`,
             `  curl -H "Authorization: Bearer $TOKEN" ${stack.gatewayUrl}/v1/status`,
           ]
         : []),

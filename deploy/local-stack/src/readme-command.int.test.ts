@@ -6,14 +6,14 @@ import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StreamFrame } from '@svc/protocol';
-import { freePort, waitFor } from '@svc/test-support';
+import { freePort, localSignInCode, localUserToken, waitFor } from '@svc/test-support';
 
 const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
 
 /** Runs what `npm run up` runs (the built launcher), and reads its banner. */
 function up(stateDir: string, port: number): { child: ChildProcess; banner: () => string } {
   const child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, SVC_STATE_DIR: stateDir, SVC_GATEWAY_PORT: String(port), SVC_LOG_LEVEL: 'error' },
+    env: { ...process.env, SVC_STATE_DIR: stateDir, SVC_GATEWAY_PORT: String(port), SVC_GATEWAY_WORKER_PORT: '0', SVC_LOG_LEVEL: 'error' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -44,7 +44,10 @@ describe("the README's first command — the local stack as a newcomer starts it
     });
     expect(first.banner()).toContain(`gateway:  ${gateway}`);
     const workerId = /demo worker[^\n]*: (wrk_[A-Za-z0-9_-]+)/.exec(first.banner())![1]!;
-    const { token } = (await (await fetch(`${gateway}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+    // The console link signs in with the stack's code; only the person at the machine can read it.
+    expect(first.banner()).toContain(`console:  ${gateway}/#code=${await localSignInCode(stateDir)}`);
+    expect((await fetch(`${gateway}/v1/local/token`, { method: 'POST' })).status).toBe(403);
+    const token = await localUserToken(gateway, stateDir);
     const socket = new WebSocket(`${gateway.replace('http', 'ws')}/v1/workers/${workerId}/sdk-events/stream?after_id=0`, {
       headers: { authorization: `Bearer ${token}` },
     });
@@ -62,7 +65,7 @@ describe("the README's first command — the local stack as a newcomer starts it
     await waitFor('the banner again', () => second.banner().includes('Press Ctrl+C to stop.'), 60_000).catch((err: unknown) => {
       throw new Error(`${String(err)}; the launcher printed:\n${second.banner()}`);
     });
-    const { token: again } = (await (await fetch(`${gateway}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+    const again = await localUserToken(gateway, stateDir);
     const listed = (await (await fetch(`${gateway}/v1/workers/${workerId}/sdk-events`, { headers: { authorization: `Bearer ${again}` } })).json()) as {
       total: number;
     };

@@ -1,7 +1,9 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 
 /**
  * The built-in OIDC issuer of the local stack (off unless enabled): an ES256 key kept in the
@@ -20,6 +22,14 @@ export interface LocalIssuer {
   };
   /** The body of the JWKS: the public key only. */
   jwks(): { keys: JWK[] };
+  /**
+   * Whether `code` is this stack's sign-in code: a secret in a 0600 file of the state directory
+   * (`LOCAL_SIGN_IN_CODE_FILE`), which only the person at the machine can read. Tokens are given
+   * for it, never for being a loopback caller (a sandbox's channel arrives from loopback too).
+   */
+  isSignInCode(code: string): boolean;
+  /** The sign-in code, for the launcher to print (never logged). */
+  signInCode: string;
   /** A user token for this issuer. */
   mintUserToken(claims: { sub: string; audience: string; name?: string; email?: string; admin?: boolean; ttlSeconds?: number }): Promise<string>;
 }
@@ -38,6 +48,8 @@ export async function createLocalIssuer(options: { stateDir: string; issuer: str
     await writeFile(keyFile, JSON.stringify(privateJwk), { mode: 0o600 });
     await chmod(keyFile, 0o600);
   }
+  const signInCode = await readOrCreateSecret(options.stateDir, LOCAL_SIGN_IN_CODE_FILE);
+  const expectedCode = Buffer.from(signInCode);
   const { d: _private, ...publicJwk } = privateJwk;
   const signingKey = await importJWK(privateJwk, 'ES256');
   const issuer = options.issuer.replace(/\/+$/, '');
@@ -53,6 +65,11 @@ export async function createLocalIssuer(options: { stateDir: string; issuer: str
       response_types_supported: ['id_token'],
     }),
     jwks: () => ({ keys: [publicJwk] }),
+    signInCode,
+    isSignInCode(code) {
+      const given = Buffer.from(code);
+      return given.length === expectedCode.length && timingSafeEqual(given, expectedCode);
+    },
     mintUserToken: (claims) =>
       new SignJWT({
         ...(claims.name ? { name: claims.name } : {}),
@@ -67,4 +84,18 @@ export async function createLocalIssuer(options: { stateDir: string; issuer: str
         .setExpirationTime(`${claims.ttlSeconds ?? 12 * 3600}s`)
         .sign(signingKey),
   };
+}
+
+/** A random secret kept in `file` of the state directory (0600), made on first use. */
+async function readOrCreateSecret(stateDir: string, file: string): Promise<string> {
+  const secretFile = path.join(stateDir, file);
+  if (existsSync(secretFile)) {
+    const kept = (await readFile(secretFile, 'utf8')).trim();
+    if (kept.length >= 32) return kept;
+  }
+  const secret = randomBytes(32).toString('base64url');
+  await mkdir(stateDir, { recursive: true });
+  await writeFile(secretFile, `${secret}\n`, { mode: 0o600 });
+  await chmod(secretFile, 0o600);
+  return secret;
 }

@@ -7,3 +7,4 @@ export * from './events.js';
 export * from './service-process.js';
 export * from './pgbouncer.js';
 export * from './tcp-proxy.js';
+export * from './local-sign-in.js';

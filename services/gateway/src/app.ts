@@ -6,7 +6,7 @@ import Fastify, {
   type FastifyPluginAsync,
   type RawServerDefault,
 } from 'fastify';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -16,6 +16,7 @@ import type { Logger } from '@svc/service-kit';
 import { DEFAULT_COALESCING, DEFAULT_CONSOLE_OIDC_SCOPE, DEFAULT_LOCAL_TOKEN_TTL_S, type GatewayConfig } from './config.js';
 import { authenticationPlugin } from './plugins/authentication.js';
 import { errorsPlugin, sendApiError, toCodedError } from './plugins/errors.js';
+import { allowedHostsOf, createWorkerListener, listenersPlugin } from './plugins/listeners.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
 import { requestContextPlugin, requestIdOf, requestLoggerFactory } from './plugins/request-context.js';
@@ -34,6 +35,7 @@ import { createRefusedAddresses, natsEndpoints, parseRefusedEntry } from './egre
 import { serveEgressTunnels } from './egress/tunnels.js';
 import { createFollowerStats, WS_PROTOCOL, type FollowerStats } from '@svc/protocol';
 import { createLiveFeeds } from './live-feeds.js';
+import { checkStreamLimits, DEFAULT_STREAM_LIMITS, type StreamLimits } from './stream-limits.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 
 declare module 'fastify' {
@@ -48,6 +50,7 @@ declare module 'fastify' {
 }
 
 export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigins' | 'rateLimitMax' | 'rateLimitWindowMs' | 'bodyLimitBytes' | 'oidcAudience'> &
+  Partial<StreamLimits> &
   Partial<
     Pick<
       GatewayConfig,
@@ -58,7 +61,10 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'egressRefused'
       | 'natsUrl'
       | 'port'
+      | 'workerPort'
       | 'healthPort'
+      | 'publicUrl'
+      | 'allowedHosts'
       | 'consoleDir'
       | 'localTokenTtlSeconds'
       | 'oidcIssuer'
@@ -71,8 +77,10 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
     >
   >;
 
-/** The gateway's Fastify instance, typed by its TypeBox schemas. */
-export type GatewayApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+/** The gateway's Fastify instance, typed by its TypeBox schemas, with its worker port (not listening: `start` listens). */
+export type GatewayApp = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider> & {
+  workerListener: Server;
+};
 
 export interface GatewayAppOptions {
   nc: NatsConnection;
@@ -110,6 +118,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   // Stage 1: what wraps every request.
   await app.register(errorsPlugin);
   await app.register(requestContextPlugin);
+  await app.register(listenersPlugin, { allowedHosts: allowedHostsOf(settings.allowedHosts ?? [], settings.publicUrl) });
+  const workerListener = createWorkerListener(app);
   // Sidecars are not browsers: their routes (worker tokens) skip the CORS hook, whose work on
   // every request was 4 % of a busy gateway's CPU. Preflights still reach the CORS plugin.
   app.addHook('onRoute', (route) => {
@@ -132,7 +142,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
 
   // Stage 2: routes.
   await app.register(healthRoutes, { nc: options.nc, instance: options.instance });
-  const streams = createOpenStreams();
+  const streamLimits = checkStreamLimits({ ...DEFAULT_STREAM_LIMITS, ...definedOf(settings, Object.keys(DEFAULT_STREAM_LIMITS) as Array<keyof StreamLimits>) });
+  const streams = createOpenStreams(streamLimits);
   await app.register(websocket, {
     options: {
       maxPayload: 64 * 1024,
@@ -158,8 +169,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   });
   const followers = createFollowerStats();
   app.decorate('followers', followers);
-  await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams, followers });
-  await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live, followers });
+  await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams, followers, limits: streamLimits });
+  await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live, followers, maxLongPollsPerWorker: streamLimits.maxLongPollsPerWorker });
   await app.register(sessionRoutes, { nc: options.nc, streams });
   await app.register(auditRoutes, { nc: options.nc });
   await app.register(webhookRoutes, { nc: options.nc });
@@ -176,20 +187,25 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     },
   });
   const tunnels = serveEgressTunnels({
-    server: app.server,
+    servers: [app.server, workerListener],
     nc: options.nc,
     workers: options.workers,
     live,
     logger: app.log,
     refused: await createRefusedAddresses({
       endpoints: [...natsEndpoints(settings.natsUrl ?? ''), ...(settings.egressRefused ?? []).map(parseRefusedEntry)],
-      ownPorts: [settings.port, settings.healthPort].filter((port): port is number => port !== undefined && port > 0),
+      ownPorts: [settings.port, settings.workerPort, settings.healthPort].filter((port): port is number => port !== undefined && port > 0),
     }),
   });
-  app.addHook('onClose', async () => tunnels.close());
+  app.addHook('onClose', async () => {
+    tunnels.close();
+    workerListener.closeAllConnections();
+    if (workerListener.listening) await new Promise<void>((resolve) => workerListener.close(() => resolve()));
+  });
   if (options.localIssuer)
     await app.register(localIssuerRoutes, {
       issuer: options.localIssuer,
+      users: options.users,
       audience: settings.oidcAudience,
       ttlSeconds: settings.localTokenTtlSeconds ?? DEFAULT_LOCAL_TOKEN_TTL_S,
     });
@@ -204,5 +220,10 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   for (const routes of options.routes ?? []) await app.register(routes);
 
   await app.ready();
-  return app;
+  return Object.assign(app, { workerListener });
+}
+
+/** The settings among `keys` that are set (an unset one keeps its default). */
+function definedOf<T extends object, K extends keyof T>(settings: T, keys: readonly K[]): Partial<Pick<T, K>> {
+  return Object.fromEntries(keys.filter((key) => settings[key] !== undefined).map((key) => [key, settings[key]])) as Partial<Pick<T, K>>;
 }

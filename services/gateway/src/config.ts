@@ -1,3 +1,4 @@
+import { streamLimitSettings } from './stream-limits.js';
 import { booleanSetting, commonSettings, integerSetting, listSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
 
 /** How long a token of the built-in issuer lasts unless `SVC_LOCAL_TOKEN_TTL_S` says otherwise. */
@@ -11,10 +12,24 @@ export const DEFAULT_COALESCING = { windowMs: 1, maxEvents: 1000, maxBytes: 512 
 /** The gateway's settings (docs/configuration.md). */
 export const gatewaySettings = {
   ...commonSettings,
+  /** Bounds on streams and open connections (docs/event-stream.md, "Bounds"). */
+  ...streamLimitSettings,
   host: stringSetting('SVC_GATEWAY_HOST', { default: '127.0.0.1' }),
   port: integerSetting('SVC_GATEWAY_PORT', { default: 8080, min: 0, max: 65535 }),
+  /**
+   * The worker port (docs/gateway.md, "Two listeners"): the sandboxes' listener, which serves the
+   * routes a sidecar calls and nothing else. 0: a free port.
+   */
+  workerPort: integerSetting('SVC_GATEWAY_WORKER_PORT', { default: 8082, min: 0, max: 65535 }),
+  /** Where the worker port listens (default: SVC_GATEWAY_HOST). */
+  workerHost: optionalStringSetting('SVC_GATEWAY_WORKER_HOST'),
   /** The URL clients use to reach the gateway (the local issuer's `iss`). Defaults to http://host:port. */
   publicUrl: optionalStringSetting('SVC_GATEWAY_PUBLIC_URL'),
+  /**
+   * Names the public listener answers to (its Host header), beside the public URL's and the
+   * loopback names: a page that renamed this gateway (DNS rebinding) is refused. `*`: any name.
+   */
+  allowedHosts: listSetting('SVC_GATEWAY_ALLOWED_HOSTS', { default: [] }),
   /** Checks the decision links of notifications (the control service signs them with the same key): docs/webhooks.md. */
   decisionLinkKey: optionalStringSetting('SVC_DECISION_LINK_KEY'),
   /** Proxies whose X-Forwarded-For is believed (addresses or CIDRs). */
@@ -34,7 +49,7 @@ export const gatewaySettings = {
   oidcIssuer: optionalStringSetting('SVC_OIDC_ISSUER'),
   oidcAudience: stringSetting('SVC_OIDC_AUDIENCE', { default: 'svc' }),
   adminClaim: stringSetting('SVC_ADMIN_CLAIM', { default: 'svc_admin' }),
-  /** Serve the built-in issuer (local stack): users get tokens from POST /v1/local/token on loopback. */
+  /** Serve the built-in issuer (local stack): users get tokens from POST /v1/local/token for the stack's sign-in code. */
   localIssuer: booleanSetting('SVC_LOCAL_ISSUER', { default: false }),
   /** How long a token of the built-in issuer lasts (the console renews it before it expires). */
   localTokenTtlSeconds: integerSetting('SVC_LOCAL_TOKEN_TTL_S', { default: DEFAULT_LOCAL_TOKEN_TTL_S, min: 5, max: 7 * 86_400 }),

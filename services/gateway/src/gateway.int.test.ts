@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson, serveHealth, serveRpc } from '@svc/bus';
 import { subjects, type ServiceHealth } from '@svc/protocol';
 import { ConfigError, readConfig } from '@svc/service-kit';
-import { freePort, startBusFixture, type BusFixture } from '@svc/test-support';
+import { freePort, localUserToken, startBusFixture, type BusFixture } from '@svc/test-support';
 import { gatewaySettings } from './config.js';
 import { start } from './index.js';
 
@@ -21,14 +21,20 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
     await rm(stateDir, { recursive: true, force: true });
   });
 
-  it('serves discovery, gives the local user a token on loopback, and that token reads /v1/status', async () => {
+  it("serves discovery, gives the local user a token for the stack's sign-in code, and that token reads /v1/status", async () => {
     const port = await freePort();
-    const config = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(port), SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: 'silent' });
+    const config = readConfig(gatewaySettings, {
+      SVC_LOCAL_ISSUER: 'true',
+      SVC_GATEWAY_PORT: String(port),
+      SVC_GATEWAY_WORKER_PORT: '0',
+      SVC_STATE_DIR: stateDir,
+      SVC_LOG_LEVEL: 'silent',
+    });
     const gateway = await start({ nc: bus.nc, logger: bus.logger, instance: 'gw-0', config });
     try {
       const discovery = await (await fetch(`${gateway.url}/.well-known/openid-configuration`)).json();
       expect(discovery).toMatchObject({ issuer: `http://127.0.0.1:${port}`, jwks_uri: `http://127.0.0.1:${port}/.well-known/jwks.json` });
-      const { token } = (await (await fetch(`${gateway.url}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+      const token = await localUserToken(gateway.url, stateDir);
 
       // Only the gateway is up: status still answers, and says which services are down.
       const degraded = await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } });
@@ -71,11 +77,16 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
 
   it('status answers within about a second even when a service never replies', async () => {
     const port = await freePort();
-    const config = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(port), SVC_STATE_DIR: stateDir });
+    const config = readConfig(gatewaySettings, {
+      SVC_LOCAL_ISSUER: 'true',
+      SVC_GATEWAY_PORT: String(port),
+      SVC_GATEWAY_WORKER_PORT: '0',
+      SVC_STATE_DIR: stateDir,
+    });
     const gateway = await start({ nc: bus.nc, logger: bus.logger, instance: 'gw-1', config });
     const silent = bus.nc.subscribe(subjects.health('control'), { callback: () => {} });
     try {
-      const { token } = (await (await fetch(`${gateway.url}/v1/local/token`, { method: 'POST' })).json()) as { token: string };
+      const token = await localUserToken(gateway.url, stateDir);
       const started = Date.now();
       const response = await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } });
       expect(response.status).toBe(200);
@@ -89,7 +100,12 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
   it('readyz answers 503 bus_unavailable, with Retry-After, once NATS is gone', async () => {
     const own = await startBusFixture();
     const port = await freePort();
-    const config = readConfig(gatewaySettings, { SVC_LOCAL_ISSUER: 'true', SVC_GATEWAY_PORT: String(port), SVC_STATE_DIR: stateDir });
+    const config = readConfig(gatewaySettings, {
+      SVC_LOCAL_ISSUER: 'true',
+      SVC_GATEWAY_PORT: String(port),
+      SVC_GATEWAY_WORKER_PORT: '0',
+      SVC_STATE_DIR: stateDir,
+    });
     const gateway = await start({ nc: own.nc, logger: own.logger, instance: 'gw-2', config });
     try {
       await own.nc.close();

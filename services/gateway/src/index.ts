@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createLocalIssuer, createOidcVerifier, createWorkerDirectory, type LocalIssuer } from '@svc/auth';
 import { serveHealth, type NatsConnection } from '@svc/bus';
 import { ConfigError, type Logger, type RunningService } from '@svc/service-kit';
@@ -21,6 +23,8 @@ export interface GatewayDeps {
 export interface RunningGateway extends RunningService {
   /** Where it listens, e.g. http://127.0.0.1:8080. */
   url: string;
+  /** Where the worker port listens (the sandboxes' channel leads there), e.g. http://127.0.0.1:8082. */
+  workerUrl: string;
   localIssuer?: LocalIssuer | undefined;
 }
 
@@ -52,10 +56,12 @@ export async function start(deps: GatewayDeps): Promise<RunningGateway> {
     routes: deps.routes ?? [],
   });
   const url = await app.listen({ host: config.host, port: config.port });
+  const workerUrl = await listenOn(app.workerListener, config.workerHost ?? config.host, config.workerPort);
   const health = serveHealth(deps.nc, 'gateway', { instance: deps.instance, logger: log });
-  log.info({ url, localIssuer: Boolean(localIssuer) }, 'gateway listening');
+  log.info({ url, workerUrl, localIssuer: Boolean(localIssuer) }, 'gateway listening');
   return {
     url,
+    workerUrl,
     localIssuer,
     async stop() {
       health.unsubscribe();
@@ -65,3 +71,17 @@ export async function start(deps: GatewayDeps): Promise<RunningGateway> {
   };
 }
 export { authorizeWorker } from './auth/authorization.js';
+
+/** Listens and says where, as `http://host:port`. */
+async function listenOn(server: Server, host: string, port: number): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${shown}:${address.port}`;
+}

@@ -3,15 +3,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocalIssuer } from '@svc/auth';
+import { readFile, stat } from 'node:fs/promises';
+import { createLocalIssuer, type LocalIssuer } from '@svc/auth';
+import { LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 import { startGatewayFixture, testRoutes, type GatewayFixture } from '../test/fixture.js';
 
 describe('gateway OpenAPI — generated from the routes', () => {
   let gw: GatewayFixture;
   let stateDir: string;
+  let localIssuer: LocalIssuer;
   beforeAll(async () => {
     stateDir = await mkdtemp(path.join(tmpdir(), 'svc-openapi-'));
-    const localIssuer = await createLocalIssuer({ stateDir, issuer: 'http://127.0.0.1:8080' });
+    localIssuer = await createLocalIssuer({ stateDir, issuer: 'http://127.0.0.1:8080' });
     gw = await startGatewayFixture({}, [testRoutes], { localIssuer });
   });
   afterAll(async () => {
@@ -59,11 +62,32 @@ describe('gateway OpenAPI — generated from the routes', () => {
     expect(response.headers['content-type']).toMatch(/text\/html/);
   });
 
-  it('local tokens are refused to callers that are not on loopback', async () => {
-    const remote = await gw.app.inject({ method: 'POST', url: '/v1/local/token', remoteAddress: '192.0.2.10' });
-    expect(remote.statusCode).toBe(403);
-    expect(remote.json()).toMatchObject({ code: 'forbidden' });
-    const local = await gw.app.inject({ method: 'POST', url: '/v1/local/token', remoteAddress: '127.0.0.1' });
-    expect(local.statusCode).toBe(200);
+  it("local issuer — a token for the stack's sign-in code (a 0600 file of its state directory) or to renew a valid one, never for being a loopback caller", async () => {
+    const file = path.join(stateDir, LOCAL_SIGN_IN_CODE_FILE);
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    const code = (await readFile(file, 'utf8')).trim();
+    expect(code).toBe(localIssuer.signInCode);
+    expect(code.length).toBeGreaterThanOrEqual(43);
+
+    const token = (request: { payload?: object; authorization?: string }) =>
+      gw.app.inject({
+        method: 'POST',
+        url: '/v1/local/token',
+        remoteAddress: '127.0.0.1',
+        ...(request.payload ? { payload: request.payload } : {}),
+        ...(request.authorization ? { headers: { authorization: request.authorization } } : {}),
+      });
+    for (const refused of [{}, { payload: { code: 'x'.repeat(code.length) } }, { payload: { code: code.slice(1) } }, { authorization: 'Bearer not.a.token' }]) {
+      const answer = await token(refused);
+      expect(answer.statusCode, JSON.stringify(refused)).toBe(403);
+      expect(answer.json()).toMatchObject({ code: 'forbidden', message: expect.stringContaining(LOCAL_SIGN_IN_CODE_FILE) });
+      expect(answer.body).not.toContain(code);
+    }
+    expect((await token({ payload: { code: 42 } })).statusCode).toBe(400);
+    const signedIn = await token({ payload: { code } });
+    expect(signedIn.statusCode).toBe(200);
+    expect(signedIn.json()).toMatchObject({ token_type: 'Bearer', expires_in: expect.any(Number) });
+    // Renewal: a token the gateway accepts (this fixture's users come from its test issuer) gets a new one.
+    expect((await token({ authorization: `Bearer ${await gw.userToken()}` })).statusCode).toBe(200);
   });
 });

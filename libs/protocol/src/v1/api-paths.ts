@@ -18,6 +18,7 @@ export const apiPaths = {
   localToken: '/v1/local/token',
   consoleSignIn: '/v1/console/sign-in',
   audit: (parameters: { after_seq?: number; limit?: number; format?: string } = {}) => `/v1/audit${query(parameters)}`,
+  auditVerify: '/v1/audit/verify',
   sessions: (parameters: { limit?: number; offset?: number; status?: string } = {}) => `/v1/sessions${query(parameters)}`,
   session,
   templates: '/v1/templates',

@@ -2,12 +2,12 @@ import Type, { type Static } from 'typebox';
 
 /**
  * `GET /v1/console/sign-in`: how the web console signs people in — with the built-in issuer
- * (one click, loopback only), and/or with the OIDC provider the gateway trusts (Authorization
+ * (the local stack's sign-in code), and/or with the OIDC provider the gateway trusts (Authorization
  * Code with PKCE, as the public client `client_id`).
  */
 export const ConsoleSignInSchema = Type.Object(
   {
-    local: Type.Boolean({ description: 'The built-in issuer gives tokens here (`POST /v1/local/token`, loopback callers only).' }),
+    local: Type.Boolean({ description: 'The built-in issuer gives tokens here (`POST /v1/local/token`, for the sign-in code of the local stack).' }),
     oidc: Type.Optional(
       Type.Object(
         {
@@ -25,3 +25,20 @@ export type ConsoleSignIn = Static<typeof ConsoleSignInSchema>;
 
 /** Where the provider sends the browser back with the code (a console page: `CONSOLE_PAGES`). */
 export const CONSOLE_CALLBACK_PATH = '/auth/callback';
+
+/**
+ * The local stack's sign-in code (docs/gateway.md, "Built-in issuer"): a secret in this file of
+ * the stack's state directory (mode 0600), printed by `npm run up`. `POST /v1/local/token` gives a
+ * token for it, so only the person at the machine gets one, never "any loopback caller".
+ */
+export const LOCAL_SIGN_IN_CODE_FILE = 'local-sign-in-code';
+
+/** Where the console finds the code in a link `npm run up` prints: `/#code=…` (a fragment never reaches a server's log). */
+export const CONSOLE_SIGN_IN_CODE_PARAM = 'code';
+
+/** `POST /v1/local/token`: the sign-in code, or nothing with `Authorization: Bearer <a token of this issuer>` to renew it. */
+export const LocalTokenBody = Type.Object(
+  { code: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The sign-in code of the local stack.' })) },
+  { additionalProperties: false },
+);
+export type LocalTokenBodyType = Static<typeof LocalTokenBody>;

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 
 import { AuthenticationError, looksLikeWorkerToken, type OidcVerifier, type Principal, type UserPrincipal, type WorkerDirectory } from '@svc/auth';
 import { CodedError, createChecker, WorkerId, WS_BEARER_PREFIX, type WorkerRecord } from '@svc/protocol';
+import { viaWorkerPort } from './listeners.js';
 
 /**
  * Who may call a route: `public` (no credential), `user` (an OIDC JWT; the default, so a route
@@ -103,7 +104,9 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
     app.addHook('onRequest', (request, _reply, done) => {
       // CORS preflights carry no credentials; the CORS plugin answers them.
       if (request.method === 'OPTIONS') return done();
-      const auth = request.routeOptions.config.auth ?? 'user';
+      const routeAuth = request.routeOptions.config.auth ?? 'user';
+      // Through the worker port a route either side may call takes the worker's token only.
+      const auth = routeAuth === 'worker-or-user' && viaWorkerPort(request) ? 'worker' : routeAuth;
       if (auth === 'public' || request.is404) return done();
       let token: string;
       try {

@@ -1,16 +1,25 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import type { LocalIssuer } from '@svc/auth';
-import { APIErrorSchema, CodedError } from '@svc/protocol';
+import { AuthenticationError, type LocalIssuer, type OidcVerifier } from '@svc/auth';
+import {
+  APIErrorSchema,
+  CodedError,
+  createChecker,
+  describeFieldErrors,
+  LOCAL_SIGN_IN_CODE_FILE,
+  LocalTokenBody,
+  type LocalTokenBodyType,
+} from '@svc/protocol';
 
 export interface LocalIssuerRoutesOptions {
   issuer: LocalIssuer;
+  /** Checks a renewal's token: one of this issuer's, still valid. */
+  users: OidcVerifier;
   audience: string;
   /** How long a token lasts (`SVC_LOCAL_TOKEN_TTL_S`). */
   ttlSeconds: number;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 /** The user every token of the built-in issuer is for (the local stack's one user, an admin). */
 export const LOCAL_USER = 'local-user';
 
@@ -20,11 +29,27 @@ const TokenResponse = Type.Object({
   expires_in: Type.Integer(),
 });
 
+const isLocalTokenBody = createChecker<LocalTokenBodyType>(LocalTokenBody);
+
+const refused = () =>
+  new CodedError(
+    'forbidden',
+    `local tokens are given for the stack's sign-in code (in ${LOCAL_SIGN_IN_CODE_FILE} of its state directory, printed by \`npm run up\`), or to renew a valid one`,
+  );
+
+/** The token a renewal presents (`Authorization: Bearer …`), if any. */
+function presentedToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  return typeof header === 'string' ? /^Bearer (\S+)$/i.exec(header)?.[1] : undefined;
+}
+
 /**
  * The built-in issuer of the local stack: discovery and JWKS (so any OIDC client can verify its
- * tokens) and `POST /v1/local/token`, which gives the local user a token — on loopback only.
+ * tokens) and `POST /v1/local/token`, which gives the local user a token for the stack's sign-in
+ * code — a secret only the person at the machine can read — or renews a valid token. Being a
+ * loopback caller proves nothing: a sandbox's channel arrives from loopback too.
  */
-export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = async (app, { issuer, audience, ttlSeconds }) => {
+export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = async (app, { issuer, users, audience, ttlSeconds }) => {
   const publicRoute = { auth: 'public' as const };
   app.get(
     '/.well-known/openid-configuration',
@@ -40,12 +65,28 @@ export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = a
       config: publicRoute,
       schema: {
         tags: ['local issuer'],
-        summary: 'A user token for the local user (loopback callers only)',
-        response: { 200: TokenResponse, 403: APIErrorSchema, 429: APIErrorSchema },
+        summary: "A user token for the local user, for the stack's sign-in code (or to renew a valid token)",
+        description: 'Body `{"code": "<the sign-in code>"}`; or no body, with `Authorization: Bearer <a valid token of this issuer>`, to renew it.',
+        response: { 200: TokenResponse, 400: APIErrorSchema, 403: APIErrorSchema, 429: APIErrorSchema },
       },
     },
     async (request) => {
-      if (!LOOPBACK.has(request.ip)) throw new CodedError('forbidden', 'local tokens are given to loopback callers only');
+      // A renewal may come without a body, which a body schema would refuse: checked here.
+      const checked = isLocalTokenBody.check(request.body ?? {}, '/body');
+      if (!checked.ok) throw new CodedError('invalid_request', describeFieldErrors(checked.errors), checked.errors);
+      const { code } = checked.value;
+      if (code !== undefined) {
+        if (!issuer.isSignInCode(code)) throw refused();
+      } else {
+        const token = presentedToken(request);
+        if (token === undefined) throw refused();
+        try {
+          await users.verify(token);
+        } catch (err) {
+          if (err instanceof AuthenticationError) throw refused();
+          throw err;
+        }
+      }
       const token = await issuer.mintUserToken({ sub: LOCAL_USER, audience, name: 'Local user', admin: true, ttlSeconds });
       return { token, token_type: 'Bearer' as const, expires_in: ttlSeconds };
     },
