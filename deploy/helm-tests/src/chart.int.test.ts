@@ -24,6 +24,7 @@ interface PodSpec {
     env?: Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } } }>;
     envFrom?: Array<{ secretRef?: { name: string } }>;
     volumeMounts?: Array<{ name: string; mountPath: string }>;
+    ports?: Array<{ name: string; containerPort: number }>;
     resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
     securityContext?: { runAsNonRoot?: boolean; allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
     readinessProbe?: { httpGet?: { path: string } };
@@ -166,7 +167,8 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
           podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'svc', 'svc.dev/serves-gateway': 'true' } },
         },
       ]);
-      expect(toGateway!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
+      // The worker port alone: the sidecar's routes, never the API people use.
+      expect(toGateway!.ports).toEqual([{ protocol: 'TCP', port: 8082 }]);
       expect(toDns!.ports.map((p) => p.port)).toEqual([53, 53]);
       // The Pods that label selects are exactly those serving the gateway.
       const servingGateway = manifests.filter(
@@ -179,6 +181,12 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
         servingGateway.map((m) => m.metadata.name),
         profile,
       ).toEqual([profile === 'single.yaml' ? 'svc-single' : 'svc-gateway']);
+      // That port is the gateway's worker port, which the sandboxes' sidecars are pointed at.
+      const gatewayPod = podSpecOf(servingGateway[0]!)!.containers[0]!;
+      expect(gatewayPod.ports).toContainEqual({ name: 'worker', containerPort: 8082 });
+      expect(gatewayPod.env).toContainEqual({ name: 'SVC_GATEWAY_WORKER_PORT', value: '8082' });
+      const sessionPod = podSpecOf(profile === 'single.yaml' ? servingGateway[0]! : named(manifests, 'Deployment', '-session')!)!.containers[0]!;
+      expect(sessionPod.env).toContainEqual({ name: 'SVC_SANDBOX_CONTROL_PLANE_URL', value: 'http://svc-gateway.svc.svc:8082' });
     }
   });
 

@@ -82,6 +82,18 @@ http://{{ include "svc.gatewayService" . }}.{{ .Release.Namespace }}.svc:{{ .Val
 {{- end -}}
 {{- end -}}
 
+{{/* The gateway's worker port as sandboxes reach it (their sidecars' control plane URL): never the public one. */}}
+{{- define "svc.gatewayWorkerUrl" -}}
+http://{{ include "svc.gatewayService" . }}.{{ .Release.Namespace }}.svc:{{ .Values.gateway.service.workerPort }}
+{{- end -}}
+
+{{/* The names the gateway's public listener answers to, beside its public URL's: its Service's in-cluster names, and yours. */}}
+{{- define "svc.gatewayAllowedHosts" -}}
+{{- $service := include "svc.gatewayService" . -}}
+{{- $names := list $service (printf "%s.%s" $service .Release.Namespace) (printf "%s.%s.svc" $service .Release.Namespace) (printf "%s.%s.svc.cluster.local" $service .Release.Namespace) -}}
+{{- concat $names .Values.gateway.allowedHosts | join "," -}}
+{{- end -}}
+
 {{/* The Secret and key holding the database URL. */}}
 {{- define "svc.databaseSecret" -}}
 {{- if .Values.postgres.existingSecret -}}
@@ -208,6 +220,10 @@ capabilities:
   value: "0.0.0.0"
 - name: SVC_GATEWAY_PORT
   value: "8080"
+- name: SVC_GATEWAY_WORKER_PORT
+  value: "8082"
+- name: SVC_GATEWAY_ALLOWED_HOSTS
+  value: {{ include "svc.gatewayAllowedHosts" . | quote }}
 - name: SVC_OIDC_ISSUER
   value: {{ .Values.oidc.issuer | quote }}
 - name: SVC_OIDC_AUDIENCE
@@ -239,7 +255,7 @@ capabilities:
 - name: SVC_SANDBOX_IMAGE
   value: {{ .Values.sandbox.image | quote }}
 - name: SVC_SANDBOX_CONTROL_PLANE_URL
-  value: {{ include "svc.gatewayUrl" . | quote }}
+  value: {{ include "svc.gatewayWorkerUrl" . | quote }}
 - name: SVC_SIDECAR_BINARY
   value: /opt/svc/svc-sidecar-linux-amd64
 - name: SVC_SIDECAR_LOST_AFTER_MS

@@ -56,6 +56,9 @@ spec:
         {{- if .gateway }}
         - name: http
           containerPort: 8080
+        # The worker port: sandboxes' sidecars only (their NetworkPolicy admits this port alone).
+        - name: worker
+          containerPort: 8082
         {{- end }}
         - name: health
           containerPort: 8081
