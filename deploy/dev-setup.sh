@@ -2,7 +2,8 @@
 # Installs what svc needs on a fresh Debian machine, and nothing that is already there:
 #   Debian packages: postgresql (tests start throwaway servers; no cluster is created),
 #                    pgbouncer (a test runs the services through a transaction-mode pooler),
-#                    bubblewrap (local sandboxes), tmux (terminal e2e tests),
+#                    bubblewrap (local sandboxes), tmux (terminal e2e tests), curl (the
+#                    red-team agent calls the sandbox's socket with it),
 #                    chromium (the web console's browser tests, driven by playwright-core)
 #   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
 #   helm             via `go install`, pinned in .ci/versions.env (the chart's tests)
@@ -21,6 +22,7 @@ sudo_cmd=()
 
 # --- Debian packages -------------------------------------------------------
 packages=()
+command -v curl >/dev/null 2>&1 || packages+=(curl)
 command -v tmux >/dev/null 2>&1 || packages+=(tmux)
 command -v chromium >/dev/null 2>&1 || packages+=(chromium)
 command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
