@@ -3,6 +3,7 @@
  * on, and every service as its own process from its built `main.js`), a keep-alive HTTP
  * client, and how figures are printed.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -70,7 +71,15 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-bench-'));
   const ports = await Promise.all([{}, ...(options.moreGateways ?? [])].map(() => freePort()));
   const workerPorts = await Promise.all(ports.map(() => freePort()));
-  const env = { SVC_NATS_URL: nats.url, SVC_DATABASE_URL: postgres.url, SVC_STATE_DIR: stateDir, SVC_LOG_LEVEL: options.logLevel, ...options.env };
+  const env = {
+    SVC_NATS_URL: nats.url,
+    SVC_DATABASE_URL: postgres.url,
+    SVC_STATE_DIR: stateDir,
+    SVC_LOG_LEVEL: options.logLevel,
+    // The gateway signs who decides, control checks it (the others ignore it here).
+    SVC_USER_ASSERTION_KEY: randomBytes(32).toString('base64url'),
+    ...options.env,
+  };
   const natsUser = (user: NatsServiceUser) => ({ SVC_NATS_USER: user, SVC_NATS_PASSWORD: nats.credentials[user].password });
   const quiet = { discardStdout: true, nodeArgs: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options.profileDir)}`] : [] };
   const ingestReplicas = options.ingestReplicas ?? 1;

@@ -190,6 +190,28 @@ describe('the Helm chart (helm/svc), rendered with helm for three value profiles
     }
   });
 
+  it('the user-assertion key (who decides, signed by the gateway, checked by control) reaches the gateway and control only', () => {
+    for (const profile of ['distributed-external.yaml', 'distributed-bundled.yaml'] as const) {
+      const manifests = rendered.get(profile)!;
+      const assertionKey = { name: 'SVC_USER_ASSERTION_KEY', valueFrom: { secretKeyRef: { name: 'svc-user-assertions', key: 'key' } } };
+      for (const [kind, component, has] of [
+        ['Deployment', 'gateway', true],
+        ['Deployment', 'control', true],
+        ['Deployment', 'session', false],
+        ['StatefulSet', 'event-ingest', false],
+      ] as const) {
+        const env = podSpecOf(named(manifests, kind, `-${component}`)!)!.containers[0]!.env!;
+        if (has) expect(env, `${profile} ${component}`).toContainEqual(assertionKey);
+        else
+          expect(
+            env.map((variable) => variable.name),
+            `${profile} ${component}`,
+          ).not.toContain('SVC_USER_ASSERTION_KEY');
+      }
+      expect(named(manifests, 'Secret', '-user-assertions')).toBeDefined();
+    }
+  });
+
   it("NATS credentials for every service, in both modes: its own user and password (distributed), every user's mounted (single)", () => {
     for (const profile of ['distributed-external.yaml', 'distributed-bundled.yaml'] as const) {
       const manifests = rendered.get(profile)!;

@@ -162,6 +162,20 @@ capabilities:
       key: key
 {{- end -}}
 
+{{/* The Secret holding the key the gateway signs who decides with, and control checks it with (docs/nats-security.md). */}}
+{{- define "svc.userAssertionSecret" -}}
+{{ include "svc.fullname" . }}-user-assertions
+{{- end -}}
+
+{{/* The user-assertion key, for the gateway's and the control service's environment only. */}}
+{{- define "svc.userAssertionEnv" -}}
+- name: SVC_USER_ASSERTION_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "svc.userAssertionSecret" . }}
+      key: key
+{{- end -}}
+
 {{/* The Secret holding the decision-link signing key. */}}
 {{- define "svc.decisionLinkSecret" -}}
 {{ include "svc.fullname" . }}-decision-links
@@ -174,6 +188,7 @@ capabilities:
 
 {{/* The control service's own environment (its Pods and the single mode's): the audit trail's keys and head interval. */}}
 {{- define "svc.controlEnv" -}}
+{{ include "svc.userAssertionEnv" . }}
 - name: SVC_AUDIT_KEY
   valueFrom:
     secretKeyRef:
@@ -224,6 +239,7 @@ capabilities:
   value: "8082"
 - name: SVC_GATEWAY_ALLOWED_HOSTS
   value: {{ include "svc.gatewayAllowedHosts" . | quote }}
+{{ include "svc.userAssertionEnv" . }}
 - name: SVC_OIDC_ISSUER
   value: {{ .Values.oidc.issuer | quote }}
 - name: SVC_OIDC_AUDIENCE
@@ -244,6 +260,8 @@ capabilities:
 {{- end }}
 - name: SVC_EGRESS_REFUSED
   value: {{ concat $refused .Values.gateway.egressRefused | join "," | quote }}
+- name: SVC_EGRESS_ALLOWED_CIDRS
+  value: {{ .Values.gateway.egressAllowedCidrs | join "," | quote }}
 {{ include "svc.modelProxyEnv" . }}
 {{- end -}}
 

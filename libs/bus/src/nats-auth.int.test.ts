@@ -6,7 +6,17 @@ import { connectBus, type NatsConnection } from './connection.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { NATS_PERMISSIONS, NATS_SERVICE_USERS, natsAuthorization, natsAuthorizationConfig, readNatsCredentialsDir, type NatsCredentials } from './nats-auth.js';
+import {
+  NATS_PERMISSIONS,
+  NATS_REQUESTS,
+  NATS_SERVICE_USERS,
+  natsAuthorization,
+  natsAuthorizationConfig,
+  readNatsCredentialsDir,
+  type NatsCredentials,
+  type NatsServiceUser,
+} from './nats-auth.js';
+import { requestJson, serveRpc } from './messaging.js';
 import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { ensureStreams } from './streams.js';
 
@@ -99,6 +109,80 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
       expect(await delivered(session, operator, subjects.workerStatus('wrk_real'))).toBe(true);
     } finally {
       await Promise.all([ingest.close(), session.close()]);
+    }
+  });
+
+  it("nats auth — the session service's user cannot call svc.rpc.control.decide: the server refuses it, and control never hears it", async () => {
+    const control = await connectBus({ servers: server.url, name: 'control', logger, credentials: server.credentials.control });
+    const session = await connectBus({ servers: server.url, name: 'session', logger, credentials: server.credentials.session });
+    try {
+      let heard = 0;
+      const serving = serveRpc(control, subjects.rpc.decide, () => ++heard, { logger, queue: 'control' });
+      await control.flush();
+      const decide = { worker_id: 'wrk_victim', decision: { request_id: 'r1', decision: 'allow' }, decided_by: { sub: 'alice' } };
+      await expect(requestJson(session, subjects.rpc.decide, decide, { timeoutMs: 1000 })).rejects.toMatchObject({ code: 'timeout' });
+      expect(heard).toBe(0);
+      expect(server.permissionViolations().join('\n')).toMatch(/user:session" - Publish Violation - Subject "svc\.rpc\.control\.decide"/);
+      // The gateway's user may: the same request is heard and answered.
+      expect(await requestJson(gateway, subjects.rpc.decide, decide, { timeoutMs: 2000 })).toBe(1);
+      serving.unsubscribe();
+    } finally {
+      await Promise.all([control.close(), session.close()]);
+    }
+  });
+
+  it('nats auth — each service may send requests on the subjects it calls (docs/nats-security.md), and on no other', async () => {
+    // Every request subject of every service, a wildcard made concrete.
+    const requests = [...new Set(NATS_SERVICE_USERS.flatMap((user) => [...NATS_REQUESTS[user].serves, ...NATS_REQUESTS[user].calls]))];
+    const concrete = (subject: string) => subject.replace(/\*$/, '0');
+    const heard = new Set<string>();
+    const observer = operator.subscribe('svc.>', { callback: (_err, message) => void heard.add(message.subject) });
+    await operator.flush();
+    try {
+      for (const user of NATS_SERVICE_USERS) {
+        const connection = user === 'gateway' ? gateway : await connectBus({ servers: server.url, name: user, logger, credentials: server.credentials[user] });
+        heard.clear();
+        for (const subject of requests) connection.publish(concrete(subject), '{}', { reply: '_INBOX.probe' });
+        await connection.flush().catch(() => {});
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect([...heard].sort(), user).toEqual(NATS_REQUESTS[user].calls.map(concrete).sort());
+        if (connection !== gateway) await connection.close();
+      }
+    } finally {
+      observer.unsubscribe();
+    }
+  });
+
+  it('nats auth — a service answers a request it received, once; it cannot publish into an inbox otherwise (the session: its log lines only)', async () => {
+    const users = ['control', 'session'] as const satisfies readonly NatsServiceUser[];
+    const [control, session] = await Promise.all(
+      users.map((user) => connectBus({ servers: server.url, name: user, logger, credentials: server.credentials[user] })),
+    );
+    const replies: string[] = [];
+    const inbox = operator.subscribe('_INBOX.test.>', { callback: (_err, message) => void replies.push(`${message.subject} ${message.string()}`) });
+    await operator.flush();
+    try {
+      const answering = control!.subscribe(subjects.rpc.controlRequests, {
+        callback: (_err, message) => {
+          message.respond('first');
+          message.respond('second');
+        },
+      });
+      await control!.flush();
+      gateway.publish(subjects.rpc.controlRequests, '{}', { reply: '_INBOX.test.asked' });
+      await gateway.flush();
+      control!.publish('_INBOX.test.forged', 'a forged answer');
+      session!.publish('_INBOX.test.forged', 'a forged answer');
+      session!.publish('_INBOX.logs.test', 'a log line');
+      await Promise.all([control!.flush(), session!.flush()]);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(replies).toEqual(['_INBOX.test.asked first']);
+      expect(await delivered(session!, operator, '_INBOX.logs.follow-1')).toBe(true);
+      expect(server.permissionViolations().join('\n')).toMatch(/user:control" - Publish Violation - Subject "_INBOX\.test\.forged"/);
+      answering.unsubscribe();
+    } finally {
+      inbox.unsubscribe();
+      await Promise.all([control!.close(), session!.close()]);
     }
   });
 

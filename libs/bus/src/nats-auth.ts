@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { kvBuckets, streams, subjects } from '@svc/protocol';
+import { kvBuckets, SERVICE_NAMES, streams, subjects } from '@svc/protocol';
 
 /**
  * NATS is internal and authenticated (docs/nats-security.md): every service connects as its own
@@ -25,21 +25,117 @@ interface SubjectRules {
   allow: string[];
   deny?: string[];
 }
+/** How a service answers a request: once, to the reply subject of a request it received, within `expires`. */
+interface ResponseRules {
+  max: number;
+  /** A Go duration, e.g. `15m`. */
+  expires: string;
+}
 export interface NatsPermissions {
   publish: SubjectRules;
   subscribe: SubjectRules;
+  allow_responses: ResponseRules;
 }
 
 /** `svc.events.incoming.>` and the like, from the protocol's subject builders (one place spells them). */
 const wildcard = (subject: string) => subject.replace(/\.\*$/, '.>');
 const KV = (bucket: string) => `$KV.${bucket}.>`;
+const { rpc } = subjects;
+
+/** The request/reply subjects of one service: those it may call, those it serves. */
+export interface NatsRequests {
+  calls: readonly string[];
+  serves: readonly string[];
+}
 
 /**
- * What every service does: answer and receive replies (`_INBOX.>`), use JetStream's API (its
- * consumers, KV reads and watches, stream info), ask and answer health.
+ * Who may ask what (docs/nats-security.md, "Who may call what", which a test holds to this): a
+ * service may publish a request only on a subject it calls, and subscribe only to those it
+ * serves. So a service's password, leaked, asks nothing that service does not ask: the session
+ * service's cannot decide (`svc.rpc.control.decide` is the gateway's alone to call), and who
+ * decides is checked in control anyway (a user assertion, not the payload).
  */
-const COMMON_PUBLISH = ['_INBOX.>', '$JS.API.>', 'svc.health.>'];
-const COMMON_SUBSCRIBE = ['_INBOX.>'];
+export const NATS_REQUESTS: Readonly<Record<NatsServiceUser, NatsRequests>> = {
+  gateway: {
+    calls: [
+      rpc.listEvents,
+      rpc.decide,
+      rpc.controlRequests,
+      rpc.permissionRules,
+      rpc.listAudit,
+      rpc.verifyAudit,
+      rpc.createWebhook,
+      rpc.listWebhooks,
+      rpc.deleteWebhook,
+      rpc.webhookAttempts,
+      rpc.createSession,
+      rpc.getSession,
+      rpc.listSessions,
+      rpc.listTemplates,
+      rpc.deleteSession,
+      rpc.followLogs,
+      // `/v1/status` asks the others; it answers for itself.
+      ...SERVICE_NAMES.filter((service) => service !== 'gateway').map((service) => subjects.health(service)),
+    ],
+    serves: [subjects.health('gateway')],
+  },
+  'event-ingest': {
+    calls: [],
+    serves: [rpc.listEvents, rpc.purgeEvents, subjects.storedElsewhereAll, subjects.health('event-ingest')],
+  },
+  control: {
+    // A decision it stored, handed to the event-ingest replica that announces it.
+    calls: [subjects.storedElsewhereAll],
+    serves: [
+      rpc.decide,
+      rpc.controlRequests,
+      rpc.permissionRules,
+      rpc.appendAudit,
+      rpc.listAudit,
+      rpc.verifyAudit,
+      rpc.createWebhook,
+      rpc.listWebhooks,
+      rpc.deleteWebhook,
+      rpc.webhookAttempts,
+      subjects.health('control'),
+    ],
+  },
+  session: {
+    // The audit facts of sessions; retention's purge of an ended worker's events.
+    calls: [rpc.appendAudit, rpc.purgeEvents],
+    // The worker records' RPCs are the operator's (tests, tools): no service calls them.
+    serves: [
+      rpc.createSession,
+      rpc.getSession,
+      rpc.listSessions,
+      rpc.listTemplates,
+      rpc.deleteSession,
+      rpc.followLogs,
+      rpc.getWorker,
+      rpc.createWorker,
+      rpc.setWorkerStatus,
+      subjects.health('session'),
+    ],
+  },
+};
+
+/**
+ * Replies go to the asker's inbox (`_INBOX.…`, which every service subscribes to: nats.js's and
+ * JetStream's replies come there). No service may publish there at will: it answers under
+ * `allow_responses`, once per request it received. The permission lasts longer than any asker
+ * waits: the session service's purge request, 10 minutes.
+ */
+const ANSWERS: ResponseRules = { max: 1, expires: '15m' };
+/**
+ * The gateway answers only health, whose asker waits a second. It also hears the stored
+ * events' announcements, whose reply subjects (event-ingest's JetStream acks) it never answers,
+ * and the server keeps each as a permission until it expires: kept short.
+ */
+const GATEWAY_ANSWERS: ResponseRules = { max: 1, expires: '10s' };
+const INBOXES = '_INBOX.>';
+/** Where the session service sends the log lines a gateway follows (`deliver_to`: services/gateway/src/routes/sessions.ts). */
+const LOG_DELIVERIES = '_INBOX.logs.>';
+
 /**
  * JetStream operations that destroy or rewrite what is kept: only the operator (and the owner
  * of the data) may. Deleting a consumer is refused on svc's streams, which hold the services'
@@ -57,44 +153,61 @@ const DESTRUCTIVE_JS_API = [
 const STORED_ANNOUNCEMENTS = [subjects.storedAll, subjects.lifecycleAll, wildcard(subjects.controlEventsAll)];
 
 /**
- * Each service's subjects. The gateway, the one service the outside reaches, is held tightest:
- * it may publish incoming events and requests, never a stored event's announcement, a worker
- * record or status, and it may not delete or rewrite streams.
+ * Each service's subjects: its requests (`NATS_REQUESTS`), what it publishes and follows, and
+ * JetStream's API (its consumers, KV reads and watches, stream info). The gateway, the one
+ * service the outside reaches, is held tightest: it may publish incoming events and its
+ * requests, never a stored event's announcement, a worker record or status, and it may not
+ * delete or rewrite streams. The deny lists repeat what the allow lists leave out where a
+ * subject would be a forgery: a later, wider allow still cannot let it through.
  */
 export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>> = {
   gateway: {
     publish: {
-      allow: [...COMMON_PUBLISH, subjects.incomingAll, 'svc.rpc.>', 'svc.session.logs.>', wildcard(subjects.workerAliveAll), KV(kvBuckets.modelUsage)],
-      // Removing a worker's events is the session service's decision (retention), never the outside's.
-      deny: [
-        ...STORED_ANNOUNCEMENTS,
-        subjects.storedElsewhereAll,
-        wildcard(subjects.workerStatusAll),
-        KV(kvBuckets.workers),
-        subjects.rpc.purgeEvents,
-        ...DESTRUCTIVE_JS_API,
+      allow: [
+        ...NATS_REQUESTS.gateway.calls,
+        '$JS.API.>',
+        subjects.incomingAll,
+        subjects.logFollowKeepalive('*'),
+        subjects.logFollowStop('*'),
+        wildcard(subjects.workerAliveAll),
+        KV(kvBuckets.modelUsage),
       ],
+      deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll, wildcard(subjects.workerStatusAll), KV(kvBuckets.workers), ...DESTRUCTIVE_JS_API],
     },
-    subscribe: { allow: [...COMMON_SUBSCRIBE, subjects.storedAll, wildcard(subjects.workerStatusAll), subjects.health('gateway')] },
+    subscribe: { allow: [INBOXES, subjects.storedAll, ...NATS_REQUESTS.gateway.serves] },
+    allow_responses: GATEWAY_ANSWERS,
   },
   'event-ingest': {
-    publish: { allow: [...COMMON_PUBLISH, '$JS.ACK.>', ...STORED_ANNOUNCEMENTS], deny: [KV(kvBuckets.workers)] },
-    subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.events.>', subjects.storedElsewhereAll, subjects.health('event-ingest')] },
+    publish: { allow: [...NATS_REQUESTS['event-ingest'].calls, '$JS.API.>', '$JS.ACK.>', ...STORED_ANNOUNCEMENTS], deny: [KV(kvBuckets.workers)] },
+    subscribe: { allow: [INBOXES, ...NATS_REQUESTS['event-ingest'].serves] },
+    allow_responses: ANSWERS,
   },
   control: {
     // A decision it stores goes to event-ingest, which announces it (svc.events.elsewhere.<partition>, or durably the worker's incoming partition).
     publish: {
-      allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, subjects.storedElsewhereAll, 'svc.rpc.>', subjects.webhooksAll, subjects.auditHeads],
+      allow: [...NATS_REQUESTS.control.calls, '$JS.API.>', '$JS.ACK.>', subjects.incomingAll, subjects.webhooksAll, subjects.auditHeads],
       deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers)],
     },
-    subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.control.>', wildcard(subjects.controlEventsAll), subjects.health('control')] },
+    subscribe: { allow: [INBOXES, ...NATS_REQUESTS.control.serves, wildcard(subjects.controlEventsAll)] },
+    allow_responses: ANSWERS,
   },
   session: {
     publish: {
-      allow: [...COMMON_PUBLISH, '$JS.ACK.>', subjects.incomingAll, 'svc.rpc.>', wildcard(subjects.workerStatusAll), KV(kvBuckets.workers)],
+      allow: [
+        ...NATS_REQUESTS.session.calls,
+        '$JS.API.>',
+        '$JS.ACK.>',
+        subjects.incomingAll,
+        wildcard(subjects.workerStatusAll),
+        KV(kvBuckets.workers),
+        LOG_DELIVERIES,
+      ],
       deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll],
     },
-    subscribe: { allow: [...COMMON_SUBSCRIBE, 'svc.rpc.session.>', wildcard(subjects.workerAliveAll), 'svc.session.logs.>', subjects.health('session')] },
+    subscribe: {
+      allow: [INBOXES, ...NATS_REQUESTS.session.serves, wildcard(subjects.workerAliveAll), subjects.logFollowKeepalive('*'), subjects.logFollowStop('*')],
+    },
+    allow_responses: ANSWERS,
   },
 };
 

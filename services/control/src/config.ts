@@ -1,3 +1,4 @@
+import { userAssertionKeySetting } from '@svc/auth';
 import { AUDIT_KEY_MIN_LENGTH } from '@svc/protocol';
 import { cidrListSetting, commonSettings, integerSetting, type Setting } from '@svc/service-kit';
 import { storeSettings } from '@svc/store';
@@ -52,4 +53,12 @@ export const auditSettings = {
   auditPreviousKeys: auditKeyListSetting('SVC_AUDIT_PREVIOUS_KEYS'),
   /** How often the trail's head is published to JetStream when it moved (and at shutdown), in seconds. */
   auditHeadIntervalS: integerSetting('SVC_AUDIT_HEAD_INTERVAL_S', { default: 60, min: 1, max: 3600 }),
+};
+
+/**
+ * Who decides (docs/nats-security.md): the key the gateway signs user assertions with, the same
+ * as the gateway's. Unset: every person's decision is refused (`forbidden`), with a warning at start.
+ */
+export const userAssertionSettings = {
+  userAssertionKey: userAssertionKeySetting,
 };

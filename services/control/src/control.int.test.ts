@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signUserAssertion } from '@svc/auth';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ensureStreams, requestJson } from '@svc/bus';
 import {
@@ -13,7 +14,13 @@ import {
 } from '@svc/protocol';
 import { createEventStore, migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
-import { start } from './index.js';
+import { readConfig } from '@svc/service-kit';
+import { controlSettings, start } from './index.js';
+
+/** The key a gateway would sign who decides with (docs/nats-security.md). */
+const USER_ASSERTION_KEY = 'the-user-assertion-key-of-this-test-0123';
+const asAlice = (workerId: string, requestId: string) =>
+  signUserAssertion(USER_ASSERTION_KEY, { sub: 'alice', admin: false, channel: 'api', workerId, requestId });
 
 describe('control — start and stop', () => {
   let bus: BusFixture;
@@ -42,7 +49,8 @@ describe('control — start and stop', () => {
   /** A running control service and a worker with one stored `control_request`. */
   async function startWithRequest(instance: string, workerId: string, requestId: string, command: string) {
     await ensureStreams(bus.nc);
-    const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance });
+    const config = readConfig(controlSettings, { ...process.env, SVC_USER_ASSERTION_KEY: USER_ASSERTION_KEY });
+    const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance, config });
     await createEventStore(database.db).append(workerId, [
       { type: 'control_request', uid: `cr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: 'Bash', input: { command } } },
     ]);
@@ -55,7 +63,7 @@ describe('control — start and stop', () => {
     const decided = await requestJson<StoredEvent<'control_response'>>(bus.nc, subjects.rpc.decide, {
       worker_id: workerId,
       decision: { request_id: 'r1', decision: 'allow', scope: 'always', input_pattern: 'npm *' },
-      decided_by: { sub: 'alice' },
+      assertion: await asAlice(workerId, 'r1'),
     });
     expect(decided.data).toMatchObject({ scope: 'always', decided_by: 'alice' });
     const rules = await requestJson<ListResponseOf<PermissionRule>>(bus.nc, subjects.rpc.permissionRules, { worker_id: workerId });
@@ -72,7 +80,7 @@ describe('control — start and stop', () => {
     const decided = await requestJson<StoredEvent<'control_response'>>(bus.nc, subjects.rpc.decide, {
       worker_id: workerId,
       decision: { request_id: 'ra', decision: 'allow' },
-      decided_by: { sub: 'alice' },
+      assertion: await asAlice(workerId, 'ra'),
     });
     expect(decided.data).toMatchObject({ request_id: 'ra', decision: 'allow' });
     await ensureStreams(bus.nc);

@@ -1,3 +1,4 @@
+import { verifyUserAssertion, type UserAssertion } from '@svc/auth';
 import type { IncomingEventPublisher } from '@svc/bus';
 import type { AuditRecorder } from './audit.js';
 import {
@@ -10,11 +11,8 @@ import {
   decidedByOf,
   personSource,
   POLICY_SOURCE,
-  PERSON_CHANNELS,
-  type AuditChannel,
   type EventData,
   type EventSource,
-  type PersonChannel,
   type SourcedEvent,
   type StoredEvent,
 } from '@svc/protocol';
@@ -55,16 +53,13 @@ export interface DecisionsDeps {
   policyOf(workerId: string): Promise<DecisionPolicy>;
   /** Where each stored decision is recorded for the audit trail. */
   audit: AuditRecorder;
+  /** Checks who decides (`SVC_USER_ASSERTION_KEY`, the gateway's key); unset: no person's decision is taken. */
+  userAssertionKey: string | undefined;
   logger: Logger;
 }
 
 export function deadlineOf(request: StoredRequest, policy: DecisionPolicy): number {
   return request.storedAt.getTime() + policy.decision_timeout_s * 1000;
-}
-
-/** The channel a person decided through (a channel that is not a person's is the API's). */
-function personChannelOf(channel: AuditChannel | undefined): PersonChannel {
-  return (PERSON_CHANNELS as readonly string[]).includes(channel ?? '') ? (channel as PersonChannel) : 'api';
 }
 
 /** The 409 for a request that already has a decision: the deadline's is "closed", a person's "already decided". */
@@ -153,18 +148,31 @@ export function createDecisions(deps: DecisionsDeps) {
     return event;
   }
 
+  /**
+   * The person deciding, from the user assertion the gateway signed for this very decision: the
+   * RPC's payload is anyone's to write who holds a NATS password that may call it, the
+   * assertion only the gateway's (docs/nats-security.md).
+   */
+  async function personOf(request: DecideRequestType): Promise<UserAssertion> {
+    if (!deps.userAssertionKey)
+      throw new CodedError(
+        'forbidden',
+        'the decision is refused: this control service has no SVC_USER_ASSERTION_KEY to check who decides (docs/configuration.md)',
+      );
+    return verifyUserAssertion(deps.userAssertionKey, request.assertion, { workerId: request.worker_id, requestId: request.decision.request_id });
+  }
+
   return {
     expire,
 
     /**
-     * A person's decision: checks, in order, that the request exists, is not withdrawn, has not
-     * expired and is undecided. The hand-over goes out through `afterReply` (the decider's
-     * answer and the hand-over then leave in one socket write).
+     * A person's decision: checks, in order, who decides (the user assertion), that the request
+     * exists, is not withdrawn, has not expired and is undecided. The hand-over goes out through
+     * `afterReply` (the decider's answer and the hand-over then leave in one socket write).
      */
-    async decide(
-      { worker_id: workerId, decision: body, decided_by: decidedBy, channel }: DecideRequestType,
-      afterReply: (task: () => void) => void,
-    ): Promise<StoredEvent<'control_response'>> {
+    async decide(request: DecideRequestType, afterReply: (task: () => void) => void): Promise<StoredEvent<'control_response'>> {
+      const person = await personOf(request);
+      const { worker_id: workerId, decision: body } = request;
       const data: EventData<'control_response'> = {
         request_id: body.request_id,
         decision: body.decision,
@@ -177,9 +185,9 @@ export function createDecisions(deps: DecisionsDeps) {
         ...(body.scope === undefined ? {} : { scope: body.scope }),
         ...(body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }),
         ...(body.interrupt === undefined ? {} : { interrupt: body.interrupt }),
-        decided_by: decidedBy.sub,
-        ...(decidedBy.name === undefined ? {} : { decided_by_name: decidedBy.name }),
-        ...(decidedBy.email === undefined ? {} : { decided_by_email: decidedBy.email }),
+        decided_by: person.sub,
+        ...(person.name === undefined ? {} : { decided_by_name: person.name }),
+        ...(person.email === undefined ? {} : { decided_by_email: person.email }),
       };
       // A person's rule pattern is matched on every later request: capped like any rule (the gateway's schema caps it too).
       if (body.input_pattern !== undefined) checkRuleLimits(body.input_pattern, '/body/input_pattern');
@@ -187,7 +195,7 @@ export function createDecisions(deps: DecisionsDeps) {
         throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
       // The source names the person the gateway authenticated (the data's name is for display).
-      const source = personSource(personChannelOf(channel), decidedBy.sub);
+      const source = personSource(person.channel, person.sub);
       const outcome = await deps.requests.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data, source));
       switch (outcome.kind) {
         case 'not_found':
@@ -203,9 +211,9 @@ export function createDecisions(deps: DecisionsDeps) {
           countDecision('person', outcome.request);
           afterReply(() => {
             handOver(workerId, outcome.decision);
-            void deps.audit.decision(outcome.request.event, outcome.decision, channel ?? 'api').catch(() => {});
+            void deps.audit.decision(outcome.request.event, outcome.decision, person.channel).catch(() => {});
           });
-          log.info({ worker_id: workerId, request_id: body.request_id, decision: body.decision, decided_by: decidedBy.sub }, 'decided');
+          log.info({ worker_id: workerId, request_id: body.request_id, decision: body.decision, decided_by: person.sub }, 'decided');
           return outcome.decision;
       }
     },

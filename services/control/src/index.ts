@@ -29,7 +29,7 @@ import { createNotifier, fanOutFacts } from './webhooks/notifications.js';
 import { serveWebhookRpcs } from './webhooks/subscriptions.js';
 import { createLinksFor } from './webhooks/links.js';
 import { createWebhookDestinations } from './webhooks/destinations.js';
-import { auditSettings, webhookAddressSettings } from './config.js';
+import { auditSettings, userAssertionSettings, webhookAddressSettings } from './config.js';
 
 export { TIMEOUT_DECIDER } from './decisions.js';
 export { localAuditKey } from './audit.js';
@@ -49,6 +49,7 @@ export const controlSettings = {
   publicUrl: optionalStringSetting('SVC_GATEWAY_PUBLIC_URL'),
   ...webhookAddressSettings,
   ...auditSettings,
+  ...userAssertionSettings,
 };
 
 export interface ControlDeps {
@@ -85,7 +86,8 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   // The audit trail (docs/audit.md): keyed records, published heads; it serves append, list and verify.
   const auditTrail = await startAuditTrail({ nc: deps.nc, db: deps.db, logger: log, instance: deps.instance, config, queue: 'control' });
   const audit = auditTrail.recorder;
-  const decisions = createDecisions({ db: deps.db, requests, incoming, policyOf, audit, logger: log });
+  if (!config.userAssertionKey) log.warn("SVC_USER_ASSERTION_KEY is not set: every person's decision is refused until it is (docs/nats-security.md)");
+  const decisions = createDecisions({ db: deps.db, requests, incoming, policyOf, audit, userAssertionKey: config.userAssertionKey, logger: log });
   const publisher = createDurablePublisher(deps.nc);
   const notifier = createNotifier({ publisher, workers, logger: log });
   const notifyFailed = (err: unknown) => log.error({ err }, 'could not queue a webhook notification');
@@ -139,6 +141,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
 
   const queue = 'control';
   const rpcs = [
+    // Who decides is the user assertion's to say, checked by `decide` before anything else.
     serveRpc<DecideRequestType, StoredEvent<'control_response'>>(
       deps.nc,
       subjects.rpc.decide,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,7 @@ import { ensureStreams } from '@svc/bus';
 import { kvBuckets, type StoredEventBatchType, type WorkerRecord, type WorkerStatus } from '@svc/protocol';
 import { start as startEventIngest } from '@svc/event-ingest';
 import { sessionSettings, start as startSession } from '@svc/session';
-import { start as startControl } from '@svc/control';
+import { controlSettings, start as startControl } from '@svc/control';
 import { createLogger, readConfig } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, startPostgres, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
@@ -92,6 +93,8 @@ export async function startGatewayFixture(
   fixtureOptions: FixtureOptions = {},
 ): Promise<GatewayFixture> {
   const { localIssuer } = fixtureOptions;
+  // The gateway signs who decides with it, the control replicas check it (docs/nats-security.md).
+  const userAssertionKey = randomBytes(32).toString('base64url');
   const bus = await startBusFixture();
   await ensureStreams(bus.nc);
   const stopServices: Array<() => Promise<void>> = [];
@@ -128,7 +131,13 @@ export async function startGatewayFixture(
       // On Postgres each replica has its own pool, as separate processes would; PGlite is one in-process database.
       const controlDb = postgres ? await openDatabase({ url: postgres.url }) : opened;
       if (controlDb !== opened) stopServices.push(() => controlDb.close());
-      const control = await startControl({ nc: bus.nc, db: controlDb.db, logger: bus.logger, instance: `control-${replica}` });
+      const control = await startControl({
+        nc: bus.nc,
+        db: controlDb.db,
+        logger: bus.logger,
+        instance: `control-${replica}`,
+        config: readConfig(controlSettings, { ...process.env, SVC_USER_ASSERTION_KEY: userAssertionKey }),
+      });
       stopServices.push(() => control.stop());
     }
   }
@@ -147,7 +156,7 @@ export async function startGatewayFixture(
     nc: bus.nc,
     logger,
     instance: 'gw-test',
-    settings: { ...DEFAULT_SETTINGS, ...settings },
+    settings: { ...DEFAULT_SETTINGS, userAssertionKey, ...settings },
     users,
     workers,
     localIssuer,

@@ -1,4 +1,3 @@
-import { AUDIT_CHANNELS } from './audit.js';
 import Type, { type Static } from 'typebox';
 import { DecisionSchema, DecisionScopeSchema, type EventData } from './events.js';
 import { storedEventSchemaOf, type StoredEvent } from './envelope.js';
@@ -83,19 +82,14 @@ export function controlWithdrawnData(requestId: string): EventData<'system'> {
   return { level: 'info', message: `The agent withdrew its request ${requestId}.`, subtype: CONTROL_WITHDRAWN_SUBTYPE, details: { request_id: requestId } };
 }
 
-/** The principal that decided, as the gateway forwards it from the JWT. */
-export const DecidedBySchema = Type.Object(
-  {
-    sub: Type.String({ minLength: 1, maxLength: 256 }),
-    name: Type.Optional(Type.String({ maxLength: 256 })),
-    email: Type.Optional(Type.String({ maxLength: 256 })),
-  },
-  { additionalProperties: false },
-);
-
-/** `svc.rpc.control.decide`: the gateway forwards a checked `POST /control` with who decided. */
+/**
+ * `svc.rpc.control.decide`: the gateway forwards a checked `POST /control`. Who decided, and
+ * through which channel, travel only in `assertion` (docs/nats-security.md): a user assertion
+ * the gateway signed for this worker and request, which the control service checks. Without a
+ * valid one the decision is refused `forbidden`, not stored.
+ */
 export const DecideRequest = Type.Object(
-  { worker_id: WorkerId, decision: PostControlBody, decided_by: DecidedBySchema, channel: Type.Optional(Type.Enum(AUDIT_CHANNELS)) },
+  { worker_id: WorkerId, decision: PostControlBody, assertion: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })) },
   { additionalProperties: false },
 );
 export type DecideRequestType = Static<typeof DecideRequest>;

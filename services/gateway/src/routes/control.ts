@@ -1,4 +1,4 @@
-import { type WorkerDirectory } from '@svc/auth';
+import { signUserAssertion, type WorkerDirectory } from '@svc/auth';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listStoredEvents, publishJson, requestJson, type NatsConnection } from '@svc/bus';
 import {
@@ -19,6 +19,7 @@ import {
   type FollowerStats,
   type ListResponseOf,
   type PermissionRule,
+  type PersonChannel,
   type StoredEvent,
 } from '@svc/protocol';
 import { gauge } from '@svc/service-kit';
@@ -35,6 +36,8 @@ export interface ControlRoutesOptions {
   followers: FollowerStats;
   /** Long polls one worker may hold open on this gateway (`SVC_MAX_LONG_POLLS_PER_WORKER`). */
   maxLongPollsPerWorker: number;
+  /** Signs who decides for the control service (`SVC_USER_ASSERTION_KEY`); unset: decisions are refused. */
+  userAssertionKey: string | undefined;
 }
 
 /**
@@ -71,7 +74,10 @@ const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSche
  * (`GET …/control/pending`, a long poll with `wait_ms`), the open requests for late joiners, and
  * the rules added with "always". Decisions are stored by the control service.
  */
-export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = async (app, { nc, workers, live, followers, maxLongPollsPerWorker }) => {
+export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = async (
+  app,
+  { nc, workers, live, followers, maxLongPollsPerWorker, userAssertionKey },
+) => {
   const decisions = createDecisionFeeds(nc, live, { stats: followers });
   const reportAlive = createAliveReporter(nc);
   app.post(
@@ -93,12 +99,20 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
       if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more decisions`);
       const principal = request.principal!;
       if (principal.kind !== 'user') throw new CodedError('forbidden', 'decisions are made by people');
-      const decide: DecideRequestType = {
-        worker_id: workerId,
-        decision: request.body,
-        decided_by: { sub: principal.sub, ...(principal.name ? { name: principal.name } : {}), ...(principal.email ? { email: principal.email } : {}) },
-        channel: channelOf(request),
-      };
+      if (!userAssertionKey)
+        throw new CodedError('unavailable', 'this gateway cannot vouch for who decides (SVC_USER_ASSERTION_KEY is not set): ask its operator');
+      // The control service takes who decided from this signed assertion only, never from the payload.
+      const assertion = await signUserAssertion(userAssertionKey, {
+        sub: principal.sub,
+        name: principal.name || undefined,
+        email: principal.email || undefined,
+        admin: principal.admin,
+        // `channelOf` names only the channels a person's client uses (api, cli, console).
+        channel: channelOf(request) as PersonChannel,
+        workerId,
+        requestId: request.body.request_id,
+      });
+      const decide: DecideRequestType = { worker_id: workerId, decision: request.body, assertion };
       const stored = await requestJson<StoredEvent<'control_response'>>(nc, subjects.rpc.decide, decide, { requestId: request.id });
       // A sidecar polling this gateway need not wait for the announcement (one more hop, through
       // event-ingest) when the decision follows on from what its log has; else the announcement brings it.

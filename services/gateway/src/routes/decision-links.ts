@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import Type from 'typebox';
-import { verifyDecisionLink, type DecisionLinkClaims, type WorkerDirectory } from '@svc/auth';
+import { signUserAssertion, verifyDecisionLink, type DecisionLinkClaims, type WorkerDirectory } from '@svc/auth';
 import { requestJson, type NatsConnection } from '@svc/bus';
 import {
   CodedError,
@@ -40,10 +40,13 @@ const verb = (claims: DecisionLinkClaims) => (claims.decision === 'allow' ? 'All
  * the confirmation's POST decides, as the notified person, through the `link` channel. The token
  * is the credential: no other is asked for.
  */
-export const decisionLinkRoutes: FastifyPluginAsync<{ nc: NatsConnection; workers: WorkerDirectory; linkKey: string | undefined }> = async (
-  app,
-  { nc, workers, linkKey },
-) => {
+export const decisionLinkRoutes: FastifyPluginAsync<{
+  nc: NatsConnection;
+  workers: WorkerDirectory;
+  linkKey: string | undefined;
+  /** Signs who decides for the control service (`SVC_USER_ASSERTION_KEY`): the link's person, through the `link` channel. */
+  userAssertionKey: string | undefined;
+}> = async (app, { nc, workers, linkKey, userAssertionKey }) => {
   // The confirmation is an HTML form: its body (empty) is not read.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
 
@@ -113,11 +116,21 @@ export const decisionLinkRoutes: FastifyPluginAsync<{ nc: NatsConnection; worker
       try {
         const claims = await claimsOf(request.query.token);
         await openRequest(claims, request.id);
+        if (!userAssertionKey)
+          throw new CodedError('unavailable', 'this gateway cannot vouch for who decides (SVC_USER_ASSERTION_KEY is not set): decide in the console');
+        // The link's token proved who it is for; the control service believes only this assertion of it.
+        const assertion = await signUserAssertion(userAssertionKey, {
+          sub: claims.decidedBy,
+          // A link grants this one decision, nothing an admin may do.
+          admin: false,
+          channel: 'link',
+          workerId: claims.workerId,
+          requestId: claims.requestId,
+        });
         const decide: DecideRequestType = {
           worker_id: claims.workerId,
           decision: { request_id: claims.requestId, decision: claims.decision },
-          decided_by: { sub: claims.decidedBy },
-          channel: 'link',
+          assertion,
         };
         await requestJson<StoredEvent<'control_response'>>(nc, subjects.rpc.decide, decide, { requestId: request.id });
         return page(
