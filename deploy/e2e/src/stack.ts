@@ -104,6 +104,8 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
   const workerPort = await freePort();
   const workerUrl = `http://127.0.0.1:${workerPort}`;
   const decisionLinkKey = randomBytes(32).toString('base64url');
+  // Who decides: signed by the gateway, checked by control (docs/nats-security.md); theirs alone.
+  const userAssertionEnv = { SVC_USER_ASSERTION_KEY: randomBytes(32).toString('base64url') };
   const env = {
     SVC_NATS_URL: nats.url,
     ...(pooler ? { SVC_DATABASE_URL: pooler.url, SVC_DATABASE_MIGRATION_URL: postgres.url } : { SVC_DATABASE_URL: postgres.url }),
@@ -124,6 +126,7 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
   const gatewayEnv = {
     ...env,
     ...natsUser('gateway'),
+    ...userAssertionEnv,
     SVC_GATEWAY_PORT: String(port),
     SVC_GATEWAY_WORKER_PORT: String(workerPort),
     SVC_OIDC_ISSUER: issuer.issuer,
@@ -153,7 +156,7 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
     ...probeEnv(sessionProbe),
     ...options.sessionEnv,
   };
-  const othersEnv = { session: sessionEnv, control: { ...env, ...natsUser('control'), ...probeEnv(controlProbe) } };
+  const othersEnv = { session: sessionEnv, control: { ...env, ...natsUser('control'), ...userAssertionEnv, ...probeEnv(controlProbe) } };
   const others = { session: startServiceProcess('session', othersEnv.session), control: startServiceProcess('control', othersEnv.control) };
   let gateway = startServiceProcess('gateway', gatewayEnv);
   const everyProcess = () => [...ingest, others.session, others.control, gateway];

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { controlSettings, localAuditKey, start as startControl } from '@svc/control';
@@ -91,6 +92,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
     const instance = 'local';
     const controlConfig = readConfig(controlSettings);
+    // Who decides: the gateway signs it, control checks it (docs/nats-security.md); one process,
+    // so a key of this run's, in memory, unless one is set.
+    const userAssertionKey = options.gateway.userAssertionKey ?? randomBytes(32).toString('base64url');
     // event-ingest owns the event tables and migrates them, so it starts first.
     const services = [
       await startEventIngest({ nc: await connectAs('event-ingest'), db: database.db, logger, instance, replicaIndex: 0, replicaCount: 1 }),
@@ -108,13 +112,19 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
           natsUrl,
           databaseUrl: options.databaseUrl,
           decisionLinkKey: options.gateway.decisionLinkKey,
+          userAssertionKey,
           publicUrl: options.gateway.publicUrl ?? (options.gateway.port ? `http://${options.gateway.host}:${options.gateway.port}` : undefined),
         },
       }),
     ];
     for (const service of services) stops.push(() => service.stop());
-    // The NATS this stack runs on is the one egress tunnels must never reach.
-    const gateway = await startGateway({ nc: await connectAs('gateway'), logger, instance, config: { ...options.gateway, stateDir, natsUrl } });
+    // The NATS and the store this stack runs on are what egress tunnels must never reach (embedded PGlite has no address).
+    const gateway = await startGateway({
+      nc: await connectAs('gateway'),
+      logger,
+      instance,
+      config: { ...options.gateway, stateDir, natsUrl, userAssertionKey, databaseUrl: options.databaseUrl },
+    });
     stops.push(() => gateway.stop());
     // After the gateway: sandboxes call it, so its address must be known.
     const sessionConfig: SessionConfig = {

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { readConfig } from './config.js';
 import {
+  addressInCidr,
   cidrListSetting,
   classifyAddress,
+  classRefusalReason,
   createOutboundAddressCheck,
   endpointsOfUrls,
   normaliseHost,
@@ -223,6 +225,64 @@ describe('outbound addresses — the check refuses what is not the outside', () 
     // A Unix socket's store has no host to refuse.
     expect(endpointsOfUrls('the store', 'postgres:///svc')).toEqual([]);
     expect(endpointsOfUrls('the store', 'postgres://u:p@/svc?host=/var/run/postgresql')).toEqual([]);
+  });
+});
+
+describe('outbound addresses — inspected for a caller with its own policy (egress)', () => {
+  it('each address with its class, and whether the allowed ranges let it through; what no policy opens is refused as by check', async () => {
+    const lookup = tableLookup({ 'half.example': ['93.184.215.14', '10.1.0.5', '192.168.0.4'], 'nats.internal': ['10.9.0.6'] });
+    const check = await createOutboundAddressCheck({ allowedCidrs: ['10.1.0.0/16'], controlPlane: endpointsOfUrls('NATS', 'nats.internal', 'nats'), lookup });
+    expect(await check.inspect('Half.Example.', 443)).toEqual({
+      resolved: true,
+      name: 'half.example',
+      addresses: [
+        { address: '93.184.215.14', family: 4, addressClass: 'public', allowed: true },
+        { address: '10.1.0.5', family: 4, addressClass: 'private', allowed: true },
+        { address: '192.168.0.4', family: 4, addressClass: 'private', allowed: false },
+      ],
+    });
+    expect(await check.inspect('0x7f.1', 80)).toEqual({
+      resolved: true,
+      name: undefined,
+      addresses: [{ address: '127.0.0.1', family: 4, addressClass: 'loopback', allowed: false }],
+    });
+    expect(await check.inspect('10.9.0.6', 4222)).toEqual({
+      resolved: false,
+      refusal: 'control-plane',
+      reason: 'port 4222 of 10.9.0.6 is a control-plane endpoint (NATS)',
+    });
+    expect(await check.inspect('metadata', 80)).toMatchObject({ resolved: false, refusal: 'metadata-name' });
+    expect(await check.inspect('a/b', 80)).toMatchObject({ resolved: false, refusal: 'invalid-host' });
+    expect(await check.inspect('nowhere.example', 80)).toMatchObject({ resolved: false, refusal: 'unresolved' });
+    // check says no for the first address the ranges do not hold.
+    expect(reasonOf(await check.check('half.example', 443))).toBe(
+      'half.example resolves to 192.168.0.4, a private address (RFC 1918, or IPv6 unique-local fc00::/7)',
+    );
+  });
+
+  it('an endpoint behind a shared address is refused by its name and its addresses that are not public, never by a public one', async () => {
+    const lookup = tableLookup({ 'svc.example.com': ['93.184.215.14', '10.0.0.9'], 'site.example': ['93.184.215.14'] });
+    const check = await createOutboundAddressCheck({
+      allowedCidrs: ['10.0.0.0/8'],
+      controlPlane: [{ what: 'the gateway', host: 'svc.example.com', port: 443, publicAddresses: false }],
+      lookup,
+    });
+    expect(reasonOf(await check.check('svc.example.com', 443))).toBe('port 443 of svc.example.com is a control-plane endpoint (the gateway)');
+    expect(reasonOf(await check.check('10.0.0.9', 443))).toBe('port 443 of 10.0.0.9 is a control-plane endpoint (the gateway)');
+    expect(await check.check('site.example', 443)).toMatchObject({ allowed: true });
+  });
+
+  it('CIDR membership and refusal reasons in words', () => {
+    expect(addressInCidr('0x7f.1', '127.0.0.0/8')).toBe(true);
+    expect(addressInCidr('127.0.0.1', '127.0.0.0/8')).toBe(true);
+    expect(addressInCidr('::ffff:10.1.2.3', '10.0.0.0/8')).toBe(true);
+    expect(addressInCidr('fd12::1', 'fd00::/8')).toBe(true);
+    expect(addressInCidr('10.1.2.3', 'fd00::/8')).toBe(false);
+    expect(addressInCidr('10.1.2.3', '10.1.2.3')).toBe(true);
+    expect(addressInCidr('example.com', '10.0.0.0/8')).toBe(false);
+    expect(addressInCidr('10.1.2.3', '10.0.0.0/33')).toBe(false);
+    expect(classRefusalReason(undefined, '127.0.0.1', 'loopback')).toBe('127.0.0.1 is a loopback address');
+    expect(classRefusalReason('localhost', '::1', 'loopback')).toBe('localhost resolves to ::1, a loopback address');
   });
 });
 

@@ -188,6 +188,12 @@ export interface ControlPlaneEndpoint {
   what: string;
   host: string;
   port?: number | undefined;
+  /**
+   * Whether its public addresses are refused too (the default). False for an endpoint behind a
+   * shared address (a CDN's, a cloud load balancer's): refusing that address would refuse every
+   * site on it, so only its name and its addresses that are not public are.
+   */
+  publicAddresses?: boolean | undefined;
 }
 
 const DEFAULT_PORTS: Record<string, number> = {
@@ -227,15 +233,39 @@ export interface CheckedAddress {
   family: 4 | 6;
 }
 
+/** Why a destination is refused: `address` is an address's class, which an allowed range can let through; the others cannot be. */
+export type OutboundRefusal = 'invalid-host' | 'unresolved' | 'metadata-name' | 'control-plane' | 'address';
+
 export type OutboundVerdict =
   | { allowed: true; addresses: CheckedAddress[] }
   | {
       allowed: false;
       /** Why, in words a person reads: which address, and what it is. */
       reason: string;
-      /** `address`: its class, which an allowed range can let through; the others cannot be. */
-      refusal: 'invalid-host' | 'unresolved' | 'metadata-name' | 'control-plane' | 'address';
+      refusal: OutboundRefusal;
     };
+
+/** One address a host resolved to, and what it is. */
+export interface InspectedAddress extends CheckedAddress {
+  addressClass: AddressClass;
+  /** Public, or inside a range the check allows (`allowedCidrs`): what `check` lets through. */
+  allowed: boolean;
+}
+
+/**
+ * A destination resolved and looked at, its classes not yet weighed: refused only for what no
+ * policy may open (a host that is none or does not resolve, a metadata name, a control-plane
+ * endpoint, by name or by any of its addresses).
+ */
+export type OutboundInspection =
+  | {
+      resolved: true;
+      /** The host's name, normalised (lower case, no final dot); undefined for an IP literal. */
+      name: string | undefined;
+      /** Every address, canonical, each once, in the resolver's order. */
+      addresses: InspectedAddress[];
+    }
+  | { resolved: false; refusal: Exclude<OutboundRefusal, 'address'>; reason: string };
 
 export interface OutboundAddressCheck {
   /**
@@ -245,6 +275,24 @@ export interface OutboundAddressCheck {
    * never to the name again: a name may resolve elsewhere a moment later.
    */
   check(host: string, port: number): Promise<OutboundVerdict>;
+  /**
+   * Resolves `host` once and refuses what no policy may open, as `check` does, but leaves the
+   * classes to the caller, whose own rules may open some (egress: a template naming the address).
+   */
+  inspect(host: string, port: number): Promise<OutboundInspection>;
+}
+
+/** A refusal by class in words: "localhost resolves to 127.0.0.1, a loopback address" (a name), "127.0.0.1 is a loopback address" (a literal). */
+export function classRefusalReason(name: string | undefined, address: string, addressClass: AddressClass): string {
+  const what = describeAddressClass(addressClass);
+  return name === undefined ? `${address} is ${what}` : `${name} resolves to ${address}, ${what}`;
+}
+
+/** Whether `address` (an IP literal, any spelling) lies in `cidr` (`10.0.0.0/8`, `fd00::/8`, or one address); false when either is none. */
+export function addressInCidr(address: string, cidr: string): boolean {
+  const parsed = parseAddress(address);
+  const range = parseCidr(cidr);
+  return parsed !== undefined && range !== undefined && inRange(parsed, range);
 }
 
 /** This machine's own addresses: a listener on 0.0.0.0 answers on each, and on every loopback address. */
@@ -277,7 +325,9 @@ export async function createOutboundAddressCheck(options: {
       if (range) return { ...endpoint, name: undefined, ranges: [range], local: false };
       const host = normaliseHost(endpoint.host);
       // One that does not resolve now refuses nothing by address; its name is still refused.
-      const addresses = host ? (await addressesOf(host, lookup).catch(() => [] as string[])).map((address) => parseAddress(address)!) : [];
+      const addresses = (host ? (await addressesOf(host, lookup).catch(() => [] as string[])).map((address) => parseAddress(address)!) : []).filter(
+        (address) => endpoint.publicAddresses !== false || classOf(address) !== 'public',
+      );
       return {
         ...endpoint,
         name: host && 'name' in host ? host.name : undefined,
@@ -293,42 +343,50 @@ export async function createOutboundAddressCheck(options: {
         (endpoint.ranges.some((range) => inRange(address, range)) || (endpoint.local && isLocal(address))),
     );
 
+  const inspect = async (host: string, port: number): Promise<OutboundInspection> => {
+    const normalised = normaliseHost(host);
+    if (!normalised) return { resolved: false, refusal: 'invalid-host', reason: `"${host}" is not a valid host` };
+    const name = 'name' in normalised ? normalised.name : undefined;
+    if (name !== undefined && METADATA_HOSTS.includes(name))
+      return { resolved: false, refusal: 'metadata-name', reason: `${name} is a cloud metadata service's name` };
+    const namedEndpoint = endpoints.find((endpoint) => name !== undefined && endpoint.name === name && (endpoint.port === undefined || endpoint.port === port));
+    if (namedEndpoint)
+      return { resolved: false, refusal: 'control-plane', reason: `port ${port} of ${name} is a control-plane endpoint (${namedEndpoint.what})` };
+    let texts: string[];
+    try {
+      texts = await addressesOf(normalised, lookup);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      return { resolved: false, refusal: 'unresolved', reason: `${name ?? host} does not resolve${code ? ` (${code})` : ''}` };
+    }
+    if (texts.length === 0) return { resolved: false, refusal: 'unresolved', reason: `${name ?? host} resolves to no address` };
+    const addresses: InspectedAddress[] = [];
+    for (const text of texts) {
+      const address = parseAddress(text)!;
+      const endpoint = controlPlaneOf(address, port);
+      if (endpoint) {
+        const refusedPort = `port ${port} of ${text} is a control-plane endpoint (${endpoint.what})`;
+        return { resolved: false, refusal: 'control-plane', reason: name === undefined ? refusedPort : `${name} resolves to ${text}, and ${refusedPort}` };
+      }
+      const addressClass = classOf(address);
+      addresses.push({
+        address: text,
+        family: address.kind() === 'ipv4' ? 4 : 6,
+        addressClass,
+        allowed: addressClass === 'public' || allowed.some((range) => inRange(address, range)),
+      });
+    }
+    return { resolved: true, name, addresses };
+  };
+
   return {
+    inspect,
     async check(host, port) {
-      const normalised = normaliseHost(host);
-      if (!normalised) return { allowed: false, refusal: 'invalid-host', reason: `"${host}" is not a valid host` };
-      const name = 'name' in normalised ? normalised.name : undefined;
-      if (name !== undefined && METADATA_HOSTS.includes(name))
-        return { allowed: false, refusal: 'metadata-name', reason: `${name} is a cloud metadata service's name` };
-      const namedEndpoint = endpoints.find(
-        (endpoint) => name !== undefined && endpoint.name === name && (endpoint.port === undefined || endpoint.port === port),
-      );
-      if (namedEndpoint)
-        return { allowed: false, refusal: 'control-plane', reason: `port ${port} of ${name} is a control-plane endpoint (${namedEndpoint.what})` };
-      let texts: string[];
-      try {
-        texts = await addressesOf(normalised, lookup);
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        return { allowed: false, refusal: 'unresolved', reason: `${name ?? host} does not resolve${code ? ` (${code})` : ''}` };
-      }
-      if (texts.length === 0) return { allowed: false, refusal: 'unresolved', reason: `${name ?? host} resolves to no address` };
-      // "localhost resolves to 127.0.0.1, a loopback address" / "127.0.0.1 is a loopback address".
-      const said = (address: string, what: string) => (name === undefined ? `${address} is ${what}` : `${name} resolves to ${address}, ${what}`);
-      const addresses: CheckedAddress[] = [];
-      for (const text of texts) {
-        const address = parseAddress(text)!;
-        const endpoint = controlPlaneOf(address, port);
-        if (endpoint) {
-          const refusedPort = `port ${port} of ${text} is a control-plane endpoint (${endpoint.what})`;
-          return { allowed: false, refusal: 'control-plane', reason: name === undefined ? refusedPort : `${name} resolves to ${text}, and ${refusedPort}` };
-        }
-        const addressClass = classOf(address);
-        if (addressClass !== 'public' && !allowed.some((range) => inRange(address, range)))
-          return { allowed: false, refusal: 'address', reason: said(text, describeAddressClass(addressClass)) };
-        addresses.push({ address: text, family: address.kind() === 'ipv4' ? 4 : 6 });
-      }
-      return { allowed: true, addresses };
+      const inspection = await inspect(host, port);
+      if (!inspection.resolved) return { allowed: false, refusal: inspection.refusal, reason: inspection.reason };
+      const refused = inspection.addresses.find((address) => !address.allowed);
+      if (refused) return { allowed: false, refusal: 'address', reason: classRefusalReason(inspection.name, refused.address, refused.addressClass) };
+      return { allowed: true, addresses: inspection.addresses.map(({ address, family }) => ({ address, family })) };
     },
   };
 }

@@ -31,7 +31,7 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { decisionLinkRoutes } from './routes/decision-links.js';
 import { workerRoutes } from './routes/workers.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
-import { createRefusedAddresses, natsEndpoints, parseRefusedEntry } from './egress/refused-addresses.js';
+import { createEgressAddressCheck } from './egress/refused-addresses.js';
 import { serveEgressTunnels } from './egress/tunnels.js';
 import { createFollowerStats, WS_PROTOCOL, type FollowerStats } from '@svc/protocol';
 import { createLiveFeeds } from './live-feeds.js';
@@ -59,6 +59,8 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'openaiApiKey'
       | 'openaiUpstreamUrl'
       | 'egressRefused'
+      | 'egressAllowedCidrs'
+      | 'databaseUrl'
       | 'natsUrl'
       | 'port'
       | 'workerPort'
@@ -71,6 +73,7 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'consoleOidcClientId'
       | 'consoleOidcScope'
       | 'decisionLinkKey'
+      | 'userAssertionKey'
       | 'coalesceWindowMs'
       | 'coalesceMaxEvents'
       | 'coalesceMaxBytes'
@@ -170,11 +173,25 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   const followers = createFollowerStats();
   app.decorate('followers', followers);
   await app.register(eventStreamRoutes, { nc: options.nc, workers: options.workers, live, streams, followers, limits: streamLimits });
-  await app.register(controlRoutes, { nc: options.nc, workers: options.workers, live, followers, maxLongPollsPerWorker: streamLimits.maxLongPollsPerWorker });
+  // People's decisions carry an assertion of who decides, signed with this key (docs/nats-security.md).
+  if (!settings.userAssertionKey) app.log.warn("SVC_USER_ASSERTION_KEY is not set: people's decisions are refused (503) until it is");
+  await app.register(controlRoutes, {
+    nc: options.nc,
+    workers: options.workers,
+    live,
+    followers,
+    maxLongPollsPerWorker: streamLimits.maxLongPollsPerWorker,
+    userAssertionKey: settings.userAssertionKey,
+  });
   await app.register(sessionRoutes, { nc: options.nc, streams });
   await app.register(auditRoutes, { nc: options.nc });
   await app.register(webhookRoutes, { nc: options.nc });
-  await app.register(decisionLinkRoutes, { nc: options.nc, workers: options.workers, linkKey: settings.decisionLinkKey });
+  await app.register(decisionLinkRoutes, {
+    nc: options.nc,
+    workers: options.workers,
+    linkKey: settings.decisionLinkKey,
+    userAssertionKey: settings.userAssertionKey,
+  });
   const ledger = await createModelUsageLedger(options.nc, options.logger);
   await app.register(workerRoutes, { workers: options.workers, ledger });
   await app.register(modelProxyRoutes, {
@@ -192,8 +209,12 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     workers: options.workers,
     live,
     logger: app.log,
-    refused: await createRefusedAddresses({
-      endpoints: [...natsEndpoints(settings.natsUrl ?? ''), ...(settings.egressRefused ?? []).map(parseRefusedEntry)],
+    addresses: await createEgressAddressCheck({
+      natsUrl: settings.natsUrl,
+      databaseUrl: settings.databaseUrl,
+      publicUrl: settings.publicUrl,
+      refused: settings.egressRefused ?? [],
+      allowedCidrs: settings.egressAllowedCidrs ?? [],
       ownPorts: [settings.port, settings.workerPort, settings.healthPort].filter((port): port is number => port !== undefined && port > 0),
     }),
   });

@@ -1,5 +1,15 @@
+import { userAssertionKeySetting } from '@svc/auth';
 import { streamLimitSettings } from './stream-limits.js';
-import { booleanSetting, commonSettings, integerSetting, listSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
+import {
+  booleanSetting,
+  cidrListSetting,
+  commonSettings,
+  integerSetting,
+  listSetting,
+  optionalStringSetting,
+  stringSetting,
+  type ConfigOf,
+} from '@svc/service-kit';
 
 /** How long a token of the built-in issuer lasts unless `SVC_LOCAL_TOKEN_TTL_S` says otherwise. */
 export const DEFAULT_LOCAL_TOKEN_TTL_S = 12 * 3600;
@@ -32,6 +42,11 @@ export const gatewaySettings = {
   allowedHosts: listSetting('SVC_GATEWAY_ALLOWED_HOSTS', { default: [] }),
   /** Checks the decision links of notifications (the control service signs them with the same key): docs/webhooks.md. */
   decisionLinkKey: optionalStringSetting('SVC_DECISION_LINK_KEY'),
+  /**
+   * Signs the user assertion each decision carries to the control service, which checks it with
+   * the same key (docs/nats-security.md). Unset: people's decisions are refused (503).
+   */
+  userAssertionKey: userAssertionKeySetting,
   /** Proxies whose X-Forwarded-For is believed (addresses or CIDRs). */
   trustedProxies: listSetting('SVC_TRUSTED_PROXIES', { default: [] }),
   corsOrigins: listSetting('SVC_CORS_ORIGINS', { default: [] }),
@@ -68,10 +83,19 @@ export const gatewaySettings = {
   openaiApiKey: optionalStringSetting('SVC_OPENAI_API_KEY'),
   openaiUpstreamUrl: stringSetting('SVC_OPENAI_UPSTREAM_URL', { default: 'https://api.openai.com', pattern: /^https?:\/\/\S+$/ }),
   /**
-   * Addresses no egress tunnel may reach, beside NATS (SVC_NATS_URL), the gateway's own ports and
-   * link-local/metadata addresses: the store, other internal services (`host:port`, `host`, CIDR).
+   * Endpoints no egress tunnel may reach whatever any rule says, beside NATS (SVC_NATS_URL), the
+   * store (SVC_DATABASE_URL) and the gateway's own ports: other internal services (`host:port`,
+   * `host`, CIDR). Docs/egress.md "Addresses".
    */
   egressRefused: listSetting('SVC_EGRESS_REFUSED', { default: [] }),
+  /**
+   * Ranges that are the outside for this deployment though not public (a corporate network): a
+   * tunnel there is decided by rules and people like one to a public address. Never NATS, the
+   * store, the gateway or a metadata address. Default: none.
+   */
+  egressAllowedCidrs: cidrListSetting('SVC_EGRESS_ALLOWED_CIDRS'),
+  /** The store's URL, read only so that no egress tunnel reaches it (the gateway never connects to it); unset: embedded PGlite, which has no address. */
+  databaseUrl: optionalStringSetting('SVC_DATABASE_URL'),
 };
 
 export type GatewayConfig = ConfigOf<typeof gatewaySettings>;

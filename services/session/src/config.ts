@@ -35,8 +35,8 @@ export const sessionSettings = {
   kubeconfig: optionalStringSetting('SVC_KUBECONFIG'),
   /** The svc-sidecar single executable for linux/amd64 (step 6.5 uploads it). */
   sidecarBinary: stringSetting('SVC_SIDECAR_BINARY', { default: CHECKOUT_SIDECAR_BINARY }),
-  /** The gateway's address as seen from inside a sandbox. */
-  sandboxControlPlaneUrl: stringSetting('SVC_SANDBOX_CONTROL_PLANE_URL', { default: 'http://127.0.0.1:8080', pattern: /^https?:\/\/\S+$/ }),
+  /** The gateway's worker port as seen from inside a sandbox (never its public listener: docs/gateway.md). */
+  sandboxControlPlaneUrl: stringSetting('SVC_SANDBOX_CONTROL_PLANE_URL', { default: 'http://127.0.0.1:8082', pattern: /^https?:\/\/\S+$/ }),
   /** A running worker whose sidecar is silent this long is failed (`sidecar_lost`). */
   sidecarLostAfterMs: integerSetting('SVC_SIDECAR_LOST_AFTER_MS', { default: 90_000, min: 1000 }),
   /** Days an ended session's events are kept when its template does not say (0: kept for good). */

@@ -35,6 +35,7 @@ import { checkSessionCap, confirmSessionCap } from './session-caps.js';
 import { reportWorkerCounts } from './metrics.js';
 import { egressPolicyOf, modelAccessOf, runSpawn, SANDBOX_TARGET, validateSpawn, type SpawnDeps } from './spawn/pipeline.js';
 import { createTemplateCatalog } from './templates/catalog.js';
+import { checkOverrides } from './templates/overrides.js';
 import { setSessionStatus } from './session-status.js';
 import { createWorkerRegistry, LIVENESS_WRITE_INTERVAL_MS, serveWorkerRegistry } from './worker-registry.js';
 
@@ -153,6 +154,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
         // 1 validate: nothing is made for a request or template that cannot spawn, or past the person's cap.
         await checkSessionCap(deps.db, viewer, config.maxRunningSessionsPerUser);
         const template = await templates.load(body.template);
+        checkOverrides(template, body, viewer);
         validateSpawn(template, body, hostEnv, { seals: provider.seals, allowUnsealed: config.sandboxAllowUnsealed });
         // 2 allocate the worker id and token.
         const sessionId = `ses_${randomBytes(12).toString('base64url')}`;

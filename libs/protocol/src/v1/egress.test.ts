@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { egressRuleMatches, isNetworkRule, networkRuleMatches, parseEgressTarget } from './egress.js';
+import { EGRESS_RULE_PATTERN, egressRuleMatches, isNetworkRule, networkRuleMatches, parseEgressTarget, splitEgressRule } from './egress.js';
 import { RULE_MAX_WILDCARDS } from './rules.js';
 
 describe('egress targets and rules', () => {
@@ -43,6 +43,35 @@ describe('egress targets and rules', () => {
     expect(isNetworkRule('network')).toBe(true);
     expect(isNetworkRule('Bash(curl *)')).toBe(false);
     expect(isNetworkRule('networking')).toBe(false);
+  });
+
+  it('egress — a rule is host:port; the host may be a name, a glob, an IP literal or a CIDR; it is cut at its last colon', () => {
+    const rule = new RegExp(EGRESS_RULE_PATTERN);
+    for (const good of [
+      'registry.npmjs.org:443',
+      '*.github.com:*',
+      '127.0.0.1:5432',
+      '0x7f.1:22',
+      '10.0.0.0/8:443',
+      '[fd00::/8]:443',
+      '[fd00::]/8:443',
+      '[::1]:*',
+    ])
+      expect(rule.test(good), good).toBe(true);
+    for (const bad of [
+      'registry.npmjs.org',
+      'a b:443',
+      'example.com:https',
+      'example.com:443/x',
+      'http://example.com:80',
+      '10.0.0.0/8/1:443',
+      'example.com/8:443',
+    ])
+      expect(rule.test(bad), bad).toBe(false);
+    expect(splitEgressRule('10.0.0.0/8:443')).toEqual({ host: '10.0.0.0/8', port: '443' });
+    expect(splitEgressRule('[::1]:*')).toEqual({ host: '[::1]', port: '*' });
+    expect(splitEgressRule('*')).toBeUndefined();
+    expect(splitEgressRule(':443')).toBeUndefined();
   });
 
   it('egress — twelve stars against localhost.localdomain:1 (seconds with a RegExp) are decided at once', () => {

@@ -4,15 +4,44 @@ import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /**
  * Egress (docs/egress.md): a sealed sandbox reaches nothing but its model and the gateway. What
- * else its agent may reach goes through the gateway as a CONNECT tunnel, decided like a tool call:
- * the template's list allows, the template's deny rules refuse, anything else is a
- * `control_request` with this tool name and input `{target: "host:port", host, port}`.
+ * else its agent may reach goes through the gateway as a CONNECT tunnel, decided like a tool call
+ * on the target's name and the addresses it resolves to: the template's list allows, the
+ * template's deny rules refuse, anything else is a `control_request` with this tool name and
+ * input `EgressRequestInput`.
  */
 export const EGRESS_TOOL = 'network';
 
-/** A `host:port` rule of a template's `[sandbox] egress` list; `*` globs the host (`*.npmjs.org:443`) or the port. */
-export const EGRESS_RULE_PATTERN = '^[A-Za-z0-9.*\\-\\[\\]:]+:(\\d{1,5}|\\*)$';
-export const EgressRuleSchema = Type.String({ pattern: EGRESS_RULE_PATTERN, maxLength: 300, description: 'host:port, * allowed in either part' });
+/** The input of a `network` control_request: what a person decides on, the addresses the tunnel will really reach among it. */
+export interface EgressRequestInput {
+  /** `host:port` as rules read it: the host normalised (a lower-case name, or an IP literal's one spelling, IPv6 in brackets). */
+  target: string;
+  host: string;
+  port: number;
+  /** Every address the host resolved to (once, for this tunnel), in the order the tunnel tries them. */
+  addresses: string[];
+}
+
+/**
+ * A `host:port` rule of a template's `[sandbox] egress` list; `*` globs the host (`*.npmjs.org:443`)
+ * or the port; the host may be an IP literal or a CIDR (`10.0.0.0/8:443`, `[fd00::/8]:443`).
+ */
+export const EGRESS_RULE_PATTERN =
+  '^(?:[A-Za-z0-9.*\\-\\[\\]:]+|\\d{1,3}(?:\\.\\d{1,3}){3}/\\d{1,3}|\\[[0-9A-Fa-f:.]+(?:/\\d{1,3}\\]|\\]/\\d{1,3})):(\\d{1,5}|\\*)$';
+export const EgressRuleSchema = Type.String({
+  pattern: EGRESS_RULE_PATTERN,
+  maxLength: 300,
+  description: 'host:port, * allowed in either part; the host may be an IP address or a CIDR',
+});
+
+/**
+ * A `host:port` rule cut at its last `:` (`[::1]:443` → `[::1]` and `443`); undefined for a
+ * pattern without one (`*`, which names no target).
+ */
+export function splitEgressRule(rule: string): { host: string; port: string } | undefined {
+  const colon = rule.lastIndexOf(':');
+  if (colon <= 0) return undefined;
+  return { host: rule.slice(0, colon), port: rule.slice(colon + 1) };
+}
 
 /** What the gateway needs to decide a worker's tunnels (kept in its worker record). */
 export const EgressPolicySchema = Type.Object(

@@ -1,99 +1,46 @@
-import { lookup } from 'node:dns/promises';
-import net from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { createOutboundAddressCheck, endpointsOfUrls, type ControlPlaneEndpoint, type HostLookup, type OutboundAddressCheck } from '@svc/service-kit';
 
-/**
- * The addresses no tunnel may reach, even when listed or approved: the control plane's own
- * (NATS, the store, the gateway's ports, what the operator names in `SVC_EGRESS_REFUSED`),
- * link-local and cloud metadata addresses, and the unspecified ones.
- */
-export interface RefusedAddresses {
-  /** Why `address` (an IP) on `port` may not be reached, or undefined when it may. */
-  reasonFor(address: string, port: number): string | undefined;
-}
-
-/** Names that always mean a cloud's metadata service. */
-const METADATA_HOSTS = ['metadata.google.internal', 'metadata', 'instance-data'];
-
-function addSubnet(list: net.BlockList, cidr: string): void {
-  const [address, prefix] = cidr.split('/');
-  const family = net.isIPv6(address!) ? 'ipv6' : 'ipv4';
-  if (prefix === undefined) list.addAddress(address!, family);
-  else list.addSubnet(address!, Number(prefix), family);
-}
-
-/** The addresses of a host name (or the literal itself); none when it does not resolve. */
-export async function addressesOf(host: string): Promise<string[]> {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (net.isIP(bare)) return [bare];
-  try {
-    return (await lookup(bare, { all: true })).map((entry) => entry.address);
-  } catch {
-    return [];
-  }
-}
-
-/** `host:port`, `host` (every port) or a CIDR; hosts are resolved now. */
-export interface RefusedEndpoint {
-  host: string;
-  port?: number | undefined;
+/** What the gateway knows of the control plane, and what its operator says of egress (docs/egress.md "Addresses"). */
+export interface EgressAddressOptions {
+  /** `SVC_NATS_URL`. */
+  natsUrl: string | undefined;
+  /** `SVC_DATABASE_URL`: the store (unset for embedded PGlite, which has no address). */
+  databaseUrl: string | undefined;
+  /** The gateway's public URL. */
+  publicUrl: string | undefined;
+  /** The gateway's listening ports (public, worker, health): refused on every local address. */
+  ownPorts: readonly number[];
+  /** `SVC_EGRESS_REFUSED`: `host:port`, `host` (every port) or a CIDR. */
+  refused: readonly string[];
+  /** `SVC_EGRESS_ALLOWED_CIDRS`: ranges that are the outside for this deployment, though not public. */
+  allowedCidrs: readonly string[];
+  /** The resolver (the system's unless a test gives another). */
+  lookup?: HostLookup | undefined;
 }
 
 /** Parses one `SVC_EGRESS_REFUSED` entry: `10.0.0.0/8`, `db.internal`, `db.internal:5432`, `[fd00::1]:4222`. */
-export function parseRefusedEntry(entry: string): RefusedEndpoint {
+export function parseRefusedEntry(entry: string): ControlPlaneEndpoint {
   const withPort = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(entry.trim());
-  return withPort ? { host: withPort[1]!, port: Number(withPort[2]) } : { host: entry.trim() };
-}
-
-/** The NATS servers of a `SVC_NATS_URL` (comma-separated URLs; port 4222 when none is given). */
-export function natsEndpoints(natsUrl: string): RefusedEndpoint[] {
-  return natsUrl
-    .split(',')
-    .map((url) => url.trim())
-    .filter(Boolean)
-    .map((url) => {
-      const parsed = new URL(url.includes('://') ? url : `nats://${url}`);
-      return { host: parsed.hostname, port: Number(parsed.port || 4222) };
-    });
+  return withPort ? { what: 'SVC_EGRESS_REFUSED', host: withPort[1]!, port: Number(withPort[2]) } : { what: 'SVC_EGRESS_REFUSED', host: entry.trim() };
 }
 
 /**
- * Builds the refusal list. `endpoints` are the control plane's own (resolved once, here);
- * `ownPorts` are the gateway's listening ports, refused on every local address.
+ * The address check of egress tunnels: the one webhooks use (libs/service-kit), over the
+ * endpoints the gateway knows. Each is resolved once, here, and refused on its port (every port
+ * for a bare host or a CIDR) whatever any rule says; one on a local address is refused on every
+ * local address, since a listener on 0.0.0.0 answers on all of them.
  */
-export async function createRefusedAddresses(options: { endpoints: readonly RefusedEndpoint[]; ownPorts: readonly number[] }): Promise<RefusedAddresses> {
-  const everywhere = new net.BlockList();
-  for (const cidr of ['0.0.0.0/8', '169.254.0.0/16', '::/128', 'fe80::/10', 'fd00:ec2::254/128', '100.100.100.200/32']) addSubnet(everywhere, cidr);
-  const anyPort = new net.BlockList();
-  const byPort = new Map<number, net.BlockList>();
-  const portList = (port: number) => {
-    let list = byPort.get(port);
-    if (!list) byPort.set(port, (list = new net.BlockList()));
-    return list;
-  };
-  for (const endpoint of options.endpoints) {
-    if (endpoint.host.includes('/')) {
-      addSubnet(endpoint.port === undefined ? anyPort : portList(endpoint.port), endpoint.host);
-      continue;
-    }
-    for (const address of await addressesOf(endpoint.host)) addSubnet(endpoint.port === undefined ? anyPort : portList(endpoint.port), address);
-  }
-  // The gateway's own ports, on loopback and on every address of this machine.
-  const localAddresses = ['127.0.0.0/8', '::1/128', ...Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => entry.address))];
-  for (const port of options.ownPorts) for (const address of localAddresses) addSubnet(portList(port), address);
-
-  const family = (address: string) => (net.isIPv6(address) ? 'ipv6' : 'ipv4');
-  return {
-    reasonFor(address, port) {
-      if (everywhere.check(address, family(address))) return `${address} is a link-local, metadata or unspecified address`;
-      if (anyPort.check(address, family(address)) || byPort.get(port)?.check(address, family(address)))
-        return `${address}:${port} belongs to the control plane`;
-      return undefined;
-    },
-  };
-}
-
-/** Whether a host name is a cloud metadata service's. */
-export function isMetadataHost(host: string): boolean {
-  return METADATA_HOSTS.includes(host.toLowerCase().replace(/\.$/, ''));
+export function createEgressAddressCheck(options: EgressAddressOptions): Promise<OutboundAddressCheck> {
+  return createOutboundAddressCheck({
+    allowedCidrs: options.allowedCidrs,
+    controlPlane: [
+      ...(options.natsUrl ? endpointsOfUrls('NATS', options.natsUrl, 'nats') : []),
+      ...(options.databaseUrl ? endpointsOfUrls('the store', options.databaseUrl, 'postgres') : []),
+      // Its public name may lead to a shared address (a CDN's): that address is not refused, only the name.
+      ...(options.publicUrl ? endpointsOfUrls('the gateway', options.publicUrl).map((endpoint) => ({ ...endpoint, publicAddresses: false })) : []),
+      ...options.ownPorts.map((port) => ({ what: "the gateway's own port", host: '127.0.0.1', port })),
+      ...options.refused.map(parseRefusedEntry),
+    ],
+    ...(options.lookup ? { lookup: options.lookup } : {}),
+  });
 }

@@ -10,15 +10,13 @@ import {
   DEFAULT_DECISION_TIMEOUT_S,
   EGRESS_SUBTYPE,
   EGRESS_TOOL,
-  egressRuleMatches,
   isEndedStatus,
-  networkRuleMatches,
   parseEgressTarget,
   subjects,
-  type EgressTarget,
   parseSource,
   POLICY_SOURCE,
   type EventData,
+  type EgressRequestInput,
   type EventSource,
   type IncomingEvent,
   type StoredEvent,
@@ -26,8 +24,9 @@ import {
   type PermissionRule,
   type WorkerRecord,
 } from '@svc/protocol';
+import type { OutboundAddressCheck } from '@svc/service-kit';
 import type { LiveFeeds } from '../live-feeds.js';
-import { addressesOf, isMetadataHost, type RefusedAddresses } from './refused-addresses.js';
+import { peopleVerdict, resolvedTarget, templateVerdict, type ResolvedTarget, type Verdict } from './egress-rules.js';
 
 export interface EgressTunnelOptions {
   /** The listeners whose CONNECT requests are tunnels (the worker port, and the public one for sidecars that call it). */
@@ -35,15 +34,32 @@ export interface EgressTunnelOptions {
   nc: NatsConnection;
   workers: WorkerDirectory;
   live: LiveFeeds;
-  refused: RefusedAddresses;
+  /** Resolves a target once and refuses the control plane's own endpoints (refused-addresses.ts). */
+  addresses: OutboundAddressCheck;
   logger: FastifyBaseLogger;
 }
 
-/** A decision on a tunnel, and who made it. */
-interface Verdict {
-  allow: boolean;
-  by: string;
-  reason: string;
+/**
+ * Connects to the first of `addresses` (every one of them checked) that answers, in the
+ * resolver's order: a name whose first address has no listener (`localhost` as ::1, say) is
+ * still reached on the next.
+ */
+function connectToFirst(addresses: readonly string[], port: number): Promise<{ upstream: Socket; address: string } | { error: NodeJS.ErrnoException }> {
+  return new Promise((resolve) => {
+    const attempt = (index: number) => {
+      const address = addresses[index]!;
+      const upstream = net.connect({ host: address, port });
+      upstream.setNoDelay(true);
+      upstream.once('error', (error: NodeJS.ErrnoException) => (index + 1 < addresses.length ? attempt(index + 1) : resolve({ error })));
+      upstream.once('connect', () => {
+        upstream.removeAllListeners('error');
+        // Until the tunnel's own handlers are on it.
+        upstream.on('error', () => upstream.destroy());
+        resolve({ upstream, address });
+      });
+    };
+    attempt(0);
+  });
 }
 
 /** How long past the worker's decision deadline a tunnel still waits (the control service decides at the deadline). */
@@ -51,12 +67,14 @@ const DEADLINE_SLACK_MS = 30_000;
 
 /**
  * Egress tunnels (docs/egress.md): a sidecar's `CONNECT host:port` with its worker token. The
- * gateway, not the sandbox, decides: the control plane's own addresses are refused whatever any
- * rule says; then the template's deny rules, its egress list, the rules people added with
- * "always", and — for anything else — a person, through a `control_request` with tool `network`
- * (held open until decided or its deadline passes), or the policy at once for an autonomous
- * worker. The agent holds the worker token too, so a tunnel it asks for directly is decided the
- * same way. Every tunnel, opened or refused, is recorded in the worker's history.
+ * gateway, not the sandbox, decides, on the target's name and the addresses it resolves to (once):
+ * the control plane's own endpoints are refused whatever any rule says; then the template decides
+ * what it names (egress-rules.ts), which alone opens an address that is not the outside; then the
+ * rules people added with "always", and — for anything else — a person, through a
+ * `control_request` with tool `network` (held open until decided or its deadline passes), or the
+ * policy at once for an autonomous worker. The agent holds the worker token too, so a tunnel it
+ * asks for directly is decided the same way. Every tunnel, opened or refused, is recorded in the
+ * worker's history.
  */
 export function serveEgressTunnels(options: EgressTunnelOptions): { close(): void } {
   const log = options.logger.child({ component: 'egress' });
@@ -108,30 +126,24 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
     });
   }
 
-  async function decide(worker: WorkerRecord, target: EgressTarget, gone: AbortSignal): Promise<Verdict> {
+  async function decide(worker: WorkerRecord, target: ResolvedTarget, gone: AbortSignal): Promise<Verdict> {
     const policy = worker.egress!;
-    const denied = policy.deny.find((rule) => networkRuleMatches(rule, target.target));
-    if (denied) return { allow: false, by: 'policy', reason: `denied by the template's rule ${denied}` };
-    const listed = policy.allow.find((rule) => egressRuleMatches(rule, target.target));
-    if (listed) return { allow: true, by: 'policy', reason: `listed in the template's egress (${listed})` };
+    const byTemplate = templateVerdict(policy, target);
+    if (byTemplate) return byTemplate;
     const rules = await requestJson<ListResponseOf<PermissionRule>>(options.nc, subjects.rpc.permissionRules, { worker_id: worker.worker_id }, { retries: 1 });
-    const added = [...rules.items]
-      .reverse()
-      .find((rule) => rule.tool_name === EGRESS_TOOL && (rule.input_pattern === undefined || egressRuleMatches(rule.input_pattern, target.target)));
-    if (added)
-      return {
-        allow: added.decision === 'allow',
-        by: added.added_by,
-        reason: `${added.decision === 'allow' ? 'allowed' : 'denied'} by ${added.added_by}'s rule ${EGRESS_TOOL}${added.input_pattern === undefined ? '' : `(${added.input_pattern})`}`,
-      };
+    const byPeople = peopleVerdict(rules.items, target);
+    if (byPeople) return byPeople;
 
-    // Asked like a tool call: the history shows the request, whoever answers it.
+    // Asked like a tool call: the history shows the request, whoever answers it, and the person
+    // sees the addresses the tunnel would really reach.
     const requestId = `net_${randomUUID()}`;
-    const request: EventData<'control_request'> = {
-      request_id: requestId,
-      tool_name: EGRESS_TOOL,
-      input: { target: target.target, host: target.host, port: target.port },
+    const input: EgressRequestInput = {
+      target: target.target,
+      host: target.host,
+      port: target.port,
+      addresses: target.addresses.map(({ address }) => address),
     };
+    const request: EventData<'control_request'> = { request_id: requestId, tool_name: EGRESS_TOOL, input: { ...input } };
     if (policy.autonomous) {
       const data: EventData<'control_response'> = {
         request_id: requestId,
@@ -162,52 +174,65 @@ export function serveEgressTunnels(options: EgressTunnelOptions): { close(): voi
   async function handle(request: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
     const worker = await authenticate(request);
     if (typeof worker === 'string') return answer(socket, 401, worker);
-    const target = parseEgressTarget(request.url ?? '');
-    if (!target) return answer(socket, 400, `${JSON.stringify(request.url)} is not host:port`);
+    const asked = parseEgressTarget(request.url ?? '');
+    if (!asked) return answer(socket, 400, `${JSON.stringify(request.url)} is not host:port`);
     const workerId = worker.worker_id;
+    // Set once the target is resolved: the records say what it resolved to from then on.
+    let target: ResolvedTarget | undefined;
     const recordTunnel = (level: 'info' | 'warn', outcome: string, details: Record<string, unknown>) =>
       record(workerId, {
         type: 'system',
         uid: `egress:${randomUUID()}`,
-        data: { level, subtype: EGRESS_SUBTYPE, message: `egress to ${target.target}: ${outcome}`, details: { target: target.target, ...details } },
+        data: {
+          level,
+          subtype: EGRESS_SUBTYPE,
+          message: `egress to ${asked.target}: ${outcome}`,
+          details: { target: target?.target ?? asked.target, ...(target ? { addresses: target.addresses.map(({ address }) => address) } : {}), ...details },
+        },
       });
     const refuse = async (status: number, reason: string, by: string) => {
       await recordTunnel('warn', `refused (${reason})`, { decision: 'deny', decided_by: by });
-      answer(socket, status, `svc refused the connection to ${target.target}: ${reason}`);
+      answer(socket, status, `svc refused the connection to ${asked.target}: ${reason}`);
     };
     if (!worker.egress) return refuse(403, `worker ${workerId} has no egress (its sandbox is not sealed, or it runs without a sidecar)`, 'policy');
 
-    // Resolved once, checked, and connected to by address: a name cannot be re-pointed in between.
-    const addresses = isMetadataHost(target.host) ? [] : await addressesOf(target.host);
-    if (isMetadataHost(target.host)) return refuse(403, `${target.host} is a cloud metadata service`, 'policy');
-    if (addresses.length === 0) return refuse(502, `${target.host} does not resolve`, 'policy');
-    const refusal = addresses.map((address) => options.refused.reasonFor(address, target.port)).find((reason) => reason !== undefined);
-    if (refusal) return refuse(403, refusal, 'policy');
+    // Resolved once, weighed on every address, and connected to by address: a name cannot be
+    // re-pointed in between, and no spelling of an address escapes a rule about it.
+    const inspection = await options.addresses.inspect(asked.host, asked.port);
+    if (!inspection.resolved) {
+      const status = inspection.refusal === 'unresolved' ? 502 : inspection.refusal === 'invalid-host' ? 400 : 403;
+      return refuse(status, inspection.reason, 'policy');
+    }
+    const resolved = (target = resolvedTarget(asked.port, inspection));
 
     const gone = new AbortController();
     socket.once('close', () => gone.abort());
-    const verdict = await decide(worker, target, gone.signal);
+    const verdict = await decide(worker, resolved, gone.signal);
     if (gone.signal.aborted) return;
     if (!verdict.allow) return refuse(403, verdict.reason, verdict.by);
 
-    const upstream = net.connect({ host: addresses[0]!, port: target.port });
-    upstream.setNoDelay(true);
-    upstream.once('error', (err: NodeJS.ErrnoException) => void refuse(502, `${target.target} could not be reached (${err.code ?? err.message})`, verdict.by));
-    upstream.once('connect', () => {
-      upstream.removeAllListeners('error');
-      open.add(upstream);
-      void recordTunnel('info', `opened (${verdict.reason})`, { address: addresses[0], decision: 'allow', decided_by: verdict.by });
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      upstream.pipe(socket).pipe(upstream);
-      const end = () => {
-        open.delete(upstream);
-        upstream.destroy();
-        socket.destroy();
-      };
-      upstream.on('error', end).on('close', end);
-      socket.on('error', end).on('close', end);
-    });
+    const connected = await connectToFirst(
+      resolved.addresses.map(({ address }) => address),
+      resolved.port,
+    );
+    if ('error' in connected) return refuse(502, `${resolved.target} could not be reached (${connected.error.code ?? connected.error.message})`, verdict.by);
+    const { upstream, address } = connected;
+    if (gone.signal.aborted) {
+      upstream.destroy();
+      return;
+    }
+    open.add(upstream);
+    void recordTunnel('info', `opened (${verdict.reason})`, { address, decision: 'allow', decided_by: verdict.by });
+    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(socket).pipe(upstream);
+    const end = () => {
+      open.delete(upstream);
+      upstream.destroy();
+      socket.destroy();
+    };
+    upstream.on('error', end).on('close', end);
+    socket.on('error', end).on('close', end);
   }
 
   const onConnect = (request: IncomingMessage, socket: Socket, head: Buffer) => {

@@ -50,4 +50,20 @@ describe('templates — rules are capped at load', () => {
     const template = parseTemplate('t', withRules(`egress = ["*.npmjs.org:443"]`, `deny = ["${sixtyFour}"]\nask = ["Bash(${'x'.repeat(1018)})"]`), 'x');
     expect(template.sidecar?.deny).toEqual([sixtyFour]);
   });
+
+  it('templates — an egress rule or a network rule may name an IP address or a CIDR; a CIDR that is none is named', () => {
+    const template = parseTemplate(
+      't',
+      withRules('egress = ["127.0.0.1:5432", "10.0.0.0/8:443", "[fd00::/8]:*", "[fd00::]/8:22"]', 'deny = ["network(10.9.0.0/16:*)", "Bash(ls a/b:1)"]'),
+      'x',
+    );
+    expect(template.sandbox.egress).toEqual(['127.0.0.1:5432', '10.0.0.0/8:443', '[fd00::/8]:*', '[fd00::]/8:22']);
+    expect(refusal(withRules('egress = ["10.0.0.0/33:443"]', '')).message).toBe(
+      'templates/t.toml: /sandbox/egress/0 (the rule "10.0.0.0/33:443") names "10.0.0.0/33", which is no CIDR (10.0.0.0/8, [fd00::]/8)',
+    );
+    expect(refusal(withRules('egress = ["example.com/8:443"]', '')).message).toMatch(/\/sandbox\/egress\/0/);
+    expect(refusal(withRules('', 'deny = ["network(10.0.0.0/40:*)"]')).message).toBe(
+      'templates/t.toml: /sidecar/deny/0 (the rule "network(10.0.0.0/40:*)") names "10.0.0.0/40", which is no CIDR (10.0.0.0/8, [fd00::]/8)',
+    );
+  });
 });

@@ -49,6 +49,14 @@ describe('templates', () => {
     expect(refusal(`${minimal}\n[agent.env]\n"BAD NAME" = "x"\n`).message).toMatch(/\/agent\/env/);
   });
 
+  it('[overrides] autonomous: admins unless the template says anyone or nobody; anything else is named', () => {
+    expect(parseTemplate('t', minimal, 'x').overrides).toEqual({ autonomous: 'admins' });
+    expect(parseTemplate('t', `${minimal}\n[overrides]\nautonomous = "anyone"\n`, 'x').overrides).toEqual({ autonomous: 'anyone' });
+    expect(parseTemplate('t', `${minimal}\n[overrides]\nautonomous = "nobody"\n`, 'x').overrides).toEqual({ autonomous: 'nobody' });
+    expect(refusal(`${minimal}\n[overrides]\nautonomous = "sometimes"\n`).message).toMatch(/^templates\/t\.toml: .*\/overrides\/autonomous/);
+    expect(refusal(`${minimal}\n[overrides]\nenv = "anyone"\n`).message).toMatch(/\/overrides\/env/);
+  });
+
   it('[retention] events_days: whole days, 0 keeps them; a negative, fractional or unknown key is named', () => {
     expect(parseTemplate('t', `${minimal}\n[retention]\nevents_days = 7\n`, 'x').retention).toEqual({ events_days: 7 });
     expect(parseTemplate('t', `${minimal}\n[retention]\nevents_days = 0\n`, 'x').retention).toEqual({ events_days: 0 });

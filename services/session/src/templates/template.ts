@@ -6,19 +6,27 @@ import {
   createChecker,
   describeFieldErrors,
   ENV_NAME_PATTERN,
+  EGRESS_TOOL,
   EgressRuleSchema,
   EnvironmentVariables,
   ModelApiSchema,
   quoteRule,
   ruleLimitProblem,
   SIDECAR_ADAPTERS,
+  splitEgressRule,
+  splitToolRule,
   type FieldError,
 } from '@svc/protocol';
+import { parseCidr } from '@svc/service-kit';
 
 const EnvName = Type.String({ pattern: ENV_NAME_PATTERN });
 const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [] });
 /** A path inside the sandbox: absolute, without `.`, `..` or empty segments. */
 const SandboxPath = Type.String({ pattern: '^(/(?!\\.\\.?(/|$))[A-Za-z0-9._@+-]+)+$', maxLength: 1024 });
+
+/** Who may make an override of a template's (docs/sessions.md "Overrides"): everyone, people with the admin claim, or no one. */
+export const OVERRIDE_PERMISSIONS = ['anyone', 'admins', 'nobody'] as const;
+export type OverridePermission = (typeof OVERRIDE_PERMISSIONS)[number];
 
 /**
  * A session template (TOML): what to run and how the sidecar treats it. The file's name is the
@@ -70,8 +78,10 @@ export const TemplateSchema = Type.Object(
          */
         sealed: Type.Boolean({ default: true }),
         /**
-         * What else the agent may reach (`host:port`, `*` globs): through the gateway, without
-         * asking. Anything else it tries is asked like a tool call (`network`). Sealed sandboxes only.
+         * What else the agent may reach (`host:port`, `*` globs; the host may be an IP address or
+         * a CIDR): through the gateway, without asking. Anything else it tries is asked like a tool
+         * call (`network`). Only an entry naming an address itself opens a loopback, private or
+         * link-local one (docs/egress.md). Sealed sandboxes only.
          */
         egress: Type.Array(EgressRuleSchema, { default: [] }),
       },
@@ -94,6 +104,17 @@ export const TemplateSchema = Type.Object(
         },
         { additionalProperties: false },
       ),
+    ),
+    /** Who may change this template's settings for one session (`POST /v1/sessions` `overrides`). */
+    overrides: Type.Object(
+      {
+        /**
+         * Who may turn autonomous mode on (`overrides.autonomous: true`) when the template is not
+         * autonomous: nobody is asked then, and every egress tunnel nothing denies opens.
+         */
+        autonomous: Type.Enum(OVERRIDE_PERMISSIONS, { default: 'admins' }),
+      },
+      { additionalProperties: false, default: {} },
     ),
     /** The sidecar (step 6.5 of the spawn); without it, the spawn skips that step. */
     sidecar: Type.Optional(
@@ -144,10 +165,23 @@ function ruleProblems(template: Static<typeof TemplateSchema>): FieldError[] {
   };
   return Object.entries(lists).flatMap(([key, rules]) =>
     rules.flatMap((rule, index) => {
-      const problem = ruleLimitProblem(rule);
+      const problem = ruleLimitProblem(rule) ?? cidrProblem(key === '/sandbox/egress' ? rule : networkPattern(rule));
       return problem === undefined ? [] : [{ field: `${key}/${index}`, message: `(the rule ${quoteRule(rule)}) ${problem}` }];
     }),
   );
+}
+
+/** The `host:port` pattern of a `network(…)` rule; undefined for another tool's rule. */
+function networkPattern(rule: string): string | undefined {
+  const { tool, pattern } = splitToolRule(rule);
+  return tool === EGRESS_TOOL ? pattern : undefined;
+}
+
+/** What is wrong with a `host:port` rule whose host is meant as a CIDR (it holds a `/`), or undefined. */
+function cidrProblem(hostPort: string | undefined): string | undefined {
+  const host = hostPort === undefined ? undefined : splitEgressRule(hostPort)?.host;
+  if (host === undefined || !host.includes('/')) return undefined;
+  return parseCidr(host.replace(/[[\]]/g, '')) ? undefined : `names "${host}", which is no CIDR (10.0.0.0/8, [fd00::]/8)`;
 }
 
 /**
