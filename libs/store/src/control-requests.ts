@@ -83,6 +83,8 @@ export type DecideOutcome =
 const decided = sql`EXISTS (SELECT 1 FROM events d WHERE d.worker_id = r.worker_id AND d.type = 'control_response' AND d.data->>'request_id' = r.data->>'request_id')`;
 const firstDecision = sql`(SELECT json_build_object('id', d.id::text, 'uid', d.uid, 'ts', d.ts, 'data', d.data, 'source', d.source) FROM events d
   WHERE d.worker_id = r.worker_id AND d.type = 'control_response' AND d.data->>'request_id' = r.data->>'request_id' ORDER BY d.id LIMIT 1)`;
+// A control_request under an id an earlier one of the worker's already has.
+const repeated = sql`EXISTS (SELECT 1 FROM events p WHERE p.worker_id = r.worker_id AND p.type = 'control_request' AND p.data->>'request_id' = r.data->>'request_id' AND p.id < r.id)`;
 const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worker_id AND w.type = 'system' AND w.data->>'subtype' = ${CONTROL_WITHDRAWN_SUBTYPE} AND (w.data->'details')->>'request_id' = r.data->>'request_id')`;
 
 /**
@@ -132,12 +134,15 @@ export function createControlRequestLog(db: Kysely<Database>) {
       return { kind: outcome, request, decision: toDecision(workerId, decisionRow!) };
     },
 
-    /** A worker's requests in one state, oldest first. */
+    /**
+     * A worker's requests in one state, oldest first: the first request under each id only (a
+     * decision applies to it; a repeat under the same id is not a request of its own).
+     */
     async listRequests(workerId: string, state: RequestState): Promise<StoredRequest[]> {
       const filter = state === 'open' ? sql`AND NOT ${decided} AND NOT ${withdrawn}` : state === 'closed' ? sql`AND (${decided} OR ${withdrawn})` : sql``;
       const { rows } = await sql<EventRow>`
         SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, r.source FROM events r
-        WHERE r.worker_id = ${workerId} AND r.type = 'control_request' ${filter}
+        WHERE r.worker_id = ${workerId} AND r.type = 'control_request' AND NOT ${repeated} ${filter}
         ORDER BY r.id`.execute(db);
       return rows.map(toStored);
     },
@@ -177,7 +182,7 @@ export function createControlRequestLog(db: Kysely<Database>) {
     async allOpenRequests(): Promise<StoredRequest[]> {
       const { rows } = await sql<EventRow>`
         SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, r.source FROM events r
-        WHERE r.type = 'control_request' AND NOT ${decided} AND NOT ${withdrawn}
+        WHERE r.type = 'control_request' AND NOT ${repeated} AND NOT ${decided} AND NOT ${withdrawn}
         ORDER BY r.stored_at`.execute(db);
       return rows.map(toStored);
     },

@@ -34,6 +34,19 @@ describe('the worker view', () => {
     expect(view.closingOf('r3')).toBeUndefined();
   });
 
+  it('a request repeated under the same id neither replaces what the person is shown nor reopens a closed one', () => {
+    const view = new WorkerView({ readOnly: false });
+    const event = eventFactory();
+    view.apply(event('control_request', { request_id: 'r1', tool_name: 'network', input: { target: 'github.com:443' } }));
+    // The agent posts an innocent-looking request under the same id: the decision would apply to the first.
+    view.apply(event('control_request', { request_id: 'r1', tool_name: 'Read', input: { file_path: 'README.md' } }));
+    expect(view.openRequests().map((request) => request.data.tool_name)).toEqual(['network']);
+    expect(view.prompt()?.data.tool_name).toBe('network');
+    view.apply(event('control_response', { request_id: 'r1', decision: 'deny', decided_by: 'alice' }, 'user:console:alice'));
+    view.apply(event('control_request', { request_id: 'r1', tool_name: 'Read', input: { file_path: 'README.md' } }));
+    expect(view.openRequests()).toEqual([]);
+  });
+
   it('a decision made here closes the prompt at once, without a "decided by" notice when its event arrives', () => {
     const view = new WorkerView({ readOnly: false });
     const event = eventFactory();

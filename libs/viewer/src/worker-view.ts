@@ -66,7 +66,10 @@ export class WorkerView {
     switch (event.type) {
       case 'control_request': {
         const request = event as StoredEvent<'control_request'>;
-        this.open.set(request.data.request_id, request);
+        const requestId = request.data.request_id;
+        // The first request under an id is the one a decision applies to (the store, the rules and
+        // the audit trail go by it): a repeat never replaces what a person is shown, nor reopens one.
+        if (!this.open.has(requestId) && !this.closings.has(requestId)) this.open.set(requestId, request);
         break;
       }
       case 'control_response': {

@@ -20,7 +20,16 @@ import {
   type StoredEventBatchType,
 } from '@svc/protocol';
 import { integerSetting, optionalStringSetting, readConfig, type ConfigOf, type Logger, type RunningService } from '@svc/service-kit';
-import { createControlRequestLog, createWebhookStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
+import {
+  createControlRequestLog,
+  createWebhookStore,
+  prepareTables,
+  type StoreUse,
+  type StoredRequest,
+  pingDatabase,
+  type Database,
+  type Kysely,
+} from '@svc/store';
 import { createDeadlines } from './deadlines.js';
 import { createDecisions, deadlineOf } from './decisions.js';
 import { startAuditTrail } from './audit.js';
@@ -119,15 +128,25 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
           notifier.decided(decision).catch(notifyFailed);
         } else if (event.type === 'control_request') {
           const request = { event: event as StoredEvent<'control_request'>, storedAt: new Date() };
-          deadlines.watch(request).catch((error: unknown) => log.error({ err: error }, 'could not start a deadline'));
-          if (!decidedHere.has(request.event.data.request_id))
-            policyOf(event.worker_id)
-              .then((policy) => notifier.needsDecision(request.event, new Date(deadlineOf(request, policy))))
-              .catch(notifyFailed);
+          watchRequest(request, decidedHere.has(request.event.data.request_id)).catch((error: unknown) =>
+            log.error({ err: error, worker_id: event.worker_id }, 'could not watch a control request'),
+          );
         }
       }
     },
   });
+  /**
+   * A new request gets a deadline and, unless its decision came with it, a notification. A
+   * repeat of an id the worker used before is no request of its own: a decision applies to the
+   * first (what the store, the rules and the audit trail go by), so nobody is asked about another.
+   */
+  async function watchRequest(request: StoredRequest, decidedAlready: boolean): Promise<void> {
+    const first = await requests.findRequest(request.event.worker_id, request.event.data.request_id);
+    if (first && first.event.id !== request.event.id) return;
+    await deadlines.watch(request);
+    if (!decidedAlready)
+      await notifier.needsDecision(request.event, new Date(deadlineOf(request, await policyOf(request.event.worker_id)))).catch(notifyFailed);
+  }
   function recordPolicyDecision(decision: StoredEvent<'control_response'>): void {
     requests
       .findRequest(decision.worker_id, decision.data.request_id)

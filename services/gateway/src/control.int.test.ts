@@ -340,6 +340,26 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect(stranger.json()).toMatchObject({ code: 'worker_not_found' });
   });
 
+  it('a control_request repeated under the same id is no request of its own: the first is listed and decided, its tool makes the rule', async () => {
+    const requestId = `repeated-${++requests}`;
+    const ask = (uid: string, tool: string, input: Record<string, unknown>): IncomingEvent => ({
+      type: 'control_request',
+      uid,
+      ts: new Date().toISOString(),
+      data: { request_id: requestId, tool_name: tool, input },
+    });
+    await postEvents(workerId, workerToken, [
+      ask(`${requestId}-a`, 'WebFetch', { url: 'https://example.com' }),
+      ask(`${requestId}-b`, 'Read', { file_path: 'README.md' }),
+    ]);
+    await waitFor('listed', async () => (await openRequests()).items.some((r) => r.data.request_id === requestId));
+    const listed = (await openRequests()).items.filter((r) => r.data.request_id === requestId);
+    expect(listed.map((r) => r.data.tool_name)).toEqual(['WebFetch']);
+    expect((await decide({ request_id: requestId, decision: 'allow', scope: 'always' })).statusCode).toBe(201);
+    const rules = (await gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: asUser(alice) })).json() as ListResponseOf<PermissionRule>;
+    expect(rules.items.find((rule) => rule.request_id === requestId)?.tool_name).toBe('WebFetch');
+  });
+
   it("a deny may end the agent's turn (interrupt: true), kept in the decision; interrupt with allow is 400 and decides nothing", async () => {
     const requestId = await askPermission(workerId, workerToken, 'Bash');
     const refused = await decide({ request_id: requestId, decision: 'allow', interrupt: true });
