@@ -23,6 +23,13 @@ describe('visibleText — agent text shown, not run by the terminal', () => {
     expect(visibleText('tab\there\nnext line ✓ ␛ é 日本')).toBe('tab\there\nnext line ✓ ␛ é 日本');
   });
 
+  it('visibleText — invisible format characters that hide or reorder text are shown too: zero-width, bidi overrides and isolates, separators', () => {
+    expect(visibleText('ls\u200b\u200d\ufeff')).toBe('ls\\u200b\\u200d\\ufeff');
+    // A right-to-left override makes "rm -rf ~ #txt.sgol" read as something else.
+    expect(visibleText('cat \u202egol.txt')).toBe('cat \\u202egol.txt');
+    expect(visibleText('a\u2066b\u2069\u2028c\u00ad')).toBe('a\\u2066b\\u2069\\u2028c\\xad');
+  });
+
   it('visibleText — a CRLF line end is a newline', () => {
     expect(visibleText('one\r\ntwo\r\n')).toBe('one\ntwo\n');
   });

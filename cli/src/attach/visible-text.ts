@@ -1,12 +1,15 @@
 /**
  * Every C0 and C1 control character but tab and newline (ESC, BEL, backspace, CR, DEL, CSI 0x9b,
- * …): a terminal acts on them instead of showing them.
+ * …): a terminal acts on them instead of showing them. And the invisible format characters that
+ * hide or reorder text without one: zero-width spaces and joiners, bidirectional overrides and
+ * isolates (a command that reads backwards), line and paragraph separators, the soft hyphen.
  */
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
 
-/** A control character as the `\xNN` a person can read (`\x1b` for ESC). */
-function escapeOf(control: string): string {
-  return `\\x${control.charCodeAt(0).toString(16).padStart(2, '0')}`;
+/** A hidden character as the escape a person can read: `\x1b` for ESC, `\u202e` for a right-to-left override. */
+function escapeOf(hidden: string): string {
+  const code = hidden.charCodeAt(0);
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
 }
 
 /**
@@ -17,7 +20,7 @@ function escapeOf(control: string): string {
  * output or sandbox logs goes through here (docs/cli.md "Agent text").
  */
 export function visibleText(text: string): string {
-  return text.replace(/\r\n/g, '\n').replace(CONTROL, escapeOf);
+  return text.replace(/\r\n/g, '\n').replace(HIDDEN, escapeOf);
 }
 
 /**
