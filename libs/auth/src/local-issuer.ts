@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { decodeJwt, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 
 /**
@@ -31,7 +31,16 @@ export interface LocalIssuer {
   /** The sign-in code, for the launcher to print (never logged). */
   signInCode: string;
   /** A user token for this issuer. */
-  mintUserToken(claims: { sub: string; audience: string; name?: string; email?: string; admin?: boolean; ttlSeconds?: number }): Promise<string>;
+  mintUserToken(claims: {
+    sub: string;
+    audience: string;
+    name?: string;
+    email?: string;
+    admin?: boolean;
+    ttlSeconds?: number;
+    /** When the person signed in with the code (OIDC `auth_time`, seconds); a renewal carries it on. */
+    authTime?: number;
+  }): Promise<string>;
 }
 
 export const LOCAL_ISSUER_KEY_FILE = 'local-issuer-key.json';
@@ -75,6 +84,7 @@ export async function createLocalIssuer(options: { stateDir: string; issuer: str
         ...(claims.name ? { name: claims.name } : {}),
         ...(claims.email ? { email: claims.email } : {}),
         ...(claims.admin ? { [adminClaim]: true } : {}),
+        ...(claims.authTime === undefined ? {} : { auth_time: claims.authTime }),
       })
         .setProtectedHeader({ alg: 'ES256', kid: publicJwk.kid!, typ: 'JWT' })
         .setIssuer(issuer)
@@ -84,6 +94,12 @@ export async function createLocalIssuer(options: { stateDir: string; issuer: str
         .setExpirationTime(`${claims.ttlSeconds ?? 12 * 3600}s`)
         .sign(signingKey),
   };
+}
+
+/** When the person behind a token (already verified) signed in: its `auth_time`, if it has one. */
+export function signedInAt(token: string): number | undefined {
+  const authTime = decodeJwt(token).auth_time;
+  return typeof authTime === 'number' ? authTime : undefined;
 }
 
 /** A random secret kept in `file` of the state directory (0600), made on first use. */

@@ -3,11 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestJson, serveHealth, serveRpc } from '@svc/bus';
+import { signedInAt } from '@svc/auth';
 import { subjects, type ServiceHealth } from '@svc/protocol';
 import { ConfigError, readConfig } from '@svc/service-kit';
 import { freePort, localUserToken, startBusFixture, type BusFixture } from '@svc/test-support';
 import { gatewaySettings } from './config.js';
 import { start } from './index.js';
+import { LOCAL_SIGN_IN_MAX_AGE_S } from './routes/local-issuer.js';
 
 describe('gateway — start with the built-in issuer, status and probes', () => {
   let bus: BusFixture;
@@ -35,6 +37,15 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
       const discovery = await (await fetch(`${gateway.url}/.well-known/openid-configuration`)).json();
       expect(discovery).toMatchObject({ issuer: `http://127.0.0.1:${port}`, jwks_uri: `http://127.0.0.1:${port}/.well-known/jwks.json` });
       const token = await localUserToken(gateway.url, stateDir);
+
+      // A renewal carries the sign-in with the code on; one older than a week asks for the code again.
+      const renew = (bearer: string) => fetch(`${gateway.url}/v1/local/token`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` } });
+      const renewed = await renew(token);
+      expect(renewed.status).toBe(200);
+      expect(signedInAt(((await renewed.json()) as { token: string }).token)).toBe(signedInAt(token));
+      const weekOld = Math.floor(Date.now() / 1000) - LOCAL_SIGN_IN_MAX_AGE_S - 60;
+      const stale = await gateway.localIssuer!.mintUserToken({ sub: 'local-user', audience: 'svc', admin: true, authTime: weekOld });
+      expect((await renew(stale)).status).toBe(403);
 
       // Only the gateway is up: status still answers, and says which services are down.
       const degraded = await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${token}` } });

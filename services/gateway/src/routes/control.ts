@@ -151,7 +151,13 @@ export const controlRoutes: FastifyPluginAsyncTypebox<ControlRoutesOptions> = as
           `worker ${workerId} already holds ${longPollsPerWorker.max} long polls on this gateway, the most one worker may; poll again once one is answered`,
         );
       }
-      const feed = decisions.open(workerId);
+      let feed: ReturnType<typeof decisions.open>;
+      try {
+        feed = decisions.open(workerId);
+      } catch (err) {
+        releaseLongPoll();
+        throw err;
+      }
       longPolls.inc();
       // The store's page also tells the log where the worker's head is; announcements heard
       // meanwhile (the feed watched before the read) may prove more than the page holds.

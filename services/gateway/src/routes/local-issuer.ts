@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import { AuthenticationError, type LocalIssuer, type OidcVerifier } from '@svc/auth';
+import { AuthenticationError, signedInAt, type LocalIssuer, type OidcVerifier } from '@svc/auth';
 import {
   APIErrorSchema,
   CodedError,
@@ -19,6 +19,9 @@ export interface LocalIssuerRoutesOptions {
   /** How long a token lasts (`SVC_LOCAL_TOKEN_TTL_S`). */
   ttlSeconds: number;
 }
+
+/** How long renewals may carry a sign-in with the code on: after this the code is asked for again (a leaked token does not live for ever). */
+export const LOCAL_SIGN_IN_MAX_AGE_S = 7 * 86_400;
 
 /** The user every token of the built-in issuer is for (the local stack's one user, an admin). */
 export const LOCAL_USER = 'local-user';
@@ -75,8 +78,10 @@ export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = a
       const checked = isLocalTokenBody.check(request.body ?? {}, '/body');
       if (!checked.ok) throw new CodedError('invalid_request', describeFieldErrors(checked.errors), checked.errors);
       const { code } = checked.value;
+      let authTime: number;
       if (code !== undefined) {
         if (!issuer.isSignInCode(code)) throw refused();
+        authTime = Math.floor(Date.now() / 1000);
       } else {
         const token = presentedToken(request);
         if (token === undefined) throw refused();
@@ -86,8 +91,13 @@ export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = a
           if (err instanceof AuthenticationError) throw refused();
           throw err;
         }
+        // A renewal carries the sign-in's time on, up to a week: then the code is asked for again.
+        const since = signedInAt(token);
+        if (since === undefined || Date.now() / 1000 - since > LOCAL_SIGN_IN_MAX_AGE_S)
+          throw new CodedError('forbidden', 'this sign-in is older than a week (or was not made with the code): sign in again with the sign-in code');
+        authTime = since;
       }
-      const token = await issuer.mintUserToken({ sub: LOCAL_USER, audience, name: 'Local user', admin: true, ttlSeconds });
+      const token = await issuer.mintUserToken({ sub: LOCAL_USER, audience, name: 'Local user', admin: true, ttlSeconds, authTime });
       return { token, token_type: 'Bearer' as const, expires_in: ttlSeconds };
     },
   );
