@@ -131,6 +131,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...readConfig(sessionSettings, { SVC_SANDBOXES_DIR: path.join(stateDir, 'sandboxes'), ...process.env }),
       // The sandboxes' channel leads to the gateway's worker port, never its public one.
       sandboxControlPlaneUrl: gateway.workerUrl,
+      // Its secrets (sign-in code, keys) must stay out of every sandbox's sight.
+      stateDir,
       ...options.session,
     };
     const session = await startSession({ nc: await connectAs('session'), db: database.db, logger, instance, config: sessionConfig });

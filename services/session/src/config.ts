@@ -20,6 +20,8 @@ export const sessionSettings = {
    * installed, such as Claude Code under a node_modules).
    */
   sandboxHostDirs: listSetting('SVC_SANDBOX_HOST_DIRS', { default: [] }),
+  /** The stack's state directory, whose secrets (sign-in code, keys) no sandbox may see: a host directory holding it is refused. */
+  stateDir: stringSetting('SVC_STATE_DIR', { default: '.svc' }),
   /**
    * Run templates that ask for a sealed sandbox (the default) even where sandboxes cannot be
    * sealed (local sandboxes without bubblewrap): their agents then have this machine's network.

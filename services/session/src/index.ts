@@ -302,6 +302,7 @@ function createProvider(config: SessionConfig, log: Logger): SandboxProvider {
     dir: config.sandboxesDir,
     isolation: config.sandboxIsolation,
     hostDirs: config.sandboxHostDirs,
+    secretDirs: [config.stateDir],
     gateway: { host: gateway.hostname, port: Number(gateway.port || (gateway.protocol === 'https:' ? 443 : 80)) },
     logger: log,
   });

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '@svc/service-kit';
+import { ConfigError, createLogger } from '@svc/service-kit';
 import { collect } from '../../test/collect.js';
 import { waitFor } from '@svc/test-support';
 import { bubblewrapAvailable, createLocalProvider } from './local.js';
@@ -37,6 +37,14 @@ describe('local sandboxes', () => {
   it('bubblewrap is installed here (CI installs it), so sandboxes are isolated', () => {
     expect(bubblewrapAvailable()).toBe(true);
     expect(createLocalProvider(options).isolation).toBe('bubblewrap');
+  });
+
+  it('a host directory that holds the state directory (its sign-in code and keys) is refused, as is a state directory under /opt', () => {
+    const shared = path.join(options.dir, 'checkout');
+    expect(() => createLocalProvider({ ...options, hostDirs: [shared], secretDirs: [path.join(shared, '.svc')] })).toThrow(ConfigError);
+    expect(() => createLocalProvider({ ...options, hostDirs: [shared], secretDirs: [shared] })).toThrow(/sandboxes would see .* through /);
+    expect(() => createLocalProvider({ ...options, secretDirs: ['/opt/svc-state'] })).toThrow(/through \/opt/);
+    expect(createLocalProvider({ ...options, hostDirs: [shared], secretDirs: [path.join(options.dir, 'state')] }).isolation).toBe('bubblewrap');
   });
 
   it('has its own /workspace, /etc/svc, /var/run/svc and /usr/local/bin, and sees the spec paths where they are', async () => {

@@ -4,7 +4,7 @@ import net from 'node:net';
 import { chmod, copyFile, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@svc/service-kit';
+import { ConfigError, type Logger } from '@svc/service-kit';
 import { DEFAULT_SANDBOX_PATH, type ExecResult, type Sandbox, type SandboxHandle, type SandboxProvider, type SandboxSpec } from './provider.js';
 
 /**
@@ -36,6 +36,8 @@ export interface LocalProviderOptions {
   isolation?: 'auto' | LocalIsolation;
   /** Host directories every sandbox sees read-only at the same path. */
   hostDirs?: readonly string[];
+  /** Directories holding the control plane's secrets (the state directory): no sandbox may see them, so a host directory that holds one is refused. */
+  secretDirs?: readonly string[];
   /** The gateway as this machine reaches it: each sandbox's channel (`GATEWAY_SOCKET`) leads there. */
   gateway: { host: string; port: number };
   logger: Logger;
@@ -80,6 +82,19 @@ async function forwardToGateway(socketPath: string, gateway: { host: string; por
   return server;
 }
 
+/** The host's directories every bubblewrap sandbox sees read-only (`/usr` first). */
+const READ_ONLY_HOST_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt'] as const;
+
+/** A sandbox that saw the state directory could read the sign-in code and the keys there: such a setup does not start. */
+function refuseSecretsInSight(seen: readonly string[], secretDirs: readonly string[]): void {
+  for (const secret of secretDirs.map((dir) => path.resolve(dir)))
+    for (const dir of seen)
+      if (secret === dir || secret.startsWith(`${dir}${path.sep}`))
+        throw new ConfigError([
+          `sandboxes would see ${secret} (the state directory, with the sign-in code and keys) through ${dir}: move SVC_STATE_DIR out of it, or drop ${dir} from SVC_SANDBOX_HOST_DIRS`,
+        ]);
+}
+
 /** Whether `bwrap` runs here (installed, and user namespaces allowed). */
 export function bubblewrapAvailable(): boolean {
   const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--', 'true'], { stdio: 'ignore', timeout: 5000 });
@@ -106,6 +121,7 @@ export function createLocalProvider(options: LocalProviderOptions): SandboxProvi
   }
   const root = path.resolve(options.dir);
   const hostDirs = (options.hostDirs ?? []).map((dir) => path.resolve(dir));
+  refuseSecretsInSight([...hostDirs, ...READ_ONLY_HOST_DIRS], options.secretDirs ?? []);
   // Sandboxes made by this process: they end with it (bubblewrap kills them if it dies).
   const made = new Map<string, Sandbox>();
   // Each sandbox's channel to the gateway, by sandbox directory; closed when it is destroyed.
@@ -374,7 +390,7 @@ export async function readChildPid(stream: NodeJS.ReadableStream): Promise<numbe
  */
 export function bubblewrapArgs(binds: ReadonlyArray<{ host: string; inside: string }>): string[] {
   const args = ['--ro-bind', '/usr', '/usr'];
-  for (const top of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt']) {
+  for (const top of READ_ONLY_HOST_DIRS.slice(1)) {
     if (!existsSync(top)) continue;
     const stats = lstatSync(top);
     if (stats.isSymbolicLink()) args.push('--symlink', readlinkSync(top), top);
