@@ -120,6 +120,8 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
           SVC_OIDC_ISSUER: issuer.issuer,
           SVC_OIDC_AUDIENCE: 'svc',
           SVC_RATE_LIMIT_MAX: '1000000000',
+          // The benches' viewers are one user's; the cap has its own test.
+          SVC_MAX_STREAMS_PER_USER: '1000000',
           ...(options.localSignIn ? { SVC_LOCAL_ISSUER: 'true' } : {}),
           ...gatewayEnv,
         },

@@ -131,8 +131,9 @@ export async function startStack(options: StackOptions & { nats?: StackNats } = 
     SVC_GATEWAY_WORKER_PORT: String(workerPort),
     SVC_OIDC_ISSUER: issuer.issuer,
     SVC_OIDC_AUDIENCE: 'svc',
-    // Tests poll hard on purpose; rate limits have their own tests.
+    // Tests poll and watch hard on purpose (one user, many streams); rate limits and caps have their own tests.
     SVC_RATE_LIMIT_MAX: '100000000',
+    SVC_MAX_STREAMS_PER_USER: '100000',
     ...probeEnv(gatewayProbe),
     ...options.gatewayEnv,
   };
