@@ -6,25 +6,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 import { freePort } from '@svc/test-support';
-import { COMMANDS, runCli } from './cli.js';
+import { COMMANDS } from './cli.js';
 import { EXIT } from './exit-codes.js';
 import { resolveConnection, saveConfig } from './settings.js';
-
-/** Runs `svc` in-process and captures what it prints. */
-async function svc(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const writeOut = process.stdout.write.bind(process.stdout);
-  const writeErr = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((chunk: string) => ((stdout += chunk), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string) => ((stderr += chunk), true)) as typeof process.stderr.write;
-  try {
-    return { code: await runCli(argv), stdout, stderr };
-  } finally {
-    process.stdout.write = writeOut;
-    process.stderr.write = writeErr;
-  }
-}
+import { svc } from '../test/run-svc.js';
 
 describe('svc: commands, help, errors and exit codes', () => {
   let dir: string;

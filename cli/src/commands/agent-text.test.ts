@@ -2,24 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
-import { runCli } from '../cli.js';
 import { EXIT } from '../exit-codes.js';
-
-/** Runs `svc` in-process and captures what it prints. */
-async function svc(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const writeOut = process.stdout.write.bind(process.stdout);
-  const writeErr = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((chunk: string) => ((stdout += chunk), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string) => ((stderr += chunk), true)) as typeof process.stderr.write;
-  try {
-    return { code: await runCli(argv), stdout, stderr };
-  } finally {
-    process.stdout.write = writeOut;
-    process.stderr.write = writeErr;
-  }
-}
+import { svc } from '../../test/run-svc.js';
 
 /** Control characters a terminal would act on (tab and newline are text). */
 function controlsIn(text: string): string[] {

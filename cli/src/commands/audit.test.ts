@@ -5,24 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditHead, AuditVerification } from '@svc/protocol';
-import { runCli } from '../cli.js';
 import { EXIT } from '../exit-codes.js';
-
-/** Runs `svc` in-process and captures what it prints. */
-async function svc(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const writeOut = process.stdout.write.bind(process.stdout);
-  const writeErr = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((chunk: string) => ((stdout += chunk), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string) => ((stderr += chunk), true)) as typeof process.stderr.write;
-  try {
-    return { code: await runCli(argv), stdout, stderr };
-  } finally {
-    process.stdout.write = writeOut;
-    process.stderr.write = writeErr;
-  }
-}
+import { svc } from '../../test/run-svc.js';
 
 const head: AuditHead = { seq: 6, hash: 'a'.repeat(64), key_id: '0123456789abcdef', published_at: '2026-11-26T12:00:00.000Z', instance: 'control-1' };
 
@@ -121,6 +105,13 @@ describe('svc audit verify', () => {
       stdout:
         'the audit trail was tampered with: the head published at 2026-11-26T12:00:00.000Z (#6) is missing: the chain ends at #4, records #5-#6 were deleted\n',
     });
+  });
+
+  it('audit verify — the published heads missing: exit 1, the trail cannot be checked (no record named)', async () => {
+    const problem =
+      "no published head: the heads stream SVC_AUDIT_HEADS is missing (deleted: the services make it at start, and only NATS's operator may delete it), so nothing outside the database says where the trail ended or where keying began; the trail cannot be checked against it";
+    verification({ ok: false, count: 7, unkeyed: 7, heads: 0, problem });
+    expect(await verify()).toEqual({ code: EXIT.failed, stdout: `the audit trail cannot be checked: ${problem}\n`, stderr: '' });
   });
 
   it('audit verify — not an admin, or the control service away: the API error, exit 1; another subcommand: usage, exit 2', async () => {
