@@ -7,7 +7,9 @@ import {
   DEFAULT_DENY_MESSAGE,
   type DecideRequestType,
   type DecisionPolicy,
+  checkEgressPattern,
   checkRuleLimits,
+  EGRESS_TOOL,
   decidedByOf,
   personSource,
   POLICY_SOURCE,
@@ -162,6 +164,13 @@ export function createDecisions(deps: DecisionsDeps) {
     return verifyUserAssertion(deps.userAssertionKey, request.assertion, { workerId: request.worker_id, requestId: request.decision.request_id });
   }
 
+  /** A person's rule pattern is matched on every later request: capped like any rule, and a `network` one must name `host:port` (the gateway's schema caps it too). */
+  async function checkRulePattern(workerId: string, requestId: string, pattern: string): Promise<void> {
+    checkRuleLimits(pattern, '/body/input_pattern');
+    const request = await deps.requests.findRequest(workerId, requestId);
+    if (request?.event.data.tool_name === EGRESS_TOOL) checkEgressPattern(pattern, '/body/input_pattern');
+  }
+
   return {
     expire,
 
@@ -189,8 +198,7 @@ export function createDecisions(deps: DecisionsDeps) {
         ...(person.name === undefined ? {} : { decided_by_name: person.name }),
         ...(person.email === undefined ? {} : { decided_by_email: person.email }),
       };
-      // A person's rule pattern is matched on every later request: capped like any rule (the gateway's schema caps it too).
-      if (body.input_pattern !== undefined) checkRuleLimits(body.input_pattern, '/body/input_pattern');
+      if (body.input_pattern !== undefined) await checkRulePattern(workerId, body.request_id, body.input_pattern);
       if (body.interrupt && body.decision !== 'deny')
         throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);

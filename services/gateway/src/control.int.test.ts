@@ -360,6 +360,15 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     expect(rules.items.find((rule) => rule.request_id === requestId)?.tool_name).toBe('WebFetch');
   });
 
+  it('a person\'s "always" on a network request must name host:port: a pattern without a port is 400, and nothing is decided', async () => {
+    const requestId = await askPermission(workerId, workerToken, 'network');
+    const refused = await decide({ request_id: requestId, decision: 'deny', scope: 'always', input_pattern: 'example.com' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('/body/input_pattern') });
+    expect((await openRequests()).items.some((r) => r.data.request_id === requestId)).toBe(true);
+    expect((await decide({ request_id: requestId, decision: 'deny', scope: 'always', input_pattern: '*:22' })).statusCode).toBe(201);
+  });
+
   it("a deny may end the agent's turn (interrupt: true), kept in the decision; interrupt with allow is 400 and decides nothing", async () => {
     const requestId = await askPermission(workerId, workerToken, 'Bash');
     const refused = await decide({ request_id: requestId, decision: 'allow', interrupt: true });

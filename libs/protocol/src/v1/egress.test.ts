@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { EGRESS_RULE_PATTERN, egressRuleMatches, isNetworkRule, networkRuleMatches, parseEgressTarget, splitEgressRule } from './egress.js';
+import {
+  checkEgressPattern,
+  EGRESS_RULE_PATTERN,
+  egressPatternProblem,
+  egressRuleMatches,
+  isNetworkRule,
+  networkRuleMatches,
+  parseEgressTarget,
+  splitEgressRule,
+} from './egress.js';
+import { CodedError } from './errors.js';
 import { RULE_MAX_WILDCARDS } from './rules.js';
 
 describe('egress targets and rules', () => {
@@ -21,14 +31,38 @@ describe('egress targets and rules', () => {
     expect(egressRuleMatches('EXAMPLE.com:443', 'example.com:443')).toBe(true);
   });
 
-  it('egress — * and ? never cross the : between host and port; the parts pair up', () => {
-    expect(egressRuleMatches('*', 'example.com:443')).toBe(false);
+  it('egress — rule and target are cut at their last :, and * and ? never cross from host to port', () => {
     expect(egressRuleMatches('*:*', 'example.com:443')).toBe(true);
     expect(egressRuleMatches('example.com:44?', 'example.com:443')).toBe(true);
     expect(egressRuleMatches('example.co?:443', 'example.com:443')).toBe(true);
     expect(egressRuleMatches('example.com?443', 'example.com:443')).toBe(false);
-    expect(egressRuleMatches('*:443', '[::1]:443')).toBe(false);
+    expect(egressRuleMatches('*:2', 'example.com:22')).toBe(false);
+    expect(egressRuleMatches('example.com*:2', 'example.com:22')).toBe(false);
+    expect(egressRuleMatches('*:22', 'example.com:2')).toBe(false);
+    // `*` in the host spans dots, as it always has for names.
+    expect(egressRuleMatches('*.github.com:443', 'a.b.github.com:443')).toBe(true);
     expect(egressRuleMatches('[::1]:*', '[::1]:443')).toBe(true);
+  });
+
+  it('egress — an IPv6 target is its bracketed host and its port: *:22 names [2001:db8::1]:22, and an address rule only that address and port', () => {
+    for (const target of ['[2001:db8::1]:22', '[::1]:22', '[fd00::5]:22', '[2606:4700:4700::1111]:22'])
+      expect(egressRuleMatches('*:22', target), target).toBe(true);
+    expect(egressRuleMatches('*:22', '[2001:db8::1]:2222')).toBe(false);
+    expect(egressRuleMatches('*:22', '[2001:db8::22]:23')).toBe(false);
+    expect(egressRuleMatches('*:*', '[2001:db8::1]:443')).toBe(true);
+    expect(egressRuleMatches('[2001:db8::1]:443', '[2001:db8::1]:443')).toBe(true);
+    expect(egressRuleMatches('[2001:DB8::1]:443', '[2001:db8::1]:443')).toBe(true);
+    for (const other of ['[2001:db8::1]:4430', '[2001:db8::1]:44', '[2001:db8::11]:443', '[2001:db8::]:443', '2001:db8::1:443'])
+      expect(egressRuleMatches('[2001:db8::1]:443', other), other).toBe(false);
+    expect(egressRuleMatches('[2001:db8::*]:443', '[2001:db8::1:5]:443')).toBe(true);
+    expect(egressRuleMatches('[2001:db8::*]:443', '[2001:db9::1]:443')).toBe(false);
+  });
+
+  it('egress — * alone names every target; a pattern without a port names none', () => {
+    expect(egressRuleMatches('*', 'example.com:443')).toBe(true);
+    expect(egressRuleMatches('*', '[2001:db8::1]:22')).toBe(true);
+    expect(egressRuleMatches('example.com', 'example.com:443')).toBe(false);
+    expect(egressRuleMatches('[::1]', '[::1]:443')).toBe(false);
   });
 
   it('egress — network rules: the network tool alone, with or without a host:port pattern', () => {
@@ -37,6 +71,9 @@ describe('egress targets and rules', () => {
     expect(networkRuleMatches(' network(*.pastebin.com:*) ', 'x.pastebin.com:443')).toBe(true);
     expect(networkRuleMatches('network(*.pastebin.com:*)', 'pastebin.com:443')).toBe(false);
     expect(networkRuleMatches('network()', 'example.com:443')).toBe(false);
+    expect(networkRuleMatches('network(*)', 'example.com:443')).toBe(true);
+    expect(networkRuleMatches('network(*:22)', '[2001:db8::1]:22')).toBe(true);
+    expect(networkRuleMatches('network', '[2001:db8::1]:22')).toBe(true);
     expect(networkRuleMatches('WebFetch(*)', 'example.com:443')).toBe(false);
     expect(networkRuleMatches('net*(*:*)', 'example.com:443')).toBe(false);
     expect(isNetworkRule('network(*:22)')).toBe(true);
@@ -70,8 +107,55 @@ describe('egress targets and rules', () => {
       expect(rule.test(bad), bad).toBe(false);
     expect(splitEgressRule('10.0.0.0/8:443')).toEqual({ host: '10.0.0.0/8', port: '443' });
     expect(splitEgressRule('[::1]:*')).toEqual({ host: '[::1]', port: '*' });
-    expect(splitEgressRule('*')).toBeUndefined();
-    expect(splitEgressRule(':443')).toBeUndefined();
+    expect(splitEgressRule('[2001:db8::1]:22')).toEqual({ host: '[2001:db8::1]', port: '22' });
+    expect(splitEgressRule('[fd00::]/8:443')).toEqual({ host: '[fd00::]/8', port: '443' });
+    for (const portless of ['*', ':443', 'example.com', '[::1]', '[fd00::/8]']) expect(splitEgressRule(portless), portless).toBeUndefined();
+  });
+
+  it('egress — a pattern at input is host:port (IPv6 in brackets) or * alone; anything else is named, and refused with invalid_request (400)', () => {
+    for (const good of [
+      '*',
+      '**',
+      '*:*',
+      '*:22',
+      '*.example.com:443',
+      'example.com:44?',
+      '127.0.0.1:5432',
+      '10.0.0.0/8:*',
+      '[2001:db8::1]:443',
+      '[2001:db8::*]:22',
+      '[fd00::]/8:443',
+      '[fd00::/8]:443',
+      ' *:22 ',
+    ])
+      expect(egressPatternProblem(good), good).toBeUndefined();
+    const examples = '(*.example.com:443, *:22, [2001:db8::1]:443, 10.0.0.0/8:*)';
+    expect(egressPatternProblem('example.com')).toBe(`names no port: a network pattern is host:port ${examples}, or * alone for every target`);
+    for (const portless of ['', '*.example.com', '[2001:db8::1]', '*443']) expect(egressPatternProblem(portless), portless).toMatch(/^names no port: /);
+    expect(egressPatternProblem(':22')).toBe(`names no host: a network pattern is host:port ${examples}, or * alone for every target`);
+    expect(egressPatternProblem('example.com:https')).toBe(`has the port "https": a port is 1 to 65535, or a glob of digits, * and ? ${examples}`);
+    for (const port of ['0', '65536', '123456', '', '1-100']) expect(egressPatternProblem(`example.com:${port}`), port).toMatch(/^has the port /);
+    expect(egressPatternProblem('2001:db8::1:22')).toBe(
+      `names the host "2001:db8::1" with a ":" outside brackets: an IPv6 address goes in brackets, so that its port is clear ${examples}`,
+    );
+    expect(egressPatternProblem('*:*:22')).toMatch(/^names the host "\*:\*" with a ":" outside brackets/);
+    for (const host of ['[2001:db8::1', '2001:db8::1]', '[[::1]]', 'a[::1]', '[::1]x', '[]'])
+      expect(egressPatternProblem(`${host}:22`), host).toMatch(/^names the host .*brackets/);
+
+    expect(() => checkEgressPattern('*:22', '/body/input_pattern')).not.toThrow();
+    let refusal: unknown;
+    try {
+      checkEgressPattern('example.com', '/body/input_pattern');
+    } catch (err) {
+      refusal = err;
+    }
+    expect(refusal).toBeInstanceOf(CodedError);
+    expect((refusal as CodedError).code).toBe('invalid_request');
+    expect((refusal as CodedError).status).toBe(400);
+    expect((refusal as CodedError).details).toEqual({ field: '/body/input_pattern' });
+    expect((refusal as CodedError).message).toBe(
+      `/body/input_pattern: the pattern "example.com" names no port: a network pattern is host:port ${examples}, or * alone for every target`,
+    );
   });
 
   it('egress — twelve stars against localhost.localdomain:1 (seconds with a RegExp) are decided at once', () => {

@@ -1,5 +1,6 @@
 import Type, { type Static } from 'typebox';
-import { compileGlob, parseToolRule, splitToolRule, type GlobOptions } from './rules.js';
+import { CodedError } from './errors.js';
+import { compileGlob, parseToolRule, quoteRule, splitToolRule, type GlobOptions } from './rules.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /**
@@ -34,13 +35,53 @@ export const EgressRuleSchema = Type.String({
 });
 
 /**
- * A `host:port` rule cut at its last `:` (`[::1]:443` → `[::1]` and `443`); undefined for a
- * pattern without one (`*`, which names no target).
+ * A `host:port` rule (or target) cut at its last `:` (`[::1]:443` → `[::1]` and `443`); undefined
+ * for a pattern without a port: none of `:` (`*`, `example.com`), nothing before it, or a `]`
+ * after it (`[::1]`, a bracketed IPv6 address alone).
  */
 export function splitEgressRule(rule: string): { host: string; port: string } | undefined {
   const colon = rule.lastIndexOf(':');
-  if (colon <= 0) return undefined;
+  if (colon <= 0 || rule.includes(']', colon)) return undefined;
   return { host: rule.slice(0, colon), port: rule.slice(colon + 1) };
+}
+
+/** Examples an error message gives of what a `host:port` pattern looks like. */
+const EGRESS_PATTERN_EXAMPLES = '*.example.com:443, *:22, [2001:db8::1]:443, 10.0.0.0/8:*';
+
+/**
+ * What is wrong with a `host:port` pattern arriving at input (a `network(…)` rule's pattern, a
+ * person's "always" `input_pattern` for the `network` tool, an entry of a template's egress list),
+ * or undefined: `*` alone (every target), or a host (a name, a glob, an IP literal, a CIDR; IPv6
+ * in brackets) and a port (1–65535, or a glob of digits, `*` and `?`) cut at the last `:`. A
+ * pattern without a port would match no target (each has one), so it is refused rather than kept
+ * as a rule that silently names nothing. The message follows the quoted rule or pattern.
+ */
+export function egressPatternProblem(pattern: string): string | undefined {
+  const trimmed = pattern.trim();
+  if (/^\*+$/.test(trimmed)) return undefined;
+  if (trimmed.lastIndexOf(':') === 0) return `names no host: a network pattern is host:port (${EGRESS_PATTERN_EXAMPLES}), or * alone for every target`;
+  const parts = splitEgressRule(trimmed);
+  if (parts === undefined) return `names no port: a network pattern is host:port (${EGRESS_PATTERN_EXAMPLES}), or * alone for every target`;
+  const { host, port } = parts;
+  if (!/^[0-9*?]{1,5}$/.test(port) || (/^\d+$/.test(port) && (Number(port) < 1 || Number(port) > 65535)))
+    return `has the port "${port}": a port is 1 to 65535, or a glob of digits, * and ? (${EGRESS_PATTERN_EXAMPLES})`;
+  if (host.includes('[') || host.includes(']')) {
+    // `[address]`, `[address/bits]` or `[address]/bits`: one pair of brackets, opening the host.
+    if (!/^\[[^[\]]+\](?:\/\d{1,3})?$/.test(host))
+      return `names the host "${host}", whose brackets are not one pair around an IPv6 address (${EGRESS_PATTERN_EXAMPLES}, [fd00::]/8:443)`;
+  } else if (host.includes(':'))
+    return `names the host "${host}" with a ":" outside brackets: an IPv6 address goes in brackets, so that its port is clear (${EGRESS_PATTERN_EXAMPLES})`;
+  return undefined;
+}
+
+/**
+ * Refuses a `host:port` pattern arriving at input that `egressPatternProblem` finds wrong, with
+ * `invalid_request` (400) naming where it was, e.g. `/body/input_pattern: the pattern "example.com"
+ * names no port: …`.
+ */
+export function checkEgressPattern(pattern: string, where: string): void {
+  const problem = egressPatternProblem(pattern);
+  if (problem !== undefined) throw new CodedError('invalid_request', `${where}: the pattern ${quoteRule(pattern)} ${problem}`, { field: where });
 }
 
 /** What the gateway needs to decide a worker's tunnels (kept in its worker record). */
@@ -76,10 +117,12 @@ export function parseEgressTarget(text: string): EgressTarget | undefined {
 }
 
 /**
- * How a `host:port` rule reads a target: `*` and `?` stay within the host or the port (each part
- * is matched on its own, in linear time: docs/egress.md "Rules"), letters in either case.
+ * How a `host:port` rule reads a target: rule and target are cut into host and port at their last
+ * `:` (an IPv6 host in brackets keeps its own), each part is matched on its own in linear time,
+ * so `*` and `?` never span from host to port, and letters match in either case; `*` alone names
+ * every target (docs/egress.md "Rules").
  */
-export const EGRESS_GLOB: GlobOptions = { separator: ':', ignoreAsciiCase: true };
+export const EGRESS_GLOB: GlobOptions = { cutAtLast: ':', ignoreAsciiCase: true };
 
 /** Whether a `host:port` rule (with `*` globs) names `target`. */
 export function egressRuleMatches(rule: string, target: string): boolean {
@@ -91,7 +134,7 @@ export function isNetworkRule(rule: string): boolean {
   return splitToolRule(rule).tool === EGRESS_TOOL;
 }
 
-/** Whether a `network` rule (`network` for every target, or `network(host:port)`) names `target`; a rule of another tool names none. */
+/** Whether a `network` rule (`network` or `network(*)` for every target, or `network(host:port)`) names `target`; a rule of another tool names none. */
 export function networkRuleMatches(rule: string, target: string): boolean {
   const parsed = parseToolRule(rule, EGRESS_GLOB);
   return parsed.tool === EGRESS_TOOL && parsed.matchesInput(target);

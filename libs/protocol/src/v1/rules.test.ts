@@ -14,10 +14,8 @@ import {
 } from './rules.js';
 import { createChecker } from './validation.js';
 
-/** The textbook dynamic program (O(text × glob)), as the yardstick: `*` a run and `?` one character, neither crossing the separator. */
-function referenceMatches(glob: string, text: string, options: GlobOptions = {}): boolean {
-  const fold = (s: string) => (options.ignoreAsciiCase ? s.replace(/[A-Z]/g, (c) => c.toLowerCase()) : s);
-  const [g, t, sep] = [fold(glob), fold(text), options.separator];
+/** The textbook dynamic program (O(text × glob)), as the yardstick: `*` a run and `?` one character. */
+function dynamicMatches(g: string, t: string): boolean {
   // row[j]: whether the glob's first i characters match the text's first j.
   let row = Array.from({ length: t.length + 1 }, (_, j) => j === 0);
   for (let i = 1; i <= g.length; i++) {
@@ -26,13 +24,23 @@ function referenceMatches(glob: string, text: string, options: GlobOptions = {})
     if (p === '*') next[0] = row[0]!;
     for (let j = 1; j <= t.length; j++) {
       const c = t[j - 1];
-      if (p === '*') next[j] = row[j]! || (next[j - 1]! && c !== sep);
-      else if (p === '?') next[j] = row[j - 1]! && c !== sep;
+      if (p === '*') next[j] = row[j]! || next[j - 1]!;
+      else if (p === '?') next[j] = row[j - 1]!;
       else next[j] = row[j - 1]! && p === c;
     }
     row = next;
   }
   return row[t.length]!;
+}
+
+/** The yardstick with the options: case folded, and with a cut, head to head and tail to tail (a glob without the cut: `*` alone or nothing). */
+function referenceMatches(glob: string, text: string, options: GlobOptions = {}): boolean {
+  const fold = (s: string) => (options.ignoreAsciiCase ? s.replace(/[A-Z]/g, (c) => c.toLowerCase()) : s);
+  const [g, t, cut] = [fold(glob), fold(text), options.cutAtLast];
+  if (cut === undefined) return dynamicMatches(g, t);
+  const [gc, tc] = [g.lastIndexOf(cut), t.lastIndexOf(cut)];
+  if (gc < 0) return /^\*+$/.test(g);
+  return tc >= 0 && dynamicMatches(g.slice(0, gc), t.slice(0, tc)) && dynamicMatches(g.slice(gc + 1), t.slice(tc + 1));
 }
 
 /** A small seeded generator, so a failure can be replayed. */
@@ -101,19 +109,30 @@ describe('rules — matching', () => {
     for (const [glob, text, expected] of cases) expect(compileGlob(glob).matches(text), `${JSON.stringify(glob)} ~ ${JSON.stringify(text)}`).toBe(expected);
   });
 
-  it('glob — with a separator, * and ? stay within a part and the parts must pair up', () => {
-    const hostPort = { separator: ':' };
+  it('glob — with a cut, glob and text are cut at their last one and * and ? stay on their side of it', () => {
+    const hostPort: GlobOptions = { cutAtLast: ':' };
     expect(compileGlob('*.github.com:443', hostPort).matches('api.github.com:443')).toBe(true);
-    expect(compileGlob('*:443', hostPort).matches('a:b:443')).toBe(false);
-    expect(compileGlob('*', hostPort).matches('example.com:443')).toBe(false);
+    // The head may hold the cut too: an IPv6 host in brackets is one part.
+    expect(compileGlob('*:443', hostPort).matches('[2001:db8::1]:443')).toBe(true);
+    expect(compileGlob('*:443', hostPort).matches('[2001:db8::1]:4430')).toBe(false);
+    expect(compileGlob('[::1]:*', hostPort).matches('[::1]:8080')).toBe(true);
+    expect(compileGlob('[2001:db8::*]:22', hostPort).matches('[2001:db8::1:5]:22')).toBe(true);
+    // `*` in the head never reaches into the tail, nor `?`.
+    expect(compileGlob('*:2', hostPort).matches('example.com:22')).toBe(false);
+    expect(compileGlob('example.com*:2', hostPort).matches('example.com:22')).toBe(false);
+    expect(compileGlob('example.com?443', hostPort).matches('example.com:443')).toBe(false);
     expect(compileGlob('*:*', hostPort).matches('example.com:443')).toBe(true);
     expect(compileGlob('*:*', hostPort).matches('example.com')).toBe(false);
-    expect(compileGlob('example.com?443', hostPort).matches('example.com:443')).toBe(false);
-    expect(compileGlob('[::1]:*', hostPort).matches('[::1]:8080')).toBe(true);
+    // A glob without the cut: `*` alone is every text, anything else none.
+    expect(compileGlob('*', hostPort).matches('example.com:443')).toBe(true);
+    expect(compileGlob('**', hostPort).matches('no cut here')).toBe(true);
+    expect(compileGlob('example.com', hostPort).matches('example.com')).toBe(false);
+    expect(compileGlob('*443', hostPort).matches('example.com:443')).toBe(false);
+    expect(compileGlob('', hostPort).matches('')).toBe(false);
   });
 
   it('glob — ignoring ASCII case folds the glob and the text', () => {
-    expect(compileGlob('EXAMPLE.*:443', { separator: ':', ignoreAsciiCase: true }).matches('example.COM:443')).toBe(true);
+    expect(compileGlob('EXAMPLE.*:443', { cutAtLast: ':', ignoreAsciiCase: true }).matches('example.COM:443')).toBe(true);
     expect(compileGlob('EXAMPLE.*').matches('example.com')).toBe(false);
   });
 
@@ -121,7 +140,7 @@ describe('rules — matching', () => {
     const random = randomFrom(34);
     const word = (alphabet: string, max: number) => repeatJoin(random.int(max + 1), () => random.pick(alphabet));
     for (let i = 0; i < 20_000; i++) {
-      const options: GlobOptions = [{}, { separator: ':' }, { separator: ':', ignoreAsciiCase: true }][i % 3]!;
+      const options: GlobOptions = [{}, { cutAtLast: ':' }, { cutAtLast: ':', ignoreAsciiCase: true }][i % 3]!;
       // Short alphabets make near-misses, overlaps and periodic segments (KMP's borders) common.
       const glob = word('ab*?:A', 12);
       const text = word('abB:', 14);

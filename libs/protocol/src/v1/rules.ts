@@ -20,10 +20,14 @@ const QUESTION = 0x3f;
 /** How a glob reads its text. */
 export interface GlobOptions {
   /**
-   * A character neither `*` nor `?` matches: glob and text are cut at it and matched part by
-   * part, with as many parts on each side (egress: `:`, so `*` never crosses from host to port).
+   * Where the text is cut in two (egress: `:`, between host and port). The text and the glob are
+   * each cut at their LAST one, and each half of the glob matches the same half of the text on
+   * its own, so `*` and `?` never span the cut, while the head may hold it too: `*:22` names
+   * `[2001:db8::1]:22`, whose host is `[2001:db8::1]`. A text without it matches only a glob of
+   * `*` alone; a glob without it is `*` alone (every text, as `coversEveryInput` reads it) or
+   * matches nothing.
    */
-  separator?: string;
+  cutAtLast?: string;
   /** ASCII letters match either case (host names). */
   ignoreAsciiCase?: boolean;
 }
@@ -162,21 +166,21 @@ function partMatches(glob: string, start: number, end: number, text: string, fro
   return true;
 }
 
-/** Whether `glob` matches all of `text`, part by part when there is a separator. */
-function globMatches(glob: string, text: string, separator: string | undefined): boolean {
-  if (separator === undefined || separator.length === 0) return partMatches(glob, 0, glob.length, text, 0, text.length);
-  for (let globFrom = 0, textFrom = 0; ;) {
-    const globCut = glob.indexOf(separator, globFrom);
-    const textCut = text.indexOf(separator, textFrom);
-    // As many parts in the text as in the glob: none left over, none missing.
-    if (globCut < 0 !== textCut < 0) return false;
-    const globTo = globCut < 0 ? glob.length : globCut;
-    const textTo = textCut < 0 ? text.length : textCut;
-    if (!partMatches(glob, globFrom, globTo, text, textFrom, textTo)) return false;
-    if (globCut < 0) return true;
-    globFrom = globCut + separator.length;
-    textFrom = textCut + separator.length;
-  }
+/** Whether a glob is `*` alone (one or more): it matches every text. */
+function onlyStars(glob: string): boolean {
+  if (glob.length === 0) return false;
+  for (let i = 0; i < glob.length; i++) if (glob.charCodeAt(i) !== STAR) return false;
+  return true;
+}
+
+/** Whether `glob` matches all of `text`, its head and its tail each on its own when there is a cut. */
+function globMatches(glob: string, text: string, cut: string | undefined): boolean {
+  if (cut === undefined || cut.length === 0) return partMatches(glob, 0, glob.length, text, 0, text.length);
+  const globCut = glob.lastIndexOf(cut);
+  if (globCut < 0) return onlyStars(glob);
+  const textCut = text.lastIndexOf(cut);
+  if (textCut < 0) return false;
+  return partMatches(glob, 0, globCut, text, 0, textCut) && partMatches(glob, globCut + cut.length, glob.length, text, textCut + cut.length, text.length);
 }
 
 /** Lowercases ASCII letters only (both sides of a case-blind glob; a text that has none is returned as it is). */
@@ -192,8 +196,8 @@ function lowerAscii(text: string): string {
 export function compileGlob(source: string, options: GlobOptions = {}): Glob {
   const fold = options.ignoreAsciiCase === true;
   const glob = fold ? lowerAscii(source) : source;
-  const separator = options.separator;
-  return { source, matches: (text) => globMatches(glob, fold ? lowerAscii(text) : text, separator) };
+  const cut = options.cutAtLast;
+  return { source, matches: (text) => globMatches(glob, fold ? lowerAscii(text) : text, cut) };
 }
 
 /** The two halves of a rule as written: `Tool` or `Tool(pattern)`. */
@@ -230,7 +234,7 @@ export interface ToolRule extends ToolRuleParts {
 
 /**
  * Parses and compiles a rule. `patternOptions` say how its pattern reads the input (the egress
- * decision: `:` separates host and port). Any text is a rule; the caps are checked where rules
+ * decision: host and port are cut at the last `:`). Any text is a rule; the caps are checked where rules
  * are accepted (`checkRuleLimits`), so a rule stored before them still matches, in linear time.
  */
 export function parseToolRule(source: string, patternOptions: GlobOptions = {}): ToolRule {
@@ -243,7 +247,7 @@ export function parseToolRule(source: string, patternOptions: GlobOptions = {}):
     pattern,
     namesTool: (toolName) => name.matches(toolName),
     matchesInput: (value) => input === undefined || input.matches(value),
-    coversEveryInput: pattern === undefined || /^\*+$/.test(pattern),
+    coversEveryInput: pattern === undefined || onlyStars(pattern),
   };
 }
 

@@ -12,6 +12,7 @@ const NAMES: Record<string, string[]> = {
   'cdn.example': ['93.184.215.14'],
   'split.example': ['93.184.215.14', '93.184.215.15'],
   'half-inside.example': ['93.184.215.14', '10.0.0.7'],
+  'v6.example': ['2606:4700:4700::1111'],
   'corp.internal': ['10.1.2.3'],
   'lab.internal': ['172.16.0.9'],
 };
@@ -91,6 +92,71 @@ describe("egress rules — the template's deny rules refuse a name by its addres
     expect(templateVerdict(template(['split.example:443'], ['network(93.184.215.15:443)']), await target('split.example:443'))).toMatchObject({ allow: false });
     expect(templateVerdict(template(['cdn.example:443'], ['network']), await target('cdn.example:443'))).toMatchObject({ allow: false });
     expect(templateVerdict(template(['cdn.example:443'], ['Bash(curl *)', 'network()']), await target('cdn.example:443'))).toMatchObject({ allow: true });
+  });
+});
+
+describe('egress rules — IPv6 targets: host and port are cut at the last colon, so globs and deny rules bind them', () => {
+  const deniedBy = (text: string) => ({ allow: false, by: 'policy', reason: `denied by the template's rule ${text}` });
+
+  it.each(['[2606:4700:4700::1111]:22', '[2606:4700:4700:0:0:0:0:1111]:22', '[::ffff:1.2.3.4]:22', '[::ffff:102:304]:22', 'v6.example:22'])(
+    'network(*:22) refuses %s, however the address is spelled',
+    async (hostPort) => {
+      expect(templateVerdict(template(['*:*'], ['network(*:22)']), await target(hostPort))).toEqual(deniedBy('network(*:22)'));
+      expect(templateVerdict(template(['*:*'], ['network(*:22)']), await target(hostPort.replace(/:22$/, ':443')))).toMatchObject({ allow: true });
+    },
+  );
+
+  it('network(*:22) refuses [2001:db8::1]:22 by the rule itself, before the address (not the outside) is weighed', async () => {
+    expect(templateVerdict(template(['[2001:db8::1]:*'], ['network(*:22)']), await target('[2001:db8::1]:22'))).toEqual(deniedBy('network(*:22)'));
+    expect(templateVerdict(template(['[2001:db8::1]:*'], ['network(*:22)']), await target('[2001:db8::1]:443'))).toMatchObject({ allow: true });
+    expect(templateVerdict(template([], ['network(*:22)']), await target('[2001:db8:0::1]:22'))).toEqual(deniedBy('network(*:22)'));
+  });
+
+  it('network(*) and network refuse every target, IPv6 too; a pattern without a port refuses none', async () => {
+    const v6 = await target('[2606:4700:4700::1111]:443');
+    expect(templateVerdict(template(['*:*'], ['network(*)']), v6)).toEqual(deniedBy('network(*)'));
+    expect(templateVerdict(template(['*:*'], ['network']), v6)).toEqual(deniedBy('network'));
+    expect(templateVerdict(template(['*:*'], ['network(*)']), await target('cdn.example:443'))).toEqual(deniedBy('network(*)'));
+    // Refused at input (docs/egress.md "Rules"); one stored before then names nothing, as it always did.
+    for (const portless of ['network(2606:4700:4700::1111)', 'network([2606:4700:4700::1111])', 'network()'])
+      expect(templateVerdict(template(['*:*'], [portless]), v6), portless).toMatchObject({ allow: true });
+  });
+
+  it('a glob over an IPv6 host names the addresses a name resolves to; the glob never reaches the port', async () => {
+    expect(templateVerdict(template([], ['network([2606:4700:*]:22)']), await target('v6.example:22'))).toEqual(deniedBy('network([2606:4700:*]:22)'));
+    expect(templateVerdict(template(['*:*'], ['network([2606:4700:*]:2)']), await target('v6.example:22'))).toMatchObject({ allow: true });
+    expect(templateVerdict(template(['*:*'], ['network([2606:4700:*]:22)']), await target('v6.example:2222'))).toMatchObject({ allow: true });
+  });
+
+  it('an allow rule naming [2606:4700:4700::1111]:443 opens that address on that port only', async () => {
+    const listed = compileEgressRule('[2606:4700:4700::1111]:443');
+    expect(listed.namesAddresses).toBe(true);
+    expect(listed.matchesAddress('2606:4700:4700::1111', 443)).toBe(true);
+    expect(listed.matchesAddress('2606:4700:4700::1111', 4430)).toBe(false);
+    expect(listed.matchesAddress('2606:4700:4700::1001', 443)).toBe(false);
+    const allow = template(['[2606:4700:4700::1111]:443']);
+    for (const hostPort of ['[2606:4700:4700::1111]:443', '[2606:4700:4700:0::1111]:443', 'v6.example:443'])
+      expect(templateVerdict(allow, await target(hostPort)), hostPort).toEqual({
+        allow: true,
+        by: 'policy',
+        reason: "listed in the template's egress ([2606:4700:4700::1111]:443)",
+      });
+    for (const hostPort of ['[2606:4700:4700::1111]:444', '[2606:4700:4700::1001]:443', 'cdn.example:443'])
+      expect(templateVerdict(allow, await target(hostPort)), hostPort).toBeUndefined();
+    // The documentation range is not the outside: the address itself listed opens it, and only it.
+    expect(templateVerdict(template(['[2001:db8::1]:443']), await target('[2001:db8::1]:443'))).toMatchObject({ allow: true });
+    expect(templateVerdict(template(['[2001:db8::1]:443']), await target('[2001:db8::2]:443'))).toMatchObject({ allow: false });
+  });
+
+  it("people's rules: an always-deny of *:22 refuses an IPv6 literal on port 22; * alone is every target, as no pattern is", async () => {
+    const v6 = await target('[2606:4700:4700::1111]:22');
+    expect(peopleVerdict([rule('allow'), rule('deny', '*:22')], v6)).toEqual({ allow: false, by: 'alice', reason: "denied by alice's rule network(*:22)" });
+    expect(peopleVerdict([rule('deny', '*:22')], await target('[::ffff:1.2.3.4]:22'))).toMatchObject({ allow: false });
+    expect(peopleVerdict([rule('deny', '*:22')], await target('[2606:4700:4700::1111]:443'))).toBeUndefined();
+    expect(peopleVerdict([rule('deny', '*')], v6)).toEqual({ allow: false, by: 'alice', reason: "denied by alice's rule network(*)" });
+    expect(peopleVerdict([rule('allow', '*')], v6)).toMatchObject({ allow: true });
+    expect(peopleVerdict([rule('allow', '[2606:4700:4700::1111]:22')], v6)).toMatchObject({ allow: true });
+    expect(peopleVerdict([rule('allow', '[2606:4700:4700::1111]:22')], await target('[2606:4700:4700::1111]:23'))).toBeUndefined();
   });
 });
 

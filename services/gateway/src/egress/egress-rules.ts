@@ -1,4 +1,4 @@
-import { EGRESS_TOOL, egressRuleMatches, compileGlob, splitEgressRule, splitToolRule, type EgressPolicy, type PermissionRule } from '@svc/protocol';
+import { EGRESS_GLOB, EGRESS_TOOL, compileGlob, splitEgressRule, splitToolRule, type EgressPolicy, type PermissionRule } from '@svc/protocol';
 import { addressInCidr, classRefusalReason, normaliseHost, parseCidr, type InspectedAddress } from '@svc/service-kit';
 
 /**
@@ -58,9 +58,14 @@ function rangeOfHost(host: string): string | undefined {
   return normalised && 'address' in normalised ? normalised.address : undefined;
 }
 
-/** Compiles a `host:port` rule (an egress list entry, a `network(…)` rule's pattern, a person's `input_pattern`). */
+/**
+ * Compiles a `host:port` rule (an egress list entry, a `network(…)` rule's pattern, a person's
+ * `input_pattern`). Rule and target are cut into host and port at their last `:`, so a glob host
+ * names IPv6 targets too (`*:22` names `[2001:db8::1]:22`), and `*` alone names every target.
+ */
 export function compileEgressRule(source: string): EgressRule {
-  const parts = splitEgressRule(source.trim());
+  const text = source.trim();
+  const parts = splitEgressRule(text);
   const range = parts ? rangeOfHost(parts.host) : undefined;
   if (parts && range !== undefined) {
     const port = compileGlob(parts.port);
@@ -71,11 +76,12 @@ export function compileEgressRule(source: string): EgressRule {
       matchesAddress: (address, targetPort) => port.matches(String(targetPort)) && addressInCidr(address, range),
     };
   }
+  const glob = compileGlob(text, EGRESS_GLOB);
   return {
     source,
     namesAddresses: false,
-    matchesName: (target) => egressRuleMatches(source, target.target),
-    matchesAddress: (address, port) => egressRuleMatches(source, addressTarget(address, port)),
+    matchesName: (target) => glob.matches(target.target),
+    matchesAddress: (address, port) => glob.matches(addressTarget(address, port)),
   };
 }
 
@@ -91,7 +97,11 @@ export function letThrough(rules: readonly EgressRule[], target: ResolvedTarget)
   );
 }
 
-/** The `network` tool's rule as a host:port rule: `network` names every target; another tool's rule, or `network()` without a `:`, none. */
+/**
+ * The `network` tool's rule as a host:port rule: `network` (and `network(*)`, whose glob is `*`
+ * alone) names every target; another tool's rule none, nor a pattern without a port (refused where
+ * rules are accepted: `egressPatternProblem`).
+ */
 function networkRule(rule: string): EgressRule | 'every' | undefined {
   const { tool, pattern } = splitToolRule(rule);
   if (tool !== EGRESS_TOOL) return undefined;

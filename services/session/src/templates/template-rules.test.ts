@@ -66,4 +66,45 @@ describe('templates — rules are capped at load', () => {
       'templates/t.toml: /sidecar/deny/0 (the rule "network(10.0.0.0/40:*)") names "10.0.0.0/40", which is no CIDR (10.0.0.0/8, [fd00::]/8)',
     );
   });
+
+  it('templates — a network pattern or egress entry names host:port (IPv6 in brackets); network and network(*) name every target', () => {
+    const loaded = parseTemplate(
+      't',
+      withRules(
+        'egress = ["[2001:db8::1]:443", "[fd00::]/8:*"]',
+        'deny = ["network", "network(*)", "network(*:22)", "network([2001:db8::*]:22)", "network(example.com:44?)", "Bash(ls a:b)", "Read(x)"]',
+      ),
+      'x',
+    );
+    expect(loaded.sidecar?.deny).toHaveLength(7);
+    const examples = '(*.example.com:443, *:22, [2001:db8::1]:443, 10.0.0.0/8:*)';
+    expect(refusal(withRules('', 'deny = ["network(example.com)"]')).message).toBe(
+      `templates/t.toml: /sidecar/deny/0 (the rule "network(example.com)") names no port: a network pattern is host:port ${examples}, or * alone for every target`,
+    );
+    const err = refusal(
+      withRules(
+        'egress = ["2001:db8::1:443"]',
+        'deny = ["network()", "network([2001:db8::1])", "network(2001:db8::1:22)", "network(example.com:https)", "network([::1:22)"]\nask = ["network(*.example.com)"]',
+      ),
+    );
+    expect(err.code).toBe('invalid_template');
+    expect(statusOfErrorCode(err.code)).toBe(400);
+    expect((err.details as { fields: Array<{ field: string }> }).fields.map(({ field }) => field)).toEqual([
+      '/sandbox/egress/0',
+      '/sidecar/deny/0',
+      '/sidecar/deny/1',
+      '/sidecar/deny/2',
+      '/sidecar/deny/3',
+      '/sidecar/deny/4',
+      '/sidecar/ask/0',
+    ]);
+    expect(err.message).toContain(
+      '/sandbox/egress/0 (the rule "2001:db8::1:443") names the host "2001:db8::1" with a ":" outside brackets: an IPv6 address goes in brackets',
+    );
+    expect(err.message).toContain('/sidecar/deny/0 (the rule "network()") names no port');
+    expect(err.message).toContain('/sidecar/deny/1 (the rule "network([2001:db8::1])") names no port');
+    expect(err.message).toContain('/sidecar/deny/3 (the rule "network(example.com:https)") has the port "https"');
+    expect(err.message).toContain('/sidecar/deny/4 (the rule "network([::1:22)") names the host "[::1", whose brackets are not one pair');
+    expect(err.message).toContain('/sidecar/ask/0 (the rule "network(*.example.com)") names no port');
+  });
 });

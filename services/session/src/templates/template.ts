@@ -7,6 +7,7 @@ import {
   describeFieldErrors,
   ENV_NAME_PATTERN,
   EGRESS_TOOL,
+  egressPatternProblem,
   EgressRuleSchema,
   EnvironmentVariables,
   ModelApiSchema,
@@ -156,7 +157,11 @@ function warningsOf(template: Static<typeof TemplateSchema>, source: string): st
 
 const checker = createChecker<Static<typeof TemplateSchema>>(TemplateSchema);
 
-/** The rules beyond the caps on length and wildcards (docs/sidecar.md "Rule syntax"), each named by its key and text. */
+/**
+ * The rules beyond the caps on length and wildcards (docs/sidecar.md "Rule syntax"), and the
+ * `host:port` patterns (egress list entries, `network(…)` patterns) that would name no target
+ * (docs/egress.md "Rules"), each named by its key and text.
+ */
 function ruleProblems(template: Static<typeof TemplateSchema>): FieldError[] {
   const { sandbox, sidecar } = template;
   const lists: Record<string, readonly string[]> = {
@@ -165,13 +170,14 @@ function ruleProblems(template: Static<typeof TemplateSchema>): FieldError[] {
   };
   return Object.entries(lists).flatMap(([key, rules]) =>
     rules.flatMap((rule, index) => {
-      const problem = ruleLimitProblem(rule) ?? cidrProblem(key === '/sandbox/egress' ? rule : networkPattern(rule));
+      const hostPort = key === '/sandbox/egress' ? rule : networkPattern(rule);
+      const problem = ruleLimitProblem(rule) ?? (hostPort === undefined ? undefined : (egressPatternProblem(hostPort) ?? cidrProblem(hostPort)));
       return problem === undefined ? [] : [{ field: `${key}/${index}`, message: `(the rule ${quoteRule(rule)}) ${problem}` }];
     }),
   );
 }
 
-/** The `host:port` pattern of a `network(…)` rule; undefined for another tool's rule. */
+/** The `host:port` pattern of a `network(…)` rule; undefined for `network` alone (every target) and another tool's rule. */
 function networkPattern(rule: string): string | undefined {
   const { tool, pattern } = splitToolRule(rule);
   return tool === EGRESS_TOOL ? pattern : undefined;
