@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditRecord, EventData, ListResponseOf, PermissionRule, StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
+import { listenOnHost, type HostListener } from './host-listener.js';
 import { startStack, type E2eStack } from './stack.js';
 
 /** The agent: a shell script that attacks its one channel (agents/red-team.sh). */
@@ -23,22 +23,12 @@ describe('red team: an agent in a sealed local sandbox attacks its one channel',
   let mock: MockAnthropic;
   let templatesDir: string;
   let admin: string;
-  let loopback: { port: number; accepted: () => number; close: () => Promise<void> };
+  let loopback: HostListener;
   let workerId: string;
   let findings: string[];
 
   beforeAll(async () => {
-    let accepted = 0;
-    const server = net.createServer((socket) => {
-      accepted++;
-      socket.destroy();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    loopback = {
-      port: (server.address() as net.AddressInfo).port,
-      accepted: () => accepted,
-      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-    };
+    loopback = await listenOnHost('127.0.0.1');
     mock = await startMockAnthropic([{ text: 'unused' }]);
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-red-team-'));
     stack = await startStack({

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,25 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type EventData, type ListResponseOf, type StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
+import { listenOnHost, type HostListener } from './host-listener.js';
 import { startStack, type E2eStack } from './stack.js';
 
 /** The agent: a shell script that looks around (agents/sandbox-probe.sh). */
 const PROBE_SCRIPT = readFileSync(fileURLToPath(new URL('../agents/sandbox-probe.sh', import.meta.url)), 'utf8');
-
-/** A listener on the host that the sandbox must not reach. */
-async function listen(host: string): Promise<{ port: number; accepted: () => number; close: () => Promise<void> }> {
-  let accepted = 0;
-  const server = net.createServer((socket) => {
-    accepted++;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    accepted: () => accepted,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** This machine's first non-loopback IPv4 address. */
 function lanAddress(): string {
@@ -46,12 +31,16 @@ describe('the sandbox boundary: a probe inside a sealed local sandbox (bubblewra
   let mock: MockAnthropic;
   let templatesDir: string;
   let token: string;
-  let loopbackListener: Awaited<ReturnType<typeof listen>>;
-  let lanListener: Awaited<ReturnType<typeof listen>>;
+  let loopbackListener: HostListener;
+  let lanListener: HostListener;
 
   beforeAll(async () => {
     const lan = lanAddress();
-    [loopbackListener, lanListener, mock] = await Promise.all([listen('127.0.0.1'), listen(lan), startMockAnthropic([{ text: 'unused' }, { text: 'unused' }])]);
+    [loopbackListener, lanListener, mock] = await Promise.all([
+      listenOnHost('127.0.0.1'),
+      listenOnHost(lan),
+      startMockAnthropic([{ text: 'unused' }, { text: 'unused' }]),
+    ]);
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-probe-'));
     stack = await startStack({
       ingestReplicas: 1,
