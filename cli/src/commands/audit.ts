@@ -39,7 +39,8 @@ Has the control service check the whole audit trail (GET /v1/audit/verify, an ad
 each record's HMAC, made with a key kept outside the database, and the chain of hashes; and
 every head (last record and hash) published to JetStream, where nothing can be deleted. A record
 edited in the store (even with every later hash recomputed), removed, or the newest records
-deleted, is found. Exit 0 when the trail is intact, 1 naming the first record that fails.
+deleted, is found. Exit 0 when the trail is intact, 1 naming the first record that fails, or
+saying that the published heads are missing (the trail cannot be checked without them).
 
 Flags
 ${CONNECTION_HELP}
@@ -58,7 +59,9 @@ Examples
       for (const line of coverage(result)) process.stdout.write(`  ${line}\n`);
       return EXIT.ok;
     }
-    process.stdout.write(`the audit trail was tampered with: ${result.problem ?? `record #${result.seq ?? '?'} fails`}\n`);
+    // No record named: what is missing is the published heads, without which the trail cannot be held to anything.
+    if (result.seq === undefined) process.stdout.write(`the audit trail cannot be checked: ${result.problem ?? 'the check failed'}\n`);
+    else process.stdout.write(`the audit trail was tampered with: ${result.problem ?? `record #${result.seq} fails`}\n`);
     return EXIT.failed;
   },
 };

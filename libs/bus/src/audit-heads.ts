@@ -24,15 +24,20 @@ export async function publishAuditHead(nc: NatsConnection, head: AuditHead): Pro
 }
 
 /**
- * Every head published so far, oldest first (none when the stream does not exist yet). A message
- * that is not a head (someone else who may publish there) is passed over: it proves nothing.
+ * What `SVC_AUDIT_HEADS` holds: every head published so far, oldest first, or `missing` when the
+ * stream is not there at all. The two differ for `svc audit verify` (docs/audit.md): an empty
+ * stream is a trail whose first head is still to come; a missing one was deleted (the services
+ * make it at start, and none may delete it), so nothing outside the database is left to check
+ * the trail against. A message that is not a head (someone else who may publish there) is
+ * passed over: it proves nothing.
  */
-export async function readAuditHeads(nc: NatsConnection): Promise<AuditHead[]> {
+export async function readPublishedAuditHeads(nc: NatsConnection): Promise<AuditHead[] | 'missing'> {
   const info = await (await jetstreamManager(nc)).streams.info(streams.auditHeads.name).catch((err: unknown) => {
     if (err instanceof Error && err.name === 'StreamNotFoundError') return undefined;
     throw err;
   });
-  if (!info || info.state.messages === 0) return [];
+  if (!info) return 'missing';
+  if (info.state.messages === 0) return [];
   const heads: AuditHead[] = [];
   // An ordered consumer: no state kept on the server, read once from the first message to the last.
   const messages = await (await jetstream(nc).consumers.get(streams.auditHeads.name)).consume();
@@ -46,4 +51,10 @@ export async function readAuditHeads(nc: NatsConnection): Promise<AuditHead[]> {
     await messages.close();
   }
   return heads;
+}
+
+/** Every head published so far, oldest first (none when the stream does not exist: `readPublishedAuditHeads` tells the two apart). */
+export async function readAuditHeads(nc: NatsConnection): Promise<AuditHead[]> {
+  const heads = await readPublishedAuditHeads(nc);
+  return heads === 'missing' ? [] : heads;
 }

@@ -1,6 +1,6 @@
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kvBuckets, subjects } from '@svc/protocol';
+import { kvBuckets, streams, subjects, type AuditHead } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -19,6 +19,8 @@ import {
 import { requestJson, serveRpc } from './messaging.js';
 import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { ensureStreams } from './streams.js';
+import { publishAuditHead, readAuditHeads } from './audit-heads.js';
+import { openBucket } from './kv-buckets.js';
 
 const logger = createLogger({ name: 'nats-auth-test', level: 'silent' });
 
@@ -206,5 +208,99 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     expect(users.map((u) => u.user).sort()).toEqual(['control', 'event-ingest', 'gateway', 'operator', 'session']);
     expect(users.find((u) => u.user === 'gateway')!.permissions).toEqual(NATS_PERMISSIONS.gateway);
     expect(users.find((u) => u.user === 'operator')!.permissions).toBeUndefined();
+  });
+});
+
+const head = (seq: number): AuditHead => ({ seq, hash: String(seq % 10).repeat(64), published_at: new Date().toISOString(), instance: 'control-test' });
+
+/** A nats-server of its own, with no stream until a service makes them: its permission violations (it keeps the first 100) are this block's alone. */
+describe('NATS: no service may destroy or rewrite a stream, and what the services do with JetStream still works', () => {
+  let server: NatsServerProcess<NatsCredentials>;
+  let operator: NatsConnection;
+  let users: Record<NatsServiceUser, NatsConnection>;
+
+  beforeAll(async () => {
+    server = await launchNatsServer({ authorization: natsAuthorization() });
+    operator = await connectBus({ servers: server.url, name: 'operator', logger, credentials: server.credentials.operator });
+    users = Object.fromEntries(
+      await Promise.all(
+        NATS_SERVICE_USERS.map(
+          async (user) => [user, await connectBus({ servers: server.url, name: user, logger, credentials: server.credentials[user] })] as const,
+        ),
+      ),
+    ) as Record<NatsServiceUser, NatsConnection>;
+  });
+  afterAll(async () => {
+    await Promise.all([operator?.close(), ...Object.values(users ?? {}).map((connection) => connection.close())]);
+    await server?.stop();
+  });
+
+  it('nats auth — what the services do with JetStream works as their own users, with no permission violation: streams declared (made, then updated, the heads left as they are), KV buckets opened, heads published and read', async () => {
+    const warnings: string[] = [];
+    const watchful = createLogger({ name: 'nats-auth-test', level: 'warn', destination: { write: (line: string) => void warnings.push(line) } });
+    // A fresh server: event-ingest makes every stream and bucket, as at a first start.
+    await ensureStreams(users['event-ingest'], { logger: watchful });
+    const jsm = await jetstreamManager(operator);
+    expect((await jsm.streams.info(streams.auditHeads.name)).config).toMatchObject({ deny_delete: true, deny_purge: true });
+    // A bucket missing when the gateway needs it: made by the gateway.
+    await jsm.streams.delete(`KV_${kvBuckets.modelUsage}`);
+    const usage = await openBucket(users.gateway, kvBuckets.modelUsage);
+    await usage.put('wrk_1', '{}');
+    expect((await usage.get('wrk_1'))?.string()).toBe('{}');
+    const workers = await openBucket(users.session, kvBuckets.workers);
+    await workers.put('wrk_1', '{}');
+    expect((await (await openBucket(users.gateway, kvBuckets.workers)).get('wrk_1'))?.string()).toBe('{}');
+
+    // The operator changes the heads' stream: control's start brings the others to svc's settings and leaves it, saying how it differs.
+    const { config: heads } = await jsm.streams.info(streams.auditHeads.name);
+    await jsm.streams.update(streams.auditHeads.name, { ...heads, duplicate_window: heads.duplicate_window / 2 });
+    const { config: webhooks } = await jsm.streams.info(streams.webhooks.name);
+    await jsm.streams.update(streams.webhooks.name, { ...webhooks, max_age: webhooks.max_age / 2 });
+    await ensureStreams(users.control, { logger: watchful });
+    expect((await jsm.streams.info(streams.webhooks.name)).config.max_age).toBe(webhooks.max_age);
+    expect((await jsm.streams.info(streams.auditHeads.name)).config.duplicate_window).toBe(heads.duplicate_window / 2);
+    expect(warnings.map((line) => JSON.parse(line) as unknown)).toEqual([
+      expect.objectContaining({
+        stream: streams.auditHeads.name,
+        differences: [`duplicate_window: ${heads.duplicate_window / 2} (asked ${heads.duplicate_window})`],
+        msg: expect.stringContaining("no service may update it: NATS's operator can (nats stream edit SVC_AUDIT_HEADS)"),
+      }),
+    ]);
+    await jsm.streams.update(streams.auditHeads.name, heads);
+
+    await publishAuditHead(users.control, head(1));
+    await publishAuditHead(users.control, head(2));
+    expect((await readAuditHeads(users.control)).map((published) => published.seq)).toEqual([1, 2]);
+    expect(server.permissionViolations()).toEqual([]);
+  });
+
+  it("nats auth — no service's user may delete, update or purge SVC_AUDIT_HEADS, or delete a head: the server refuses each, and the heads stay as they were", async () => {
+    const jsm = await jetstreamManager(operator);
+    const before = await jsm.streams.info(streams.auditHeads.name);
+    expect(before.state.messages).toBe(2);
+    const name = streams.auditHeads.name;
+    for (const user of NATS_SERVICE_USERS) {
+      const own = await jetstreamManager(users[user]);
+      await expect(own.streams.delete(name), `${user} delete`).rejects.toThrow(/permission/i);
+      // An update could drop the heads with a limit (deny_delete and deny_purge do not stop that).
+      await expect(own.streams.update(name, { ...before.config, max_msgs: 1 }), `${user} update`).rejects.toThrow(/permission/i);
+      await expect(own.streams.purge(name), `${user} purge`).rejects.toThrow(/permission/i);
+      await expect(own.streams.deleteMessage(name, 1), `${user} message delete`).rejects.toThrow(/permission/i);
+      // Nor any other stream of svc's.
+      await expect(own.streams.delete(streams.storedEvents.name), `${user} delete ${streams.storedEvents.name}`).rejects.toThrow(/permission/i);
+      await expect(own.streams.purge(streams.incomingEvents.name), `${user} purge ${streams.incomingEvents.name}`).rejects.toThrow(/permission/i);
+    }
+    // The server reports each refusal (its log is read as it comes: the last lines may lag).
+    const expected = NATS_SERVICE_USERS.flatMap((user) =>
+      ['DELETE', 'UPDATE', 'PURGE', 'MSG.DELETE'].map((operation) => `user:${user}" - Publish Violation - Subject "$JS.API.STREAM.${operation}.${name}"`),
+    );
+    const unreported = () => expected.filter((line) => !server.permissionViolations().some((violation) => violation.includes(line)));
+    for (let waited = 0; waited < 2000 && unreported().length > 0; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(unreported()).toEqual([]);
+
+    const after = await jsm.streams.info(streams.auditHeads.name);
+    expect(after.config).toEqual(before.config);
+    expect(after.state.messages).toBe(2);
+    expect((await readAuditHeads(operator)).map((published) => published.seq)).toEqual([1, 2]);
   });
 });

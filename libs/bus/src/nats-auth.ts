@@ -136,57 +136,117 @@ const INBOXES = '_INBOX.>';
 /** Where the session service sends the log lines a gateway follows (`deliver_to`: services/gateway/src/routes/sessions.ts). */
 const LOG_DELIVERIES = '_INBOX.logs.>';
 
+/** The stream that holds a KV bucket. */
+const kvStream = (bucket: string) => `KV_${bucket}`;
+/** Every stream svc keeps: the protocol's streams and the KV buckets' (what `ensureStreams` declares). */
+const SVC_STREAMS = [...Object.values(streams).map((stream) => stream.name), ...Object.values(kvBuckets).map(kvStream)];
+
 /**
- * JetStream operations that destroy or rewrite what is kept: only the operator (and the owner
- * of the data) may. Deleting a consumer is refused on svc's streams, which hold the services'
- * durable consumers, not on the KV buckets': a watch of a bucket (an ordered consumer) that
- * resets, as it does when a server of a cluster is lost, deletes the consumer it leaves.
+ * JetStream's API as every service uses it: account info, streams' names and info, reading a
+ * message (a KV get), and consumers (made, read, and deleted when an ordered one resets). Not
+ * `$JS.API.>`: nothing here deletes, purges, updates, snapshots or restores a stream. Each
+ * service adds, by name, the streams it may create and update (`JS_STREAMS`).
  */
-const DESTRUCTIVE_JS_API = [
+const JS_API = [
+  '$JS.API.INFO',
+  '$JS.API.STREAM.NAMES',
+  '$JS.API.STREAM.LIST',
+  '$JS.API.STREAM.INFO.*',
+  '$JS.API.STREAM.MSG.GET.*',
+  '$JS.API.DIRECT.GET.>',
+  '$JS.API.CONSUMER.>',
+];
+
+/**
+ * Which streams each service may create and update (docs/nats-security.md, "Streams"). control
+ * and event-ingest declare every stream at start (`ensureStreams`: a missing one created, an
+ * existing one brought to the current settings), but none updates `SVC_AUDIT_HEADS`: an update
+ * could set limits that drop the heads it keeps (`max_msgs`, `max_age`), so once made it is left
+ * as it is, and only NATS's operator changes it (docs/audit.md). The gateway and the session
+ * service make the KV buckets they open if missing, and update nothing.
+ */
+export const JS_STREAMS: Readonly<Record<NatsServiceUser, { create: readonly string[]; update: readonly string[] }>> = {
+  gateway: { create: [kvStream(kvBuckets.workers), kvStream(kvBuckets.modelUsage)], update: [] },
+  'event-ingest': { create: SVC_STREAMS, update: SVC_STREAMS.filter((name) => name !== streams.auditHeads.name) },
+  control: { create: SVC_STREAMS, update: SVC_STREAMS.filter((name) => name !== streams.auditHeads.name) },
+  session: { create: [kvStream(kvBuckets.workers)], update: [] },
+};
+
+/** A service's JetStream API: `JS_API` and the streams it may create and update. */
+const jsApiOf = (user: NatsServiceUser) => [
+  ...JS_API,
+  ...JS_STREAMS[user].create.map((name) => `$JS.API.STREAM.CREATE.${name}`),
+  ...JS_STREAMS[user].update.map((name) => `$JS.API.STREAM.UPDATE.${name}`),
+];
+
+/**
+ * JetStream operations that destroy or rewrite what is kept, denied to every service (only the
+ * operator may): deleting, purging or updating a stream, deleting a message. The allow lists
+ * leave them out already; denied too, so no wider allow added later lets them through. A service
+ * that updates svc's streams (`JS_STREAMS`) is denied the update of the audit heads' alone: a
+ * deny would win over the allows it needs.
+ */
+const destructiveJsApiOf = (user: NatsServiceUser) => [
   '$JS.API.STREAM.DELETE.>',
   '$JS.API.STREAM.PURGE.>',
   '$JS.API.STREAM.MSG.DELETE.>',
-  '$JS.API.STREAM.UPDATE.>',
-  ...Object.values(streams).map((stream) => `$JS.API.CONSUMER.DELETE.${stream.name}.>`),
+  ...(JS_STREAMS[user].update.length === 0 ? ['$JS.API.STREAM.UPDATE.>'] : [`$JS.API.STREAM.UPDATE.${streams.auditHeads.name}`]),
 ];
+/**
+ * The gateway may not delete a consumer of svc's streams, which hold the services' durable
+ * consumers; it may on the KV buckets': a watch of a bucket (an ordered consumer) that resets,
+ * as it does when a server of a cluster is lost, deletes the consumer it leaves.
+ */
+const SERVICE_CONSUMER_DELETES = Object.values(streams).map((stream) => `$JS.API.CONSUMER.DELETE.${stream.name}.>`);
 /** The subjects only event-ingest, the one announcer of stored events, may publish (decisions included: docs/architecture.md). */
 const STORED_ANNOUNCEMENTS = [subjects.storedAll, subjects.lifecycleAll, wildcard(subjects.controlEventsAll)];
 
 /**
  * Each service's subjects: its requests (`NATS_REQUESTS`), what it publishes and follows, and
- * JetStream's API (its consumers, KV reads and watches, stream info). The gateway, the one
- * service the outside reaches, is held tightest: it may publish incoming events and its
- * requests, never a stored event's announcement, a worker record or status, and it may not
- * delete or rewrite streams. The deny lists repeat what the allow lists leave out where a
- * subject would be a forgery: a later, wider allow still cannot let it through.
+ * JetStream's API (its consumers, KV reads and watches, stream info, the streams it creates and
+ * updates). No service may delete, purge or rewrite a stream, the audit heads' least of all. The
+ * gateway, the one service the outside reaches, is held tightest: it may publish incoming
+ * events and its requests, never a stored event's announcement, a worker record or status, nor
+ * delete a service's consumer. The deny lists repeat what the allow lists leave out where a
+ * subject would be a forgery or a loss: a later, wider allow still cannot let it through.
  */
 export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>> = {
   gateway: {
     publish: {
       allow: [
         ...NATS_REQUESTS.gateway.calls,
-        '$JS.API.>',
+        ...jsApiOf('gateway'),
         subjects.incomingAll,
         subjects.logFollowKeepalive('*'),
         subjects.logFollowStop('*'),
         wildcard(subjects.workerAliveAll),
         KV(kvBuckets.modelUsage),
       ],
-      deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll, wildcard(subjects.workerStatusAll), KV(kvBuckets.workers), ...DESTRUCTIVE_JS_API],
+      deny: [
+        ...STORED_ANNOUNCEMENTS,
+        subjects.storedElsewhereAll,
+        wildcard(subjects.workerStatusAll),
+        KV(kvBuckets.workers),
+        ...destructiveJsApiOf('gateway'),
+        ...SERVICE_CONSUMER_DELETES,
+      ],
     },
     subscribe: { allow: [INBOXES, subjects.storedAll, ...NATS_REQUESTS.gateway.serves] },
     allow_responses: GATEWAY_ANSWERS,
   },
   'event-ingest': {
-    publish: { allow: [...NATS_REQUESTS['event-ingest'].calls, '$JS.API.>', '$JS.ACK.>', ...STORED_ANNOUNCEMENTS], deny: [KV(kvBuckets.workers)] },
+    publish: {
+      allow: [...NATS_REQUESTS['event-ingest'].calls, ...jsApiOf('event-ingest'), '$JS.ACK.>', ...STORED_ANNOUNCEMENTS],
+      deny: [KV(kvBuckets.workers), ...destructiveJsApiOf('event-ingest')],
+    },
     subscribe: { allow: [INBOXES, ...NATS_REQUESTS['event-ingest'].serves] },
     allow_responses: ANSWERS,
   },
   control: {
     // A decision it stores goes to event-ingest, which announces it (svc.events.elsewhere.<partition>, or durably the worker's incoming partition).
     publish: {
-      allow: [...NATS_REQUESTS.control.calls, '$JS.API.>', '$JS.ACK.>', subjects.incomingAll, subjects.webhooksAll, subjects.auditHeads],
-      deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers)],
+      allow: [...NATS_REQUESTS.control.calls, ...jsApiOf('control'), '$JS.ACK.>', subjects.incomingAll, subjects.webhooksAll, subjects.auditHeads],
+      deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers), ...destructiveJsApiOf('control')],
     },
     subscribe: { allow: [INBOXES, ...NATS_REQUESTS.control.serves, wildcard(subjects.controlEventsAll)] },
     allow_responses: ANSWERS,
@@ -195,14 +255,14 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
     publish: {
       allow: [
         ...NATS_REQUESTS.session.calls,
-        '$JS.API.>',
+        ...jsApiOf('session'),
         '$JS.ACK.>',
         subjects.incomingAll,
         wildcard(subjects.workerStatusAll),
         KV(kvBuckets.workers),
         LOG_DELIVERIES,
       ],
-      deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll],
+      deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll, ...destructiveJsApiOf('session')],
     },
     subscribe: {
       allow: [INBOXES, ...NATS_REQUESTS.session.serves, wildcard(subjects.workerAliveAll), subjects.logFollowKeepalive('*'), subjects.logFollowStop('*')],

@@ -17,6 +17,8 @@ export const streamSettings = {
 export interface StreamOptions {
   /** Each stream's and bucket's replicas (`SVC_JETSTREAM_REPLICAS`); 1 when not given. */
   replicas?: number;
+  /** Told of a stream made once (the audit heads') that is not as declared: NATS's operator must change it. */
+  logger?: Logger;
 }
 
 /** The KV buckets svc keeps (each is a stream named `KV_<bucket>`). */
@@ -77,16 +79,31 @@ const withReplicas = (replicas: number, configs: Array<Partial<StreamConfig> & {
   configs.map((config) => ({ ...config, num_replicas: replicas }));
 
 /**
+ * Streams a service makes when missing but never updates: an update could set limits that drop
+ * what they keep, so no service's NATS user may (docs/nats-security.md); only NATS's operator
+ * changes them (docs/audit.md).
+ */
+const MADE_ONCE: ReadonlySet<string> = new Set([streams.auditHeads.name]);
+
+/**
  * Declares every stream and KV bucket; safe to call from every replica at every start:
  * a missing stream is created, an existing one is updated to the current settings (its
- * replicas among them: JetStream moves it to more servers, or fewer, keeping its messages).
+ * replicas among them: JetStream moves it to more servers, or fewer, keeping its messages),
+ * except the audit heads' stream, which is left as it is (a warning says how it differs).
  * Resolves with the replicas they have: 1 on a single server, whatever was asked.
  */
 export async function ensureStreams(nc: NatsConnection, options: StreamOptions = {}): Promise<{ replicas: number }> {
   // A single server (not a cluster) has no other to copy to: it would record 3 and keep 1.
   const replicas = nc.info?.cluster ? (options.replicas ?? 1) : 1;
   const jsm = await jetstreamManager(nc);
-  for (const config of streamConfigs({ replicas })) await ensureStream(jsm, config).catch(explainReplicas(config.name, replicas));
+  for (const config of streamConfigs({ replicas })) {
+    const differences = await ensureStream(jsm, config).catch(explainReplicas(config.name, replicas));
+    if (differences.length > 0)
+      options.logger?.warn(
+        { stream: config.name, differences },
+        `${config.name} is not as svc declares it (${differences.join('; ')}), and no service may update it: NATS's operator can (nats stream edit ${config.name}), setting no limit that would drop what it keeps (docs/audit.md)`,
+      );
+  }
   for (const bucket of KV_BUCKETS) {
     // An existing bucket is taken as it is (a service that only uses one may have made it, with
     // one replica): its stream is brought to the replicas asked for here.
@@ -121,20 +138,36 @@ const explainReplicas =
     throw err;
   };
 
-/** Creates a missing stream, or updates an existing one to `config`. */
-async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+/**
+ * Creates a missing stream, or updates an existing one to `config`; a stream made once
+ * (`MADE_ONCE`) is not updated. Resolves with how it differs from `config` afterwards (`num_replicas: 1 (asked 3)`).
+ */
+async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<string[]> {
   const existing = await jsm.streams.info(config.name).catch((err: unknown) => {
     if (err instanceof Error && err.name === 'StreamNotFoundError') return undefined;
     throw err;
   });
-  if (existing) await jsm.streams.update(config.name, config);
-  else {
-    await jsm.streams.add(config).catch(async (err: unknown) => {
-      // Another replica created it between our info and add: converge on its settings.
-      if (err instanceof Error && /already in use/i.test(err.message)) await jsm.streams.update(config.name, config);
-      else throw err;
-    });
+  if (existing) return converge(jsm, config, existing.config);
+  try {
+    await jsm.streams.add(config);
+    return [];
+  } catch (err) {
+    // Another replica created it between our info and add: converge on its settings.
+    if (err instanceof Error && /already in use/i.test(err.message)) return converge(jsm, config, (await jsm.streams.info(config.name)).config);
+    throw err;
   }
+}
+
+/** An existing stream brought to `config`; one made once (`MADE_ONCE`) only compared with it. */
+async function converge(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }, existing: StreamConfig): Promise<string[]> {
+  if (!MADE_ONCE.has(config.name)) {
+    await jsm.streams.update(config.name, config);
+    return [];
+  }
+  const setting = (name: string) => JSON.stringify(existing[name as keyof StreamConfig]) ?? '(unset)';
+  return Object.entries(config)
+    .filter(([name, value]) => setting(name) !== JSON.stringify(value))
+    .map(([name, value]) => `${name}: ${setting(name)} (asked ${JSON.stringify(value)})`);
 }
 
 /** Incoming messages not yet stored (the work queue's length): what event-ingest still has to do. */
@@ -145,7 +178,7 @@ export async function incomingBacklog(nc: NatsConnection): Promise<number> {
 
 /** `ensureStreams` at a service's start, tried until NATS is there (a service's `prepare`). */
 export async function ensureStreamsWhenReachable(nc: NatsConnection, logger: Logger, options: StreamOptions = {}): Promise<void> {
-  const { replicas } = await retryWithBackoff('creating the streams', () => ensureStreams(nc, options), {
+  const { replicas } = await retryWithBackoff('creating the streams', () => ensureStreams(nc, { logger, ...options }), {
     logger,
     retryable: (err) => isBusUnavailable(err) || err instanceof StreamPlacementError,
   });

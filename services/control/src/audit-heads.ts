@@ -11,21 +11,31 @@ export interface HeadPublisherDeps {
   logger: Logger;
 }
 
+export interface HeadPublisher {
+  /**
+   * Publishes the head now, after the publish under way, even if this replica published it
+   * before (the stream holds none: it was made again). A failure is logged, not thrown.
+   */
+  publishNow(): Promise<void>;
+  /** Publishes the head a last time and stops. */
+  stop(): Promise<void>;
+}
+
 /**
  * Publishes the audit trail's head to JetStream (`SVC_AUDIT_HEADS`, docs/audit.md) at start, at
  * each interval when it moved, and at stop: outside the database, where a database administrator
  * who deletes the newest records cannot take the head back. Between two heads the keys alone
  * protect the records: the newest interval's can be deleted unseen.
  */
-export function startHeadPublisher(deps: HeadPublisherDeps): { stop(): Promise<void> } {
+export function startHeadPublisher(deps: HeadPublisherDeps): HeadPublisher {
   const logs = deps.logger.child({ component: 'audit-heads' });
   let published: AuditChainEnd | undefined;
   let keyedFrom: number | undefined;
   let running: Promise<void> = Promise.resolve();
 
-  async function publish(): Promise<void> {
+  async function publish(again: boolean): Promise<void> {
     const end = await deps.log.end();
-    if (!end || (published && end.seq === published.seq && end.hash === published.hash)) return;
+    if (!end || (!again && published && end.seq === published.seq && end.hash === published.hash)) return;
     if (published && (await deps.log.hashAt(published.seq)) !== published.hash) {
       // Seen here within one interval; `svc audit verify` names the record.
       logs.error(
@@ -46,9 +56,9 @@ export function startHeadPublisher(deps: HeadPublisherDeps): { stop(): Promise<v
   }
 
   // One at a time: a slow store or NATS makes ticks wait, not pile up.
-  const tick = () => {
+  const tick = (again = false) => {
     running = running
-      .then(() => publish())
+      .then(() => publish(again))
       .catch((err: unknown) => logs.warn({ err }, 'could not publish the audit trail head; trying again at the next interval'));
     return running;
   };
@@ -57,6 +67,7 @@ export function startHeadPublisher(deps: HeadPublisherDeps): { stop(): Promise<v
   timer.unref();
 
   return {
+    publishNow: () => tick(true),
     async stop() {
       clearInterval(timer);
       await tick();

@@ -79,7 +79,11 @@ describe('control — the audit trail: keyed records, heads published to JetStre
     await append(1);
     await append(2);
     expect((await records()).map((record) => record.key_id)).toEqual([undefined, undefined]);
-    expect(await verify()).toEqual({ ok: true, count: 2, unkeyed: 2, heads: 0 });
+    // No head yet (the interval is an hour): verify has the head published first, then checks against it.
+    expect(await readAuditHeads(operator)).toEqual([]);
+    const verified = await verify();
+    expect(verified).toEqual({ ok: true, count: 2, unkeyed: 2, heads: 1, latest_head: expect.objectContaining({ seq: 2, instance: 'control-unkeyed' }) });
+    expect(await readAuditHeads(operator)).toEqual([verified.latest_head]);
     await trail.stop();
     trail = undefined;
   });
@@ -217,22 +221,44 @@ describe('control — the audit trail: keyed records, heads published to JetStre
     await expect(requestJson(operator, subjects.rpc.verifyAudit, { from_seq: 3 })).rejects.toMatchObject({ code: 'invalid_request' });
   });
 
-  it("audit heads — the whole stream deleted by NATS's operator (outside what this guards): verify finds no head and says so; heads are published again once the stream is back", async () => {
+  it('audit heads — a fresh trail passes with no head; its first records get their head published by verify before the check', async () => {
     await sql`DELETE FROM audit_records`.execute(database.db);
     await trail?.stop();
     trail = undefined;
-    const jsm = await jetstreamManager(operator);
-    await jsm.streams.delete(streams.auditHeads.name);
-    expect(await readAuditHeads(operator)).toEqual([]);
-    trail = await start('control-3', { auditHeadIntervalS: 1 });
-    await append(10);
-    expect(await verify()).toEqual({ ok: true, count: 1, unkeyed: 0, heads: 0 });
-    // No stream: publishing fails (logged), and is tried again at each interval.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await (await jetstreamManager(operator)).streams.delete(streams.auditHeads.name);
     await ensureStreams(operator);
-    const head = await waitFor('a head published again', async () => (await readAuditHeads(operator))[0], 5000, 100);
-    expect(head).toMatchObject({ seq: 1, instance: 'control-3', keyed_from: 1 });
-    expect(await verify()).toMatchObject({ ok: true, count: 1, heads: 1 });
+    trail = await start('control-3');
+    expect(await verify()).toEqual({ ok: true, count: 0, unkeyed: 0, heads: 0 });
+    await append(10);
+    await append(11);
+    // Published at start (no record then) and not again for an hour: verify publishes it, then checks.
+    expect(await readAuditHeads(operator)).toEqual([]);
+    expect(await verify()).toMatchObject({ ok: true, count: 2, unkeyed: 0, heads: 1, latest_head: { seq: 2, keyed_from: 1, instance: 'control-3' } });
+  });
+
+  it("audit heads — the heads stream deleted by NATS's operator after heads were published: verify fails naming the missing heads, and so do a stripped or shortened chain; the stream is not made again behind its back", async () => {
+    const problem =
+      "no published head: the heads stream SVC_AUDIT_HEADS is missing (deleted: the services make it at start, and only NATS's operator may delete it), so nothing outside the database says where the trail ended or where keying began; the trail cannot be checked against it";
+    const saved = await records();
+    expect(saved).toHaveLength(2);
+    await (await jetstreamManager(operator)).streams.delete(streams.auditHeads.name);
+    expect(await verify()).toEqual({ ok: false, count: 2, unkeyed: 0, heads: 0, problem });
+    // Verify neither made the stream again nor published into it: that would hide the deletion.
+    await expect((await jetstreamManager(operator)).streams.info(streams.auditHeads.name)).rejects.toThrow(/not found/i);
+
+    // The database administrator's part: every key stripped and the chain re-hashed as SHA-256 (as if written before keys)…
+    for (const seq of [1, 2]) await rewriteInSql(seq, ({ key_id: _key, ...record }) => record);
+    expect((await records()).map((record) => record.key_id)).toEqual([undefined, undefined]);
+    expect(await verify()).toEqual({ ok: false, count: 2, unkeyed: 2, heads: 0, problem });
+    // …or the newest record deleted.
+    await restore(saved);
+    await sql`DELETE FROM audit_records WHERE seq > 1`.execute(database.db);
+    expect(await verify()).toEqual({ ok: false, count: 1, unkeyed: 0, heads: 0, problem });
+    await append(11);
+
+    // Made again (a service's start), the stream begins anew from the trail as it is then: what it held before is lost (docs/audit.md).
+    await ensureStreams(operator);
+    expect(await verify()).toMatchObject({ ok: true, count: 2, heads: 1, latest_head: { seq: 2, keyed_from: 1 } });
   });
 
   it('audit key — the local stack keeps its key in its state directory, 0600, made once and read back', async () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { readAuditHeads, serveRpc, type NatsConnection } from '@svc/bus';
+import { readPublishedAuditHeads, serveRpc, type NatsConnection } from '@svc/bus';
 import {
   actionHash,
   AppendAuditRpc,
@@ -109,8 +109,8 @@ export interface AuditTrail {
  * The control service's audit trail (docs/audit.md): the log, sealed with `SVC_AUDIT_KEY`; its
  * head published to JetStream; the RPCs that append (`audit.append`), list (`audit.list`) and
  * check it (`audit.verify`: the service that holds the key checks every record and every
- * published head). A trail already keyed does not start without a key: the records it would
- * add could not be told from a rewrite.
+ * published head, and fails when there is no head to check against). A trail already keyed does
+ * not start without a key: the records it would add could not be told from a rewrite.
  */
 export async function startAuditTrail(deps: AuditTrailDeps): Promise<AuditTrail> {
   const logs = deps.logger.child({ component: 'audit' });
@@ -135,6 +135,18 @@ export async function startAuditTrail(deps: AuditTrailDeps): Promise<AuditTrail>
   const recorder = createAuditRecorder(log, deps.logger);
   const heads = startHeadPublisher({ nc: deps.nc, log, instance: deps.instance, intervalMs: deps.config.auditHeadIntervalS * 1000, logger: deps.logger });
   const options = { logger: deps.logger, queue: deps.queue };
+  /**
+   * The heads, read before the chain: every one published so far is at or before the chain's end
+   * as read after. A trail with records and no head yet (its first interval, or a publish that
+   * failed) gets its head published first, what the next interval would do: a missing stream
+   * is not made again here (that would hide that it was deleted), and stays a failure.
+   */
+  async function headsToVerifyAgainst() {
+    const published = await readPublishedAuditHeads(deps.nc);
+    if (published === 'missing' || published.length > 0 || !(await log.end())) return published;
+    await heads.publishNow();
+    return readPublishedAuditHeads(deps.nc);
+  }
   const rpcs = [
     serveRpc<AuditFacts, { recorded: true }>(
       deps.nc,
@@ -152,8 +164,7 @@ export async function startAuditTrail(deps: AuditTrailDeps): Promise<AuditTrail>
     serveRpc<Record<string, never>, AuditVerification>(
       deps.nc,
       subjects.rpc.verifyAudit,
-      // The heads first: every one published so far is at or before the chain's end as read after.
-      async () => verifyAuditChain(log.chain(), { keys, heads: await readAuditHeads(deps.nc) }),
+      async () => verifyAuditChain(log.chain(), { keys, heads: await headsToVerifyAgainst() }),
       { ...options, checker: createChecker(VerifyAuditRpc) },
     ),
   ];

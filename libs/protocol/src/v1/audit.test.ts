@@ -194,4 +194,59 @@ describe('the audit chain', () => {
       problem: 'record #6 is not the one published as the head at 2026-11-25T04:00:00.000Z: the chain was rewritten from here or before',
     });
   });
+
+  it('audit heads — the heads stream missing: verify fails, naming the missing heads, however intact the chain looks (even with no record)', async () => {
+    const key = await importAuditKey(SECRET);
+    const records = await chain(4, { key, unkeyed: 1 });
+    const missing = {
+      ok: false,
+      count: 4,
+      unkeyed: 1,
+      heads: 0,
+      problem:
+        "no published head: the heads stream SVC_AUDIT_HEADS is missing (deleted: the services make it at start, and only NATS's operator may delete it), so nothing outside the database says where the trail ended or where keying began; the trail cannot be checked against it",
+    };
+    expect(await verifyAuditChain(records, { keys: [key], heads: 'missing' })).toEqual(missing);
+    // Nothing left at all: still no proof that nothing was there.
+    expect(await verifyAuditChain([], { keys: [key], heads: 'missing' })).toEqual({ ...missing, count: 0, unkeyed: 0 });
+    // A record that fails is named first: it says more than the missing heads.
+    const edited = records.map((r) => (r.seq === 3 ? { ...r, decision: 'allow' as const } : r));
+    expect(await verifyAuditChain(edited, { keys: [key], heads: 'missing' })).toMatchObject({
+      ok: false,
+      seq: 3,
+      problem: expect.stringMatching(/^record #3 was changed/),
+    });
+  });
+
+  it('audit heads — every key stripped and the chain re-hashed, or the newest records deleted, with the heads stream gone: verify fails, not passes', async () => {
+    const key = await importAuditKey(SECRET);
+    const records = await chain(5, { key, unkeyed: 1 });
+    let stripped = records;
+    for (const seq of [2, 3, 4, 5]) stripped = await rewrite(stripped, seq, ({ key_id: _key, ...record }) => record);
+    // The chain agrees with itself: written before keys, it would seem.
+    expect(await verifyAuditChain(stripped, { keys: [key] })).toMatchObject({ ok: true, unkeyed: 5 });
+    for (const rewritten of [stripped, records.slice(0, 3)]) {
+      const result = await verifyAuditChain(rewritten, { keys: [key], heads: 'missing' });
+      expect(result).toMatchObject({ ok: false, heads: 0, problem: expect.stringMatching(/^no published head: the heads stream SVC_AUDIT_HEADS is missing/) });
+      expect(result.seq).toBeUndefined();
+    }
+  });
+
+  it('audit heads — an empty heads stream: a fresh trail with no record passes; a trail with records and no head fails', async () => {
+    const key = await importAuditKey(SECRET);
+    expect(await verifyAuditChain([], { keys: [key], heads: [] })).toEqual({ ok: true, count: 0, unkeyed: 0, heads: 0 });
+    const records = await chain(3, { key, unkeyed: 0 });
+    expect(await verifyAuditChain(records, { keys: [key], heads: [] })).toEqual({
+      ok: false,
+      count: 3,
+      unkeyed: 0,
+      heads: 0,
+      problem: 'no published head: the heads stream SVC_AUDIT_HEADS holds none, although the trail has 3 records; the trail cannot be checked against it',
+    });
+    expect(await verifyAuditChain(records.slice(0, 1), { keys: [key], heads: [] })).toMatchObject({
+      problem: 'no published head: the heads stream SVC_AUDIT_HEADS holds none, although the trail has 1 record; the trail cannot be checked against it',
+    });
+    // One head, of the end: the records after the last head are the keys' alone to protect, as documented.
+    expect(await verifyAuditChain(records, { keys: [key], heads: [headOf(records[2]!)] })).toMatchObject({ ok: true, heads: 1 });
+  });
 });

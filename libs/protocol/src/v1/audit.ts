@@ -2,6 +2,7 @@ import Type, { type Static } from 'typebox';
 import { SessionId, Timestamp, WorkerId } from './primitives.js';
 import { DecisionSchema } from './events.js';
 import { ListResponse } from './lists.js';
+import { streams } from './bus.js';
 
 /**
  * How a person reached svc: the CLI and the console say so in `X-Svc-Channel`; anything else is
@@ -100,7 +101,7 @@ export type AuditHead = Static<typeof AuditHeadSchema>;
 /** What `svc audit verify` learns (`GET /v1/audit/verify`, `svc.rpc.control.audit.verify`). */
 export const AuditVerificationSchema = Type.Object(
   {
-    /** Every record checked, every published head found: nothing was changed or removed. */
+    /** Every record checked, every published head found, and heads there to check against: nothing was changed or removed. */
     ok: Type.Boolean(),
     /** Records read, from #1 (to the first that failed). */
     count: Type.Integer({ minimum: 0 }),
@@ -110,7 +111,7 @@ export const AuditVerificationSchema = Type.Object(
     heads: Type.Integer({ minimum: 0 }),
     /** The newest published head. */
     latest_head: Type.Optional(AuditHeadSchema),
-    /** The first record that fails (or the first one missing), when one does. */
+    /** The first record that fails (or the first one missing), when one does; none when the heads are what is missing. */
     seq: Type.Optional(Type.Integer({ minimum: 1 })),
     /** Why it fails. */
     problem: Type.Optional(Type.String()),
@@ -207,8 +208,13 @@ export function auditRecordMac(record: Omit<AuditRecord, 'hash'>, key: AuditKey)
 export interface VerifyAuditOptions {
   /** The keys records may name: the current one and those before it. */
   keys?: readonly AuditKey[];
-  /** Every head published so far: each must be a record of the chain. */
-  heads?: readonly AuditHead[];
+  /**
+   * What the heads stream holds: every head published so far (each must be a record of the
+   * chain), or `missing` when the stream is not there. A trail with records and no head fails,
+   * and so does a missing stream: nothing outside the database would say where the trail ended
+   * or where keying began. Left out, the chain is checked on its own (the store's tests).
+   */
+  heads?: readonly AuditHead[] | 'missing';
 }
 
 /**
@@ -216,14 +222,16 @@ export interface VerifyAuditOptions {
  * record not following the one before it, a hash (or HMAC) that does not match its content, an
  * unkeyed record after a keyed one (a rewrite by someone without the key), a record that is not
  * the head published for its place, or a published head beyond the chain's end (the newest
- * records deleted).
+ * records deleted). A chain whose records all pass still fails without heads to hold it to (the
+ * stream missing, or no head for a trail that has records): a chain whose keys were all
+ * stripped, or whose newest records were deleted, agrees with itself (docs/audit.md).
  */
 export async function verifyAuditChain(
   records: AsyncIterable<AuditRecord> | Iterable<AuditRecord>,
   options: VerifyAuditOptions = {},
 ): Promise<AuditVerification> {
   const keys = new Map((options.keys ?? []).map((key) => [key.id, key]));
-  const heads = options.heads ?? [];
+  const heads = options.heads === 'missing' ? [] : (options.heads ?? []);
   const headsAt = new Map<number, AuditHead[]>();
   for (const head of heads) headsAt.set(head.seq, [...(headsAt.get(head.seq) ?? []), head]);
   const latestHead = heads.reduce<AuditHead | undefined>((latest, head) => (latest && latest.seq >= head.seq ? latest : head), undefined);
@@ -235,7 +243,7 @@ export async function verifyAuditChain(
   let previous: AuditRecord | undefined;
   let count = 0;
   let unkeyed = 0;
-  const result = (problem?: { seq: number; problem: string }): AuditVerification => ({
+  const result = (problem?: { seq?: number; problem: string }): AuditVerification => ({
     ok: problem === undefined,
     count,
     unkeyed,
@@ -278,6 +286,14 @@ export async function verifyAuditChain(
     return result({
       seq: end + 1,
       problem: `the head published at ${latestHead.published_at} (#${latestHead.seq}) is missing: the chain ends at #${end}, records #${end + 1}-#${latestHead.seq} were deleted`,
+    });
+  if (options.heads === 'missing')
+    return result({
+      problem: `no published head: the heads stream ${streams.auditHeads.name} is missing (deleted: the services make it at start, and only NATS's operator may delete it), so nothing outside the database says where the trail ended or where keying began; the trail cannot be checked against it`,
+    });
+  if (options.heads !== undefined && heads.length === 0 && end > 0)
+    return result({
+      problem: `no published head: the heads stream ${streams.auditHeads.name} holds none, although the trail has ${end} record${end === 1 ? '' : 's'}; the trail cannot be checked against it`,
     });
   return result();
 }
