@@ -235,6 +235,8 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await openCard(page).waitFor({ timeout: 30_000 });
     await postAsWorker(workerId, 3000);
     await page.reload();
+    // The code is not kept across a reload (the page's memory only): it is typed again.
+    await page.getByLabel(/Sign-in code/).fill(stack.signInCode);
     await page.getByRole('button', { name: 'Sign in as the local user' }).click();
     await page.getByText('posted line 3000').waitFor({ timeout: 10_000 });
     // Its request is older than the page read first, and still pinned, decidable.

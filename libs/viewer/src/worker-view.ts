@@ -190,9 +190,9 @@ export function deciderOf(decision: EventData<'control_response'>, source: strin
     case 'person':
       return decision.decided_by === decider.sub && decision.decided_by_name ? decision.decided_by_name : decider.sub;
     case 'worker_policy':
-      return "the worker's policy";
+      return 'the policy';
     case 'policy':
-      return decision.decided_by === 'policy:timeout' ? 'the timeout policy' : 'the policy';
+      return decision.decided_by === 'policy:timeout' ? 'the timeout policy' : "the control plane's policy";
     default:
       return 'the worker';
   }
