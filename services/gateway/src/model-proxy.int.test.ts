@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
@@ -42,6 +43,12 @@ async function workerViewOf(gw: GatewayFixture, base: string, workerId: string):
 }
 const refusalsIn = (history: StoredEvent[]) =>
   history.filter((e): e is StoredEvent<'system'> => e.type === 'system' && e.data.subtype === 'model_request_refused');
+
+/** What the real CLIs sent, recorded against a stand-in (model-proxy/recorded-requests/*.json). */
+interface RecordedRequests {
+  requests: Array<{ what: string; expect: 'pass' | 'refused'; path: string; body: Record<string, unknown> }>;
+}
+const recorded = (file: string) => JSON.parse(readFileSync(new URL(`./model-proxy/recorded-requests/${file}`, import.meta.url), 'utf8')) as RecordedRequests;
 
 /** The headers Claude Code 2.1.330 sends its model (read from its requests), its key aside. */
 const CLAUDE_CODE_HEADERS: Record<string, string> = {
@@ -277,6 +284,30 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
     }
   }, 60_000);
 
+  it("model proxy — a request that cannot even be made upstream (a port out of range in the upstream's URL): 502 in the provider's shape, and its reservation is released", async () => {
+    const broken = await startGatewayFixture({ anthropicApiKey: ANTHROPIC_KEY, anthropicUpstreamUrl: 'http://127.0.0.1:99999' }, undefined, { services: true });
+    try {
+      const brokenBase = await broken.app.listen({ host: '127.0.0.1', port: 0 });
+      // A budget of about one request's reservation: a reservation left behind would hold the next request.
+      const token = await broken.createWorker('wrk_mp_broken', 'alice', 'running', { model: { apis: ['anthropic'], budget: { max_tokens: 150 } } });
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const response = await fetch(`${brokenBase}/v1/workers/wrk_mp_broken/model/anthropic/v1/messages`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 100, messages: [] }),
+        });
+        expect(response.status, `attempt ${attempt}`).toBe(502);
+        expect(await response.json()).toMatchObject({
+          type: 'error',
+          error: { type: 'api_error', message: expect.stringContaining('could not be forwarded') },
+        });
+      }
+      expect((await workerViewOf(broken, brokenBase, 'wrk_mp_broken')).model_usage).toMatchObject({ requests: 0, refused: 0 });
+    } finally {
+      await broken.stop();
+    }
+  }, 60_000);
+
   it('model proxy — a model API without a key in the control plane is 503 and says which setting is missing', async () => {
     const keyless = await startGatewayFixture({}, undefined, {});
     try {
@@ -409,6 +440,142 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
     expect(openaiSaw).toMatchObject({ 'accept-encoding': 'identity', authorization: `Bearer ${OPENAI_KEY}` });
     expect(refusalsIn(await events('wrk_mp_clients'))).toEqual([]);
   });
+
+  it("model proxy — the real CLIs' recorded bodies pass: Claude Code's as sent, Codex's with store: false and without its web_search tool; Claude Code's WebSearch request is refused", async () => {
+    const token = await worker('wrk_mp_cli_bodies', { apis: ['anthropic', 'openai'] });
+    for (const file of ['claude-code-2.1.330.json', 'claude-code-2.1.197.json'])
+      for (const request of recorded(file).requests) {
+        const before = anthropic.requests().length;
+        const answer = await rawRequest(base, `/v1/workers/wrk_mp_cli_bodies/model/anthropic${request.path}?beta=true`, {
+          method: 'POST',
+          headers: { ...CLAUDE_CODE_HEADERS, authorization: `Bearer ${token}` },
+          body: JSON.stringify(request.body),
+        });
+        if (request.expect === 'refused') {
+          expect(answer.status, request.what).toBe(403);
+          expect(anthropic.requests().length).toBe(before);
+          continue;
+        }
+        expect(answer.status, `${file}: ${request.what}`).toBe(200);
+        expect(anthropic.requests()[before], request.what).toEqual(request.body);
+      }
+    for (const request of recorded('codex-0.169.0.json').requests) {
+      const before = openai.requests().length;
+      const answer = await rawRequest(base, `/v1/workers/wrk_mp_cli_bodies/model/openai${request.path}`, {
+        method: 'POST',
+        headers: { ...CODEX_HEADERS, authorization: `Bearer ${token}` },
+        body: JSON.stringify(request.body),
+      });
+      expect(answer.status, request.what).toBe(200);
+      const tools = request.body['tools'] as Array<{ type: string }>;
+      expect(openai.requests()[before], request.what).toEqual({ ...request.body, store: false, tools: tools.filter((tool) => tool.type !== 'web_search') });
+    }
+    const refusals = await waitFor('the WebSearch refusal in the history', async () => {
+      const found = refusalsIn(await events('wrk_mp_cli_bodies'));
+      return found.length > 0 ? found : undefined;
+    });
+    expect(refusals.map((e) => e.data.details)).toEqual([
+      { api: 'anthropic', method: 'POST', path: '/v1/messages', reason: 'not_allowed', field: 'tools[0].type' },
+    ]);
+  });
+
+  it('model proxy — Anthropic bodies that would have the provider fetch a URL, search, run code, call MCP servers or read stored files never reach the upstream; each refusal names the field', async () => {
+    const token = await worker('wrk_mp_body_anthropic');
+    const seen = anthropic.seen().length;
+    const ask = (blocks: unknown[], extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user', content: blocks }], ...extra });
+    const attempts: Array<{ body: string; field: string; status?: number }> = [
+      { body: ask([{ type: 'image', source: { type: 'url', url: 'https://attacker.example/?d=secret' } }]), field: 'messages[0].content[0].source.type' },
+      { body: ask([{ type: 'document', source: { type: 'url', url: 'https://attacker.example/x.pdf' } }]), field: 'messages[0].content[0].source.type' },
+      { body: ask([{ type: 'document', source: { type: 'file', file_id: 'file_other' } }]), field: 'messages[0].content[0].source.type' },
+      { body: ask([], { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }), field: 'tools[0].type' },
+      { body: ask([], { tools: [{ type: 'code_execution_20250825', name: 'code_execution' }] }), field: 'tools[0].type' },
+      { body: ask([], { mcp_servers: [{ type: 'url', url: 'https://attacker.example/mcp', name: 'x' }] }), field: 'mcp_servers' },
+      { body: ask([], { container: 'container_other' }), field: 'container' },
+      { body: ask([], { stream: 'true' }), field: 'stream', status: 400 },
+    ];
+    for (const attempt of attempts) {
+      const answer = await rawRequest(base, '/v1/workers/wrk_mp_body_anthropic/model/anthropic/v1/messages?beta=true', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: attempt.body,
+      });
+      expect(answer.status, attempt.field).toBe(attempt.status ?? 403);
+      expect(JSON.parse(answer.body), attempt.field).toEqual({
+        type: 'error',
+        error: { type: attempt.status === 400 ? 'invalid_request_error' : 'permission_error', message: expect.stringContaining(`svc: ${attempt.field} `) },
+      });
+    }
+    expect(anthropic.seen().slice(seen)).toEqual([]);
+    const refusals = await waitFor('every refusal in the history', async () => {
+      const found = refusalsIn(await events('wrk_mp_body_anthropic'));
+      return found.length === attempts.length ? found : undefined;
+    });
+    expect(refusals.map((e) => e.data.details?.['field']).sort()).toEqual(attempts.map((a) => a.field).sort());
+    expect((await workerView('wrk_mp_body_anthropic')).model_usage).toMatchObject({ requests: 0, input_tokens: 0 });
+  });
+
+  it('model proxy — OpenAI bodies with hosted tools, remote or stored inputs, stored prompts or items never reach the upstream; each refusal names the field', async () => {
+    const token = await worker('wrk_mp_body_openai', { apis: ['openai'] });
+    const seen = openai.seen().length;
+    const responses = (extra: Record<string, unknown>, input: unknown[] = []) => JSON.stringify({ model: 'gpt-5-mini', stream: true, input, ...extra });
+    const userImage = (part: Record<string, unknown>) => responses({}, [{ type: 'message', role: 'user', content: [{ type: 'input_image', ...part }] }]);
+    const attempts: Array<{ path: string; body: string; field: string }> = [
+      {
+        path: '/v1/responses',
+        body: responses({ tools: [{ type: 'mcp', server_label: 'x', server_url: 'https://attacker.example/mcp' }] }),
+        field: 'tools[0].type',
+      },
+      { path: '/v1/responses', body: responses({ tools: [{ type: 'file_search', vector_store_ids: ['vs_other'] }] }), field: 'tools[0].type' },
+      { path: '/v1/responses', body: responses({ tools: [{ type: 'code_interpreter', container: 'cntr_other' }] }), field: 'tools[0].type' },
+      { path: '/v1/responses', body: userImage({ image_url: 'https://attacker.example/?d=secret' }), field: 'input[0].content[0].image_url' },
+      { path: '/v1/responses', body: userImage({ file_id: 'file_other' }), field: 'input[0].content[0].file_id' },
+      {
+        path: '/v1/responses',
+        body: responses({}, [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://attacker.example/x.pdf' }] }]),
+        field: 'input[0].content[0].file_url',
+      },
+      { path: '/v1/responses', body: responses({ prompt: { id: 'pmpt_other' } }), field: 'prompt' },
+      { path: '/v1/responses', body: responses({}, [{ type: 'item_reference', id: 'msg_other' }]), field: 'input[0].type' },
+      { path: '/v1/responses', body: responses({ previous_response_id: 'resp_other' }), field: 'previous_response_id' },
+      {
+        path: '/v1/chat/completions',
+        body: JSON.stringify({
+          model: 'gpt-5-mini',
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://attacker.example/' } }] }],
+        }),
+        field: 'messages[0].content[0].image_url.url',
+      },
+    ];
+    for (const attempt of attempts) {
+      const answer = await rawRequest(base, `/v1/workers/wrk_mp_body_openai/model/openai${attempt.path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: attempt.body,
+      });
+      expect(answer.status, attempt.field).toBe(403);
+      expect(JSON.parse(answer.body), attempt.field).toEqual({
+        error: { type: 'invalid_request_error', code: 'not_allowed_by_svc', param: null, message: expect.stringContaining(`svc: ${attempt.field} `) },
+      });
+    }
+    expect(openai.seen().slice(seen)).toEqual([]);
+    const refusals = await waitFor('every refusal in the history', async () => {
+      const found = refusalsIn(await events('wrk_mp_body_openai'));
+      return found.length === attempts.length ? found : undefined;
+    });
+    expect(refusals.map((e) => e.data.details?.['field']).sort()).toEqual(attempts.map((a) => a.field).sort());
+
+    // What passes goes with store: false, whatever the agent said.
+    const before = openai.requests().length;
+    const stored = await fetch(`${base}/v1/workers/wrk_mp_body_openai/model/openai/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-5-mini', stream: true, store: true, input: 'hi' }),
+    });
+    expect(stored.status).toBe(200);
+    await stored.text();
+    expect(openai.requests()[before]).toEqual({ model: 'gpt-5-mini', stream: true, store: false, input: 'hi' });
+  });
 });
 
 /** What the odd upstream plays, chosen by the request's `model`. */
@@ -418,11 +585,15 @@ interface OddUpstream {
   requests: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: Record<string, unknown> }>;
   /** The models whose stalled answer the upstream saw closed (the proxy let go of it). */
   closed: string[];
+  /** The bytes of the `flood` answer the upstream could write so far (it waits whenever its socket holds back). */
+  flooded(): number;
   stop(): Promise<void>;
 }
 
 /** How long the odd upstream's `slow` answer takes: every concurrent request arrives while the first is in flight. */
 const SLOW_ANSWER_MS = 1000;
+/** How much the odd upstream's `flood` answer holds: far more than the sockets between it and a stalled agent buffer. */
+const FLOOD_BYTES = 256 * 1024 * 1024;
 const sse = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 const ANTHROPIC_ANSWER = [
   sse('message_start', { type: 'message_start', message: { id: 'msg_odd', model: 'claude-sonnet-4-5', usage: { input_tokens: 100, output_tokens: 1 } } }),
@@ -435,11 +606,14 @@ const ANTHROPIC_ANSWER = [
  * An upstream that misbehaves or speaks what the stand-ins do not: `gzip` answers an Anthropic
  * stream gzip-compressed whatever it was asked; `slow` answers it after `SLOW_ANSWER_MS`; `stall`
  * streams a start and three 30-character deltas (Anthropic) or two (Responses), then waits;
- * `/v1/chat/completions` streams a chunk and, when asked for it, the usage.
+ * `flood` streams `FLOOD_BYTES` of deltas as fast as its socket takes them; `nousage` ends a
+ * Responses stream normally with no usage in it; `/v1/chat/completions` streams a chunk and, when
+ * asked for it, the usage.
  */
 async function startOddUpstream(): Promise<OddUpstream> {
   const requests: OddUpstream['requests'] = [];
   const closed: string[] = [];
+  let flooded = 0;
   const play = (request: IncomingMessage, response: ServerResponse, body: Record<string, unknown>) => {
     const model = String(body['model']);
     if (request.url?.startsWith('/v1/chat/completions')) {
@@ -454,6 +628,27 @@ async function startOddUpstream(): Promise<OddUpstream> {
       const gzip = zlib.createGzip();
       gzip.pipe(response);
       return void gzip.end(ANTHROPIC_ANSWER.join(''));
+    }
+    if (model === 'flood') {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.on('close', () => closed.push('flood'));
+      const chunk = Buffer.from(
+        sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'f'.repeat(64 * 1024) } }),
+      );
+      const pour = () => {
+        while (flooded < FLOOD_BYTES && !response.destroyed) {
+          flooded += chunk.length;
+          if (!response.write(chunk)) return void response.once('drain', pour);
+        }
+        response.end();
+      };
+      return pour();
+    }
+    if (model === 'nousage') {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(sse('response.created', { type: 'response.created', response: { id: 'resp_odd', usage: null } }));
+      response.write(sse('response.output_text.delta', { type: 'response.output_text.delta', delta: 'n'.repeat(60) }));
+      return void response.end(sse('response.completed', { type: 'response.completed', response: { id: 'resp_odd', status: 'completed', usage: null } }));
     }
     if (model === 'slow') {
       setTimeout(() => response.writeHead(200, { 'content-type': 'text/event-stream' }).end(ANTHROPIC_ANSWER.join('')), SLOW_ANSWER_MS);
@@ -488,6 +683,7 @@ async function startOddUpstream(): Promise<OddUpstream> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     closed,
+    flooded: () => flooded,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -583,10 +779,109 @@ describe('the model proxy against an upstream that compresses, stalls, or speaks
     const body = { model: 'stall', stream: true, input: [{ type: 'message', role: 'user', content: 'x'.repeat(400) }] };
     await abortAfter(base, '/v1/workers/wrk_mp_abort_openai/model/openai/v1/responses', token, body, 3);
     await waitFor('the usage', async () => (await workerViewOf(gw, base, 'wrk_mp_abort_openai')).model_usage?.requests === 1);
+    // The estimate is of the body sent upstream (with store: false).
     expect((await workerViewOf(gw, base, 'wrk_mp_abort_openai')).model_usage).toMatchObject({
-      input_tokens: Math.ceil(JSON.stringify(body).length / 4),
+      input_tokens: Math.ceil(JSON.stringify({ ...body, store: false }).length / 4),
       output_tokens: 20,
     });
+  });
+
+  it('model proxy — a stream that ends normally without a usage figure is metered by estimate, not as zero', async () => {
+    const token = await worker('wrk_mp_nousage', { apis: ['openai'] });
+    const body = { model: 'nousage', stream: true, input: [{ type: 'message', role: 'user', content: 'y'.repeat(400) }] };
+    const response = await post('wrk_mp_nousage', token, '/openai/v1/responses', body);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('response.completed');
+    await waitFor('the usage', async () => (await workerViewOf(gw, base, 'wrk_mp_nousage')).model_usage?.requests === 1);
+    // In: the request's size / 4; out: 60 characters of text / 3.
+    expect((await workerViewOf(gw, base, 'wrk_mp_nousage')).model_usage).toMatchObject({
+      input_tokens: Math.ceil(JSON.stringify({ ...body, store: false }).length / 4),
+      output_tokens: 20,
+    });
+  });
+
+  it("model proxy — a worker's 17th concurrent request is refused (429, retry-after) before its body is read; the 16 in flight complete", async () => {
+    const token = await worker('wrk_mp_in_flight', { apis: ['anthropic'] });
+    const before = odd.requests.length;
+    const body = { model: 'slow', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi' }] };
+    const inFlight = Array.from({ length: 16 }, () =>
+      post('wrk_mp_in_flight', token, '/anthropic/v1/messages', body).then(async (r) => ({ status: r.status, body: await r.text() })),
+    );
+    await waitFor('16 requests at the upstream', async () => odd.requests.length - before === 16);
+    // The 17th sends its headers and promises a body it never sends: the answer cannot wait for it.
+    const url = new URL(base);
+    const seventeenth = await new Promise<RawAnswer>((resolve, reject) => {
+      const request = httpRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          method: 'POST',
+          path: '/v1/workers/wrk_mp_in_flight/model/anthropic/v1/messages',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': '1000' },
+        },
+        (response) => {
+          let text = '';
+          response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          response.on('end', () => {
+            resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text });
+            request.destroy();
+          });
+        },
+      );
+      request.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ECONNRESET') reject(err);
+      });
+      request.flushHeaders();
+    });
+    expect(seventeenth.status).toBe(429);
+    expect(seventeenth.headers['retry-after']).toBe('1');
+    expect(JSON.parse(seventeenth.body)).toEqual({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: expect.stringContaining('the worker has 16 model requests in flight') },
+    });
+    const answers = await Promise.all(inFlight);
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    expect(odd.requests.length - before).toBe(16);
+    // Their places are free again.
+    expect((await post('wrk_mp_in_flight', token, '/anthropic/v1/messages', body)).status).toBe(200);
+    const [refusal] = await waitFor('the refusal in the history', async () => {
+      const found = refusalsIn(await historyOf(gw, base, 'wrk_mp_in_flight'));
+      return found.length === 1 ? found : undefined;
+    });
+    expect(refusal!.data.details).toMatchObject({ api: 'anthropic', reason: 'busy' });
+  });
+
+  it('model proxy — an agent that stops reading makes the upstream wait: the gateway does not buffer the answer', async () => {
+    const token = await worker('wrk_mp_flood', { apis: ['anthropic'] });
+    const url = new URL(base);
+    const request = httpRequest({
+      host: url.hostname,
+      port: url.port,
+      method: 'POST',
+      path: '/v1/workers/wrk_mp_flood/model/anthropic/v1/messages',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    });
+    request.on('error', () => undefined);
+    // The agent reads the first chunk, then nothing more.
+    const started = new Promise<void>((resolve) => request.on('response', (response) => response.once('data', () => (response.pause(), resolve()))));
+    request.end(JSON.stringify({ model: 'flood', max_tokens: 100, stream: true, messages: [] }));
+    await started;
+    // The upstream's writes stop once the sockets between it and the agent are full.
+    let last = -1;
+    await waitFor(
+      'the upstream held back',
+      async () => {
+        const now = odd.flooded();
+        const still = now === last;
+        last = now;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return still;
+      },
+      15_000,
+    );
+    expect(odd.flooded()).toBeLessThan(64 * 1024 * 1024);
+    request.destroy();
+    await waitFor('the upstream let go', async () => odd.closed.includes('flood'));
   });
 
   it('model proxy — a streamed Chat Completions request is sent with include_usage, and metered from the usage chunk', async () => {
@@ -624,21 +919,26 @@ describe('the model proxy against an upstream that compresses, stalls, or speaks
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(odd.requests.length - before).toBe(1);
     const refused = answers.filter((a) => a.status !== 200);
-    // Held by the request in flight: 429, retry after a second.
+    // Held by the request in flight (or, past 16 at once, refused before the budget is asked):
+    // 429, retry after a second.
     expect(refused.map((a) => a.status)).toEqual(refused.map(() => 429));
     for (const answer of refused) {
       expect(answer.retryAfter).toBe('1');
       expect(JSON.parse(answer.body)).toEqual({
         type: 'error',
-        error: { type: 'rate_limit_error', message: expect.stringContaining('held by 1 model request in flight') },
+        error: { type: 'rate_limit_error', message: expect.stringMatching(/held by 1 model request in flight|the worker has 16 model requests in flight/) },
       });
     }
+    const heldCount = refused.filter((a) => a.body.includes('held by 1 model request in flight')).length;
+    expect(heldCount).toBeGreaterThanOrEqual(15);
     await waitFor('every request counted', async () => (await workerViewOf(gw, base, 'wrk_mp_race')).model_usage?.requests === 1);
-    expect((await workerViewOf(gw, base, 'wrk_mp_race')).model_usage).toMatchObject({ requests: 1, refused: 19, input_tokens: 100, output_tokens: 24 });
-    const held = await waitFor('the held refusals in the history', async () => {
+    expect((await workerViewOf(gw, base, 'wrk_mp_race')).model_usage).toMatchObject({ requests: 1, refused: heldCount, input_tokens: 100, output_tokens: 24 });
+    const refusals = await waitFor('the refusals in the history', async () => {
       const found = refusalsIn(await historyOf(gw, base, 'wrk_mp_race'));
       return found.length === 19 ? found : undefined;
     });
+    const held = refusals.filter((e) => e.data.details?.['reason'] === 'budget_held');
+    expect(held).toHaveLength(heldCount);
     expect(held[0]!.data).toMatchObject({
       level: 'warn',
       details: { reason: 'budget_held' },

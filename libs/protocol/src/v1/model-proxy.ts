@@ -243,7 +243,6 @@ export const ANTHROPIC_BETAS_PASSED: readonly string[] = [
   'thinking-display-updates-2026-08-18',
   'mid-conversation-system-clear-at-2026-08-21',
   'token-counting-2024-11-01',
-  'web-search-2025-03-05',
 ];
 
 /**

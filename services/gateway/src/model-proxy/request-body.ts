@@ -1,9 +1,15 @@
 import type { Readable } from 'node:stream';
 import { priceOf, type ModelApi, type ModelProxyRoute } from '@svc/protocol';
+import { checkRequestBody } from './body-policy.js';
 import type { PolicyRefusal } from './request-policy.js';
 
-/** The largest request body the proxy reads (Anthropic's own limit for a Messages request). */
-export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+/**
+ * The largest request body the proxy reads (the reasons are in docs/model-proxy.md, "What
+ * passes"): a whole 1M-token conversation of text is about 5 MiB of JSON, and Claude Code adds
+ * images of up to 5 MiB each (base64) and documents; Anthropic itself takes 32 MiB. A worker's
+ * requests in flight (`MAX_REQUESTS_IN_FLIGHT`) bound what it can make a replica hold.
+ */
+export const MAX_REQUEST_BYTES = 16 * 1024 * 1024;
 /** What a request that names no output cap is taken to reserve (Codex names none). */
 export const DEFAULT_RESERVED_OUTPUT_TOKENS = 32_000;
 /** The largest output cap a reservation takes from a body (a larger one holds no more). */
@@ -34,14 +40,26 @@ export interface ModelRequestBody {
   reservation: Reservation;
 }
 
-/** Reads a request body, refusing one past `MAX_REQUEST_BYTES` (the rest is not read) or one cut short. */
-export async function readRequestBody(stream: Readable, limit = MAX_REQUEST_BYTES): Promise<Buffer | { refusal: PolicyRefusal }> {
+const tooLarge = (limit: number): { refusal: PolicyRefusal } => ({
+  refusal: { kind: 'too_large', reason: `the request body is larger than the model proxy reads (${limit} bytes)` },
+});
+
+/**
+ * Reads a request body, refusing one past `MAX_REQUEST_BYTES` — at once when its declared
+ * `content-length` says so, else as soon as it gets there (the rest is not read) — or one cut short.
+ */
+export async function readRequestBody(
+  stream: Readable,
+  declaredLength: string | undefined,
+  limit = MAX_REQUEST_BYTES,
+): Promise<Buffer | { refusal: PolicyRefusal }> {
+  if (declaredLength !== undefined && Number(declaredLength) > limit) return tooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > limit) return { refusal: { kind: 'too_large', reason: `the request body is larger than the model proxy reads (${limit} bytes)` } };
+      if (size > limit) return tooLarge(limit);
       chunks.push(chunk);
     }
   } catch {
@@ -60,9 +78,10 @@ function outputCapOf(api: ModelApi, body: Json): number | undefined {
 }
 
 /**
- * Checks a model request's body (a JSON object) and prepares what goes upstream: a streamed Chat
- * Completions request is asked for its usage (`stream_options.include_usage`), which OpenAI
- * otherwise leaves out of a stream; every other body goes on byte for byte.
+ * Checks a model request's body (a JSON object, against its route's allow-lists: body-policy.ts)
+ * and prepares what goes upstream: the body as checked, serialised again — never the agent's
+ * bytes, whose duplicate keys or odd spellings the upstream might read otherwise than the check
+ * did — with the policy's rewrites (`store: false`, `include_usage`, no `web_search` tool).
  */
 export function prepareRequestBody(api: ModelApi, route: ModelProxyRoute, raw: Buffer): ModelRequestBody | { refusal: PolicyRefusal } {
   let parsed: unknown;
@@ -72,23 +91,14 @@ export function prepareRequestBody(api: ModelApi, route: ModelProxyRoute, raw: B
     return { refusal: { kind: 'invalid', reason: 'the request body is not JSON' } };
   }
   if (!isObject(parsed)) return { refusal: { kind: 'invalid', reason: 'the request body is not a JSON object' } };
-  if (api === 'openai' && route.path === '/v1/responses') {
-    // A background response runs on after its answer (unmetered); a previous response or a
-    // conversation reads what the key stored, whichever worker stored it.
-    if (parsed['background'] === true) return { refusal: { kind: 'not_allowed', reason: 'a background response is not passed: it could not be metered' } };
-    for (const field of ['previous_response_id', 'conversation'])
-      if (parsed[field] !== undefined && parsed[field] !== null)
-        return { refusal: { kind: 'not_allowed', reason: `${field} is not passed: it reads responses stored under the control plane's key` } };
-  }
-  const model = typeof parsed['model'] === 'string' ? parsed['model'].slice(0, 200) : undefined;
-  const streamed = parsed['stream'] === true;
-  let bytes = raw;
-  if (api === 'openai' && route.path === '/v1/chat/completions' && streamed) {
-    const options = isObject(parsed['stream_options']) ? parsed['stream_options'] : {};
-    bytes = Buffer.from(JSON.stringify({ ...parsed, stream_options: { ...options, include_usage: true } }));
-  }
-  const estimatedInputTokens = Math.ceil(raw.length / BYTES_PER_ESTIMATED_TOKEN);
-  const outputCap = outputCapOf(api, parsed) ?? DEFAULT_RESERVED_OUTPUT_TOKENS;
+  const checked = checkRequestBody(api, route, parsed);
+  if ('refusal' in checked) return checked;
+  const forwarded = checked.body;
+  const bytes = Buffer.from(JSON.stringify(forwarded));
+  const model = typeof forwarded['model'] === 'string' ? forwarded['model'].slice(0, 200) : undefined;
+  const streamed = forwarded['stream'] === true;
+  const estimatedInputTokens = Math.ceil(bytes.length / BYTES_PER_ESTIMATED_TOKEN);
+  const outputCap = outputCapOf(api, forwarded) ?? DEFAULT_RESERVED_OUTPUT_TOKENS;
   // Counting tokens costs none: such a request holds nothing.
   const costsTokens = route.kind === 'inference';
   const price = priceOf(api, model);

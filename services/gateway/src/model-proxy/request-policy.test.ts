@@ -147,6 +147,12 @@ describe('model proxy request policy — headers', () => {
     });
   });
 
+  it("the web search beta is not passed: Anthropic's server-side web search is not (Claude Code sends no such beta)", () => {
+    expect(forwardedRequestHeaders('anthropic', { ...CLAUDE_CODE_2_1_330, 'anthropic-beta': 'claude-code-20250219,web-search-2025-03-05' })).toEqual({
+      refusal: { kind: 'not_allowed', reason: expect.stringContaining('"web-search-2025-03-05" is not passed') },
+    });
+  });
+
   it('a compressed request body is refused (the proxy reads it); identity passes', () => {
     expect(forwardedRequestHeaders('openai', { 'content-encoding': 'zstd' })).toEqual({
       refusal: { kind: 'invalid', reason: expect.stringContaining('content-encoding "zstd"') },

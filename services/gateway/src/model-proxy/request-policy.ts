@@ -8,10 +8,16 @@ import {
   type ModelProxyRoute,
 } from '@svc/protocol';
 
-/** Why a request is not passed: `not_allowed` is not inference (403); `invalid` cannot be read (400); `too_large` (413). */
+/**
+ * Why a request is not passed: `not_allowed` is not inference (403); `invalid` cannot be read
+ * (400); `too_large` (413); `busy`: the worker has as many requests in flight as it may (429,
+ * worth retrying).
+ */
 export interface PolicyRefusal {
-  kind: 'not_allowed' | 'invalid' | 'too_large';
+  kind: 'not_allowed' | 'invalid' | 'too_large' | 'busy';
   reason: string;
+  /** The body's field that was refused (`tools[3].type`), for the history. */
+  field?: string;
 }
 
 /** What the agent asked for, as it reached the gateway (nothing decoded). */

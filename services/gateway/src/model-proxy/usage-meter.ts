@@ -21,19 +21,21 @@ export interface UsageMeter {
   /** Every chunk of the (decoded) response body, in order. */
   write(chunk: Buffer): void;
   /**
-   * The usage seen (undefined when the response carried none, e.g. an error). `cutShort`: the
-   * response stopped before its end (the agent went away, the upstream broke off); a successful
-   * answer whose final count never came is then metered from what passed: its input as the
-   * upstream said or as estimated from the request, its output at least what the streamed
-   * text amounts to (non-streamed: the bytes received).
+   * The usage seen (undefined when the response carried none, e.g. an error). A successful
+   * answer to a request that costs tokens whose final count never came — cut short (the agent
+   * went away, the upstream broke off) or ended without one — is metered from what passed: its
+   * input as the upstream said or as estimated from the request, its output at least what the
+   * streamed text amounts to (non-streamed: the bytes received).
    */
-  end(cutShort: boolean): MeasuredTokens | undefined;
+  end(): MeasuredTokens | undefined;
 }
 
 export interface MeteredRequest {
   model: string | undefined;
-  /** The request's input, estimated from its size (used when a cut-short answer never said). */
+  /** The request's input, estimated from its size (used when the answer never said). */
   estimatedInputTokens: number;
+  /** Whether the request costs tokens (inference; counting tokens does not, and is never estimated). */
+  costsTokens: boolean;
 }
 
 export function createUsageMeter(api: ModelApi, status: number, contentType: string | undefined, request: MeteredRequest): UsageMeter {
@@ -86,7 +88,7 @@ export function createUsageMeter(api: ModelApi, status: number, contentType: str
       pending = lines.pop() ?? '';
       for (const line of lines) readLine(line.endsWith('\r') ? line.slice(0, -1) : line);
     },
-    end(cutShort) {
+    end() {
       if (streamed) {
         readLine(pending + decoder.decode());
       } else if (jsonBytes <= MAX_JSON_BYTES) {
@@ -97,7 +99,7 @@ export function createUsageMeter(api: ModelApi, status: number, contentType: str
           // Not JSON (or cut short): nothing to count.
         }
       }
-      if (cutShort && !complete && status >= 200 && status < 300) {
+      if (request.costsTokens && !complete && status >= 200 && status < 300) {
         // The upstream produced (and bills) more than its counts so far say.
         if (!inputSeen) tokens.input_tokens = Math.max(tokens.input_tokens, request.estimatedInputTokens);
         const passed = streamed ? generatedChars : jsonBytes;

@@ -10,7 +10,9 @@ import { CodedError, componentSource, MODEL_APIS, MODEL_PROXY_SUBTYPES, type Inc
 import { counter } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
 import { sendApiError, toCodedError } from '../plugins/errors.js';
+import { relayAnswer } from '../model-proxy/answer-relay.js';
 import { createBudgetGate, type Refused } from '../model-proxy/budget-gate.js';
+import { createInFlightLimit, MAX_REQUESTS_IN_FLIGHT } from '../model-proxy/in-flight.js';
 import { prepareRequestBody, readRequestBody, type ModelRequestBody } from '../model-proxy/request-body.js';
 import { checkModelRequest, forwardedRequestHeaders, modelRequestLine, type ModelRequestLine, type PolicyRefusal } from '../model-proxy/request-policy.js';
 import { createUsageMeter } from '../model-proxy/usage-meter.js';
@@ -41,7 +43,7 @@ const DROPPED_RESPONSE_HEADERS = new Set([
   'upgrade',
   'set-cookie',
 ]);
-/** Seconds an agent is told to wait when its budget's rest is held by requests in flight. */
+/** Seconds an agent is told to wait when its budget's rest is held by requests in flight, or it has too many in flight. */
 const HELD_RETRY_AFTER_S = 1;
 
 /** How each API takes its key. */
@@ -61,6 +63,7 @@ const PROVIDER_ERRORS: Record<ModelApi, Record<ErrorKind, { status: number; type
     not_allowed: { status: 403, type: 'permission_error' },
     invalid: { status: 400, type: 'invalid_request_error' },
     too_large: { status: 413, type: 'request_too_large' },
+    busy: { status: 429, type: 'rate_limit_error' },
     unreachable: { status: 502, type: 'api_error' },
   },
   // insufficient_quota is final for Codex; rate_limit_exceeded it retries.
@@ -70,6 +73,7 @@ const PROVIDER_ERRORS: Record<ModelApi, Record<ErrorKind, { status: number; type
     not_allowed: { status: 403, type: 'invalid_request_error', code: 'not_allowed_by_svc' },
     invalid: { status: 400, type: 'invalid_request_error', code: 'invalid_request' },
     too_large: { status: 413, type: 'invalid_request_error', code: 'request_too_large' },
+    busy: { status: 429, type: 'requests', code: 'rate_limit_exceeded' },
     unreachable: { status: 502, type: 'server_error', code: 'upstream_unreachable' },
   },
 };
@@ -119,7 +123,8 @@ const modelBytes = counter({
 /**
  * `/v1/workers/{id}/model/{api}/*`: a worker's model traffic, from its sidecar. Only inference
  * passes (`MODEL_PROXY_ROUTES`, the listed headers); it goes to the API's upstream with the
- * control plane's key, the answer streams back unbuffered, and is metered (docs/model-proxy.md).
+ * control plane's key, the answer streams back as it comes (as fast as the agent reads it), and is
+ * metered (docs/model-proxy.md).
  * A request past the worker's budget, or not inference, is refused in the provider's error
  * shape, and the history says why.
  */
@@ -149,6 +154,7 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
     onError: (err, workerId) => app.log.error({ err, worker_id: workerId }, 'could not meter a model response'),
   });
   const gate = createBudgetGate({ ledger, written: (workerId) => usage.written(workerId) });
+  const inFlight = createInFlightLimit();
   app.addHook('onClose', async () => {
     // The usage still gathered is written (and announced) before the publisher goes.
     await usage.close();
@@ -175,10 +181,17 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
         level: 'warn',
         subtype: MODEL_PROXY_SUBTYPES.requestRefused,
         message: `model request refused: ${refusal.reason}`,
-        details: { api, method: line.method, path: line.path.slice(0, 200), reason: refusal.kind },
+        details: {
+          api,
+          method: line.method,
+          path: line.path.slice(0, 200),
+          reason: refusal.kind,
+          ...(refusal.field !== undefined ? { field: refusal.field.slice(0, 200) } : {}),
+        },
       },
     });
     const answer = providerError(api, refusal.kind, `svc: ${refusal.reason}`);
+    if (refusal.kind === 'busy') reply.header('retry-after', String(HELD_RETRY_AFTER_S));
     return reply.code(answer.status).type('application/json').send(answer.body);
   }
 
@@ -236,7 +249,17 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
       if ('refusal' in headers) return refuseRequest(request, reply, workerId, api, line, headers.refusal);
       // A connection check needs nothing of the upstream.
       if (checked.route.kind === 'probe') return reply.code(200).send();
-      const raw = await readRequestBody(request.raw);
+      // A place among the worker's requests in flight, taken before its body is read and held
+      // until its answer has gone: what one worker can make this replica buffer is bounded.
+      const leave = inFlight.acquire(workerId);
+      if (!leave)
+        return refuseRequest(request, reply, workerId, api, line, {
+          kind: 'busy',
+          reason: `the worker has ${MAX_REQUESTS_IN_FLIGHT} model requests in flight, as many as it may; retry when one ends`,
+        });
+      if (reply.raw.closed) leave();
+      else reply.raw.once('close', leave);
+      const raw = await readRequestBody(request.raw, request.headers['content-length']);
       if (!Buffer.isBuffer(raw)) return refuseRequest(request, reply, workerId, api, line, raw.refusal);
       const body = prepareRequestBody(api, checked.route, raw);
       if ('refusal' in body) return refuseRequest(request, reply, workerId, api, line, body.refusal);
@@ -255,7 +278,16 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
       if (reply.raw.destroyed) return release();
       modelBytes.inc({ worker_id: workerId, api, direction: 'sent' }, body.bytes.length);
       const upstream = { url: upstreamUrl, apiKey };
-      forward({ request, response: reply.raw, workerId, api, upstream, line, headers: headers.headers, body, budgeted: budget !== undefined, release });
+      try {
+        forward({ request, response: reply.raw, workerId, api, upstream, line, headers: headers.headers, body, budgeted: budget !== undefined, release });
+      } catch (err) {
+        // Nothing went upstream (the request could not even be made): the reservation goes now.
+        release();
+        request.log.error({ err, worker_id: workerId, api }, 'model request could not be forwarded');
+        if (reply.raw.headersSent) return void reply.raw.destroy();
+        const answer = providerError(api, 'unreachable', `svc: the ${api} model request could not be forwarded (the gateway's upstream setting may be wrong)`);
+        reply.raw.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+      }
     },
   });
 
@@ -284,7 +316,10 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
       if (counted) return;
       counted = true;
       if (!forwarded) return options.release();
-      void usage.add(workerId, api, tokens, options.budgeted).finally(options.release);
+      // Released however the write goes, even if adding throws.
+      void Promise.resolve()
+        .then(() => usage.add(workerId, api, tokens, options.budgeted))
+        .finally(options.release);
     };
     // What an answer the agent abandoned before it began may have cost: its input, and for a
     // non-streamed request its whole output (generated before the answer is sent).
@@ -364,7 +399,11 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
         const refusal = providerError(api, 'unreachable', `svc: ${reason}`);
         return void response.writeHead(refusal.status, { 'content-type': 'application/json' }).end(refusal.body);
       }
-      const meter = createUsageMeter(api, status, answer.headers['content-type'], { model: body.model, estimatedInputTokens: body.estimatedInputTokens });
+      const meter = createUsageMeter(api, status, answer.headers['content-type'], {
+        model: body.model,
+        estimatedInputTokens: body.estimatedInputTokens,
+        costsTokens: body.costsTokens,
+      });
       const passedHeaders = forwardedHeaders(answer.headers, DROPPED_RESPONSE_HEADERS);
       if (decoded !== answer) {
         // The agent gets the decoded body: its length is no longer the upstream's.
@@ -373,24 +412,22 @@ export const modelProxyRoutes: FastifyPluginAsync<ModelProxyRoutesOptions> = asy
       }
       response.writeHead(status, passedHeaders);
       let ended = false;
-      // Each chunk goes on as it comes (an SSE stream is not held back); the meter reads a copy.
-      decoded.on('data', (chunk: Buffer) => {
+      relayAnswer(decoded, response, (chunk) => {
         modelBytes.inc({ worker_id: workerId, api, direction: 'received' }, chunk.length);
         meter.write(chunk);
-        response.write(chunk);
       });
       decoded.on('error', () => response.destroy());
       decoded.on('end', () => {
         ended = true;
         response.end();
-        count(meter.end(false), true);
+        count(meter.end(), true);
       });
-      // Closed without its end: the answer was cut short (by the agent or the upstream). A
-      // token count cut short costs nothing still.
+      // Closed without its end: the answer was cut short (by the agent or the upstream), and is
+      // metered from what passed. A token count cut short costs nothing still.
       decoded.on('close', () => {
         if (ended) return;
         response.destroy();
-        count(meter.end(body.costsTokens), true);
+        count(meter.end(), true);
       });
     });
     outgoing.end(body.bytes);
