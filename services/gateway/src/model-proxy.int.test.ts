@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type ModelAccess, type StoredEvent, type Worker } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startMockAnthropic, startMockOpenAI, type MockAnthropic, type MockOpenAI } from '@svc/test-support/stand-ins';
+import { CLAUDE_CODE_2_1_330_HEADERS, CODEX_0_169_0_HEADERS } from '../test/recorded-cli-headers.js';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
 const ANTHROPIC_KEY = 'sk-ant-gateway-test-key';
@@ -49,40 +50,6 @@ interface RecordedRequests {
   requests: Array<{ what: string; expect: 'pass' | 'refused'; path: string; body: Record<string, unknown> }>;
 }
 const recorded = (file: string) => JSON.parse(readFileSync(new URL(`./model-proxy/recorded-requests/${file}`, import.meta.url), 'utf8')) as RecordedRequests;
-
-/** The headers Claude Code 2.1.330 sends its model (read from its requests), its key aside. */
-const CLAUDE_CODE_HEADERS: Record<string, string> = {
-  accept: 'application/json',
-  'content-type': 'application/json',
-  'user-agent': 'claude-cli/2.1.330 (external, sdk-cli)',
-  'x-claude-code-session-id': '2ea3edb3-0cd9-4fdf-8330-eae32c9b4428',
-  'x-stainless-arch': 'x64',
-  'x-stainless-lang': 'js',
-  'x-stainless-os': 'Linux',
-  'x-stainless-package-version': '0.128.0',
-  'x-stainless-retry-count': '0',
-  'x-stainless-runtime': 'node',
-  'x-stainless-runtime-version': 'v26.12.1',
-  'x-stainless-timeout': '600',
-  'anthropic-beta':
-    'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24,thinking-display-updates-2026-08-18',
-  'anthropic-dangerous-direct-browser-access': 'true',
-  'anthropic-version': '2023-06-01',
-  'x-app': 'cli',
-};
-/** The headers Codex 0.169.0 sends its `svc` provider, its key aside. */
-const CODEX_HEADERS: Record<string, string> = {
-  'x-codex-beta-features': 'remote_compaction_v2',
-  'x-codex-window-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e:0',
-  'x-codex-turn-metadata': '{"session_id":"01a21979-d55e-78b2-9717-cea5d2cfb92e","request_kind":"turn"}',
-  'x-client-request-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
-  'session-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
-  'thread-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
-  accept: 'text/event-stream',
-  'content-type': 'application/json',
-  originator: 'codex_exec',
-  'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)',
-};
 
 describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
   let gw: GatewayFixture;
@@ -413,11 +380,11 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
   it("model proxy — Claude Code's and Codex's own headers pass; others are dropped; the upstream is asked for identity; HEAD / is answered without the upstream", async () => {
     const token = await worker('wrk_mp_clients', { apis: ['anthropic', 'openai'] });
     const before = anthropic.requests().length;
-    const claude = await messages('wrk_mp_clients', token, { ...CLAUDE_CODE_HEADERS, cookie: 'session=1', 'x-forwarded-for': '10.0.0.1' });
+    const claude = await messages('wrk_mp_clients', token, { ...CLAUDE_CODE_2_1_330_HEADERS, cookie: 'session=1', 'x-forwarded-for': '10.0.0.1' });
     expect(claude.status).toBe(200);
     expect(await claude.text()).toContain('message_stop');
     const upstreamSaw = anthropic.requestHeaders()[before]!;
-    for (const [name, value] of Object.entries(CLAUDE_CODE_HEADERS)) expect(upstreamSaw[name], name).toBe(value);
+    for (const [name, value] of Object.entries(CLAUDE_CODE_2_1_330_HEADERS)) expect(upstreamSaw[name], name).toBe(value);
     expect(upstreamSaw).toMatchObject({ 'accept-encoding': 'identity', 'x-api-key': ANTHROPIC_KEY });
     for (const dropped of ['cookie', 'x-forwarded-for', 'authorization', 'sec-fetch-mode']) expect(upstreamSaw[dropped], dropped).toBeUndefined();
 
@@ -430,13 +397,13 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
     const beforeOpenAI = openai.requests().length;
     const codex = await fetch(`${base}/v1/workers/wrk_mp_clients/model/openai/v1/responses`, {
       method: 'POST',
-      headers: { ...CODEX_HEADERS, authorization: `Bearer ${token}` },
+      headers: { ...CODEX_0_169_0_HEADERS, authorization: `Bearer ${token}` },
       body: JSON.stringify({ model: 'gpt-5.5', stream: true, input: [{ type: 'message', role: 'user', content: 'hi' }] }),
     });
     expect(codex.status).toBe(200);
     expect(await codex.text()).toContain('response.completed');
     const openaiSaw = openai.requestHeaders()[beforeOpenAI]!;
-    for (const [name, value] of Object.entries(CODEX_HEADERS)) expect(openaiSaw[name], name).toBe(value);
+    for (const [name, value] of Object.entries(CODEX_0_169_0_HEADERS)) expect(openaiSaw[name], name).toBe(value);
     expect(openaiSaw).toMatchObject({ 'accept-encoding': 'identity', authorization: `Bearer ${OPENAI_KEY}` });
     expect(refusalsIn(await events('wrk_mp_clients'))).toEqual([]);
   });
@@ -448,7 +415,7 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
         const before = anthropic.requests().length;
         const answer = await rawRequest(base, `/v1/workers/wrk_mp_cli_bodies/model/anthropic${request.path}?beta=true`, {
           method: 'POST',
-          headers: { ...CLAUDE_CODE_HEADERS, authorization: `Bearer ${token}` },
+          headers: { ...CLAUDE_CODE_2_1_330_HEADERS, authorization: `Bearer ${token}` },
           body: JSON.stringify(request.body),
         });
         if (request.expect === 'refused') {
@@ -463,7 +430,7 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
       const before = openai.requests().length;
       const answer = await rawRequest(base, `/v1/workers/wrk_mp_cli_bodies/model/openai${request.path}`, {
         method: 'POST',
-        headers: { ...CODEX_HEADERS, authorization: `Bearer ${token}` },
+        headers: { ...CODEX_0_169_0_HEADERS, authorization: `Bearer ${token}` },
         body: JSON.stringify(request.body),
       });
       expect(answer.status, request.what).toBe(200);

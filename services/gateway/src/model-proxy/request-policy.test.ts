@@ -1,44 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { CLAUDE_CODE_2_1_197_BETAS, CLAUDE_CODE_2_1_330_HEADERS, CODEX_0_169_0_HEADERS } from '../../test/recorded-cli-headers.js';
 import { checkModelRequest, forwardedRequestHeaders, modelRequestLine } from './request-policy.js';
 
 const line = (method: string, pathAndQuery: string) => modelRequestLine(method, `/v1/workers/wrk_1/model/api${pathAndQuery}`);
-
-/** The headers Claude Code 2.1.330 sent to its model (read from its requests, 2026-11). */
-const CLAUDE_CODE_2_1_330 = {
-  accept: 'application/json',
-  'content-type': 'application/json',
-  'user-agent': 'claude-cli/2.1.330 (external, sdk-cli)',
-  'x-claude-code-session-id': '2ea3edb3-0cd9-4fdf-8330-eae32c9b4428',
-  'x-stainless-arch': 'x64',
-  'x-stainless-lang': 'js',
-  'x-stainless-os': 'Linux',
-  'x-stainless-package-version': '0.128.0',
-  'x-stainless-retry-count': '0',
-  'x-stainless-runtime': 'node',
-  'x-stainless-runtime-version': 'v26.12.1',
-  'x-stainless-timeout': '600',
-  'anthropic-beta':
-    'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24,thinking-display-updates-2026-08-18',
-  'anthropic-dangerous-direct-browser-access': 'true',
-  'anthropic-version': '2023-06-01',
-  'x-app': 'cli',
-};
-/** Claude Code 2.1.197's betas (its other headers are 2.1.330's). */
-const CLAUDE_CODE_2_1_197_BETAS =
-  'claude-code-20250219,context-1m-2025-08-07,interleaved-thinking-2025-05-14,thinking-token-count-2026-05-13,context-management-2025-06-27,prompt-caching-scope-2026-01-05,mid-conversation-system-2026-04-07,effort-2025-11-24';
-/** The headers Codex 0.169.0 sent to its `svc` provider (its key aside). */
-const CODEX_0_169_0 = {
-  'x-codex-beta-features': 'remote_compaction_v2',
-  'x-codex-window-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e:0',
-  'x-codex-turn-metadata': '{"session_id":"01a21979-d55e-78b2-9717-cea5d2cfb92e","request_kind":"turn"}',
-  'x-client-request-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
-  'session-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
-  'thread-id': '01a21979-d55e-78b2-9717-cea5d2cfb92e',
-  accept: 'text/event-stream',
-  'content-type': 'application/json',
-  originator: 'codex_exec',
-  'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)',
-};
 
 describe('model proxy request policy — what passes', () => {
   it("the agent's path is read raw from the gateway's URL, with its query apart", () => {
@@ -104,11 +68,11 @@ describe('model proxy request policy — what passes', () => {
 
 describe('model proxy request policy — headers', () => {
   it("Claude Code's headers (2.1.197 and 2.1.330) and Codex's pass as they were sent", () => {
-    expect(forwardedRequestHeaders('anthropic', CLAUDE_CODE_2_1_330)).toEqual({ headers: CLAUDE_CODE_2_1_330 });
-    expect(forwardedRequestHeaders('anthropic', { ...CLAUDE_CODE_2_1_330, 'anthropic-beta': CLAUDE_CODE_2_1_197_BETAS })).toEqual({
-      headers: { ...CLAUDE_CODE_2_1_330, 'anthropic-beta': CLAUDE_CODE_2_1_197_BETAS },
+    expect(forwardedRequestHeaders('anthropic', CLAUDE_CODE_2_1_330_HEADERS)).toEqual({ headers: CLAUDE_CODE_2_1_330_HEADERS });
+    expect(forwardedRequestHeaders('anthropic', { ...CLAUDE_CODE_2_1_330_HEADERS, 'anthropic-beta': CLAUDE_CODE_2_1_197_BETAS })).toEqual({
+      headers: { ...CLAUDE_CODE_2_1_330_HEADERS, 'anthropic-beta': CLAUDE_CODE_2_1_197_BETAS },
     });
-    expect(forwardedRequestHeaders('openai', CODEX_0_169_0)).toEqual({ headers: CODEX_0_169_0 });
+    expect(forwardedRequestHeaders('openai', CODEX_0_169_0_HEADERS)).toEqual({ headers: CODEX_0_169_0_HEADERS });
   });
 
   it("headers not on the API's list are dropped: credentials, hop-by-hop, cookies, forwarding, the other API's", () => {
@@ -148,7 +112,7 @@ describe('model proxy request policy — headers', () => {
   });
 
   it("the web search beta is not passed: Anthropic's server-side web search is not (Claude Code sends no such beta)", () => {
-    expect(forwardedRequestHeaders('anthropic', { ...CLAUDE_CODE_2_1_330, 'anthropic-beta': 'claude-code-20250219,web-search-2025-03-05' })).toEqual({
+    expect(forwardedRequestHeaders('anthropic', { ...CLAUDE_CODE_2_1_330_HEADERS, 'anthropic-beta': 'claude-code-20250219,web-search-2025-03-05' })).toEqual({
       refusal: { kind: 'not_allowed', reason: expect.stringContaining('"web-search-2025-03-05" is not passed') },
     });
   });
