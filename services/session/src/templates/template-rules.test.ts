@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CodedError, RULE_MAX_WILDCARDS, statusOfErrorCode } from '@svc/protocol';
 import { parseTemplate } from './template.js';
+import { templateRefusal } from '../../test/template-refusal.js';
 
 const withRules = (sandbox: string, sidecar: string) => `
 [agent]
@@ -14,18 +15,9 @@ adapter = "generic"
 ${sidecar}
 `;
 
-function refusal(text: string): CodedError {
-  try {
-    parseTemplate('t', text, 'templates/t.toml');
-  } catch (err) {
-    return err as CodedError;
-  }
-  throw new Error('the template was accepted');
-}
-
 describe('templates — rules are capped at load', () => {
   it('templates — a network rule with 500 stars is refused with invalid_template (400) naming the file, the key and the rule', () => {
-    const err = refusal(withRules('', `deny = ["Bash(rm *)", "network(${'*'.repeat(500)})"]`));
+    const err = templateRefusal(withRules('', `deny = ["Bash(rm *)", "network(${'*'.repeat(500)})"]`));
     expect(err).toBeInstanceOf(CodedError);
     expect(err.code).toBe('invalid_template');
     expect(statusOfErrorCode(err.code)).toBe(400);
@@ -37,7 +29,7 @@ describe('templates — rules are capped at load', () => {
 
   it('templates — every list is checked: egress, auto_approve, deny and ask, each bad rule named', () => {
     const tooMany = `${'*.'.repeat(RULE_MAX_WILDCARDS + 1)}example.com:443`;
-    const err = refusal(withRules(`egress = ["${tooMany}"]`, `auto_approve = ["Read(${'?'.repeat(65)})"]\nask = ["Bash", "Bash(${'*'.repeat(70)})"]`));
+    const err = templateRefusal(withRules(`egress = ["${tooMany}"]`, `auto_approve = ["Read(${'?'.repeat(65)})"]\nask = ["Bash", "Bash(${'*'.repeat(70)})"]`));
     expect(err.code).toBe('invalid_template');
     expect(err.message).toMatch(/^templates\/t\.toml: \/sandbox\/egress\/0 \(the rule "\*\.\*\.[^"]*"\) has 65 wildcards/);
     expect(err.message).toContain('; /sidecar/auto_approve/0 (the rule "Read(???');
@@ -58,11 +50,11 @@ describe('templates — rules are capped at load', () => {
       'x',
     );
     expect(template.sandbox.egress).toEqual(['127.0.0.1:5432', '10.0.0.0/8:443', '[fd00::/8]:*', '[fd00::]/8:22']);
-    expect(refusal(withRules('egress = ["10.0.0.0/33:443"]', '')).message).toBe(
+    expect(templateRefusal(withRules('egress = ["10.0.0.0/33:443"]', '')).message).toBe(
       'templates/t.toml: /sandbox/egress/0 (the rule "10.0.0.0/33:443") names "10.0.0.0/33", which is no CIDR (10.0.0.0/8, [fd00::]/8)',
     );
-    expect(refusal(withRules('egress = ["example.com/8:443"]', '')).message).toMatch(/\/sandbox\/egress\/0/);
-    expect(refusal(withRules('', 'deny = ["network(10.0.0.0/40:*)"]')).message).toBe(
+    expect(templateRefusal(withRules('egress = ["example.com/8:443"]', '')).message).toMatch(/\/sandbox\/egress\/0/);
+    expect(templateRefusal(withRules('', 'deny = ["network(10.0.0.0/40:*)"]')).message).toBe(
       'templates/t.toml: /sidecar/deny/0 (the rule "network(10.0.0.0/40:*)") names "10.0.0.0/40", which is no CIDR (10.0.0.0/8, [fd00::]/8)',
     );
   });
@@ -78,10 +70,10 @@ describe('templates — rules are capped at load', () => {
     );
     expect(loaded.sidecar?.deny).toHaveLength(7);
     const examples = '(*.example.com:443, *:22, [2001:db8::1]:443, 10.0.0.0/8:*)';
-    expect(refusal(withRules('', 'deny = ["network(example.com)"]')).message).toBe(
+    expect(templateRefusal(withRules('', 'deny = ["network(example.com)"]')).message).toBe(
       `templates/t.toml: /sidecar/deny/0 (the rule "network(example.com)") names no port: a network pattern is host:port ${examples}, or * alone for every target`,
     );
-    const err = refusal(
+    const err = templateRefusal(
       withRules(
         'egress = ["2001:db8::1:443"]',
         'deny = ["network()", "network([2001:db8::1])", "network(2001:db8::1:22)", "network(example.com:https)", "network([::1:22)"]\nask = ["network(*.example.com)"]',

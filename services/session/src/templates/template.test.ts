@@ -2,23 +2,14 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CodedError } from '@svc/protocol';
 import { BUILT_IN_TEMPLATES_DIR, createTemplateCatalog } from './catalog.js';
 import { parseTemplate } from './template.js';
+import { templateRefusal } from '../../test/template-refusal.js';
 
 const minimal = `
 [agent]
 command = "/bin/echo"
 `;
-
-function refusal(text: string): CodedError {
-  try {
-    parseTemplate('t', text, 'templates/t.toml');
-  } catch (err) {
-    return err as CodedError;
-  }
-  throw new Error('the template was accepted');
-}
 
 describe('templates', () => {
   it('fills in defaults; [sidecar] is optional', () => {
@@ -39,31 +30,31 @@ describe('templates', () => {
   });
 
   it('names the file and the key of each mistake', () => {
-    const badAdapter = refusal(`${minimal}\n[sidecar]\nadapter = "gpt"\n`);
+    const badAdapter = templateRefusal(`${minimal}\n[sidecar]\nadapter = "gpt"\n`);
     expect(badAdapter.code).toBe('invalid_template');
     expect(badAdapter.message).toMatch(/^templates\/t\.toml: .*\/sidecar\/adapter/);
-    expect(refusal(`colour = "red"\n${minimal}`).message).toMatch(/templates\/t\.toml: .*\/colour/);
-    expect(refusal(`[agent]\nargs = []\n`).message).toMatch(/\/agent\/command/);
-    expect(refusal(`${minimal}\n[sidecar]\nadapter = "generic"\nauto_approve = "Bash"\n`).message).toMatch(/\/sidecar\/auto_approve/);
-    expect(refusal(`${minimal}\n[[files]]\npath = "/workspace/../etc/passwd"\ncontent = ""\n`).message).toMatch(/\/files\/0\/path/);
-    expect(refusal(`${minimal}\n[agent.env]\n"BAD NAME" = "x"\n`).message).toMatch(/\/agent\/env/);
+    expect(templateRefusal(`colour = "red"\n${minimal}`).message).toMatch(/templates\/t\.toml: .*\/colour/);
+    expect(templateRefusal(`[agent]\nargs = []\n`).message).toMatch(/\/agent\/command/);
+    expect(templateRefusal(`${minimal}\n[sidecar]\nadapter = "generic"\nauto_approve = "Bash"\n`).message).toMatch(/\/sidecar\/auto_approve/);
+    expect(templateRefusal(`${minimal}\n[[files]]\npath = "/workspace/../etc/passwd"\ncontent = ""\n`).message).toMatch(/\/files\/0\/path/);
+    expect(templateRefusal(`${minimal}\n[agent.env]\n"BAD NAME" = "x"\n`).message).toMatch(/\/agent\/env/);
   });
 
   it('[overrides] autonomous: admins unless the template says anyone or nobody; anything else is named', () => {
     expect(parseTemplate('t', minimal, 'x').overrides).toEqual({ autonomous: 'admins' });
     expect(parseTemplate('t', `${minimal}\n[overrides]\nautonomous = "anyone"\n`, 'x').overrides).toEqual({ autonomous: 'anyone' });
     expect(parseTemplate('t', `${minimal}\n[overrides]\nautonomous = "nobody"\n`, 'x').overrides).toEqual({ autonomous: 'nobody' });
-    expect(refusal(`${minimal}\n[overrides]\nautonomous = "sometimes"\n`).message).toMatch(/^templates\/t\.toml: .*\/overrides\/autonomous/);
-    expect(refusal(`${minimal}\n[overrides]\nenv = "anyone"\n`).message).toMatch(/\/overrides\/env/);
+    expect(templateRefusal(`${minimal}\n[overrides]\nautonomous = "sometimes"\n`).message).toMatch(/^templates\/t\.toml: .*\/overrides\/autonomous/);
+    expect(templateRefusal(`${minimal}\n[overrides]\nenv = "anyone"\n`).message).toMatch(/\/overrides\/env/);
   });
 
   it('[retention] events_days: whole days, 0 keeps them; a negative, fractional or unknown key is named', () => {
     expect(parseTemplate('t', `${minimal}\n[retention]\nevents_days = 7\n`, 'x').retention).toEqual({ events_days: 7 });
     expect(parseTemplate('t', `${minimal}\n[retention]\nevents_days = 0\n`, 'x').retention).toEqual({ events_days: 0 });
     expect(parseTemplate('t', minimal, 'x').retention).toBeUndefined();
-    expect(refusal(`${minimal}\n[retention]\nevents_days = -1\n`).message).toMatch(/\/retention\/events_days/);
-    expect(refusal(`${minimal}\n[retention]\nevents_days = 1.5\n`).message).toMatch(/\/retention\/events_days/);
-    expect(refusal(`${minimal}\n[retention]\ndays = 3\n`).message).toMatch(/\/retention\/days/);
+    expect(templateRefusal(`${minimal}\n[retention]\nevents_days = -1\n`).message).toMatch(/\/retention\/events_days/);
+    expect(templateRefusal(`${minimal}\n[retention]\nevents_days = 1.5\n`).message).toMatch(/\/retention\/events_days/);
+    expect(templateRefusal(`${minimal}\n[retention]\ndays = 3\n`).message).toMatch(/\/retention\/days/);
   });
 
   it('a model API: named, with an optional budget; an unknown one is refused at load; it needs a [sidecar]', () => {
@@ -72,14 +63,14 @@ describe('templates', () => {
     expect(template.sandbox).toEqual({ sealed: true, egress: [] });
     const withEgress = parseTemplate('t', `${minimal}\n[sandbox]\negress = ["registry.npmjs.org:443", "*.github.com:443"]\n`, 'x');
     expect(withEgress.sandbox.egress).toEqual(['registry.npmjs.org:443', '*.github.com:443']);
-    expect(refusal(`${minimal}\n[sandbox]\negress = ["https://registry.npmjs.org"]\n`).message).toMatch(/^templates\/t\.toml: \/sandbox\/egress\/0/);
-    const unknown = refusal(`${minimal}\n[model]\napi = "gemini"\n[sidecar]\nadapter = "generic"\n`);
+    expect(templateRefusal(`${minimal}\n[sandbox]\negress = ["https://registry.npmjs.org"]\n`).message).toMatch(/^templates\/t\.toml: \/sandbox\/egress\/0/);
+    const unknown = templateRefusal(`${minimal}\n[model]\napi = "gemini"\n[sidecar]\nadapter = "generic"\n`);
     expect(unknown.code).toBe('invalid_template');
     expect(unknown.message).toBe('templates/t.toml: /model/api must be one of "anthropic", "openai"');
-    expect(refusal(`${minimal}\n[model]\napi = "openai"\n`).message).toBe(
+    expect(templateRefusal(`${minimal}\n[model]\napi = "openai"\n`).message).toBe(
       "templates/t.toml: /model needs a [sidecar] section (the sidecar serves the agent's model proxy)",
     );
-    expect(refusal(`${minimal}\n[model]\napi = "openai"\nmax_cost_usd = 0\n[sidecar]\nadapter = "generic"\n`).message).toMatch(/\/model\/max_cost_usd/);
+    expect(templateRefusal(`${minimal}\n[model]\napi = "openai"\nmax_cost_usd = 0\n[sidecar]\nadapter = "generic"\n`).message).toMatch(/\/model\/max_cost_usd/);
   });
 
   it('a key passed into the sandbox (pass_env) still works, with a deprecation warning that says what to do instead', () => {
@@ -97,7 +88,7 @@ describe('templates', () => {
   });
 
   it('says where TOML syntax is broken', () => {
-    const broken = refusal('[agent\ncommand = "x"\n');
+    const broken = templateRefusal('[agent\ncommand = "x"\n');
     expect(broken.code).toBe('invalid_template');
     expect(broken.message).toMatch(/^templates\/t\.toml: not valid TOML \(line 1, column \d+\)/);
   });

@@ -1,0 +1,12 @@
+import type { CodedError } from '@svc/protocol';
+import { parseTemplate } from '../src/templates/template.js';
+
+/** The error a template's text is refused with (as `templates/t.toml`); fails the test if it is accepted. */
+export function templateRefusal(text: string): CodedError {
+  try {
+    parseTemplate('t', text, 'templates/t.toml');
+  } catch (err) {
+    return err as CodedError;
+  }
+  throw new Error('the template was accepted');
+}
