@@ -3,14 +3,23 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ListResponseOf, StatusResponseType, StoredEvent } from '@svc/protocol';
+import {
+  partitionOfWorker,
+  partitionsOfReplica,
+  type CreateWorkerResultType,
+  type ListResponseOf,
+  type StatusResponseType,
+  type StoredEvent,
+} from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { standInAgent, startMockAnthropic } from '@svc/test-support/stand-ins';
 import { failedAnswer, type FailedAnswer } from './answers.js';
 import { expectEverythingOnceInOrder, startLoad, unexpectedFailures, type Load } from './load.js';
 import { claudeAgent, CLAUDE_CODE_VERSIONS } from './real-agents.js';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
+import { decideEach } from './deciders.js';
 import { startStack, type E2eStack } from './stack.js';
+import { bashRequest, postAsWorker } from './worker-events.js';
 
 const OWNER = 'chaos-user';
 /** Ten fake sidecars posting 1–10 events every 100 ms each (about 500 events/s), two viewers, two pollers. */
@@ -248,6 +257,60 @@ describe('chaos: one fault at a time under load', () => {
     expect(failures.filter((a) => a.status !== 0 && !((a.status === 503 || a.status === 504) && a.code !== undefined && a.retryAfter))).toEqual([]);
     expect(pids().filter((p) => !p.startsWith('control:'))).toEqual(before);
     await finish(running, 'control killed (the event load)');
+  }, 180_000);
+
+  it('the partition owner (event-ingest) killed (SIGKILL) while 10 people decide the same requests: every decision stored once, every 201 and 409 truthful', async () => {
+    const running = await load();
+    const people = await Promise.all(Array.from({ length: 10 }, (_, i) => stack.userToken(`person-${i}`, { svc_admin: true })));
+    // Workers whose partition replica 0 owns (of two), each with open requests.
+    const owned = new Set(partitionsOfReplica(0, 2));
+    const workers: CreateWorkerResultType[] = [];
+    while (workers.length < 3) {
+      const worker = await stack.createWorker(OWNER);
+      if (owned.has(partitionOfWorker(worker.worker_id))) workers.push(worker);
+    }
+    const requests = workers.flatMap((worker) => Array.from({ length: 10 }, (_, i) => ({ worker, requestId: `contested-${i}` })));
+    for (const worker of workers)
+      expect(
+        await postAsWorker(
+          stack.gatewayUrl,
+          worker,
+          Array.from({ length: 10 }, (_, i) => bashRequest(`contested-${i}`)),
+        ),
+      ).toBe(202);
+    await waitFor('the requests stored', async () => (await controlClient(stack.gatewayUrl, userToken).openRequests(workers.at(-1)!.worker_id)).length === 10);
+    const outage = { killedAt: 0, restartedAt: 0 };
+    const killing = (async () => {
+      await sleep(300);
+      await stack.ingest[0]!.kill();
+      outage.killedAt = Date.now();
+      await sleep(1_000);
+      stack.ingest[0] = stack.startIngestReplica(0);
+      outage.restartedAt = Date.now();
+    })();
+    // Every person decides every request, asking again after a 503/504 (or no answer) until it is a 201 or a 409.
+    const verdicts = await Promise.all(people.map((token, person) => decideEach(stack.gatewayUrl, token, `person-${person}`, requests)));
+    await killing;
+    for (const { worker, requestId } of requests) {
+      const stored = (await controlClient(stack.gatewayUrl, userToken).events(worker.worker_id)).filter(
+        (event) => event.type === 'control_response' && (event as StoredEvent<'control_response'>).data.request_id === requestId,
+      ) as StoredEvent<'control_response'>[];
+      expect(stored, `${worker.worker_id} ${requestId}`).toHaveLength(1);
+      const decider = stored[0]!.data.decided_by;
+      const answers = verdicts.flat().filter((verdict) => verdict.workerId === worker.worker_id && verdict.requestId === requestId);
+      expect(answers).toHaveLength(people.length);
+      // The one 201 went to the person stored as the decider; every 409 names that person.
+      expect(answers.filter((answer) => answer.status === 201).map((answer) => answer.person)).toEqual([decider]);
+      for (const answer of answers.filter((a) => a.status === 409)) expect(answer.decidedBy, answer.person).toBe(decider);
+    }
+    // Decisions were under way while the owner was away: they waited for its return.
+    const spanning = verdicts.flat().filter((verdict) => verdict.askedAt < outage.killedAt + 500 && verdict.answeredAt > outage.restartedAt);
+    expect(spanning.length).toBeGreaterThan(0);
+    const retried = verdicts.flat().reduce((sum, verdict) => sum + verdict.retries.length, 0);
+    console.info(
+      `chaos: partition owner killed while 10 people decide ${requests.length} requests: ${spanning.length} waited for its return, ${retried} answers asked again (${[...new Set(verdicts.flat().flatMap((v) => v.retries))].join(', ') || 'none'})`,
+    );
+    await finish(running, 'partition owner killed while people decide');
   }, 180_000);
 
   it('the gateway unreachable for 60 s under a running real Claude Code, and under load: the agent is never blocked, everything it printed is stored once, in order, afterwards', async () => {

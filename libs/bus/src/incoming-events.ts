@@ -1,22 +1,7 @@
-import {
-  incomingMessageId,
-  partitionOfWorker,
-  subjects,
-  type EventSource,
-  type IncomingEvent,
-  type IncomingEventMessageType,
-  type StoredElsewhereMessageType,
-  type StoredEvent,
-} from '@svc/protocol';
+import { incomingMessageId, partitionOfWorker, subjects, type EventSource, type IncomingEvent, type IncomingEventMessageType } from '@svc/protocol';
 import { createDurablePublisher, type DurableAck } from './durable-publisher.js';
 import type { NatsConnection } from './connection.js';
-import { requestJson, type SendOptions } from './messaging.js';
-
-/**
- * How long the owner of the worker's partition has to confirm an announcement handed to it
- * before the hand-over goes the durable way (it is announced at once, or it is down).
- */
-const HAND_OVER_ANSWER_MS = 2000;
+import type { SendOptions } from './messaging.js';
 
 export interface IncomingEventPublisher {
   /**
@@ -26,20 +11,11 @@ export interface IncomingEventPublisher {
    * `source` says otherwise.
    */
   publish(workerId: string, event: IncomingEvent, options?: SendOptions & { receivedAt?: string; source?: EventSource }): Promise<DurableAck>;
-  /**
-   * An event another service stored itself (a decision): event-ingest announces it in the
-   * worker's order. It goes to the replica owning the worker's partition over core NATS, which
-   * announces it before answering (one hop, nothing written to JetStream on the way); if that
-   * replica does not answer in time, it goes durably on the worker's incoming partition, where
-   * event-ingest finds it when it is back. Resolves once announced or durable.
-   */
-  handOverStored(workerId: string, event: StoredEvent): Promise<void>;
   close(): void;
 }
 
 /**
- * The one way onto the incoming-event stream (the gateway, the session and control services use
- * it). `source` is who writes through it (a control-plane component, say): every event it
+ * The one way onto the incoming-event stream (the gateway and the session service use it). `source` is who writes through it (a control-plane component, say): every event it
  * publishes is stored with that source (docs/protocol.md, "Sources").
  */
 export function createIncomingEventPublisher(nc: NatsConnection, source: EventSource): IncomingEventPublisher {
@@ -58,15 +34,6 @@ export function createIncomingEventPublisher(nc: NatsConnection, source: EventSo
         requestId: options.requestId,
         trace: options.trace,
       });
-    },
-    async handOverStored(workerId, event) {
-      const message: StoredElsewhereMessageType = { worker_id: workerId, stored: event };
-      try {
-        await requestJson(nc, subjects.storedElsewhere(partitionOfWorker(workerId)), message, { timeoutMs: HAND_OVER_ANSWER_MS });
-      } catch {
-        // `immediate`: a decision's announcement is on the path of the agent's next step.
-        await publisher.publish(subjectOf(workerId), message, { messageId: incomingMessageId(workerId, event.uid), immediate: true });
-      }
     },
     close: () => publisher.close(),
   };

@@ -70,7 +70,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
     expect(await delivered(gateway, operator, subjects.storedEvent(worker))).toBe(false);
     expect(await delivered(gateway, operator, subjects.lifecycleEvent(worker))).toBe(false);
     expect(await delivered(gateway, operator, subjects.controlEvents(worker))).toBe(false);
-    expect(await delivered(gateway, operator, subjects.storedElsewhere(3))).toBe(false);
+    expect(await delivered(gateway, operator, subjects.decisionAppend(3))).toBe(false);
     expect(await delivered(gateway, operator, subjects.workerStatus(worker))).toBe(false);
     // Through JetStream too: the publish is refused, not stored.
     await expect(jetstream(gateway).publish(subjects.storedEvent(worker), '{}', { timeout: 2000 })).rejects.toThrow(/permission/i);

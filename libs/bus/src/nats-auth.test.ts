@@ -6,8 +6,8 @@ import { JS_STREAMS, NATS_PERMISSIONS, NATS_REQUESTS, NATS_SERVICE_USERS, natsAu
 
 const repoFile = (relative: string) => readFile(fileURLToPath(new URL(`../../../${relative}`, import.meta.url)), 'utf8');
 
-/** A request/reply subject: a service's RPCs, the health of one, the hand-over of a decision. */
-const isRequestSubject = (subject: string) => ['svc.rpc.', 'svc.health.', 'svc.events.elsewhere.'].some((prefix) => subject.startsWith(prefix));
+/** A request/reply subject: a service's RPCs, the health of one, a decision for event-ingest to append. */
+const isRequestSubject = (subject: string) => ['svc.rpc.', 'svc.health.', 'svc.events.decide.'].some((prefix) => subject.startsWith(prefix));
 
 interface TableRow {
   calls: string[];

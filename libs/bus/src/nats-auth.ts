@@ -81,11 +81,11 @@ export const NATS_REQUESTS: Readonly<Record<NatsServiceUser, NatsRequests>> = {
   },
   'event-ingest': {
     calls: [],
-    serves: [rpc.listEvents, rpc.purgeEvents, subjects.storedElsewhereAll, subjects.health('event-ingest')],
+    serves: [rpc.listEvents, rpc.purgeEvents, subjects.decisionAppendAll, subjects.health('event-ingest')],
   },
   control: {
-    // A decision it stored, handed to the event-ingest replica that announces it.
-    calls: [subjects.storedElsewhereAll],
+    // A decision, for the event-ingest replica owning the worker's partition to append.
+    calls: [subjects.decisionAppendAll],
     serves: [
       rpc.decide,
       rpc.controlRequests,
@@ -224,7 +224,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
       ],
       deny: [
         ...STORED_ANNOUNCEMENTS,
-        subjects.storedElsewhereAll,
+        subjects.decisionAppendAll,
         wildcard(subjects.workerStatusAll),
         KV(kvBuckets.workers),
         ...destructiveJsApiOf('gateway'),
@@ -243,9 +243,9 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
     allow_responses: ANSWERS,
   },
   control: {
-    // A decision it stores goes to event-ingest, which announces it (svc.events.elsewhere.<partition>, or durably the worker's incoming partition).
+    // No incoming events: its decisions are appended by event-ingest, asked on svc.events.decide.<partition>.
     publish: {
-      allow: [...NATS_REQUESTS.control.calls, ...jsApiOf('control'), '$JS.ACK.>', subjects.incomingAll, subjects.webhooksAll, subjects.auditHeads],
+      allow: [...NATS_REQUESTS.control.calls, ...jsApiOf('control'), '$JS.ACK.>', subjects.webhooksAll, subjects.auditHeads],
       deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers), ...destructiveJsApiOf('control')],
     },
     subscribe: { allow: [INBOXES, ...NATS_REQUESTS.control.serves, wildcard(subjects.controlEventsAll)] },
@@ -262,7 +262,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         KV(kvBuckets.workers),
         LOG_DELIVERIES,
       ],
-      deny: [...STORED_ANNOUNCEMENTS, subjects.storedElsewhereAll, ...destructiveJsApiOf('session')],
+      deny: [...STORED_ANNOUNCEMENTS, subjects.decisionAppendAll, ...destructiveJsApiOf('session')],
     },
     subscribe: {
       allow: [INBOXES, ...NATS_REQUESTS.session.serves, wildcard(subjects.workerAliveAll), subjects.logFollowKeepalive('*'), subjects.logFollowStop('*')],

@@ -1,6 +1,6 @@
 import { userAssertionKeySetting } from '@svc/auth';
 import { AUDIT_KEY_MIN_LENGTH } from '@svc/protocol';
-import { cidrListSetting, commonSettings, integerSetting, type Setting } from '@svc/service-kit';
+import { cidrListSetting, commonSettings, integerSetting, optionalStringSetting, type Setting } from '@svc/service-kit';
 import { storeSettings } from '@svc/store';
 
 /**
@@ -61,4 +61,32 @@ export const auditSettings = {
  */
 export const userAssertionSettings = {
   userAssertionKey: userAssertionKeySetting,
+};
+
+/**
+ * How a decision waits for its worker's one writer (docs/architecture.md, "A decision"): while
+ * the event-ingest replica owning the worker's partition is away, a decision is asked again
+ * for at most `SVC_DECISION_WAIT_MS`, then answered 503; each try waits `SVC_DECISION_TRY_MS`.
+ */
+export const decisionAppendSettings = {
+  decisionWaitMs: integerSetting('SVC_DECISION_WAIT_MS', { default: 10_000, min: 100, max: 120_000 }),
+  decisionTryMs: integerSetting('SVC_DECISION_TRY_MS', { default: 2_000, min: 50, max: 60_000 }),
+};
+
+/** The control service's settings (docs/configuration.md). */
+export const controlSettings = {
+  /** Webhooks (docs/webhooks.md): the pause after a delivery's first failed try; it doubles after each. */
+  webhookRetryFirstMs: integerSetting('SVC_WEBHOOK_RETRY_FIRST_MS', { default: 5_000, min: 10 }),
+  /** The longest pause between two tries. */
+  webhookRetryMaxMs: integerSetting('SVC_WEBHOOK_RETRY_MAX_MS', { default: 10 * 60_000, min: 10 }),
+  /** How long a failing delivery is retried before its subscription is disabled. */
+  webhookRetryWindowS: integerSetting('SVC_WEBHOOK_RETRY_WINDOW_S', { default: 24 * 60 * 60, min: 1 }),
+  /** Signs the decision links of notifications; the gateway has the same key. Unset: no links. */
+  decisionLinkKey: optionalStringSetting('SVC_DECISION_LINK_KEY'),
+  /** The gateway's address as people reach it, which links point to. Unset: no links. */
+  publicUrl: optionalStringSetting('SVC_GATEWAY_PUBLIC_URL'),
+  ...webhookAddressSettings,
+  ...auditSettings,
+  ...userAssertionSettings,
+  ...decisionAppendSettings,
 };

@@ -1,20 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUserAssertion } from '@svc/auth';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { ensureStreams, requestJson } from '@svc/bus';
-import {
-  partitionOfWorker,
-  streams,
-  subjects,
-  type ListResponseOf,
-  type StoredElsewhereMessageType,
-  type PermissionRule,
-  type ServiceHealth,
-  type StoredEvent,
-} from '@svc/protocol';
+import { start as startEventIngest } from '@svc/event-ingest';
+import { subjects, type ListResponseOf, type PermissionRule, type ServiceHealth, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import { createEventStore, migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
-import { readConfig } from '@svc/service-kit';
+import { readConfig, type RunningService } from '@svc/service-kit';
 import { controlSettings, start } from './index.js';
 
 /** The key a gateway would sign who decides with (docs/nats-security.md). */
@@ -25,6 +16,10 @@ const asAlice = (workerId: string, requestId: string) =>
 describe('control — start and stop', () => {
   let bus: BusFixture;
   let database: StoreDatabase;
+  /** The worker's one writer: event-ingest appends every decision (docs/architecture.md). */
+  let ingest: RunningService | undefined;
+  const startIngest = async () =>
+    (ingest = await startEventIngest({ nc: bus.nc, db: database.db, logger: bus.logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 }));
   beforeAll(async () => {
     bus = await startBusFixture();
     database = await openDatabase({});
@@ -32,8 +27,10 @@ describe('control — start and stop', () => {
     await migrateToLatest(database.db, 'event-log');
     // Its webhook queue and the lifecycle stream it follows (control's main waits for them too).
     await ensureStreams(bus.nc);
+    await startIngest();
   });
   afterAll(async () => {
+    await ingest?.stop();
     await database?.close();
     await bus?.stop();
   });
@@ -47,9 +44,9 @@ describe('control — start and stop', () => {
   });
 
   /** A running control service and a worker with one stored `control_request`. */
-  async function startWithRequest(instance: string, workerId: string, requestId: string, command: string) {
+  async function startWithRequest(instance: string, workerId: string, requestId: string, command: string, env: Record<string, string> = {}) {
     await ensureStreams(bus.nc);
-    const config = readConfig(controlSettings, { ...process.env, SVC_USER_ASSERTION_KEY: USER_ASSERTION_KEY });
+    const config = readConfig(controlSettings, { ...process.env, SVC_USER_ASSERTION_KEY: USER_ASSERTION_KEY, ...env });
     const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance, config });
     await createEventStore(database.db).append(workerId, [
       { type: 'control_request', uid: `cr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: 'Bash', input: { command } } },
@@ -71,31 +68,60 @@ describe('control — start and stop', () => {
     await service.stop();
   });
 
-  it('the decider is answered without waiting for the hand-over to event-ingest; one that fails is handed over again later', async () => {
+  const decide = async (workerId: string, requestId: string) =>
+    requestJson<StoredEvent<'control_response'>>(
+      bus.nc,
+      subjects.rpc.decide,
+      { worker_id: workerId, decision: { request_id: requestId, decision: 'allow' }, assertion: await asAlice(workerId, requestId) },
+      { timeoutMs: 15_000 },
+    );
+
+  it("control — a person's decision is appended and announced by event-ingest, the worker's one writer", async () => {
     const workerId = 'wrk_announce';
     const service = await startWithRequest('control-announce', workerId, 'ra', 'ls');
-    // No stream takes incoming messages for now: JetStream refuses the hand-over.
-    const jsm = await jetstreamManager(bus.nc);
-    await jsm.streams.delete(streams.incomingEvents.name);
-    const decided = await requestJson<StoredEvent<'control_response'>>(bus.nc, subjects.rpc.decide, {
-      worker_id: workerId,
-      decision: { request_id: 'ra', decision: 'allow' },
-      assertion: await asAlice(workerId, 'ra'),
+    const announced: StoredEvent[] = [];
+    const following = bus.nc.subscribe(subjects.storedEvent(workerId), {
+      callback: (_err, msg) => void announced.push(...msg.json<StoredEventBatchType>().events),
     });
-    expect(decided.data).toMatchObject({ request_id: 'ra', decision: 'allow' });
-    await ensureStreams(bus.nc);
-    // Nothing consumes the partition here, so the hand-over stays in the stream to be looked at.
-    const kept = await waitFor(
-      'the decision handed over once the stream is back',
-      async () => {
-        const message = await jsm.streams
-          .getMessage(streams.incomingEvents.name, { last_by_subj: subjects.incomingEvent(partitionOfWorker(workerId), workerId) })
-          .catch(() => null);
-        return message?.json<StoredElsewhereMessageType>();
-      },
-      10_000,
-    );
-    expect(kept).toEqual({ worker_id: workerId, stored: decided });
+    const decided = await decide(workerId, 'ra');
+    expect(decided).toMatchObject({ type: 'control_response', source: 'user:api:alice', data: { request_id: 'ra', decision: 'allow', decided_by: 'alice' } });
+    await waitFor('the decision announced', () => announced.find((event) => event.id === decided.id));
+    following.unsubscribe();
     await service.stop();
+  });
+
+  it('control — while no event-ingest replica owns the partition a decision waits, and is taken once one starts', async () => {
+    const workerId = 'wrk_waits';
+    const service = await startWithRequest('control-waits', workerId, 'rw', 'ls');
+    await ingest!.stop();
+    ingest = undefined;
+    try {
+      const pending = decide(workerId, 'rw');
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      expect(await createEventStore(database.db).count(workerId, ['control_response'])).toBe(0);
+      await startIngest();
+      expect((await pending).data).toMatchObject({ request_id: 'rw', decided_by: 'alice' });
+      expect(await createEventStore(database.db).count(workerId, ['control_response'])).toBe(1);
+    } finally {
+      ingest ??= await startIngest();
+      await service.stop();
+    }
+  });
+
+  it('control — past SVC_DECISION_WAIT_MS without a writer the decision is answered unavailable (503) and nothing is stored', async () => {
+    const workerId = 'wrk_no_writer';
+    const service = await startWithRequest('control-no-writer', workerId, 'rn', 'ls', { SVC_DECISION_WAIT_MS: '400', SVC_DECISION_TRY_MS: '100' });
+    await ingest!.stop();
+    ingest = undefined;
+    try {
+      await expect(decide(workerId, 'rn')).rejects.toMatchObject({
+        code: 'unavailable',
+        message: expect.stringMatching(/took no decision within 400 ms.*try again/),
+      });
+      expect(await createEventStore(database.db).count(workerId, ['control_response'])).toBe(0);
+    } finally {
+      await startIngest();
+      await service.stop();
+    }
   });
 });

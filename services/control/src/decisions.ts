@@ -1,6 +1,6 @@
 import { verifyUserAssertion, type UserAssertion } from '@svc/auth';
-import type { IncomingEventPublisher } from '@svc/bus';
 import type { AuditRecorder } from './audit.js';
+import type { AppendDecision } from './decision-appender.js';
 import {
   CodedError,
   controlResponseUid,
@@ -19,10 +19,7 @@ import {
   type StoredEvent,
 } from '@svc/protocol';
 import { decisionsCounter, histogram, WAIT_BUCKETS_S, type Logger } from '@svc/service-kit';
-import { createEventStore, type ControlRequestLog, type Database, type Kysely, type StoredRequest } from '@svc/store';
-
-const HAND_OVER_ATTEMPTS = 5;
-const HAND_OVER_RETRY_MS = 500;
+import type { ControlRequestLog, StoredRequest } from '@svc/store';
 
 /** A decision as an event to append: every decision on a request has one uid, so the first one wins. */
 function decisionEvent(data: EventData<'control_response'>, source: EventSource): SourcedEvent {
@@ -47,10 +44,9 @@ function countDecision(decidedBy: 'person' | 'timeout', request: StoredRequest):
 }
 
 export interface DecisionsDeps {
-  db: Kysely<Database>;
-  requests: ControlRequestLog;
-  /** Hands each stored decision to event-ingest, which announces it in the worker's order. */
-  incoming: IncomingEventPublisher;
+  requests: Pick<ControlRequestLog, 'findRequest'>;
+  /** Has the worker's one writer (event-ingest) append a decision (decision-appender.ts). */
+  appendDecision: AppendDecision;
   /** The worker's decision deadline (from its template). */
   policyOf(workerId: string): Promise<DecisionPolicy>;
   /** Where each stored decision is recorded for the audit trail. */
@@ -85,46 +81,15 @@ function refusal(existing: StoredEvent<'control_response'>): CodedError {
 }
 
 /**
- * Stores decisions. The first decision on a request wins across every control replica: a
+ * Takes decisions: checks who decides and what, and has the worker's one writer append it
+ * (`appendDecision`). The first decision on a request wins across every control replica: a
  * person's decision is checked and appended in one transaction under the worker's row lock
- * (`svc_decide`), so a second one finds the first and is answered 409; and every decision on a
- * request is appended under one uid (`controlResponseUid`), which the store keeps once per
- * worker. Nothing here relies on memory.
+ * (`svc_decide`, run by event-ingest), so a second one finds the first and is answered 409; and
+ * every decision on a request is appended under one uid (`controlResponseUid`), which the store
+ * keeps once per worker. Nothing here relies on memory.
  */
 export function createDecisions(deps: DecisionsDeps) {
   const log = deps.logger.child({ component: 'decisions' });
-
-  /** The deadline's decision: appended unless the request has one (then `duplicate`). */
-  async function storeDeadlineDecision(
-    workerId: string,
-    data: EventData<'control_response'>,
-  ): Promise<{ event: StoredEvent<'control_response'>; duplicate: boolean }> {
-    const [appended] = await createEventStore(deps.db).append(workerId, [decisionEvent(data, POLICY_SOURCE)]);
-    const stored = appended!.event as StoredEvent<'control_response'>;
-    if (!appended!.duplicate) handOver(workerId, stored);
-    return { event: stored, duplicate: appended!.duplicate };
-  }
-
-  /**
-   * Viewers and long polls hear of a decision like any stored event, from event-ingest, the one
-   * announcer: the decision is handed to the replica owning the worker's partition
-   * (`handOverStored`: at once over core NATS, or durably if that replica does not answer). The
-   * decider's answer does not wait for it (the decision is stored). A failed hand-over is tried
-   * again; if it never arrives, event-ingest still announces the decision before the worker's
-   * next event (it fills holes from the store), and a long poll finds it in the store at its
-   * deadline.
-   */
-  function handOver(workerId: string, event: StoredEvent<'control_response'>, attempt = 1): void {
-    deps.incoming.handOverStored(workerId, event).catch((err: unknown) => {
-      if (attempt >= HAND_OVER_ATTEMPTS)
-        return log.error(
-          { err, worker_id: workerId, event_id: event.id },
-          "a decision could not be handed to event-ingest; it is announced with the worker's next event",
-        );
-      log.warn({ err, worker_id: workerId, event_id: event.id, attempt }, 'handing a decision to event-ingest failed; trying again');
-      setTimeout(() => handOver(workerId, event, attempt + 1), HAND_OVER_RETRY_MS * attempt).unref();
-    });
-  }
 
   /** At (or after) the deadline: the policy decides, unless someone did first. */
   async function expire(request: StoredRequest, policy: DecisionPolicy): Promise<StoredEvent<'control_response'>> {
@@ -141,7 +106,9 @@ export function createDecisions(deps: DecisionsDeps) {
           : `Nobody decided on ${toolName} within ${policy.decision_timeout_s} s; the worker's policy allows it.`,
       decided_by: TIMEOUT_DECIDER,
     };
-    const { event, duplicate } = await storeDeadlineDecision(request.event.worker_id, data);
+    const appended = await deps.appendDecision(request.event.worker_id, decisionEvent(data, POLICY_SOURCE));
+    const event = appended.decision!;
+    const duplicate = appended.outcome !== 'stored';
     if (!duplicate) {
       countDecision('timeout', request);
       void deps.audit.decision(request.event, event, 'timeout').catch(() => {});
@@ -176,55 +143,59 @@ export function createDecisions(deps: DecisionsDeps) {
 
     /**
      * A person's decision: checks, in order, who decides (the user assertion), that the request
-     * exists, is not withdrawn, has not expired and is undecided. The hand-over goes out through
-     * `afterReply` (the decider's answer and the hand-over then leave in one socket write).
+     * exists, is not withdrawn, has not expired and is undecided. The audit record goes out
+     * through `afterReply`, after the decider's answer.
      */
     async decide(request: DecideRequestType, afterReply: (task: () => void) => void): Promise<StoredEvent<'control_response'>> {
       const person = await personOf(request);
       const { worker_id: workerId, decision: body } = request;
-      const data: EventData<'control_response'> = {
-        request_id: body.request_id,
-        decision: body.decision,
-        ...(body.decision === 'deny'
-          ? { message: body.message?.trim() ? body.message : DEFAULT_DENY_MESSAGE }
-          : body.message === undefined
-            ? {}
-            : { message: body.message }),
-        ...(body.updated_input === undefined ? {} : { updated_input: body.updated_input }),
-        ...(body.scope === undefined ? {} : { scope: body.scope }),
-        ...(body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }),
-        ...(body.interrupt === undefined ? {} : { interrupt: body.interrupt }),
-        decided_by: person.sub,
-        ...(person.name === undefined ? {} : { decided_by_name: person.name }),
-        ...(person.email === undefined ? {} : { decided_by_email: person.email }),
-      };
       if (body.input_pattern !== undefined) await checkRulePattern(workerId, body.request_id, body.input_pattern);
       if (body.interrupt && body.decision !== 'deny')
         throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
       // The source names the person the gateway authenticated (the data's name is for display).
-      const source = personSource(person.channel, person.sub);
-      const outcome = await deps.requests.decide(workerId, body.request_id, policy.decision_timeout_s, decisionEvent(data, source));
-      switch (outcome.kind) {
+      const decision = decisionEvent(personDecisionData(body, person), personSource(person.channel, person.sub));
+      const appended = await deps.appendDecision(workerId, decision, policy.decision_timeout_s);
+      const found = appended.request && { event: appended.request, storedAt: new Date(appended.request_stored_at!) };
+      switch (appended.outcome) {
         case 'not_found':
           throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);
         case 'withdrawn':
           throw new CodedError('request_closed', `request ${body.request_id} was withdrawn by the agent`, { reason: 'withdrawn' });
         // Decided already: by the sidecar's permission engine (an event it posted), by a person or by the deadline.
         case 'decided':
-          throw refusal(outcome.decision);
+          throw refusal(appended.decision!);
         case 'expired':
-          throw refusal(await expire(outcome.request, policy));
-        case 'stored':
-          countDecision('person', outcome.request);
-          afterReply(() => {
-            handOver(workerId, outcome.decision);
-            void deps.audit.decision(outcome.request.event, outcome.decision, person.channel).catch(() => {});
-          });
+          throw refusal(await expire(found!, policy));
+        case 'stored': {
+          const stored = appended.decision!;
+          countDecision('person', found!);
+          afterReply(() => void deps.audit.decision(found!.event, stored, person.channel).catch(() => {}));
           log.info({ worker_id: workerId, request_id: body.request_id, decision: body.decision, decided_by: person.sub }, 'decided');
-          return outcome.decision;
+          return stored;
+        }
       }
     },
+  };
+}
+
+/** A person's decision as stored: what they sent, with who they are. */
+function personDecisionData(body: DecideRequestType['decision'], person: UserAssertion): EventData<'control_response'> {
+  return {
+    request_id: body.request_id,
+    decision: body.decision,
+    ...(body.decision === 'deny'
+      ? { message: body.message?.trim() ? body.message : DEFAULT_DENY_MESSAGE }
+      : body.message === undefined
+        ? {}
+        : { message: body.message }),
+    ...(body.updated_input === undefined ? {} : { updated_input: body.updated_input }),
+    ...(body.scope === undefined ? {} : { scope: body.scope }),
+    ...(body.input_pattern === undefined ? {} : { input_pattern: body.input_pattern }),
+    ...(body.interrupt === undefined ? {} : { interrupt: body.interrupt }),
+    decided_by: person.sub,
+    ...(person.name === undefined ? {} : { decided_by_name: person.name }),
+    ...(person.email === undefined ? {} : { decided_by_email: person.email }),
   };
 }
 

@@ -5,6 +5,7 @@ import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { subjects, type StoredEvent } from '@svc/protocol';
 import { createLogger, readConfig, type RunningService } from '@svc/service-kit';
 import { createControlRequestLog, createEventStore, migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
+import { start as startEventIngest } from '@svc/event-ingest';
 import { controlSettings, start } from './index.js';
 
 const logger = createLogger({ name: 'user-assertion-test', level: 'silent' });
@@ -29,6 +30,9 @@ describe('control — who decides is the user assertion, never the payload (docs
   /** The connections of the control service and of the gateway, each as its own NATS user. */
   let control: NatsConnection;
   let gateway: NatsConnection;
+  /** event-ingest, as its own NATS user: it appends the decisions. */
+  let ingestNc: NatsConnection;
+  let ingest: RunningService | undefined;
   let service: RunningService | undefined;
 
   const startControl = async (env: Record<string, string>) => {
@@ -65,11 +69,14 @@ describe('control — who decides is the user assertion, never the payload (docs
         data: { request_id: requestId, tool_name: 'Bash', input: { command: 'rm -rf build' } },
       })),
     );
+    ingestNc = await connectBus({ servers: nats.url, name: 'event-ingest', logger, credentials: nats.credentials['event-ingest'] });
+    ingest = await startEventIngest({ nc: ingestNc, db: database.db, logger, instance: 'ingest-0', replicaIndex: 0, replicaCount: 1 });
     service = await startControl({ SVC_USER_ASSERTION_KEY: KEY });
   }, 60_000);
   afterAll(async () => {
     await service?.stop();
-    await Promise.all([operator?.close(), control?.close(), gateway?.close()]);
+    await ingest?.stop();
+    await Promise.all([operator?.close(), control?.close(), gateway?.close(), ingestNc?.close()]);
     await database?.close();
     await nats?.stop();
   });

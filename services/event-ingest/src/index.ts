@@ -1,14 +1,14 @@
 import { createDurablePublisher, partitionBacklog, serveHealth, type NatsConnection } from '@svc/bus';
 import { partitionsOfReplica, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { createEventStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createControlRequestLog, createEventStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { createAcknowledgements } from './acknowledgements.js';
 import { createAnnouncer } from './announcer.js';
+import { serveDecisionAppends } from './decision-appends.js';
 import { consumePartition } from './ingest.js';
 import { reportBacklogs } from './metrics.js';
 import { sharedCommits } from './shared-commits.js';
 import { serveEventQueries, servePurges } from './queries.js';
-import { serveStoredElsewhere } from './stored-elsewhere.js';
 
 export interface EventIngestDeps {
   nc: NatsConnection;
@@ -27,8 +27,9 @@ export const tables: StoreUse = { owns: 'event-log' };
 
 /**
  * Starts event-ingest: migrates the event tables (it owns them), consumes the partitions of
- * incoming events this replica owns, announces what it stores and what other services stored
- * for its partitions' workers (the one announcer of stored events), and answers event queries.
+ * incoming events this replica owns, appends the decisions the control service asks for on
+ * those partitions (the one writer of their workers' events), announces what it stores, and
+ * answers event queries.
  */
 export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const log = deps.logger.child({ service: 'event-ingest', replica: deps.replicaIndex });
@@ -41,7 +42,6 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   const announcer = createAnnouncer({
     nc: deps.nc,
     publisher,
-    readAfter: (workerId, afterId, limit) => store.list(workerId, { afterId, limit }),
     logger: log,
     acknowledgements,
     dropAnnouncement: deps.dropAnnouncement,
@@ -49,7 +49,14 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
   // The partitions' appends share commits (shared-commits.ts).
   const appender = sharedCommits(store);
   const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, appender, announcer, acknowledgements, partition, log)));
-  const handOvers = partitions.map((partition) => serveStoredElsewhere(deps.nc, announcer, partition, log));
+  const decisionAppends = serveDecisionAppends({
+    nc: deps.nc,
+    partitions: new Map(partitions.map((partition, index) => [partition, consumers[index]!])),
+    store,
+    requests: createControlRequestLog(deps.db),
+    announcer,
+    logger: log,
+  });
   const queries = serveEventQueries(deps.nc, store, log);
   const purges = servePurges(deps.nc, store, log);
   const health = serveHealth(deps.nc, 'event-ingest', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
@@ -61,7 +68,7 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
       health.unsubscribe();
       queries.unsubscribe();
       purges.unsubscribe();
-      handOvers.forEach((subscription) => subscription.unsubscribe());
+      decisionAppends.forEach((subscription) => subscription.unsubscribe());
       await Promise.all(consumers.map((consumer) => consumer.stop()));
       acknowledgements.flush();
       publisher.close();

@@ -2,7 +2,6 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDurablePublisher, createIncomingEventPublisher, ensureStreams, partitionConsumerName, requestJson } from '@svc/bus';
 import {
-  EVENT_PARTITIONS,
   LIFECYCLE_SUBTYPES,
   partitionOfWorker,
   streams,
@@ -14,7 +13,7 @@ import {
   type StoredEventBatchType,
 } from '@svc/protocol';
 import type { RunningService } from '@svc/service-kit';
-import { createEventStore, openDatabase, type StoreDatabase } from '@svc/store';
+import { openDatabase, type StoreDatabase } from '@svc/store';
 import { systemEvent, startBusFixture, startPostgres, waitFor, type BusFixture, type PostgresProcess } from '@svc/test-support';
 import { start } from './index.js';
 
@@ -101,49 +100,6 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
       ['2', 'a2'],
     ]);
     sub.unsubscribe();
-  });
-
-  it("an event another service stored (a decision) is announced by the partition's owner at once, in the worker's order, without going through JetStream", async () => {
-    const workerId = 'wrk_handed_over';
-    const announced: StoredEventBatchType[] = [];
-    const sub = bus.nc.subscribe(subjects.storedEvent(workerId), { callback: (_err, msg) => void announced.push(msg.json<StoredEventBatchType>()) });
-    await post(workerId, [systemEvent('h1')]);
-    await waitFor('the first announced', () => announced.length === 1);
-    // As the control service does: append in the store, then hand the stored event over.
-    const [appended] = await createEventStore(database.db).append(workerId, [systemEvent('decided-elsewhere')]);
-    const publisher = createIncomingEventPublisher(bus.nc, 'worker');
-    await publisher.handOverStored(workerId, appended!.event);
-    publisher.close();
-    // Announced before the hand-over was answered.
-    expect(announced.flatMap((b) => b.events).map((e) => [e.id, e.uid])).toEqual([
-      ['1', 'h1'],
-      ['2', 'decided-elsewhere'],
-    ]);
-    const incoming = await (
-      await jetstreamManager(bus.nc)
-    ).streams.getMessage(streams.incomingEvents.name, {
-      last_by_subj: subjects.incomingEvent(partitionOfWorker(workerId), workerId),
-    });
-    expect(incoming, 'the hand-over is not written to the incoming stream').toBeNull();
-    sub.unsubscribe();
-  });
-
-  it("a hand-over sent to the wrong partition, or of another worker's event, is refused", async () => {
-    const workerId = 'wrk_misrouted';
-    const [appended] = await createEventStore(database.db).append(workerId, [systemEvent('m1')]);
-    const wrongPartition = (partitionOfWorker(workerId) + 1) % EVENT_PARTITIONS;
-    await expect(requestJson(bus.nc, subjects.storedElsewhere(wrongPartition), { worker_id: workerId, stored: appended!.event })).rejects.toThrow(
-      /is not of partition/,
-    );
-    await expect(
-      requestJson(bus.nc, subjects.storedElsewhere(partitionOfWorker(workerId)), {
-        worker_id: workerId,
-        stored: { ...appended!.event, worker_id: 'wrk_other' },
-      }),
-    ).rejects.toThrow(/not the worker's/);
-    await expect(requestJson(bus.nc, subjects.storedElsewhere(partitionOfWorker(workerId)), { worker_id: workerId })).rejects.toMatchObject({
-      code: 'invalid_request',
-    });
   });
 
   it('an agent exit is announced a second time on svc.events.lifecycle.<worker>, alone (the session service reads only those)', async () => {

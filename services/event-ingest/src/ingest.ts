@@ -8,9 +8,9 @@ import {
   type NatsConnection,
 } from '@svc/bus';
 import {
+  CodedError,
   createChecker,
   EventSourceSchema,
-  StoredElsewhereMessage,
   validateIncomingEvent,
   WORKER_POLICY_SOURCE,
   type EventSource,
@@ -35,18 +35,28 @@ const APPEND_RETRY_MAX_MS = 1000;
 const MAX_BUFFERED = 2 * MAX_BATCH;
 const MAX_BUFFERED_BYTES = 4 * MAX_BATCH_BYTES;
 
-const isStoredElsewhere = createChecker(StoredElsewhereMessage);
 const isEventSource = createChecker<string>(EventSourceSchema);
 
 export interface PartitionConsumer {
+  /**
+   * Runs `write` in the partition's turn: after the batch being stored (and announced), before
+   * the next, so that the partition's events are stored and announced in one order by one
+   * writer. Resolves with what `write` answers, as soon as it answers; its `afterwards` (the
+   * announcement) still holds the partition's next batch until done.
+   */
+  inTurn<T>(write: () => Promise<TurnResult<T>>): Promise<T>;
   stop(): Promise<void>;
 }
 
-/** One worker's share of a batch: the events to append, those stored by another service, and the messages that brought them. */
+export interface TurnResult<T> {
+  answer: T;
+  afterwards?: () => Promise<void>;
+}
+
+/** One worker's share of a batch: the events to append and the messages that brought them. */
 interface WorkerShare {
   workerId: string;
   incoming: EventToAppend[];
-  storedElsewhere: StoredEvent[];
   msgs: JsMsg[];
 }
 
@@ -77,6 +87,8 @@ class IncomingPartition implements PartitionConsumer {
   private draining: Promise<void> | undefined;
   private bufferHasRoom: (() => void) | undefined;
   private stopping = false;
+  /** Writes waiting for their turn (`inTurn`). */
+  private readonly turns: Array<{ run(): Promise<void>; refuse(err: unknown): void }> = [];
 
   constructor(
     private readonly store: Appender,
@@ -118,6 +130,29 @@ class IncomingPartition implements PartitionConsumer {
     this.bufferHasRoom?.();
     await this.consumption?.stop();
     await this.draining;
+    for (const turn of this.turns.splice(0)) turn.refuse(new CodedError('unavailable', 'event-ingest is stopping; try again'));
+  }
+
+  inTurn<T>(write: () => Promise<TurnResult<T>>): Promise<T> {
+    if (this.stopping) return Promise.reject(new CodedError('unavailable', 'event-ingest is stopping; try again'));
+    return new Promise<T>((resolve, reject) => {
+      this.turns.push({
+        refuse: reject,
+        run: async () => {
+          let result: TurnResult<T>;
+          try {
+            result = await write();
+          } catch (err) {
+            return reject(err);
+          }
+          resolve(result.answer);
+          await result
+            .afterwards?.()
+            .catch((err: unknown) => this.log.warn({ err }, 'a write was stored but its announcement failed; followers read it from the store'));
+        },
+      });
+      this.kick();
+    });
   }
 
   private kick(): void {
@@ -125,7 +160,9 @@ class IncomingPartition implements PartitionConsumer {
     this.draining = (async () => {
       // Let the rest of this turn's messages (one socket read brings many) join the first batch.
       await new Promise((resolve) => setImmediate(resolve));
-      while (this.buffer.length > 0 && !this.stopping) {
+      while ((this.buffer.length > 0 || this.turns.length > 0) && !this.stopping) {
+        for (const turn of this.turns.splice(0)) await turn.run();
+        if (this.buffer.length === 0) continue;
         const batch = this.takeBatch();
         this.bufferHasRoom?.();
         await this.process(batch);
@@ -134,7 +171,7 @@ class IncomingPartition implements PartitionConsumer {
       .catch((err: unknown) => this.log.error({ err }, 'partition processing stopped'))
       .finally(() => {
         this.draining = undefined;
-        if (this.buffer.length > 0 && !this.stopping) this.kick();
+        if ((this.buffer.length > 0 || this.turns.length > 0) && !this.stopping) this.kick();
       });
   }
 
@@ -161,7 +198,7 @@ class IncomingPartition implements PartitionConsumer {
       trace?.appended(appendStarted);
       await Promise.all(
         shares.map(async (share, index) => {
-          const events = [...stored[index]!, ...share.storedElsewhere];
+          const events = stored[index]!;
           if (trace) await trace.announcing(index, (context) => this.announcer.announce(share.workerId, events, context));
           else await this.announcer.announce(share.workerId, events);
         }),
@@ -189,7 +226,7 @@ class IncomingPartition implements PartitionConsumer {
     const accepted: JsMsg[] = [];
     const shareOf = (workerId: string, msg: JsMsg) => {
       let share = shares.get(workerId);
-      if (!share) shares.set(workerId, (share = { workerId, incoming: [], storedElsewhere: [], msgs: [] }));
+      if (!share) shares.set(workerId, (share = { workerId, incoming: [], msgs: [] }));
       if (share.msgs.at(-1) !== msg) share.msgs.push(msg);
       return share;
     };
@@ -200,16 +237,6 @@ class IncomingPartition implements PartitionConsumer {
       } catch {
         this.log.error({ seq: msg.seq }, 'dropping an incoming message that is not JSON');
         msg.term('not JSON');
-        continue;
-      }
-      if ('stored' in payload) {
-        if (!isStoredElsewhere.check(payload).ok) {
-          this.log.error({ seq: msg.seq, worker_id: payload.worker_id }, 'dropping a stored-event hand-over that fails the protocol');
-          msg.term('invalid hand-over');
-          continue;
-        }
-        shareOf(payload.worker_id, msg).storedElsewhere.push(payload.stored);
-        accepted.push(msg);
         continue;
       }
       // One event, or a gathered message of several: each event that fails the protocol is

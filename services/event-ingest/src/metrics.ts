@@ -5,11 +5,7 @@ export const ingestMetrics = {
   stored: counter({ name: 'svc_events_stored_total', help: 'Events event-ingest stored (new ones: a redelivered event already stored is not counted again).' }),
   announced: counter({
     name: 'svc_events_announced_total',
-    help: 'Stored events event-ingest announced to viewers and services: its own and those other services stored (decisions), each once (a replica that restarts may announce some again).',
-  }),
-  refills: counter({
-    name: 'svc_ingest_announcement_refills_total',
-    help: 'Announcements that had to read a hole from the store first (events announced out of turn).',
+    help: 'Stored events event-ingest announced to viewers and services, each once (a replica that restarts may announce some again).',
   }),
   appendSeconds: histogram({
     name: 'svc_ingest_append_duration_seconds',

@@ -38,13 +38,12 @@ export const subjects = {
   controlEvents: (workerId: string) => `svc.control.events.${workerId}`,
   controlEventsAll: 'svc.control.events.*',
   /**
-   * Request/reply, core NATS: an event another service stored itself (a decision, as a
-   * `StoredElsewhereMessage`), for the event-ingest replica owning the worker's partition to
-   * announce in its place in the worker's order. Only the control service may publish here; when
-   * nobody answers, the hand-over goes the durable way, on the worker's incoming partition.
+   * Request/reply, core NATS: a decision for the event-ingest replica owning the worker's
+   * partition to append and announce (`DecisionAppendRequest`): every event of a worker has that
+   * one writer (docs/architecture.md). Only the control service may publish here.
    */
-  storedElsewhere: (partition: number) => `svc.events.elsewhere.${partition}`,
-  storedElsewhereAll: 'svc.events.elsewhere.*',
+  decisionAppend: (partition: number) => `svc.events.decide.${partition}`,
+  decisionAppendAll: 'svc.events.decide.*',
   /** JetStream `SVC_WEBHOOKS`: what to notify of (`WebhookFact`), then one `WebhookDelivery` per subscription. */
   webhookFacts: 'svc.webhooks.facts',
   webhookDelivery: (webhookId: string) => `svc.webhooks.deliveries.${webhookId}`,

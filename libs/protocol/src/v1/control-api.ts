@@ -94,6 +94,41 @@ export const DecideRequest = Type.Object(
 );
 export type DecideRequestType = Static<typeof DecideRequest>;
 
+/**
+ * `svc.events.decide.<partition>`: the control service asks the event-ingest replica owning the
+ * worker's partition, the worker's one writer, to append a decision (`decision`: a
+ * `control_response` with its source) and announce it. With `person_timeout_s` it is a person's
+ * decision, checked against its request under the worker's lock (`svc_decide`: the request
+ * exists, is not withdrawn, is undecided and was stored less than that long ago); without, the
+ * deadline's, appended unless the request has a decision under the same uid. `start_within_ms`:
+ * the owner drops it if it cannot start it that soon after it arrives (the caller has given up
+ * on this try by then and tries again).
+ */
+export const DecisionAppendRequest = Type.Object(
+  {
+    worker_id: WorkerId,
+    decision: Type.Unknown({ description: 'A control_response with its source, checked by event-ingest.' }),
+    person_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    start_within_ms: Type.Integer({ minimum: 1 }),
+  },
+  { additionalProperties: false },
+);
+export type DecisionAppendRequestType = Static<typeof DecisionAppendRequest>;
+
+export const DECISION_APPEND_OUTCOMES = ['stored', 'decided', 'expired', 'withdrawn', 'not_found'] as const;
+
+/**
+ * What the owner found and did: `stored` (this decision, now stored), `decided` (the request has
+ * a decision already: `decision` is it), `expired` / `withdrawn` (a person's decision came too late;
+ * `request` is the request), `not_found`. `request_stored_at` is when the request was stored.
+ */
+export type DecisionAppendResultType = {
+  outcome: (typeof DECISION_APPEND_OUTCOMES)[number];
+  decision?: StoredEvent<'control_response'>;
+  request?: StoredEvent<'control_request'>;
+  request_stored_at?: string;
+};
+
 /** `svc.rpc.control.requests`: a worker's control requests in one state, oldest first. */
 export const ControlRequestsRpc = Type.Object({ worker_id: WorkerId, state: Type.Enum(CONTROL_REQUEST_STATES) }, { additionalProperties: false });
 export type ControlRequestsRpcType = Static<typeof ControlRequestsRpc>;

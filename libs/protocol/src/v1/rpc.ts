@@ -23,14 +23,6 @@ export const IncomingEventMessage = Type.Object(
 export type IncomingEventMessageType = Static<typeof IncomingEventMessage>;
 
 /**
- * What the control service publishes to the same subject after it stored a decision itself (a
- * decision is checked and appended in one transaction, `svc_decide`): event-ingest, the one
- * announcer of stored events, announces it in its place in the worker's id order.
- */
-export const StoredElsewhereMessage = Type.Object({ worker_id: WorkerId, stored: StoredEventSchema }, { additionalProperties: false });
-export type StoredElsewhereMessageType = Static<typeof StoredElsewhereMessage>;
-
-/**
  * What the gateway publishes to `svc.events.incoming.<partition>.batch` (group commit): the
  * events of concurrent POSTs bound for one partition, of any of its workers, gathered for a
  * moment and sent as one JetStream message, in the order they were received. (One event alone
@@ -40,7 +32,7 @@ export const IncomingEventBatchMessage = Type.Object({ events: Type.Array(Incomi
 export type IncomingEventBatchMessageType = Static<typeof IncomingEventBatchMessage>;
 
 /** Any message of `svc.events.incoming.<partition>.*`. */
-export type IncomingMessageType = IncomingEventMessageType | StoredElsewhereMessageType | IncomingEventBatchMessageType;
+export type IncomingMessageType = IncomingEventMessageType | IncomingEventBatchMessageType;
 
 /**
  * What `svc.events.stored.<worker>` carries: the events of one worker that one commit stored,

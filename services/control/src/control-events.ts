@@ -1,0 +1,86 @@
+import type { Subscription } from '@nats-io/transport-node';
+import type { NatsConnection } from '@svc/bus';
+import { subjects, WORKER_POLICY_SOURCE, withdrawnRequestId, type DecisionPolicy, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+import type { ControlRequestLog, StoredRequest } from '@svc/store';
+import type { AuditRecorder } from './audit.js';
+import type { Deadlines } from './deadlines.js';
+import { deadlineOf } from './decisions.js';
+import type { Notifier } from './webhooks/notifications.js';
+
+export interface ControlEventsDeps {
+  nc: NatsConnection;
+  requests: Pick<ControlRequestLog, 'findRequest' | 'allOpenRequests'>;
+  deadlines: Deadlines;
+  notifier: Notifier;
+  audit: AuditRecorder;
+  policyOf(workerId: string): Promise<DecisionPolicy>;
+  logger: Logger;
+}
+
+/**
+ * Follows the control events event-ingest repeats after each commit (`svc.control.events.<worker>`):
+ * a new request gets a deadline and a notification, a decision or a withdrawal ends its
+ * deadline, a decision of the sidecar's rules is audited. Subscribed before the store is read
+ * for the open requests, so a request stored in between is seen at least once (watching twice
+ * is harmless).
+ */
+export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subscription> {
+  const log = deps.logger;
+  const notifyFailed = (err: unknown) => log.error({ err }, 'could not queue a webhook notification');
+  const subscription = deps.nc.subscribe(subjects.controlEventsAll, {
+    callback: (err, msg) => {
+      if (!err) onBatch(msg.json<StoredEventBatchType>());
+    },
+  });
+
+  function onBatch(batch: StoredEventBatchType): void {
+    // A request the sidecar's rules decided at once comes with its decision: nobody is asked.
+    const decidedHere = new Set(
+      batch.events.filter((event) => event.type === 'control_response').map((event) => (event as StoredEvent<'control_response'>).data.request_id),
+    );
+    for (const event of batch.events) {
+      const withdrawn = withdrawnRequestId(event);
+      if (withdrawn !== undefined) deps.deadlines.cancel(event.worker_id, withdrawn);
+      else if (event.type === 'control_response') onDecision(event as StoredEvent<'control_response'>);
+      else if (event.type === 'control_request') {
+        const request = { event: event as StoredEvent<'control_request'>, storedAt: new Date() };
+        watchRequest(request, decidedHere.has(request.event.data.request_id)).catch((error: unknown) =>
+          log.error({ err: error, worker_id: event.worker_id }, 'could not watch a control request'),
+        );
+      }
+    }
+  }
+
+  function onDecision(decision: StoredEvent<'control_response'>): void {
+    deps.deadlines.cancel(decision.worker_id, decision.data.request_id);
+    // The sidecar's rules decided: recorded by whichever replica comes first (the fact's id makes it once).
+    if (decision.source === WORKER_POLICY_SOURCE) recordPolicyDecision(decision);
+    deps.notifier.decided(decision).catch(notifyFailed);
+  }
+
+  /**
+   * A new request gets a deadline and, unless its decision came with it, a notification. A
+   * repeat of an id the worker used before is no request of its own: a decision applies to the
+   * first (what the store, the rules and the audit trail go by), so nobody is asked about another.
+   */
+  async function watchRequest(request: StoredRequest, decidedAlready: boolean): Promise<void> {
+    const first = await deps.requests.findRequest(request.event.worker_id, request.event.data.request_id);
+    if (first && first.event.id !== request.event.id) return;
+    await deps.deadlines.watch(request);
+    if (!decidedAlready)
+      await deps.notifier.needsDecision(request.event, new Date(deadlineOf(request, await deps.policyOf(request.event.worker_id)))).catch(notifyFailed);
+  }
+
+  function recordPolicyDecision(decision: StoredEvent<'control_response'>): void {
+    deps.requests
+      .findRequest(decision.worker_id, decision.data.request_id)
+      .then((found) => (found ? deps.audit.decision(found.event, decision, 'policy') : undefined))
+      .catch((err: unknown) => log.error({ err, worker_id: decision.worker_id }, 'could not record a policy decision in the audit trail'));
+  }
+
+  const open = await deps.requests.allOpenRequests();
+  await Promise.all(open.map((request) => deps.deadlines.watch(request)));
+  if (open.length > 0) log.info({ open: open.length }, 'keeping the deadlines of open requests');
+  return subscription;
+}

@@ -1,0 +1,63 @@
+import type { Subscription } from '@nats-io/transport-node';
+import { serveRpc, type NatsConnection } from '@svc/bus';
+import {
+  ControlRequestsRpc,
+  createChecker,
+  DecideRequest,
+  GetWorkerRequest,
+  subjects,
+  type ControlRequestsRpcType,
+  type DecideRequestType,
+  type ListResponseOf,
+  type PermissionRule,
+  type StoredEvent,
+} from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+import type { ControlRequestLog } from '@svc/store';
+import type { Deadlines } from './deadlines.js';
+import type { Decisions } from './decisions.js';
+
+export interface ControlRpcsDeps {
+  nc: NatsConnection;
+  decisions: Decisions;
+  deadlines: Deadlines;
+  requests: Pick<ControlRequestLog, 'listRequests' | 'permissionRules'>;
+  logger: Logger;
+  queue: string;
+}
+
+/** The control service's requests: a person's decision, a worker's control requests, its permission rules. */
+export function serveControlRpcs(deps: ControlRpcsDeps): Subscription[] {
+  const { nc, logger, queue } = deps;
+  return [
+    // Who decides is the user assertion's to say, checked by `decide` before anything else.
+    serveRpc<DecideRequestType, StoredEvent<'control_response'>>(
+      nc,
+      subjects.rpc.decide,
+      async (request, context) => {
+        const decided = await deps.decisions.decide(request, context.afterReply);
+        deps.deadlines.cancel(request.worker_id, request.decision.request_id);
+        return decided;
+      },
+      { logger, queue, checker: createChecker(DecideRequest) },
+    ),
+    serveRpc<ControlRequestsRpcType, ListResponseOf<StoredEvent<'control_request'>>>(
+      nc,
+      subjects.rpc.controlRequests,
+      async (request) => {
+        const items = (await deps.requests.listRequests(request.worker_id, request.state)).map((r) => r.event);
+        return { items, total: items.length };
+      },
+      { logger, queue, checker: createChecker(ControlRequestsRpc) },
+    ),
+    serveRpc<{ worker_id: string }, ListResponseOf<PermissionRule>>(
+      nc,
+      subjects.rpc.permissionRules,
+      async (request) => {
+        const items = await deps.requests.permissionRules(request.worker_id);
+        return { items, total: items.length };
+      },
+      { logger, queue, checker: createChecker(GetWorkerRequest) },
+    ),
+  ];
+}
