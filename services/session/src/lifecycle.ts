@@ -1,9 +1,11 @@
 import { subscribeStoredEvents, type NatsConnection } from '@svc/bus';
 import { agentExitCodeOf, CodedError } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
+import type { SessionConfig } from './config.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import type { SessionStore } from './session-store.js';
 import { endSession, failSession } from './session-status.js';
+import { SPAWN_SILENT_MS } from './spawn/spawner.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
 export interface LifecycleDeps {
@@ -21,6 +23,19 @@ export interface LifecycleDeps {
   /** How often the watchdog looks. */
   watchdogIntervalMs: number;
   killGraceMs: number;
+}
+
+/** The lifecycle's deadlines, from the session service's settings. */
+export function lifecycleTimingOf(
+  config: Pick<SessionConfig, 'sidecarLostAfterMs' | 'killGraceMs'>,
+): Pick<LifecycleDeps, 'sidecarLostAfterMs' | 'spawnTimeoutMs' | 'spawnSilentMs' | 'watchdogIntervalMs' | 'killGraceMs'> {
+  return {
+    sidecarLostAfterMs: config.sidecarLostAfterMs,
+    spawnTimeoutMs: 10 * 60_000,
+    spawnSilentMs: SPAWN_SILENT_MS,
+    watchdogIntervalMs: Math.min(5000, Math.floor(config.sidecarLostAfterMs / 4)),
+    killGraceMs: config.killGraceMs,
+  };
 }
 
 /**

@@ -28,25 +28,14 @@ function toSessionRow(row: Row): SessionRow {
 
 /** The `sessions` table: what the session API lists, and what the watchdog looks after. */
 export function createSessionStore(db: Kysely<Database>) {
+  return { ...sessionReads(db), ...sessionChanges(db) };
+}
+
+/** Finding sessions: for a caller (their own, or all for an admin), a worker, the watchdog, retention. */
+function sessionReads(db: Kysely<Database>) {
   const visibleTo = (viewer: ViewerType) => (viewer.admin ? db.selectFrom('sessions') : db.selectFrom('sessions').where('owner', '=', viewer.sub));
 
   return {
-    async insert(session: {
-      id: string;
-      worker_id: string;
-      owner: string;
-      template: string;
-      has_sidecar: boolean;
-      events_retention_days?: number | undefined;
-    }): Promise<SessionRow> {
-      const row = await db
-        .insertInto('sessions')
-        .values({ ...session, status: 'pending' })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return toSessionRow(row);
-    },
-
     async get(id: string, viewer?: ViewerType): Promise<SessionRow | undefined> {
       const query = viewer ? visibleTo(viewer) : db.selectFrom('sessions');
       const row = await query.selectAll().where('id', '=', id).executeTakeFirst();
@@ -101,6 +90,27 @@ export function createSessionStore(db: Kysely<Database>) {
         .orderBy('ended_at')
         .limit(limit)
         .execute();
+    },
+  };
+}
+
+/** Writing sessions: a new one, and what happens to it after. */
+function sessionChanges(db: Kysely<Database>) {
+  return {
+    async insert(session: {
+      id: string;
+      worker_id: string;
+      owner: string;
+      template: string;
+      has_sidecar: boolean;
+      events_retention_days?: number | undefined;
+    }): Promise<SessionRow> {
+      const row = await db
+        .insertInto('sessions')
+        .values({ ...session, status: 'pending' })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toSessionRow(row);
     },
 
     async markPurged(id: string, at: Date): Promise<void> {

@@ -64,29 +64,8 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
 
   return {
     kv,
-    async create(request: CreateWorkerRequestType & { session_id?: string }): Promise<CreateWorkerResultType> {
-      const workerId = request.worker_id ?? `wrk_${randomBytes(12).toString('base64url')}`;
-      const token = generateWorkerToken();
-      const record: WorkerRecord = {
-        worker_id: workerId,
-        ...(request.session_id ? { session_id: request.session_id } : {}),
-        owner: request.owner,
-        status: 'pending',
-        token_hash: hashWorkerToken(token),
-        ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),
-        ...(request.model ? { model: request.model } : {}),
-        ...(request.egress ? { egress: request.egress } : {}),
-        updated_at: new Date().toISOString(),
-      };
-      try {
-        await kv.create(workerId, JSON.stringify(record));
-      } catch (err) {
-        throw new CodedError('conflict', `worker ${workerId} already exists`, undefined, { cause: err });
-      }
-      nc.publish(subjects.workerStatus(workerId), JSON.stringify(visible(record)));
-      log.info({ worker_id: workerId, owner: request.owner }, 'worker created');
-      return { worker_id: workerId, token };
-    },
+    /** A new worker and its token. */
+    create: (request: CreateWorkerRequestType & { session_id?: string }) => createWorker(nc, kv, log, request),
 
     async get(workerId: string): Promise<WorkerRecord> {
       return (await read(workerId)).record;
@@ -109,27 +88,8 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
       return visible(next);
     },
 
-    /**
-     * Workers registered without a session (`POST /v1/workers`) that ended before `before` and
-     * whose events are still stored: retention's share of them (a session's worker goes with its
-     * session). Reads every record, 64 at a time: an hourly sweep of a bucket that holds a
-     * record per worker ever made.
-     */
-    async endedWithoutSession(before: Date): Promise<WorkerRecord[]> {
-      const due: WorkerRecord[] = [];
-      const keys: string[] = [];
-      for await (const key of await kv.keys()) keys.push(key);
-      for (let start = 0; start < keys.length; start += RECORDS_READ_AT_ONCE) {
-        const entries = await Promise.all(keys.slice(start, start + RECORDS_READ_AT_ONCE).map((key) => kv.get(key)));
-        for (const entry of entries) {
-          if (!entry || entry.operation !== 'PUT') continue;
-          const record = entry.json<WorkerRecord>();
-          const endedAt = record.ended_at ?? record.updated_at;
-          if (!record.session_id && isEndedStatus(record.status) && !record.events_purged_at && Date.parse(endedAt) < before.getTime()) due.push(record);
-        }
-      }
-      return due;
-    },
+    /** Workers without a session that ended before `before` and still have events: retention's share. */
+    endedWithoutSession: (before: Date) => endedWithoutSession(kv, before),
 
     /** Records that the worker's events were removed (retention), so the next sweep passes it by. */
     async markEventsPurged(workerId: string, at: Date): Promise<void> {
@@ -148,6 +108,58 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
 }
 
 export type WorkerRegistry = Awaited<ReturnType<typeof createWorkerRegistry>>;
+
+/** A new worker, `pending`, with a fresh token (returned once: only its hash is kept). */
+async function createWorker(
+  nc: NatsConnection,
+  kv: KV,
+  log: Logger,
+  request: CreateWorkerRequestType & { session_id?: string },
+): Promise<CreateWorkerResultType> {
+  const workerId = request.worker_id ?? `wrk_${randomBytes(12).toString('base64url')}`;
+  const token = generateWorkerToken();
+  const record: WorkerRecord = {
+    worker_id: workerId,
+    ...(request.session_id ? { session_id: request.session_id } : {}),
+    owner: request.owner,
+    status: 'pending',
+    token_hash: hashWorkerToken(token),
+    ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),
+    ...(request.model ? { model: request.model } : {}),
+    ...(request.egress ? { egress: request.egress } : {}),
+    updated_at: new Date().toISOString(),
+  };
+  try {
+    await kv.create(workerId, JSON.stringify(record));
+  } catch (err) {
+    throw new CodedError('conflict', `worker ${workerId} already exists`, undefined, { cause: err });
+  }
+  nc.publish(subjects.workerStatus(workerId), JSON.stringify(visible(record)));
+  log.info({ worker_id: workerId, owner: request.owner }, 'worker created');
+  return { worker_id: workerId, token };
+}
+
+/**
+ * Workers registered without a session (`POST /v1/workers`) that ended before `before` and
+ * whose events are still stored: retention's share of them (a session's worker goes with its
+ * session). Reads every record, 64 at a time: an hourly sweep of a bucket that holds a
+ * record per worker ever made.
+ */
+async function endedWithoutSession(kv: KV, before: Date): Promise<WorkerRecord[]> {
+  const due: WorkerRecord[] = [];
+  const keys: string[] = [];
+  for await (const key of await kv.keys()) keys.push(key);
+  for (let start = 0; start < keys.length; start += RECORDS_READ_AT_ONCE) {
+    const entries = await Promise.all(keys.slice(start, start + RECORDS_READ_AT_ONCE).map((key) => kv.get(key)));
+    for (const entry of entries) {
+      if (!entry || entry.operation !== 'PUT') continue;
+      const record = entry.json<WorkerRecord>();
+      const endedAt = record.ended_at ?? record.updated_at;
+      if (!record.session_id && isEndedStatus(record.status) && !record.events_purged_at && Date.parse(endedAt) < before.getTime()) due.push(record);
+    }
+  }
+  return due;
+}
 
 /** The registry's bus operations (the local stack's demo and tests register workers directly). */
 export function serveWorkerRegistry(
@@ -180,7 +192,15 @@ export function serveWorkerRegistry(
 }
 
 /** A sidecar seen alive is recorded at most this often per worker (each write wakes every gateway's watch). */
-export const LIVENESS_WRITE_INTERVAL_MS = 10_000;
+const LIVENESS_WRITE_INTERVAL_MS = 10_000;
+
+/**
+ * How often liveness is written for a liveness deadline: at most every quarter of it. With the
+ * sidecar's decision polls (also under a quarter), only a silent sidecar is lost.
+ */
+export function livenessWriteIntervalOf(sidecarLostAfterMs: number): number {
+  return Math.min(LIVENESS_WRITE_INTERVAL_MS, Math.floor(sidecarLostAfterMs / 4));
+}
 
 /**
  * Every decision poll says the sidecar is alive (`svc.workers.alive.<worker>`); the worker's

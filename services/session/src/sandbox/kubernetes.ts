@@ -1,17 +1,9 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import path from 'node:path';
-import { PassThrough, Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoreV1Api, Exec, KubeConfig, Log, type V1Pod, type V1Status } from '@kubernetes/client-node';
+import { CoreV1Api, Exec, KubeConfig, Log, type V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '@svc/service-kit';
-import type { ExecResult, Sandbox, SandboxHandle, SandboxProvider, SandboxSpec } from './provider.js';
-
-/** The one container of a sandbox Pod. */
-export const SANDBOX_CONTAINER = 'sandbox';
-
-/** Where `startBackground` leaves the program's argv and environment for the Pod's start script. */
-const START_FILE = '/var/run/svc/start.args';
+import { openPod, SANDBOX_CONTAINER, START_FILE, type PodClients } from './kubernetes-pod.js';
+import type { Sandbox, SandboxHandle, SandboxProvider, SandboxSpec } from './provider.js';
 
 /**
  * The sandbox container's command: wait for the start file, read it one line per argument,
@@ -96,130 +88,13 @@ export function sandboxPod(spec: SandboxSpec, image: string): V1Pod {
  */
 export function createKubernetesProvider(options: KubernetesProviderOptions): SandboxProvider {
   const log = options.logger.child({ component: 'kubernetes-sandbox', namespace: options.namespace });
-  const core = options.kubeConfig.makeApiClient(CoreV1Api);
-  const exec = new Exec(options.kubeConfig);
-  const logs = new Log(options.kubeConfig);
-  const { namespace } = options;
-
-  function open(handle: SandboxHandle): Sandbox {
-    if (handle.provider !== 'kubernetes') throw new Error(`the kubernetes provider cannot open a ${handle.provider} sandbox`);
-    const { pod, namespace: podNamespace } = handle;
-
-    async function run(argv: readonly string[], stdin: Readable | null, timeoutMs: number): Promise<ExecResult> {
-      let stdout = '';
-      let stderr = '';
-      const collect = (append: (text: string) => void) =>
-        new Writable({
-          write(chunk: Buffer, _encoding, done) {
-            append(chunk.toString('utf8'));
-            done();
-          },
-        });
-      return new Promise<ExecResult>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`exec ${argv[0]} in pod ${pod} took longer than ${timeoutMs} ms`)), timeoutMs);
-        const onStatus = (status: V1Status) => {
-          clearTimeout(timer);
-          resolve({ code: exitCodeOf(status), stdout, stderr });
-        };
-        exec
-          .exec(
-            podNamespace,
-            pod,
-            SANDBOX_CONTAINER,
-            [...argv],
-            collect((t) => (stdout += t)),
-            collect((t) => (stderr += t)),
-            stdin,
-            false,
-            onStatus,
-          )
-          .catch((err: unknown) => {
-            clearTimeout(timer);
-            reject(err instanceof Error ? err : new Error(String(err)));
-          });
-      });
-    }
-
-    async function remove(graceMs: number): Promise<void> {
-      try {
-        await core.deleteNamespacedPod({ name: pod, namespace: podNamespace, gracePeriodSeconds: Math.ceil(graceMs / 1000) });
-      } catch (err) {
-        if (statusCodeOf(err) === 404) return;
-        throw err;
-      }
-      // Gone when the API no longer has it (the kubelet has stopped its containers).
-      for (;;) {
-        try {
-          await core.readNamespacedPod({ name: pod, namespace: podNamespace });
-        } catch (err) {
-          if (statusCodeOf(err) === 404) return;
-          throw err;
-        }
-        await sleep(200);
-      }
-    }
-
-    async function upload(sandboxPath: string, content: Uint8Array | { fromFile: string }, mode = 0o644): Promise<void> {
-      if (!path.posix.isAbsolute(sandboxPath) || path.posix.normalize(sandboxPath) !== sandboxPath)
-        throw new Error(`sandbox path must be absolute and normalized, got ${JSON.stringify(sandboxPath)}`);
-      const made = await run(['mkdir', '-p', path.posix.dirname(sandboxPath)], null, 30_000);
-      if (made.code !== 0) throw new Error(`mkdir ${path.posix.dirname(sandboxPath)} in pod ${pod} exited with ${made.code}: ${made.stderr.trim()}`);
-      const source = content instanceof Uint8Array ? Readable.from([Buffer.from(content)]) : createReadStream(content.fromFile);
-      const stdin = source.pipe(new PassThrough());
-      const written = await run(['dd', `of=${sandboxPath}`, 'bs=1M', 'status=none'], stdin, 300_000);
-      if (written.code !== 0) throw new Error(`writing ${sandboxPath} in pod ${pod} failed (${written.code}): ${written.stderr.trim()}`);
-      const chmod = await run(['chmod', mode.toString(8), sandboxPath], null, 30_000);
-      if (chmod.code !== 0) throw new Error(`chmod ${sandboxPath} in pod ${pod} failed: ${chmod.stderr.trim()}`);
-    }
-
-    return {
-      handle,
-      resolvePath: (sandboxPath) => sandboxPath,
-      upload,
-
-      exec: (argv, execOptions = {}) => run(argv, null, execOptions.timeoutMs ?? 30_000),
-
-      async startBackground(argv, env) {
-        const lines = [...Object.entries(env).map(([name, value]) => `${name}=${value}`), ...argv];
-        const bad = lines.find((line) => line.includes('\n'));
-        if (bad !== undefined) throw new Error('an argument or environment value holds a newline, which a Pod start file cannot carry');
-        if (argv[0]?.includes('=')) throw new Error(`the program's path must not contain "=": ${argv[0]}`);
-        // Written aside and renamed, so the start script never reads half a file.
-        await upload(`${START_FILE}.tmp`, Buffer.from(`${lines.join('\n')}\n`), 0o600);
-        const moved = await run(['mv', `${START_FILE}.tmp`, START_FILE], null, 30_000);
-        if (moved.code !== 0) throw new Error(`mv ${START_FILE} in pod ${pod} failed: ${moved.stderr.trim()}`);
-        log.info({ pod }, 'sandbox program started');
-      },
-
-      async *logs({ tail, follow, signal }) {
-        const lines = new PassThrough();
-        const done = new Promise<void>((resolve) => lines.once('end', resolve));
-        const controller = await logs.log(podNamespace, pod, SANDBOX_CONTAINER, lines, { follow, tailLines: tail });
-        // Aborting the request does not end the stream it was piped into: end it here.
-        const abort = () => {
-          controller.abort();
-          lines.end();
-        };
-        signal.addEventListener('abort', abort, { once: true });
-        let pending = '';
-        try {
-          for await (const chunk of lines) {
-            const parts = (pending + (chunk as Buffer).toString('utf8')).split('\n');
-            pending = parts.pop() ?? '';
-            yield* parts;
-          }
-          if (pending !== '') yield pending;
-        } finally {
-          signal.removeEventListener('abort', abort);
-          controller.abort();
-          await done.catch(() => {});
-        }
-      },
-
-      stop: remove,
-      destroy: remove,
-    };
-  }
+  const clients: PodClients = {
+    core: options.kubeConfig.makeApiClient(CoreV1Api),
+    exec: new Exec(options.kubeConfig),
+    logs: new Log(options.kubeConfig),
+    log,
+  };
+  const open = (handle: SandboxHandle): Sandbox => openPod(clients, handle);
 
   return {
     name: 'kubernetes',
@@ -230,38 +105,29 @@ export function createKubernetesProvider(options: KubernetesProviderOptions): Sa
       // Pods outlive the session service; a restarted one finds them again.
     },
     async create(spec) {
-      const body = sandboxPod(spec, spec.image ?? options.defaultImage);
-      const name = body.metadata!.name!;
-      await core.createNamespacedPod({ namespace, body });
-      log.info({ pod: name, worker_id: spec.workerId }, 'sandbox pod created');
-      const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
-      for (;;) {
-        const current = await core.readNamespacedPod({ name, namespace });
-        const phase = current.status?.phase;
-        if (phase === 'Running') break;
-        if (phase === 'Failed' || phase === 'Succeeded') throw new Error(`sandbox pod ${name} ended before it ran (${phase})`);
-        if (Date.now() > deadline) {
-          await core.deleteNamespacedPod({ name, namespace }).catch(() => {});
-          throw new Error(
-            `sandbox pod ${name} was not running after ${Math.round((options.startTimeoutMs ?? 120_000) / 1000)} s (phase ${phase ?? 'unknown'})`,
-          );
-        }
-        await sleep(200);
-      }
-      return open({ provider: 'kubernetes', namespace, pod: name });
+      const name = await startPod(clients, options, spec);
+      return open({ provider: 'kubernetes', namespace: options.namespace, pod: name });
     },
   };
 }
 
-/** The exit code an exec's final status carries (`Success` is 0). */
-function exitCodeOf(status: V1Status): number {
-  if (status.status === 'Success') return 0;
-  const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
-  const code = Number(cause?.message);
-  return Number.isInteger(code) ? code : 1;
-}
-
-function statusCodeOf(err: unknown): number | undefined {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'number' ? code : undefined;
+/** Creates the worker's Pod and waits until it runs; one that does not run in time is deleted. */
+async function startPod({ core, log }: PodClients, options: KubernetesProviderOptions, spec: SandboxSpec): Promise<string> {
+  const { namespace } = options;
+  const body = sandboxPod(spec, spec.image ?? options.defaultImage);
+  const name = body.metadata!.name!;
+  await core.createNamespacedPod({ namespace, body });
+  log.info({ pod: name, worker_id: spec.workerId }, 'sandbox pod created');
+  const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
+  for (;;) {
+    const current = await core.readNamespacedPod({ name, namespace });
+    const phase = current.status?.phase;
+    if (phase === 'Running') return name;
+    if (phase === 'Failed' || phase === 'Succeeded') throw new Error(`sandbox pod ${name} ended before it ran (${phase})`);
+    if (Date.now() > deadline) {
+      await core.deleteNamespacedPod({ name, namespace }).catch(() => {});
+      throw new Error(`sandbox pod ${name} was not running after ${Math.round((options.startTimeoutMs ?? 120_000) / 1000)} s (phase ${phase ?? 'unknown'})`);
+    }
+    await sleep(200);
+  }
 }

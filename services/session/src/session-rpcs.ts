@@ -1,0 +1,157 @@
+import type { Subscription } from '@nats-io/transport-node';
+import { requestJson, serveRpc, type NatsConnection } from '@svc/bus';
+import {
+  CodedError,
+  createChecker,
+  CreateSessionRpc,
+  FollowLogsRpc,
+  isEndedStatus,
+  ListSessionsRpc,
+  ListTemplatesRpc,
+  SessionRpc,
+  subjects,
+  type AuditFacts,
+  type CreateSessionRpcType,
+  type FollowLogsRpcType,
+  type ListResponseOf,
+  type ListSessionsRpcType,
+  type ListTemplatesRpcType,
+  type Session,
+  type SessionRpcType,
+  type TemplateSummary,
+} from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+import type { Database, Kysely } from '@svc/store';
+import type { SessionConfig } from './config.js';
+import { followSandboxLogs } from './logs.js';
+import type { SandboxProvider } from './sandbox/provider.js';
+import type { SessionStore } from './session-store.js';
+import { setSessionStatus } from './session-status.js';
+import type { Spawner } from './spawn/spawner.js';
+import { allocateWorker } from './spawn/steps/allocate-worker.js';
+import { validateRequest } from './spawn/steps/validate.js';
+import type { TemplateCatalog } from './templates/catalog.js';
+import type { WorkerRegistry } from './worker-registry.js';
+
+export interface SessionRpcDeps {
+  nc: NatsConnection;
+  db: Kysely<Database>;
+  config: SessionConfig;
+  logger: Logger;
+  registry: WorkerRegistry;
+  store: SessionStore;
+  templates: TemplateCatalog;
+  provider: SandboxProvider;
+  hostEnv: Readonly<Record<string, string | undefined>>;
+  spawner: Spawner;
+}
+
+/** How often a session started or stopped is offered to the audit trail before it is given up. */
+const AUDIT_ATTEMPTS = 10;
+
+/** The session API's operations on the bus (the gateway's `/v1/sessions` and `/v1/templates`), shared by the replicas. */
+export function serveSessionRpcs(deps: SessionRpcDeps): { stop(): void } {
+  const { nc } = deps;
+  const shared = { logger: deps.logger, queue: 'session' };
+  const subscriptions: Subscription[] = [
+    serveRpc<CreateSessionRpcType, Session>(nc, subjects.rpc.createSession, (request) => createSession(deps, request), {
+      ...shared,
+      checker: createChecker(CreateSessionRpc),
+    }),
+    serveRpc<ListTemplatesRpcType, ListResponseOf<TemplateSummary>>(
+      nc,
+      subjects.rpc.listTemplates,
+      async () => {
+        const items = await deps.templates.list();
+        return { items, total: items.length };
+      },
+      { ...shared, checker: createChecker(ListTemplatesRpc) },
+    ),
+    serveRpc<SessionRpcType, Session>(nc, subjects.rpc.getSession, async (request) => (await visibleSession(deps, request)).session, {
+      ...shared,
+      checker: createChecker(SessionRpc),
+    }),
+    serveRpc<ListSessionsRpcType, ListResponseOf<Session>>(nc, subjects.rpc.listSessions, (request) => deps.store.list(request.viewer, request), {
+      ...shared,
+      checker: createChecker(ListSessionsRpc),
+    }),
+    serveRpc<SessionRpcType, Session>(nc, subjects.rpc.deleteSession, (request) => deleteSession(deps, request), {
+      ...shared,
+      checker: createChecker(SessionRpc),
+    }),
+    serveRpc<FollowLogsRpcType, { follow_id: string }>(nc, subjects.rpc.followLogs, (request) => followLogs(deps, request), {
+      ...shared,
+      checker: createChecker(FollowLogsRpc),
+    }),
+  ];
+  return { stop: () => subscriptions.forEach((subscription) => subscription.unsubscribe()) };
+}
+
+/** Steps 1 and 2 of the spawn pipeline before the answer (`201`); the rest runs in the background. */
+async function createSession(deps: SessionRpcDeps, { viewer, body }: CreateSessionRpcType): Promise<Session> {
+  const template = await validateRequest(deps, viewer, body);
+  const { session, token } = await allocateWorker(deps, viewer, template, body);
+  recordAudit(deps, {
+    id: `session-started:${session.id}`,
+    at: session.created_at,
+    actor: viewer.sub,
+    channel: viewer.channel ?? 'api',
+    action: 'session_started',
+    session_id: session.id,
+    worker_id: session.worker_id,
+    details: { template: template.name },
+  });
+  deps.spawner.spawn({ sessionId: session.id, workerId: session.worker_id, token, template, body });
+  return session;
+}
+
+/**
+ * Ended first, so the agent's exit on SIGTERM cannot turn it into failed; then nothing the sandbox
+ * still sends is accepted, and the sandbox goes.
+ */
+async function deleteSession(deps: SessionRpcDeps, request: SessionRpcType): Promise<Session> {
+  const { registry, store, logger: log } = deps;
+  const { session } = await visibleSession(deps, request);
+  if (!isEndedStatus(session.status)) {
+    await setSessionStatus({ registry, store }, { workerId: session.worker_id, sessionId: session.id }, 'stopped');
+  }
+  await registry.revoke(session.worker_id).catch((err: unknown) => log.warn({ err, session_id: session.id }, 'could not revoke the worker token'));
+  const latest = (await store.get(session.id))!;
+  if (latest.sandbox) await deps.provider.open(latest.sandbox).destroy(deps.config.killGraceMs);
+  log.info({ session_id: session.id, worker_id: session.worker_id }, 'session deleted: sandbox destroyed, token revoked');
+  recordAudit(deps, {
+    id: `session-stopped:${session.id}`,
+    at: new Date().toISOString(),
+    actor: request.viewer.sub,
+    channel: request.viewer.channel ?? 'api',
+    action: 'session_stopped',
+    session_id: session.id,
+    worker_id: session.worker_id,
+    details: { status: latest.session.status },
+  });
+  return latest.session;
+}
+
+async function followLogs(deps: SessionRpcDeps, request: FollowLogsRpcType): Promise<{ follow_id: string }> {
+  const row = await visibleSession(deps, request);
+  followSandboxLogs({ nc: deps.nc, sandbox: row.sandbox ? deps.provider.open(row.sandbox) : undefined, request, logger: deps.logger });
+  return { follow_id: request.follow_id };
+}
+
+/** The session, if the caller may see it (its owner, or an admin); anyone else is told it does not exist. */
+async function visibleSession(deps: Pick<SessionRpcDeps, 'store'>, request: SessionRpcType) {
+  const row = await deps.store.get(request.session_id, request.viewer);
+  if (!row) throw new CodedError('session_not_found', `session ${request.session_id} does not exist`);
+  return row;
+}
+
+/**
+ * Tells the audit trail (the control service's) about a session started or stopped; tried a
+ * few times in the background (the fact's id makes a repeat harmless), then logged as lost.
+ */
+function recordAudit(deps: Pick<SessionRpcDeps, 'nc' | 'logger'>, facts: AuditFacts, attempt = 1): void {
+  requestJson(deps.nc, subjects.rpc.appendAudit, facts).catch((err: unknown) => {
+    if (attempt >= AUDIT_ATTEMPTS) return deps.logger.error({ err, audit_id: facts.id }, 'a session could not be recorded in the audit trail');
+    setTimeout(() => recordAudit(deps, facts, attempt + 1), 1000 * attempt).unref();
+  });
+}

@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import type { CreateSessionBodyType, Session, ViewerType } from '@svc/protocol';
+import type { Logger } from '@svc/service-kit';
+import type { Database, Kysely } from '@svc/store';
+import type { SessionConfig } from '../../config.js';
+import { confirmSessionCap } from '../../session-caps.js';
+import type { SessionStore } from '../../session-store.js';
+import type { Template } from '../../templates/template.js';
+import type { WorkerRegistry } from '../../worker-registry.js';
+import type { SpawnContext } from '../spawn-step.js';
+import { reportStep } from '../step-events.js';
+import { egressPolicyOf, modelAccessOf } from '../worker-policy.js';
+
+export interface AllocateDeps {
+  db: Kysely<Database>;
+  config: Pick<SessionConfig, 'maxRunningSessionsPerUser'>;
+  registry: WorkerRegistry;
+  store: SessionStore;
+  logger: Logger;
+}
+
+/**
+ * Step 2, while the session is asked for: the session id, the worker (its token, and the record
+ * the gateways enforce: decision deadline, model access, egress policy) and the session's row.
+ * A person past their cap after all (a burst of creates) is refused here, the session failed.
+ */
+export async function allocateWorker(
+  deps: AllocateDeps,
+  viewer: ViewerType,
+  template: Template,
+  body: CreateSessionBodyType,
+): Promise<{ session: Session; token: string }> {
+  const sessionId = `ses_${randomBytes(12).toString('base64url')}`;
+  const decisionPolicy = template.sidecar ? { decision_timeout_s: template.sidecar.decision_timeout_s, on_timeout: template.sidecar.on_timeout } : undefined;
+  const model = modelAccessOf(template, body);
+  const egress = egressPolicyOf(template, body);
+  const worker = await deps.registry.create({
+    owner: viewer.sub,
+    session_id: sessionId,
+    ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}),
+    ...(model ? { model } : {}),
+    ...(egress ? { egress } : {}),
+  });
+  const row = await deps.store.insert({
+    id: sessionId,
+    worker_id: worker.worker_id,
+    owner: viewer.sub,
+    template: template.name,
+    has_sidecar: template.sidecar !== undefined,
+    events_retention_days: template.retention?.events_days,
+  });
+  const ids = { workerId: worker.worker_id, sessionId };
+  await confirmSessionCap({ db: deps.db, registry: deps.registry }, viewer, ids, deps.config.maxRunningSessionsPerUser);
+  deps.logger.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
+  return { session: row.session, token: worker.token };
+}
+
+/** Step 2's event, once the spawn runs. */
+export async function reportAllocated(spawn: SpawnContext): Promise<void> {
+  await reportStep(spawn, { number: '2', name: 'allocate_worker' }, Date.now(), 'done', { worker_id: spawn.ids.workerId, session_id: spawn.ids.sessionId });
+}
