@@ -7,7 +7,7 @@
  * first make `--warmup` decisions that are not counted (the processes' code is compiled to
  * machine code as it runs; a long-running service is measured warm), then `--rounds` rounds of
  * `--decisions`; the verdict takes the median round (this machine's neighbours make single
- * rounds swing by a third).
+ * rounds swing widely: docs/benchmarks.md#how-to-read-these).
  *
  *   npm run build && node bench/dist/control-rtt.js [--decisions 1000] [--rounds 3] [--warmup 500] [--profile DIR]
  */

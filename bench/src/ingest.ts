@@ -310,8 +310,8 @@ async function bareRoundTrips(rate: number): Promise<number[]> {
 /** 3. POST → viewer latency at 2,000 events/s over 100 workers (one viewer each), beside a bare POST's round trip. */
 async function latency(pipeline: Pipeline) {
   const workers = await Promise.all(Array.from({ length: LATENCY_WORKERS }, () => pipeline.createWorker()));
-  // Single runs of the same build at the same rate spread by a factor of two at p50 on this
-  // machine (docs/benchmarks.md): the verdict is on the median round's p50 and p99.
+  // Single runs of the same build at the same rate spread widely at p50 on this machine
+  // (docs/benchmarks.md#ingest): the verdict is on the median round's p50 and p99.
   const counter = await writeCounter(pipeline);
   const rounds = [];
   for (let round = 0; round < ROUNDS; round++) {

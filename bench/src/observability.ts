@@ -9,11 +9,12 @@
  *        the traced one, the same load on each in turn (short bursts, interleaved), so both meet
  *        the same nats-server, ingest and Postgres at the same moment of the same run;
  *     b. whole pipelines, traced and not, one after the other: the machine's drift between two
- *        pipelines (±20 % on this 2-core VM) falls into this one, so its spread is printed;
+ *        pipelines (docs/benchmarks.md#how-to-read-these) falls into this one, so its spread is
+ *        printed;
  *  2. ingest's events/s: batches of 100 events POSTed by 10 writers until stored, whole pipelines.
  *
  * Metrics are on in both (they cannot be turned off; their own cost was measured against a build
- * without them: docs/benchmarks.md). Target: on ≥ 0.9 × off for 1a and 2.
+ * without them: docs/benchmarks.md#observability). Target: on ≥ 0.9 × off for 1a and 2.
  *
  *   npm run build && node bench/dist/observability.js [--seconds 5] [--rounds 3] [--bursts 4] [--sample-percent 100] [--profile-dir DIR]
  */

@@ -1,6 +1,6 @@
 // Bundles `svc` into one file, dist/svc.mjs (esbuild): loading one file instead of hundreds of
-// small modules (Ink, React, TypeBox…) is most of the difference between a first screen in
-// well under a second and two (docs/benchmarks.md, attach-replay). `bin.svc` points at it.
+// small modules (Ink, React, TypeBox…) is most of what keeps `svc attach`'s first screen within
+// its target (docs/benchmarks.md#attach-replay). `bin.svc` points at it.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';

@@ -31,9 +31,10 @@ export function verifyWorkerToken(token: string, storedHash: string): boolean {
 
 /**
  * `verifyWorkerToken` that remembers the tokens it accepted (token → the hash it matched), for a
- * server that sees the same token on every request of a sidecar: hashing it each time was 5 % of
- * a busy gateway's CPU. A changed stored hash (a new token) is still seen: the caller passes the
- * current hash each time. At most `maxRemembered` tokens are kept, the oldest dropped first.
+ * server that sees the same token on every request of a sidecar: hashing it each time was a
+ * measurable share of a busy gateway's CPU (docs/benchmarks.md#ingest). A changed stored hash (a
+ * new token) is still seen: the caller passes the current hash each time. At most
+ * `maxRemembered` tokens are kept, the oldest dropped first.
  */
 export function createWorkerTokenVerifier(maxRemembered = 10_000): { matches(token: string, storedHash: string): boolean } {
   const accepted = new Map<string, string>();

@@ -35,7 +35,8 @@ export async function connectBus(options: BusConnectionOptions): Promise<NatsCon
         pingInterval: 10_000,
         waitOnFirstConnect: false,
         // Otherwise every request and JetStream publish builds two Error objects (stack traces
-        // included) in advance, in case it times out: a third of the CPU of a busy gateway.
+        // included) in advance, in case it times out: a large share of a busy gateway's CPU
+        // (docs/benchmarks.md#ingest).
         // Our errors carry the subject instead (requestJson).
         noAsyncTraces: true,
       });

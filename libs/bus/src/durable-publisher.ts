@@ -41,7 +41,8 @@ export function createDurablePublisher(nc: NatsConnection, options: { timeoutMs?
 
   // Messages wait for the end of the event-loop turn and go out together: the client writes to
   // its socket once per batch it is handed, and the requests a server reads in one turn (each
-  // its own callback) would otherwise cost a write each — a quarter of a busy gateway's CPU.
+  // its own callback) would otherwise cost a write each — a large share of a busy gateway's CPU
+  // (docs/benchmarks.md#ingest).
   let outbox: Array<{ subject: string; data: Uint8Array; headers: MsgHdrs; expected: ExpectedReply }> = [];
   function sendOutbox(): void {
     const sending = outbox;

@@ -46,13 +46,12 @@ export async function consumeIncomingPartition(nc: NatsConnection, partition: nu
     ack_wait: nanos(PARTITION_ACK_WAIT_MS),
     max_ack_pending: 20_000,
     // The consumer's state (delivered, acknowledged) lives in the server's memory only. On disk
-    // nats-server rewrote each partition's state file up to ten times a second (16 partitions:
-    // ~150 file creations and renames a second; at 2,000 events/s it took 33 % of a core with
-    // them, 29–31 % without), for nothing we read: the consumer is made afresh at every replica
-    // start (above), a server that restarts comes back without it and the replica makes it again
-    // (`abort_on_missing_resource`), and the work queue itself holds every message not yet
-    // stored. An acknowledged message that a crashed server recovers anyway is delivered again
-    // and stored once (uid constraint).
+    // nats-server rewrote each partition's state file many times a second under load, a file
+    // created and renamed each time, at a cost in its CPU (docs/benchmarks.md#ingest), for
+    // nothing we read: the consumer is made afresh at every replica start (above), a server that
+    // restarts comes back without it and the replica makes it again (`abort_on_missing_resource`),
+    // and the work queue itself holds every message not yet stored. An acknowledged message that a
+    // crashed server recovers anyway is delivered again and stored once (uid constraint).
     mem_storage: true,
   });
   const consumer = await jetstream(nc).consumers.get(streams.incomingEvents.name, name);

@@ -41,8 +41,8 @@ const inboxes = new WeakMap<NatsConnection, ReplyInbox>();
  * The connection's one reply inbox: every reply comes back on one wildcard subscription and is
  * matched by its last token, and one sweep fails the overdue ones — the way the Go client's
  * PublishAsync works. The client's own `request` makes, for every request, a timer, a promise
- * race and two Error objects (one to carry a stack, one to reject the settled promise with),
- * about a tenth of a millisecond of a gateway request.
+ * race and two Error objects (one to carry a stack, one to reject the settled promise with), a
+ * measurable part of a gateway request (docs/benchmarks.md#ingest).
  */
 export function replyInboxOf(nc: NatsConnection): ReplyInbox {
   let inbox = inboxes.get(nc);

@@ -101,8 +101,8 @@ export interface NatsServerProcess<Credentials> {
  * How many threads the nats-server we start runs Go code on (`GOMAXPROCS`): at most half the
  * machine, unless `GOMAXPROCS` says otherwise. It shares the machine with the services and the
  * database, and Go's scheduler keeps idle threads spinning in search of work: on this 2-core
- * machine that took the CPU from the very processes a message was on its way to (a decision's
- * round trip p50 4.4–6 ms with 2 threads, 3.1–4.3 ms with 1; ingest throughput up a third).
+ * machine that took the CPU from the very processes a message was on its way to: decisions were
+ * slower and ingest's throughput lower with more threads (docs/benchmarks.md#control-rtt).
  */
 export function natsServerThreads(env: Record<string, string | undefined> = process.env): string {
   return env['GOMAXPROCS'] || String(Math.max(1, Math.floor(availableParallelism() / 2)));

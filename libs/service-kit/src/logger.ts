@@ -7,8 +7,8 @@ export type { Logger } from 'pino';
 /**
  * Member names whose values are secrets. Wherever one appears in a log call's object (up to
  * four levels deep), its value is replaced with "[redacted]", so a token reaches no log line even
- * by mistake. (A name check on each member is several times faster than pino's wildcard
- * redaction paths, and catches the names at any depth.)
+ * by mistake. (A name check on each member is faster than pino's wildcard redaction paths,
+ * docs/benchmarks.md#gateway-baseline, and catches the names at any depth.)
  */
 export const SECRET_KEYS: ReadonlySet<string> = new Set([
   'token',
@@ -95,7 +95,7 @@ const coalescing = new Set<() => void>();
 /**
  * Hands the lines of one event-loop turn to sonic-boom as one string. sonic-boom measures the
  * byte length of its whole pending buffer on every write, which under load made each log line
- * cost ~4 µs more than pino's own serialization (bench/gateway-baseline).
+ * cost more than pino's own serialization (docs/benchmarks.md#gateway-baseline).
  */
 function coalescedPerTurn(target: SonicBoom): DestinationStream & { flush(callback?: (error?: Error) => void): void } {
   let lines: string[] = [];

@@ -25,7 +25,7 @@ export const tracingSettings = {
   /**
    * The share of traces kept, in percent. Default 10: every span costs each process it passes
    * some CPU to make and export, and a tenth of the traffic shows where time goes (measured:
-   * docs/benchmarks.md); 100 keeps every trace, for debugging.
+   * docs/benchmarks.md#observability); 100 keeps every trace, for debugging.
    */
   samplePercent: integerSetting('SVC_OTEL_TRACES_SAMPLE_PERCENT', { default: 10, min: 0, max: 100 }),
 };
@@ -105,7 +105,7 @@ export async function startTracing(service: string, config: TracingConfig): Prom
   trace.setGlobalTracerProvider(provider);
   // Contexts travel explicitly (request.traceContext, message headers); the active one is set only
   // around synchronous work (`withContext`). An AsyncLocalStorage manager would follow every
-  // promise, at a cost measured as a third of the gateway's req/s (docs/benchmarks.md).
+  // promise, at a cost the gateway's req/s could not afford (docs/benchmarks.md#observability).
   contexts.setGlobalContextManager(new StackContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   enabled = true;

@@ -126,7 +126,7 @@ export function createEventStore(db: Kysely<Database>): EventStore {
       events: events.map(({ uid, type, ts, data, source }) => ({ uid, type, ts, data, source: source ?? WORKER_SOURCE })),
     }));
     // One worker goes straight to svc_append_events, the simpler plan (the first svc_append_many,
-    // a loop over svc_append_events, cost a single-worker append up to a quarter of its speed on PGlite).
+    // a loop over svc_append_events, slowed a single-worker append on PGlite: docs/benchmarks.md#store-append).
     const single = payload.length === 1 ? payload[0]! : undefined;
     const { rows } = single
       ? await sql<EventRow & { known: boolean }>`

@@ -2,10 +2,10 @@ import { sql, type Kysely } from 'kysely';
 
 /**
  * `svc_decide(worker, request_id, timeout_s, decision, rule)` checks a person's decision and
- * stores it in one round trip (a decision's latency is mostly round trips: issue 5's budget is
- * 5 ms). It first takes the worker's head-row lock, so what it reads next includes every event
- * committed before, and no event of the worker is stored until it commits. Then, in the order
- * the API reports them:
+ * stores it in one round trip (a decision's latency is mostly round trips:
+ * docs/benchmarks.md#control-rtt). It first takes the worker's head-row lock, so what it reads
+ * next includes every event committed before, and no event of the worker is stored until it
+ * commits. Then, in the order the API reports them:
  * - no `control_request` with that id → `not_found`;
  * - withdrawn by the agent → `withdrawn`;
  * - already decided (any `control_response` on it: a person's, the deadline's, the sidecar's

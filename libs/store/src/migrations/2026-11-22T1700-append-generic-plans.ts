@@ -7,8 +7,8 @@ import { sql, type Kysely } from 'kysely';
  * and keeps doing so while that looks cheaper. When ANALYZE last sampled `events` while one
  * worker had nearly all its rows (the first busy worker of a deployment), every other worker
  * looks like it has a single row; a custom plan then checks each incoming uid by walking the
- * worker's rows instead of probing the `(worker_id, uid)` index, and an append of 100 events
- * to a worker with 5,000 took 75–120 ms instead of 3 (measured: bench/ingest's figure 2 after
+ * worker's rows instead of probing the `(worker_id, uid)` index, and an append to a worker with
+ * a few thousand events became many times slower (docs/benchmarks.md#ingest: figure 2 after
  * figure 1). A generic plan assumes an average worker, for which the unique index is the only
  * sensible lookup, whatever the statistics say about a particular worker.
  */

@@ -3,11 +3,11 @@ import { sql, type Kysely } from 'kysely';
 /**
  * `svc_append_many(batches)` appends every worker of the call with two statements instead of two
  * per worker. The loop it replaces ran `svc_append_events` once per worker, and each run cost
- * PostgreSQL about 0.2 ms however few events it stored: 50 workers with one event each took
- * 11 ms (220 µs per event) against 2.3 ms for one worker with 50 events (measured with
- * `EventStore.appendMany` on the bench's Postgres). Many agents each reporting an event now and
- * then is how a busy deployment looks, so that was most of the store's CPU at 2,000 events/s
- * over 100 workers.
+ * PostgreSQL the same however few events it stored, so many workers with one event each took
+ * several times as long as one worker with as many events (`EventStore.appendMany` on the
+ * bench's Postgres: docs/benchmarks.md#ingest). Many agents each reporting an event now and then
+ * is how a busy deployment looks, so that was most of the store's CPU under bench/ingest's
+ * figure 3 load (many workers, an event each).
  *
  * The rules are those of `svc_append_events`:
  * - the first statement takes the head row (`event_streams`) of every worker of the call, in
