@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type StoredEvent, type Worker } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
-import { processesWithEnv } from './host-processes.js';
-import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS } from './real-agents.js';
-import { controlClient, startSidecarWith } from './sidecar-process.js';
-import { startStack, type E2eStack } from './stack.js';
+import { processesWithEnv } from '../host-processes.js';
+import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS } from '../real-agents.js';
+import { controlClient, startSidecarWith } from '../sidecar-process.js';
+import { startStack, type E2eStack } from '../stack.js';
 
 const TOOL_INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
 /** The model key: the gateway's only. */

@@ -13,13 +13,13 @@ import {
 } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { standInAgent, startMockAnthropic } from '@svc/test-support/stand-ins';
-import { failedAnswer, type FailedAnswer } from './answers.js';
-import { expectEverythingOnceInOrder, startLoad, unexpectedFailures, type Load } from './load.js';
-import { claudeAgent, CLAUDE_CODE_VERSIONS } from './real-agents.js';
-import { controlClient, startSidecarWith } from './sidecar-process.js';
-import { decideEach } from './deciders.js';
-import { startStack, type E2eStack } from './stack.js';
-import { bashRequest, postAsWorker } from './worker-events.js';
+import { failedAnswer, type FailedAnswer } from '../answers.js';
+import { expectEverythingOnceInOrder, startLoad, unexpectedFailures, type Load } from '../load.js';
+import { claudeAgent, CLAUDE_CODE_VERSIONS } from '../real-agents.js';
+import { controlClient, startSidecarWith } from '../sidecar-process.js';
+import { decideEach } from '../deciders.js';
+import { startStack, type E2eStack } from '../stack.js';
+import { bashRequest, postAsWorker } from '../worker-events.js';
 
 const OWNER = 'chaos-user';
 /** Ten fake sidecars posting 1–10 events every 100 ms each (about 500 events/s), two viewers, two pollers. */

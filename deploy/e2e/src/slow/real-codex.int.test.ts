@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventData, ListResponseOf, PermissionRule, StoredEvent, Worker } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { addFilePatch, startMockOpenAI, type MockOpenAI, type MockOpenAIOptions, type ResponsesTurn } from '@svc/test-support/stand-ins';
-import { processesWithEnv } from './host-processes.js';
-import { codexAgent, codexBinary, CODEX_VERSION } from './real-agents.js';
-import { controlClient, startSidecarWith } from './sidecar-process.js';
-import { startStack, type E2eStack } from './stack.js';
+import { processesWithEnv } from '../host-processes.js';
+import { codexAgent, codexBinary, CODEX_VERSION } from '../real-agents.js';
+import { controlClient, startSidecarWith } from '../sidecar-process.js';
+import { startStack, type E2eStack } from '../stack.js';
 
 /** The model key: the gateway's only. */
 const MODEL_KEY = `sk-proj-e2e-${randomBytes(8).toString('hex')}`;

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureStreams } from '@svc/bus';
 import { EXAMPLE_EVENTS, kvBuckets, streams, type CreateWorkerResultType, type IncomingEvent } from '@svc/protocol';
 import { startNatsCluster, waitFor, type NatsCluster } from '@svc/test-support';
-import { expectEverythingOnceInOrder, startLoad, unexpectedFailures } from './load.js';
-import { startStack, type E2eStack } from './stack.js';
+import { expectEverythingOnceInOrder, startLoad, unexpectedFailures } from '../load.js';
+import { startStack, type E2eStack } from '../stack.js';
 
 const OWNER = 'cluster-user';
 const INGEST_REPLICAS = 2;

@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@svc/protocol';
-import { expectEverythingOnceInOrder, startLoad, unexpectedFailures } from './load.js';
-import { controlClient } from './sidecar-process.js';
-import { startStack, type E2eStack } from './stack.js';
-import { bashRequest, postAsWorker } from './worker-events.js';
+import { expectEverythingOnceInOrder, startLoad, unexpectedFailures } from '../load.js';
+import { controlClient } from '../sidecar-process.js';
+import { startStack, type E2eStack } from '../stack.js';
+import { bashRequest, postAsWorker } from '../worker-events.js';
 
 const OWNER = 'pooler-user';
 /** Fewer server connections than the services' clients (two event-ingest replicas, session, control): each takes turns. */
