@@ -20,63 +20,13 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
   const sessionId = randomUUID();
   const cwd = process.cwd();
   const started = Date.now();
-  const write = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
   const pause = () => new Promise((resolve) => setTimeout(resolve, stepMs));
+  const output = demoOutput(sessionId);
+  const input = demoInput(output.write);
+  const io = { output, input };
+  const { write, say, toolResult } = output;
 
-  const input = createInterface({ input: process.stdin });
-  const waiting = new Map<string, (message: Record<string, unknown>) => void>();
-  let promptArrived: (text: string) => void = () => {};
-  const prompt = new Promise<string>((resolve) => (promptArrived = resolve));
-  const stdinClosed = new Promise<void>((resolve) => input.once('close', resolve));
-  input.on('line', (line) => {
-    let message: Record<string, unknown>;
-    try {
-      message = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      process.stderr.write(`demo-agent: ignoring a line that is not JSON\n`);
-      return;
-    }
-    const request = message['request'] as { subtype?: string } | undefined;
-    if (message['type'] === 'control_request' && request?.subtype === 'initialize') {
-      write({
-        type: 'control_response',
-        response: { subtype: 'success', request_id: message['request_id'], response: { commands: [], models: [{ value: 'demo' }] } },
-      });
-    } else if (message['type'] === 'user') {
-      const content = (message['message'] as { content?: unknown } | undefined)?.content;
-      promptArrived(Array.isArray(content) ? content.map((block: { text?: string }) => block.text ?? '').join('') : String(content ?? ''));
-    } else if (message['type'] === 'control_response') {
-      const response = message['response'] as { request_id?: string; response?: Record<string, unknown> } | undefined;
-      const resolve = waiting.get(response?.request_id ?? '');
-      if (resolve) resolve(response?.response ?? {});
-    }
-  });
-
-  let messageCount = 0;
-  const say = (content: Record<string, unknown>[]) =>
-    write({
-      type: 'assistant',
-      message: {
-        id: `msg_demo_${++messageCount}`,
-        type: 'message',
-        role: 'assistant',
-        model: 'demo',
-        content,
-        stop_reason: null,
-        usage: { input_tokens: 1200 * messageCount, output_tokens: 40 },
-      },
-      parent_tool_use_id: null,
-      session_id: sessionId,
-    });
-  const toolResult = (toolUseId: string, content: string, isError: boolean) =>
-    write({
-      type: 'user',
-      message: { role: 'user', content: [{ tool_use_id: toolUseId, type: 'tool_result', content, is_error: isError }] },
-      parent_tool_use_id: null,
-      session_id: sessionId,
-    });
-
-  const task = await prompt;
+  const task = await input.prompt;
   write({
     type: 'system',
     subtype: 'init',
@@ -99,33 +49,10 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
   toolResult('toolu_demo_1', entries.length > 0 ? entries.join('\n') : '(the directory is empty)', false);
   await pause();
 
-  /** Asks to write a file, as Claude Code asks: allowed, it writes what was decided (`updatedInput`); denied, it reports why. */
-  const askToWrite = async (toolUseId: string, proposed: { file_path: string; content: string }, description: string) => {
-    say([{ type: 'tool_use', id: toolUseId, name: 'Write', input: proposed }]);
-    const requestId = randomUUID();
-    const decision = new Promise<Record<string, unknown>>((resolve) => waiting.set(requestId, resolve));
-    write({
-      type: 'control_request',
-      request_id: requestId,
-      request: { subtype: 'can_use_tool', tool_name: 'Write', display_name: 'Write', input: proposed, tool_use_id: toolUseId, description },
-    });
-    const answer = await decision;
-    if (answer['behavior'] !== 'allow') {
-      const reason = typeof answer['message'] === 'string' ? answer['message'] : 'denied';
-      toolResult(toolUseId, reason, true);
-      return { written: false as const, reason };
-    }
-    const decided = (answer['updatedInput'] ?? proposed) as { file_path?: unknown; content?: unknown };
-    const target = typeof decided.file_path === 'string' ? decided.file_path : proposed.file_path;
-    const existed = existsSync(target);
-    writeFileSync(target, typeof decided.content === 'string' ? decided.content : proposed.content);
-    toolResult(toolUseId, existed ? `The file ${target} has been updated.` : `File created successfully at: ${target}`, false);
-    return { written: true as const, target };
-  };
-
   const filePath = path.join(cwd, 'hello.txt');
   const greeting = 'hello from the svc demo agent\n';
-  const first = await askToWrite('toolu_demo_2', { file_path: filePath, content: greeting }, 'Write hello.txt in the working directory');
+  const description = 'Write hello.txt in the working directory';
+  const first = await askToWrite(io, 'toolu_demo_2', { file_path: filePath, content: greeting }, description);
   let summary: string;
   if (!first.written) summary = `Understood, I did not write the file (${first.reason}).`;
   else {
@@ -133,7 +60,7 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
     // The same request once more: a person who chose "Always allow" is not asked again.
     say([{ type: 'text', text: 'Now I add a line to it: the same Write again. If you chose "Always allow", nobody is asked this time.' }]);
     await pause();
-    const second = await askToWrite('toolu_demo_3', { file_path: filePath, content: `${greeting}hello again\n` }, 'Write hello.txt in the working directory');
+    const second = await askToWrite(io, 'toolu_demo_3', { file_path: filePath, content: `${greeting}hello again\n` }, description);
     summary = second.written
       ? `Done: I wrote ${path.basename(first.target)}, then added a line.`
       : `I wrote ${path.basename(first.target)}, but did not add the line (${second.reason}).`;
@@ -153,6 +80,109 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
     modelUsage: { demo: { inputTokens: 3600, outputTokens: 120, cacheReadInputTokens: 0, costUSD: 0.0123 } },
   });
   // Like the real CLI in stream-json mode: wait for more input until stdin closes.
-  await stdinClosed;
+  await input.stdinClosed;
   return 0;
+}
+
+type Line = Record<string, unknown>;
+
+/** The lines the demo agent writes on stdout, in Claude Code's shapes, for one session. */
+function demoOutput(sessionId: string) {
+  const write = (line: Line) => process.stdout.write(`${JSON.stringify(line)}\n`);
+  let messageCount = 0;
+  return {
+    write,
+    say: (content: Line[]) =>
+      write({
+        type: 'assistant',
+        message: {
+          id: `msg_demo_${++messageCount}`,
+          type: 'message',
+          role: 'assistant',
+          model: 'demo',
+          content,
+          stop_reason: null,
+          usage: { input_tokens: 1200 * messageCount, output_tokens: 40 },
+        },
+        parent_tool_use_id: null,
+        session_id: sessionId,
+      }),
+    toolResult: (toolUseId: string, content: string, isError: boolean) =>
+      write({
+        type: 'user',
+        message: { role: 'user', content: [{ tool_use_id: toolUseId, type: 'tool_result', content, is_error: isError }] },
+        parent_tool_use_id: null,
+        session_id: sessionId,
+      }),
+  };
+}
+
+/**
+ * What the sidecar writes on the demo agent's stdin: the `initialize` handshake (answered at
+ * once), the prompt, and the decisions on its requests.
+ */
+function demoInput(write: (line: Line) => void) {
+  const input = createInterface({ input: process.stdin });
+  const waiting = new Map<string, (message: Line) => void>();
+  let promptArrived: (text: string) => void = () => {};
+  const prompt = new Promise<string>((resolve) => (promptArrived = resolve));
+  const stdinClosed = new Promise<void>((resolve) => input.once('close', resolve));
+  input.on('line', (line) => {
+    let message: Line;
+    try {
+      message = JSON.parse(line) as Line;
+    } catch {
+      process.stderr.write(`demo-agent: ignoring a line that is not JSON\n`);
+      return;
+    }
+    const request = message['request'] as { subtype?: string } | undefined;
+    if (message['type'] === 'control_request' && request?.subtype === 'initialize') {
+      write({
+        type: 'control_response',
+        response: { subtype: 'success', request_id: message['request_id'], response: { commands: [], models: [{ value: 'demo' }] } },
+      });
+    } else if (message['type'] === 'user') {
+      const content = (message['message'] as { content?: unknown } | undefined)?.content;
+      promptArrived(Array.isArray(content) ? content.map((block: { text?: string }) => block.text ?? '').join('') : String(content ?? ''));
+    } else if (message['type'] === 'control_response') {
+      const response = message['response'] as { request_id?: string; response?: Line } | undefined;
+      const resolve = waiting.get(response?.request_id ?? '');
+      if (resolve) resolve(response?.response ?? {});
+    }
+  });
+  return {
+    prompt,
+    stdinClosed,
+    /** The answer to request `requestId`, once it arrives. */
+    decisionOn: (requestId: string) => new Promise<Line>((resolve) => waiting.set(requestId, resolve)),
+  };
+}
+
+/** Asks to write a file, as Claude Code asks: allowed, it writes what was decided (`updatedInput`); denied, it reports why. */
+async function askToWrite(
+  { output, input }: { output: ReturnType<typeof demoOutput>; input: ReturnType<typeof demoInput> },
+  toolUseId: string,
+  proposed: { file_path: string; content: string },
+  description: string,
+) {
+  output.say([{ type: 'tool_use', id: toolUseId, name: 'Write', input: proposed }]);
+  const requestId = randomUUID();
+  const decision = input.decisionOn(requestId);
+  output.write({
+    type: 'control_request',
+    request_id: requestId,
+    request: { subtype: 'can_use_tool', tool_name: 'Write', display_name: 'Write', input: proposed, tool_use_id: toolUseId, description },
+  });
+  const answer = await decision;
+  if (answer['behavior'] !== 'allow') {
+    const reason = typeof answer['message'] === 'string' ? answer['message'] : 'denied';
+    output.toolResult(toolUseId, reason, true);
+    return { written: false as const, reason };
+  }
+  const decided = (answer['updatedInput'] ?? proposed) as { file_path?: unknown; content?: unknown };
+  const target = typeof decided.file_path === 'string' ? decided.file_path : proposed.file_path;
+  const existed = existsSync(target);
+  writeFileSync(target, typeof decided.content === 'string' ? decided.content : proposed.content);
+  output.toolResult(toolUseId, existed ? `The file ${target} has been updated.` : `File created successfully at: ${target}`, false);
+  return { written: true as const, target };
 }

@@ -15,13 +15,40 @@ export function backoffMs(attempt: number, retryAfterMs?: number): number {
   return base / 2 + Math.random() * (base / 2);
 }
 
+/** A response as it came off the wire. */
+interface RawResponse {
+  status: number;
+  retryAfter: string | undefined;
+  text: string;
+}
+
+/** What a response means to the caller: its parsed body, or why not and whether to retry (`request` is `METHOD path`). */
+function outcomeOf(request: string, response: RawResponse): HttpOutcome {
+  const { status, text } = response;
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = text;
+  }
+  if (status >= 200 && status < 300) return { ok: true, status, body: parsed };
+  const retryAfter = Number(response.retryAfter);
+  const code = typeof parsed === 'object' && parsed !== null && 'code' in parsed ? String((parsed as { code: unknown }).code) : String(status);
+  return {
+    ok: false,
+    retryable: status >= 500 || status === 429,
+    ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
+    reason: `${request} answered ${status} ${code}`,
+  };
+}
+
 /**
  * The sidecar's only way out of the sandbox: HTTP to the gateway with the worker token. Network
  * errors, 5xx and 429 are retryable (429 and 503 honour Retry-After); other 4xx are not: they
  * mean the request itself is wrong, and retrying would not help.
  *
- * Built on `node:http`, not `fetch`: loading fetch (undici) costs the process ~8 MiB more memory,
- * a tenth of its budget, and each request somewhat more time.
+ * Built on `node:http`, not `fetch`: loading fetch (undici) costs the process a sizeable part of
+ * its memory budget, and each request somewhat more time (docs/benchmarks.md#sidecar).
  */
 export function createControlPlaneClient(baseUrl: string, token: string, options: { socketPath?: string | undefined } = {}) {
   const root = new URL(baseUrl.replace(/\/+$/, ''));
@@ -33,12 +60,7 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
   // A sealed sandbox reaches the gateway through a Unix socket only; the URL still names it (Host, TLS).
   const controlPlane = { protocol: root.protocol, hostname: root.hostname, port: root.port, ...(options.socketPath ? { socketPath: options.socketPath } : {}) };
 
-  function exchange(
-    method: 'GET' | 'POST',
-    path: string,
-    payload: string | undefined,
-    signal?: AbortSignal,
-  ): Promise<{ status: number; retryAfter: string | undefined; text: string }> {
+  function exchange(method: 'GET' | 'POST', path: string, payload: string | undefined, signal?: AbortSignal): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
       const request = transport.request(
         {
@@ -70,28 +92,13 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
 
   return {
     async send(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<HttpOutcome> {
-      let response: { status: number; retryAfter: string | undefined; text: string };
+      let response: RawResponse;
       try {
         response = await exchange(method, path, body === undefined ? undefined : JSON.stringify(body), signal);
       } catch (err) {
         return { ok: false, retryable: true, reason: `network: ${(err as Error).message}` };
       }
-      const { status, text } = response;
-      let parsed: unknown;
-      try {
-        parsed = text ? JSON.parse(text) : undefined;
-      } catch {
-        parsed = text;
-      }
-      if (status >= 200 && status < 300) return { ok: true, status, body: parsed };
-      const retryAfter = Number(response.retryAfter);
-      const code = typeof parsed === 'object' && parsed !== null && 'code' in parsed ? String((parsed as { code: unknown }).code) : String(status);
-      return {
-        ok: false,
-        retryable: status >= 500 || status === 429,
-        ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}),
-        reason: `${method} ${path} answered ${status} ${code}`,
-      };
+      return outcomeOf(`${method} ${path}`, response);
     },
     /**
      * A streamed request to the control plane with the worker token (the model proxy's hop):

@@ -22,38 +22,25 @@ export interface OutboxOptions {
   warn(message: string): void;
 }
 
+/** Sent in place of an event the control plane refused, so the history shows that something was lost. */
+function refusalNote(event: IncomingEvent): IncomingEvent {
+  return {
+    type: 'system',
+    uid: `${event.uid}:refused`,
+    ts: new Date().toISOString(),
+    data: { level: 'warn', message: `an event of type ${event.type} was refused by the control plane`, subtype: SYSTEM_SUBTYPES.eventRefused },
+  };
+}
+
 /**
- * Every event the agent produces, delivered in order, each exactly once (the gateway and the
- * store drop a repeated uid). Events wait in memory; when the control plane does not answer, or
- * memory holds `memoryLimit` events, new ones go to `outbox.jsonl` in the state directory and
- * everything is sent from there, in order, when it answers again. A sidecar that starts and
- * finds that file sends its events first (they keep their uids, so a repeat stores nothing).
+ * Posts batches of events until each is taken: what may pass later is retried (until
+ * `abandon()`), a 400 is narrowed down to the event it is about, any other refusal ends delivery
+ * for good (`failure()` says why).
  */
-export function createOutbox(options: OutboxOptions) {
-  const maxBatch = Math.min(options.maxBatch ?? 100, MAX_EVENTS_PER_POST);
-  const flushMs = options.flushMs ?? 5;
-  const memoryLimit = options.memoryLimit ?? 1000;
-  const spill = new SpillFile(path.join(options.stateDir, 'outbox.jsonl'));
-  const memory: IncomingEvent[] = [];
-  let next = 0;
-  let wakeSender: (() => void) | undefined;
-  const roomWaiters: Array<() => void> = [];
-  let closing = false;
+function createEventPoster(options: OutboxOptions) {
   /** Set when a deadline passed on close: stop trying, what is left stays on disk. */
   let abandoned = false;
   let failed: string | undefined;
-
-  function toDisk(event: IncomingEvent): void {
-    if (!spill.waiting) options.warn(`${memory.length} events wait in memory; the next ones wait on disk (${spill.path})`);
-    spill.append(event);
-  }
-
-  function loadFromDisk(): void {
-    const loaded = spill.readNext();
-    if (loaded.length === 0) return;
-    memory.push(...loaded);
-    for (const resolve of roomWaiters.splice(0)) resolve();
-  }
 
   /** Posts one batch until it is taken; a 400 is narrowed down to the event it is about. */
   async function deliver(batch: IncomingEvent[]): Promise<void> {
@@ -73,13 +60,7 @@ export function createOutbox(options: OutboxOptions) {
       if (outcome.reason.includes(' 400 ')) {
         // The control plane refuses this event: keep a trace of it rather than lose it silently.
         options.warn(`the control plane refused event ${batch[0]!.uid}: ${outcome.reason}`);
-        const note: IncomingEvent = {
-          type: 'system',
-          uid: `${batch[0]!.uid}:refused`,
-          ts: new Date().toISOString(),
-          data: { level: 'warn', message: `an event of type ${batch[0]!.type} was refused by the control plane`, subtype: SYSTEM_SUBTYPES.eventRefused },
-        };
-        await deliver([note]);
+        await deliver([refusalNote(batch[0]!)]);
         return;
       }
       failed = outcome.reason;
@@ -87,10 +68,52 @@ export function createOutbox(options: OutboxOptions) {
     }
   }
 
+  return {
+    deliver,
+    /** Stops retrying: a batch being retried fails at its next attempt. */
+    abandon(): void {
+      abandoned = true;
+    },
+    abandoned: () => abandoned,
+    failure: () => failed,
+  };
+}
+
+/**
+ * Every event the agent produces, delivered in order, each exactly once (the gateway and the
+ * store drop a repeated uid). Events wait in memory; when the control plane does not answer, or
+ * memory holds `memoryLimit` events, new ones go to `outbox.jsonl` in the state directory and
+ * everything is sent from there, in order, when it answers again. A sidecar that starts and
+ * finds that file sends its events first (they keep their uids, so a repeat stores nothing).
+ */
+export function createOutbox(options: OutboxOptions) {
+  const maxBatch = Math.min(options.maxBatch ?? 100, MAX_EVENTS_PER_POST);
+  const flushMs = options.flushMs ?? 5;
+  const memoryLimit = options.memoryLimit ?? 1000;
+  const spill = new SpillFile(path.join(options.stateDir, 'outbox.jsonl'));
+  const poster = createEventPoster(options);
+  const memory: IncomingEvent[] = [];
+  let next = 0;
+  let wakeSender: (() => void) | undefined;
+  const roomWaiters: Array<() => void> = [];
+  let closing = false;
+
+  function toDisk(event: IncomingEvent): void {
+    if (!spill.waiting) options.warn(`${memory.length} events wait in memory; the next ones wait on disk (${spill.path})`);
+    spill.append(event);
+  }
+
+  function loadFromDisk(): void {
+    const loaded = spill.readNext();
+    if (loaded.length === 0) return;
+    memory.push(...loaded);
+    for (const resolve of roomWaiters.splice(0)) resolve();
+  }
+
   const sender = (async () => {
     for (;;) {
       // Abandoned on close: the spill file has been rewritten; touch nothing more.
-      if (abandoned) return;
+      if (poster.abandoned()) return;
       if (memory.length === 0 && spill.waiting) loadFromDisk();
       if (memory.length === 0) {
         if (closing) return;
@@ -101,7 +124,7 @@ export function createOutbox(options: OutboxOptions) {
       if (memory.length < maxBatch && !closing) await new Promise((resolve) => setTimeout(resolve, flushMs));
       const batch = memory.slice(0, maxBatch);
       try {
-        await deliver(batch);
+        await poster.deliver(batch);
       } catch (err) {
         options.warn((err as Error).message);
         return;
@@ -127,7 +150,7 @@ export function createOutbox(options: OutboxOptions) {
 
     /** Events not yet taken by the control plane. */
     pending: () => memory.length + (spill.waiting ? 1 : 0),
-    failure: () => failed,
+    failure: poster.failure,
 
     /**
      * Sends everything queued, then stops. With `deadlineMs`, gives up when it passes: what is
@@ -146,7 +169,7 @@ export function createOutbox(options: OutboxOptions) {
       const drained = await Promise.race([sender.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), deadlineMs)))]);
       clearTimeout(timer);
       if (drained) return true;
-      abandoned = true;
+      poster.abandon();
       spill.rewrite(memory);
       options.warn(
         `the control plane did not take every event in ${deadlineMs} ms; ${memory.length} and what was on disk stay in ${spill.path} for the next start`,

@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { apiPaths, LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
-import type { Adapter, LaunchPlan } from './adapters/adapter.js';
-import { killLeftoverAgent, startAgentProcess } from './agent-process.js';
+import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
+import { killLeftoverAgent, startAgentProcess, type AgentExit } from './agent-process.js';
 import { createEventRouting } from './event-routing.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
 import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
 import { genericAdapter } from './adapters/generic.js';
 import type { LoadedSidecarConfig } from './config.js';
 import { createDecisionPoller } from './decision-poller.js';
-import { createControlPlaneClient } from './http-client.js';
+import { createControlPlaneClient, type ControlPlaneClient } from './http-client.js';
 import { createOutbox } from './outbox.js';
 import { startEgressProxy } from './egress-proxy.js';
 import { startModelProxy } from './model-proxy.js';
@@ -34,6 +34,59 @@ export interface SidecarRun {
   terminate(): void;
 }
 
+/** The agent's proxies the config asks for: to the models and to everything else. */
+async function startProxies(config: LoadedSidecarConfig, client: ControlPlaneClient, warn: (message: string) => void) {
+  // The agent's model traffic goes through the control plane, which holds the keys.
+  const modelProxy = config.model_proxy ? await startModelProxy({ apis: config.model_proxy.apis, workerId: config.worker_id, client, warn }) : undefined;
+  const modelBaseUrls = modelProxy ? Object.fromEntries(config.model_proxy!.apis.map((api) => [api, modelProxy.baseUrl(api)])) : undefined;
+  // Everything else it reaches, it reaches through the gateway, which decides each tunnel.
+  const egressProxy = config.egress_proxy ? await startEgressProxy({ workerId: config.worker_id, client, warn }) : undefined;
+  return {
+    modelBaseUrls,
+    /** For the agent's environment; the model proxy's variables win over the egress proxy's. */
+    agentEnv: { ...egressProxy?.agentEnv, ...modelProxy?.agentEnv },
+    async close(): Promise<void> {
+      await Promise.all([modelProxy?.close(), egressProxy?.close()]);
+    },
+  };
+}
+
+/** The lifecycle event that opens the run: what started, with which config. */
+function agentStartEvent(
+  config: LoadedSidecarConfig,
+  started: { command: string; adapter: string; pid: number | undefined; modelBaseUrls: Record<string, string> | undefined },
+): AgentEvent {
+  return {
+    type: 'system',
+    data: {
+      level: 'info',
+      message: `agent started: ${started.command}`,
+      subtype: LIFECYCLE_SUBTYPES.agentStart,
+      details: {
+        pid: started.pid ?? null,
+        adapter: started.adapter,
+        config_file: config.source,
+        ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}),
+        ...(started.modelBaseUrls ? { model_proxy: started.modelBaseUrls } : {}),
+      },
+    },
+  };
+}
+
+/** The lifecycle event that closes the run: the agent's code or signal, or why it never started. */
+function agentExitEvent(exit: AgentExit): AgentEvent {
+  const data: EventData<'system'> =
+    exit.startError !== undefined
+      ? { level: 'error', message: `the agent could not start: ${exit.startError}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: 127 } }
+      : {
+          level: exit.exitCode === 0 ? 'info' : 'warn',
+          message: `agent exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`,
+          subtype: LIFECYCLE_SUBTYPES.agentExit,
+          details: { code: exit.code, signal: exit.signal },
+        };
+  return { type: 'system', data };
+}
+
 /**
  * Runs the agent under the sidecar: the agent's process (`agent-process.ts`), its lines turned
  * into events by the adapter and routed (`event-routing.ts`: to the outbox, tool requests
@@ -43,11 +96,8 @@ export interface SidecarRun {
 export async function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): Promise<SidecarRun> {
   const adapter = adapterFor(config.adapter);
   const client = createControlPlaneClient(config.control_plane_url, config.token, { socketPath: config.control_plane_socket });
-  // The agent's model traffic goes through the control plane, which holds the keys.
-  const modelProxy = config.model_proxy ? await startModelProxy({ apis: config.model_proxy.apis, workerId: config.worker_id, client, warn }) : undefined;
-  const modelBaseUrls = modelProxy ? Object.fromEntries(config.model_proxy!.apis.map((api) => [api, modelProxy.baseUrl(api)])) : undefined;
-  // Everything else it reaches, it reaches through the gateway, which decides each tunnel.
-  const egressProxy = config.egress_proxy ? await startEgressProxy({ workerId: config.worker_id, client, warn }) : undefined;
+  const proxies = await startProxies(config, client, warn);
+  const { modelBaseUrls } = proxies;
   // Before the agent starts, so a run the adapter cannot do stops before anything starts.
   let plan: LaunchPlan;
   const launch = {
@@ -61,7 +111,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   try {
     plan = adapter.launch(launch);
   } catch (err) {
-    await Promise.all([modelProxy?.close(), egressProxy?.close()]);
+    await proxies.close();
     client.close();
     throw err;
   }
@@ -77,8 +127,8 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   };
   void refreshRules();
 
-  // The proxy's variables win: a template cannot point the agent past the model proxy.
-  const agentEnv = { ...process.env, ...config.agent.env, ...egressProxy?.agentEnv, ...modelProxy?.agentEnv };
+  // The proxies' variables win: a template cannot point the agent past the model proxy.
+  const agentEnv = { ...process.env, ...config.agent.env, ...proxies.agentEnv };
   const preflight = (await adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? [];
   const agent = startAgentProcess({ command: plan.command, args: plan.args, cwd: config.agent.cwd, env: agentEnv, pgidFile });
   const routing = createEventRouting({
@@ -95,21 +145,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   for (const line of plan.stdinLines) agent.write(`${line}\n`);
   if (plan.closeStdin) agent.closeStdin();
   for (const event of preflight) outbox.push(event);
-  outbox.push({
-    type: 'system',
-    data: {
-      level: 'info',
-      message: `agent started: ${plan.command}`,
-      subtype: LIFECYCLE_SUBTYPES.agentStart,
-      details: {
-        pid: agent.pid ?? null,
-        adapter: adapter.name,
-        config_file: config.source,
-        ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}),
-        ...(modelBaseUrls ? { model_proxy: modelBaseUrls } : {}),
-      },
-    },
-  });
+  outbox.push(agentStartEvent(config, { command: plan.command, adapter: adapter.name, pid: agent.pid, modelBaseUrls }));
 
   const readers = agent.readLines((line, stream) => {
     // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
@@ -136,18 +172,9 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   /** Set by SIGTERM: the sandbox is going away, so draining gets a deadline too. */
   let terminating = false;
   const exited = agent.exited.then(async (exit) => {
-    const data: EventData<'system'> =
-      exit.startError !== undefined
-        ? { level: 'error', message: `the agent could not start: ${exit.startError}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: 127 } }
-        : {
-            level: exit.exitCode === 0 ? 'info' : 'warn',
-            message: `agent exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`,
-            subtype: LIFECYCLE_SUBTYPES.agentExit,
-            details: { code: exit.code, signal: exit.signal },
-          };
-    outbox.push({ type: 'system', data });
+    outbox.push(agentExitEvent(exit));
     await poller.stop();
-    await Promise.all([modelProxy?.close(), egressProxy?.close()]);
+    await proxies.close();
     await outbox.close(terminating ? config.kill_grace_ms : undefined);
     client.close();
     return exit.exitCode;
