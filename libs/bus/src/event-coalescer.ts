@@ -3,7 +3,7 @@ import { incomingMessageId, partitionOfWorker, subjects, type EventSource, type 
 import { counter, histogram, type Context } from '@svc/service-kit';
 import type { DurablePublisher } from './durable-publisher.js';
 
-/** How the gateway gathers concurrent POSTs' events into JetStream messages (docs/event-ingest.md, "Group commit"). */
+/** How the gateway gathers concurrent POSTs' events into JetStream messages (docs/event-ingest.md, "Coalescing"). */
 export interface CoalescingSettings {
   /** The longest an event waits for company, ms; 0: each POST is its own message. */
   windowMs: number;
@@ -27,10 +27,10 @@ export interface EventCoalescer {
   ): Promise<void>;
 }
 
-// Events per message = svc_events_accepted_total / svc_incoming_messages_total (group commit).
+// Events per message = svc_events_accepted_total / svc_incoming_messages_total (coalescing).
 const messagesSent = counter({
   name: 'svc_incoming_messages_total',
-  help: 'JetStream messages the gateway published to event-ingest (group commit: concurrent POSTs share a message).',
+  help: 'JetStream messages the gateway published to event-ingest (coalescing: concurrent POSTs share a message).',
 });
 const messageBytes = histogram({
   name: 'svc_incoming_message_bytes',
@@ -57,7 +57,7 @@ const BATCH_CLOSE = ']}';
 const encoder = new TextEncoder();
 
 /**
- * Group commit at the gateway: events bound for the same partition are gathered and published
+ * Coalescing at the gateway: events bound for the same partition are gathered and published
  * as one message. A gathering is sent when nothing of its partition is waiting for JetStream
  * (at the end of the event-loop turn: an idle gateway adds no delay), when the window passes,
  * or when it is full; while a message is in flight the next one fills, so under load a message

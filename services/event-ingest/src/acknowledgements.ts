@@ -13,9 +13,9 @@ export interface Acknowledgements {
 /**
  * The acknowledgements of one replica's partitions, sent together with its announcements.
  * Each stored batch costs event-ingest a NATS write for its announcement and one for its
- * acknowledgements; at moderate rates (one event per batch) strace counted 1.9 writes per event,
- * and on a small VM each write that wakes nats-server costs the writer about 100 µs of CPU
- * (bench/hop-floor). The announcer calls `flush` just before it publishes, so the waiting
+ * acknowledgements: at moderate rates (one event per batch) that is about two writes per event,
+ * and on a small VM each write that wakes nats-server costs the writer noticeable CPU
+ * (docs/benchmarks.md#hop-floor, #ingest). The announcer calls `flush` just before it publishes, so the waiting
  * acknowledgements of every partition leave in that publish's socket write (the NATS client
  * writes what it is handed in one synchronous run at once, in a microtask after it); when no
  * announcement follows, they leave after `ACK_LINGER_MS`.

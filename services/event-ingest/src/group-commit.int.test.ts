@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingEvent } from '@svc/protocol';
 import { createEventStore, migrateToLatest, openDatabase, type EventStore, type StoreDatabase, type WorkerEvents } from '@svc/store';
 import { systemEvent } from '@svc/test-support';
-import { sharedCommits, type Appender } from './shared-commits.js';
+import { groupCommit, type Appender } from './group-commit.js';
 
-describe('shared commits — the partitions of a replica append together', () => {
+describe('group commit — the partitions of a replica append together', () => {
   let database: StoreDatabase;
   let store: EventStore;
   /** What reached the store: the workers of each `appendMany` call. */
@@ -32,7 +32,7 @@ describe('shared commits — the partitions of a replica append together', () =>
 
   it('one in flight: an append asked for while another is stored waits, then goes with the others that waited, in one call', async () => {
     calls = [];
-    const appender = sharedCommits(counting, { inFlight: 1 });
+    const appender = groupCommit(counting, { inFlight: 1 });
     const first = appender.appendMany(batch('w-a', 'a1', 'a2'));
     const second = appender.appendMany(batch('w-b', 'b1'));
     const third = appender.appendMany([...batch('w-c', 'c1'), ...batch('w-d', 'd1')]);
@@ -44,7 +44,7 @@ describe('shared commits — the partitions of a replica append together', () =>
 
   it('two in flight with a backlog: the second append goes at once beside the first; the rest wait and go together in the first free slot', async () => {
     calls = [];
-    const appender = sharedCommits(counting, { inFlight: 2, parallelFrom: 1 });
+    const appender = groupCommit(counting, { inFlight: 2, parallelFrom: 1 });
     const first = appender.appendMany(batch('w-h', 'h1'));
     const second = appender.appendMany(batch('w-i', 'i1'));
     const third = appender.appendMany(batch('w-j', 'j1'));
@@ -58,7 +58,7 @@ describe('shared commits — the partitions of a replica append together', () =>
 
   it('without a backlog (fewer events waiting than parallelFrom), one at a time even when more may be in flight', async () => {
     calls = [];
-    const appender = sharedCommits(counting, { inFlight: 3, parallelFrom: 3 });
+    const appender = groupCommit(counting, { inFlight: 3, parallelFrom: 3 });
     const first = appender.appendMany(batch('w-l', 'l1'));
     const second = appender.appendMany(batch('w-m', 'm1'));
     // Three events now wait: a backlog, so this one starts beside the first.
@@ -69,7 +69,7 @@ describe('shared commits — the partitions of a replica append together', () =>
 
   it('an append on an idle replica goes at once, alone', async () => {
     calls = [];
-    const appender = sharedCommits(counting);
+    const appender = groupCommit(counting);
     expect(idsOf(await appender.appendMany(batch('w-a', 'a3')))).toEqual([['w-a/3/a3']]);
     expect(idsOf(await appender.appendMany(batch('w-b', 'b2')))).toEqual([['w-b/2/b2']]);
     expect(calls).toEqual([['w-a'], ['w-b']]);
@@ -77,7 +77,7 @@ describe('shared commits — the partitions of a replica append together', () =>
 
   it('a shared append that fails is tried for each partition alone: only the one that cannot be stored fails', async () => {
     calls = [];
-    const appender = sharedCommits(counting, { inFlight: 1 });
+    const appender = groupCommit(counting, { inFlight: 1 });
     const broken = { ...systemEvent('bad'), ts: 'not a time' } as IncomingEvent;
     const first = appender.appendMany(batch('w-e', 'e1'));
     const failing = appender.appendMany([{ workerId: 'w-f', events: [broken] }]);

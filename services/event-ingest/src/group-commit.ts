@@ -20,22 +20,22 @@ interface Waiting {
  * transaction, one commit). Each partition consumer has at most one append outstanding, and no
  * worker belongs to two partitions, so a shared call never names a worker twice.
  *
- * At 2,000 events/s over 100 workers the 16 partitions committed on their own about 640 times a
- * second, three events each; the commits, not the events, were most of PostgreSQL's CPU. An idle
- * replica's append still goes at once.
+ * Under many workers with an event each, the partitions committing on their own made hundreds
+ * of small commits a second, and the commits, not the events, were most of PostgreSQL's CPU
+ * (docs/benchmarks.md#ingest). An idle replica's append still goes at once.
  *
  * Under a backlog (at least 1,000 events waiting), up to three shared appends are stored at
  * once, each on its own connection: a commit waiting for its WAL flush no longer holds up the
  * next group's insert. They never name the same worker (each partition has one append
  * outstanding), so none takes a lock another needs, and each worker's events still go in their
  * partition's order. Below that, one at a time: small groups share commits best, and parallel
- * small commits raised the POST → viewer latency at 500 events/s (bench/ingest figure 3) while
- * batched POSTs (figure 2) stored a fifth more with them (docs/benchmarks.md).
+ * small commits raised the POST → viewer latency at moderate rates while batched POSTs stored
+ * more with them (docs/benchmarks.md#ingest).
  *
  * A shared append that fails is tried again for each partition on its own, so an append that
  * cannot be stored fails only its own partition (which retries it), not every partition.
  */
-export function sharedCommits(store: Appender, options: { inFlight?: number; parallelFrom?: number } = {}): Appender {
+export function groupCommit(store: Appender, options: { inFlight?: number; parallelFrom?: number } = {}): Appender {
   const inFlight = options.inFlight ?? COMMITS_IN_FLIGHT;
   const parallelFrom = options.parallelFrom ?? PARALLEL_FROM_EVENTS;
   /** Shared appends being stored now. */

@@ -7,7 +7,7 @@ import { createAnnouncer } from './announcer.js';
 import { serveDecisionAppends } from './decision-appends.js';
 import { consumePartition } from './ingest.js';
 import { reportBacklogs } from './metrics.js';
-import { sharedCommits } from './shared-commits.js';
+import { groupCommit } from './group-commit.js';
 import { serveEventQueries, servePurges } from './queries.js';
 
 export interface EventIngestDeps {
@@ -46,8 +46,8 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
     acknowledgements,
     dropAnnouncement: deps.dropAnnouncement,
   });
-  // The partitions' appends share commits (shared-commits.ts).
-  const appender = sharedCommits(store);
+  // The partitions' appends share commits (group-commit.ts).
+  const appender = groupCommit(store);
   const consumers = await Promise.all(partitions.map((partition) => consumePartition(deps.nc, appender, announcer, acknowledgements, partition, log)));
   const decisionAppends = serveDecisionAppends({
     nc: deps.nc,

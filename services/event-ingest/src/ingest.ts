@@ -23,7 +23,7 @@ import type { Acknowledgements } from './acknowledgements.js';
 import type { Announcer } from './announcer.js';
 import { BatchTrace } from './batch-trace.js';
 import { ingestMetrics } from './metrics.js';
-import type { Appender } from './shared-commits.js';
+import type { Appender } from './group-commit.js';
 
 /** Most messages appended in one go (per partition)... */
 const MAX_BATCH = 500;
@@ -146,6 +146,8 @@ class IncomingPartition implements PartitionConsumer {
             return reject(err);
           }
           resolve(result.answer);
+          // The answer leaves first (it is on the decider's path); the announcement right after.
+          if (result.afterwards) await new Promise((next) => setImmediate(next));
           await result
             .afterwards?.()
             .catch((err: unknown) => this.log.warn({ err }, 'a write was stored but its announcement failed; followers read it from the store'));
@@ -159,7 +161,7 @@ class IncomingPartition implements PartitionConsumer {
     if (this.draining) return;
     this.draining = (async () => {
       // Let the rest of this turn's messages (one socket read brings many) join the first batch.
-      await new Promise((resolve) => setImmediate(resolve));
+      if (this.buffer.length > 0) await new Promise((resolve) => setImmediate(resolve));
       while ((this.buffer.length > 0 || this.turns.length > 0) && !this.stopping) {
         for (const turn of this.turns.splice(0)) await turn.run();
         if (this.buffer.length === 0) continue;

@@ -38,10 +38,9 @@ export function serveEventQueries(nc: NatsConnection, store: EventStore, logger:
 
 /**
  * How the purge of an ended worker's events yields to appends: rows per statement, and the pause
- * between (at most ~5,000 rows/s, more than a busy deployment stores). Measured with
- * bench/cost-curves figure 4 (docs/benchmarks.md): 1,000 rows every 20 ms (~28,000 rows/s)
- * raised the POST → viewer p99 by a third; every deleted row is WAL and fsync that a commit of
- * new events waits behind.
+ * between (a pace above what a busy deployment stores). A faster pace raised the POST → viewer
+ * p99 beyond its target (docs/benchmarks.md#cost-curves): every deleted row is WAL and fsync
+ * that a commit of new events waits behind.
  */
 export const PURGE_BATCH = { batchSize: 500, pauseMs: 100 };
 

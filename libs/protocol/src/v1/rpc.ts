@@ -23,7 +23,7 @@ export const IncomingEventMessage = Type.Object(
 export type IncomingEventMessageType = Static<typeof IncomingEventMessage>;
 
 /**
- * What the gateway publishes to `svc.events.incoming.<partition>.batch` (group commit): the
+ * What the gateway publishes to `svc.events.incoming.<partition>.batch` (coalescing): the
  * events of concurrent POSTs bound for one partition, of any of its workers, gathered for a
  * moment and sent as one JetStream message, in the order they were received. (One event alone
  * goes as an `IncomingEventMessage` on its worker's subject.)
