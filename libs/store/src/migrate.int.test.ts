@@ -108,7 +108,7 @@ describe('migrations — grouped by the service that owns the tables', () => {
     });
 
     it('with nothing to apply, a start takes no lock (safe through a transaction-mode pooler): it does not wait for one held elsewhere', async () => {
-      for (const group of ['event-log', 'sessions', 'audit'] as const) await migrateToLatest(database.db, group);
+      for (const group of ['event-log', 'sessions', 'control'] as const) await migrateToLatest(database.db, group);
       // Another session holds the migrations' lock (here: for good, as one taken through a pooler
       // and released on another server connection would be).
       const holder = await openDatabase({ url: postgres.url, poolSize: 1 });
@@ -116,7 +116,7 @@ describe('migrations — grouped by the service that owns the tables', () => {
         await holder.db.connection().execute(async (connection) => {
           await sql`SELECT pg_advisory_lock(${0x5356_4d47})`.execute(connection);
           const started = Date.now();
-          expect(await Promise.all([migrateToLatest(database.db, 'event-log'), migrateToLatest(database.db, 'audit')])).toEqual([[], []]);
+          expect(await Promise.all([migrateToLatest(database.db, 'event-log'), migrateToLatest(database.db, 'control')])).toEqual([[], []]);
           expect(Date.now() - started).toBeLessThan(2_000);
           await sql`SELECT pg_advisory_unlock(${0x5356_4d47})`.execute(connection);
         });
@@ -124,5 +124,34 @@ describe('migrations — grouped by the service that owns the tables', () => {
         await holder.close();
       }
     });
+  });
+});
+
+describe('migrations — a group renamed for its owner keeps its records', () => {
+  it('control — a database migrated while the group was named "audit" starts under "control": applied migrations are not applied again, the rest are', async () => {
+    const database = await openDatabase({});
+    try {
+      // As a build of before audit keys migrated the group then: its records in `svc_migrations_audit`.
+      const { '2026-11-26T2200-audit-keys': keys, ...before } = migrationGroups.control.migrations;
+      expect(keys).toBeDefined();
+      const migrator = new Migrator({
+        db: database.db,
+        provider: { getMigrations: () => Promise.resolve(before) },
+        migrationTableName: 'svc_migrations_audit',
+        migrationLockTableName: 'svc_migrations_audit_lock',
+      });
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+      await sql`INSERT INTO webhooks (id, owner, url, kinds, format, scope, secret, created_at)
+        VALUES ('wh_old', 'alice', 'https://hooks.example.com/x', '["worker.ended"]', 'standard', 'own', 'secret', now())`.execute(database.db);
+
+      expect(await migrateToLatest(database.db, 'control')).toEqual(['2026-11-26T2200-audit-keys']);
+      expect(await migrateToLatest(database.db, 'control')).toEqual([]);
+      await expect(awaitMigrated(database.db, 'control')).resolves.toBeUndefined();
+      const { rows } = await sql<{ id: string }>`SELECT id FROM webhooks`.execute(database.db);
+      expect(rows).toEqual([{ id: 'wh_old' }]);
+      expect(await tableExists(database.db, 'svc_migrations_control')).toBe(false);
+    } finally {
+      await database.close();
+    }
   });
 });

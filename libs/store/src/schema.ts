@@ -105,11 +105,12 @@ export interface WebhookAttemptsTable {
   delivered: boolean;
 }
 
-export interface AuditSchema {
+/** The control service's tables (migration group `control`); its queries are in services/control. */
+export interface ControlSchema {
   audit_records: AuditRecordsTable;
   webhooks: WebhooksTable;
   webhook_attempts: WebhookAttemptsTable;
 }
 
 /** The whole database, one interface per owner intersected. */
-export type Database = EventStoreSchema & SessionSchema & AuditSchema;
+export type Database = EventStoreSchema & SessionSchema & ControlSchema;

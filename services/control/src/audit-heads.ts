@@ -1,6 +1,6 @@
 import { publishAuditHead, type NatsConnection } from '@svc/bus';
 import type { Logger } from '@svc/service-kit';
-import type { AuditChainEnd, AuditLog } from '@svc/store';
+import type { AuditChainEnd, AuditLog } from './audit-log.js';
 
 export interface HeadPublisherDeps {
   nc: NatsConnection;

@@ -16,8 +16,9 @@ import {
   type ListResponseOf,
 } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
-import { AuditKeyRequiredError, migrateToLatest, openDatabase, sql, type StoreDatabase } from '@svc/store';
+import { migrateToLatest, openDatabase, sql, type StoreDatabase } from '@svc/store';
 import { startPostgres, waitFor, type PostgresProcess } from '@svc/test-support';
+import { AuditKeyRequiredError } from './audit-log.js';
 import { LOCAL_AUDIT_KEY_FILE, localAuditKey, startAuditTrail, type AuditTrail } from './audit.js';
 
 const logger = createLogger({ name: 'audit-test', level: 'silent' });
@@ -65,7 +66,7 @@ describe('control — the audit trail: keyed records, heads published to JetStre
     control = await connectBus({ servers: nats.url, name: 'control', logger, credentials: nats.credentials.control });
     await ensureStreams(operator);
     database = await openDatabase({ url: postgres.url, poolSize: 5 });
-    await migrateToLatest(database.db, 'audit');
+    await migrateToLatest(database.db, 'control');
   }, 60_000);
   afterAll(async () => {
     await trail?.stop();

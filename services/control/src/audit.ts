@@ -22,8 +22,9 @@ import {
   type StoredEvent,
 } from '@svc/protocol';
 import type { ConfigOf, Logger } from '@svc/service-kit';
-import { AuditKeyRequiredError, createAuditLog, type AuditLog, type Database, type Kysely } from '@svc/store';
+import type { Database, Kysely } from '@svc/store';
 import { startHeadPublisher } from './audit-heads.js';
+import { AuditKeyRequiredError, createAuditLog, type AuditLog } from './audit-log.js';
 import type { auditSettings } from './config.js';
 
 /** Appending a fact is tried this often before it is given up (and logged as lost). */

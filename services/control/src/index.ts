@@ -26,8 +26,8 @@ export interface ControlDeps {
   config?: ConfigOf<typeof controlSettings>;
 }
 
-/** The store's tables this service needs: it reads the event log (its control requests and decisions) and owns the audit trail. */
-export const tables: StoreUse = { owns: 'audit', reads: ['event-log'] };
+/** The store's tables this service needs: it reads the event log (its control requests and decisions) and owns the audit trail and webhooks. */
+export const tables: StoreUse = { owns: 'control', reads: ['event-log'] };
 
 /**
  * Starts the control service: takes decisions (first wins, across replicas; appended by the

@@ -14,7 +14,7 @@ import * as eventRetention from './2026-11-25T1100-event-retention.js';
 import * as eventSources from './2026-11-26T2100-event-sources.js';
 
 /** The owners of tables: each applies its own group's migrations, and no other service does. */
-export type MigrationGroup = 'event-log' | 'sessions' | 'audit';
+export type MigrationGroup = 'event-log' | 'sessions' | 'control';
 
 export interface MigrationGroupOf {
   /** The service that applies them (and the only one that writes the tables). */
@@ -51,10 +51,12 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
     table: 'svc_migrations_sessions',
     migrations: { '2026-11-22T1200-sessions': sessions, '2026-11-25T1100-event-retention': eventRetention },
   },
-  audit: {
+  control: {
     owner: 'control',
+    // Named `audit` until issue 35. Its records stay in the table of that name, where databases
+    // migrated before hold them: nothing to copy, and an older build still finds them.
     table: 'svc_migrations_audit',
-    // The control service's own tables: the audit trail, then webhooks (the group keeps its first name).
+    // The control service's own tables: the audit trail, then webhooks.
     migrations: { '2026-11-25T0300-audit': audit, '2026-11-25T0600-webhooks': webhooks, '2026-11-26T2200-audit-keys': auditKeys },
   },
 };

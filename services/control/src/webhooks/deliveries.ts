@@ -3,9 +3,9 @@ import https from 'node:https';
 import { consumeLasting, consumeWebhookQueue, decodeJson, type JsMsg, type NatsConnection } from '@svc/bus';
 import type { WebhookDelivery, WebhookFact, WebhookPayload } from '@svc/protocol';
 import { counter, pinnedLookup, type CheckedAddress, type Logger, type OutboundAddressCheck } from '@svc/service-kit';
-import type { WebhookStore, WebhookWithSecret } from '@svc/store';
 import { Webhook as Signer } from 'standardwebhooks';
 import { portOf } from './destinations.js';
+import type { WebhookStore, WebhookWithSecret } from './webhook-store.js';
 
 /** How long one try may take before it counts as failed. */
 const DELIVERY_TIMEOUT_MS = 10_000;

@@ -4,12 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDurablePublisher, ensureStreams, requestJson } from '@svc/bus';
 import { CodedError, subjects, type CreatedWebhook, type CreateWebhookRpcType, type ListResponseOf, type Webhook, type WebhookDelivery } from '@svc/protocol';
 import type { HostLookup } from '@svc/service-kit';
-import { createWebhookStore, migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
+import { migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { deliverNotifications } from './deliveries.js';
 import { createWebhookDestinations } from './destinations.js';
 import { messageIdOf } from './notifications.js';
 import { serveWebhookRpcs } from './subscriptions.js';
+import { createWebhookStore } from './webhook-store.js';
 
 interface Received {
   host: string | undefined;
@@ -47,7 +48,7 @@ describe('webhooks — they reach only the outside', () => {
   beforeAll(async () => {
     bus = await startBusFixture();
     database = await openDatabase({});
-    await migrateToLatest(database.db, 'audit');
+    await migrateToLatest(database.db, 'control');
     await ensureStreams(bus.nc);
   });
   afterAll(async () => {

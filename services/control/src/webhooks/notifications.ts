@@ -3,7 +3,8 @@ import type { WorkerDirectory } from '@svc/auth';
 import { consumeLasting, consumeWebhookQueue, decodeJson, type DurablePublisher, type JsMsg, type NatsConnection } from '@svc/bus';
 import { decidedByOf, subjects, type StoredEvent, type WebhookData, type WebhookDelivery, type WebhookFact, type WebhookKind } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import type { StoredRequest, WebhookStore } from '@svc/store';
+import type { StoredRequest } from '@svc/store';
+import type { WebhookStore } from './webhook-store.js';
 
 /** Signed links for a request that waits (links.ts); undefined when links are not configured. */
 export type LinksFor = (workerId: string, requestId: string, subscriber: string, deadline: string | undefined) => Promise<WebhookData['links']> | undefined;

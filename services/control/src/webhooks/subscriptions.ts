@@ -16,8 +16,8 @@ import {
   type WebhookRefRpcType,
 } from '@svc/protocol';
 import type { Logger, OutboundAddressCheck } from '@svc/service-kit';
-import { publicWebhook, type WebhookStore } from '@svc/store';
 import { portOf } from './destinations.js';
+import { publicWebhook, type WebhookStore } from './webhook-store.js';
 
 /** A subscription `owner` may see (undefined owner: an admin, who sees all); not found otherwise, so ids of others' say nothing. */
 async function visible(webhooks: WebhookStore, ref: WebhookRefRpcType) {

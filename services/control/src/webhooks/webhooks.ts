@@ -2,13 +2,14 @@ import type { Subscription } from '@nats-io/transport-node';
 import { subscribeStoredEvents, type DurablePublisher, type NatsConnection } from '@svc/bus';
 import { agentExitCodeOf } from '@svc/protocol';
 import type { ConfigOf, Logger } from '@svc/service-kit';
-import { createWebhookStore, type Database, type Kysely } from '@svc/store';
+import type { Database, Kysely } from '@svc/store';
 import type { controlSettings } from '../config.js';
 import { deliverNotifications } from './deliveries.js';
 import { createWebhookDestinations } from './destinations.js';
 import { createLinksFor } from './links.js';
 import { fanOutFacts, type Notifier } from './notifications.js';
 import { serveWebhookRpcs } from './subscriptions.js';
+import { createWebhookStore } from './webhook-store.js';
 
 export interface WebhooksDeps {
   nc: NatsConnection;

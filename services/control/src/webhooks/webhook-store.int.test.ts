@@ -1,14 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { WEBHOOK_ATTEMPT_INTERRUPTED } from '@svc/protocol';
-import { openDatabase } from './database.js';
-import { migrateToLatest } from './migrate.js';
-import { createWebhookStore } from './webhooks.js';
+import { migrateToLatest, openDatabase } from '@svc/store';
+import { createWebhookStore } from './webhook-store.js';
 
 describe('webhook attempts — every try listed, even one cut short', () => {
   it('a try is listed as interrupted from before it is made, and with its outcome once it has one', async () => {
     const database = await openDatabase({});
     try {
-      await migrateToLatest(database.db, 'audit');
+      await migrateToLatest(database.db, 'control');
       const webhooks = createWebhookStore(database.db);
       await webhooks.create('wh_1', 'someone', { url: 'http://127.0.0.1:1/hook', kinds: ['worker.ended'] }, 'secret');
       const tried = { webhook_id: 'wh_1', message_id: 'msg_1', kind: 'worker.ended' as const, at: new Date().toISOString() };
@@ -28,7 +27,7 @@ describe('webhook attempts — every try listed, even one cut short', () => {
   it("an answered try is listed by its status alone: an answer's text stored before issue 34 is not shown", async () => {
     const database = await openDatabase({});
     try {
-      await migrateToLatest(database.db, 'audit');
+      await migrateToLatest(database.db, 'control');
       const webhooks = createWebhookStore(database.db);
       await webhooks.create('wh_2', 'someone', { url: 'https://hooks.example.com/x', kinds: ['worker.ended'] }, 'secret');
       const tried = { webhook_id: 'wh_2', message_id: 'msg_2', kind: 'worker.ended' as const, at: new Date().toISOString() };

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importAuditKey, verifyAuditChain, type AuditFacts } from '@svc/protocol';
+import { migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
 import { startPostgres, type PostgresProcess } from '@svc/test-support';
 import { AuditKeyRequiredError, createAuditLog, type AuditLog } from './audit-log.js';
-import { openDatabase, type StoreDatabase } from './database.js';
-import { migrateToLatest } from './migrate.js';
 
 const fact = (id: string, extra: Partial<AuditFacts> = {}): AuditFacts => ({
   id,
@@ -24,7 +23,7 @@ describe.each([['postgres'], ['pglite']] as const)('the audit log on %s', (backe
   beforeAll(async () => {
     postgres = backend === 'postgres' ? await startPostgres() : undefined;
     database = await openDatabase(postgres ? { url: postgres.url, poolSize: 10 } : {});
-    expect(await migrateToLatest(database.db, 'audit')).toEqual(['2026-11-25T0300-audit', '2026-11-25T0600-webhooks', '2026-11-26T2200-audit-keys']);
+    expect(await migrateToLatest(database.db, 'control')).toEqual(['2026-11-25T0300-audit', '2026-11-25T0600-webhooks', '2026-11-26T2200-audit-keys']);
     log = createAuditLog(database.db);
   });
   afterAll(async () => {

@@ -1,6 +1,5 @@
-import type { Kysely, Selectable } from 'kysely';
 import { WEBHOOK_ATTEMPT_INTERRUPTED, type CreateWebhookRequestType, type Webhook, type WebhookAttempt, type WebhookKind } from '@svc/protocol';
-import type { Database, WebhookAttemptsTable, WebhooksTable } from './schema.js';
+import type { Database, Kysely, Selectable, WebhookAttemptsTable, WebhooksTable } from '@svc/store';
 
 /** Attempts listed per subscription, newest last; older ones are still stored. */
 const ATTEMPTS_LISTED = 1000;
@@ -45,7 +44,7 @@ export function publicWebhook({ secret: _secret, ...webhook }: WebhookWithSecret
   return webhook;
 }
 
-/** Webhook subscriptions and their delivery attempts (docs/webhooks.md). */
+/** Webhook subscriptions and their delivery attempts: the `webhooks` and `webhook_attempts` tables (docs/webhooks.md). */
 export function createWebhookStore(db: Kysely<Database>) {
   return {
     async create(id: string, owner: string, request: CreateWebhookRequestType, secret: string): Promise<WebhookWithSecret> {

@@ -1,8 +1,10 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
 import { AUDIT_GENESIS_HASH, auditRecordHash, auditRecordMac, type AuditFacts, type AuditKey, type AuditRecord, type ListAuditRpcType } from '@svc/protocol';
-import type { AuditRecordsTable, Database } from './schema.js';
+import { sql, type AuditRecordsTable, type Database, type Insertable, type Kysely, type Selectable } from '@svc/store';
 
-function toRecord(row: Selectable<AuditRecordsTable>): AuditRecord {
+/** A row as the table gives it (libs/store/src/schema.ts). */
+type Row = Selectable<AuditRecordsTable>;
+
+function toRecord(row: Row): AuditRecord {
   // Absent facts are absent (not null) in the record, as when it was hashed.
   const optional = {
     worker_id: row.worker_id,
@@ -26,6 +28,26 @@ function toRecord(row: Selectable<AuditRecordsTable>): AuditRecord {
   };
 }
 
+function toRow(record: AuditRecord): Insertable<AuditRecordsTable> {
+  return {
+    seq: record.seq,
+    id: record.id,
+    at: new Date(record.at),
+    actor: record.actor,
+    channel: record.channel,
+    action: record.action,
+    worker_id: record.worker_id ?? null,
+    session_id: record.session_id ?? null,
+    request_id: record.request_id ?? null,
+    decision: record.decision ?? null,
+    action_hash: record.action_hash ?? null,
+    details: record.details === undefined ? null : JSON.stringify(record.details),
+    key_id: record.key_id ?? null,
+    prev_hash: record.prev_hash,
+    hash: record.hash,
+  };
+}
+
 /** A record without a key would follow keyed ones: nobody could tell it from a rewrite (docs/audit.md). */
 export class AuditKeyRequiredError extends Error {
   override readonly name = 'AuditKeyRequiredError';
@@ -42,56 +64,46 @@ export interface AuditChainEnd {
 const CHAIN_PAGE = 1000;
 
 /**
- * The audit trail: one hash chain. Appending takes the table's lock for the transaction, so the
- * chain has one writer at a time whichever replica writes; a fact already recorded (its `id`)
- * is not recorded again. With a `key`, each record is sealed with its HMAC; without one, with a
- * plain SHA-256 — and only while no record is keyed yet.
+ * The audit trail (the `audit_records` table): one hash chain. Appending takes the table's lock
+ * for the transaction, so the chain has one writer at a time whichever replica writes; a fact
+ * already recorded (its `id`) is not recorded again. With a `key`, each record is sealed with its
+ * HMAC; without one, with a plain SHA-256 — and only while no record is keyed yet.
  */
 export function createAuditLog(db: Kysely<Database>, options: { key?: AuditKey | undefined } = {}) {
-  const { key } = options;
   return {
     /** Records a fact at the end of the chain; answers the record, or undefined when the fact was recorded before. */
-    async append(facts: AuditFacts): Promise<AuditRecord | undefined> {
-      return db.transaction().execute(async (trx) => {
-        await sql`LOCK TABLE audit_records IN EXCLUSIVE MODE`.execute(trx);
-        const known = await trx.selectFrom('audit_records').select('seq').where('id', '=', facts.id).executeTakeFirst();
-        if (known) return undefined;
-        const last = await trx.selectFrom('audit_records').select(['seq', 'hash', 'key_id']).orderBy('seq', 'desc').limit(1).executeTakeFirst();
-        if (!key && last?.key_id)
-          throw new AuditKeyRequiredError(`the audit trail is keyed (record #${last.seq}, key ${last.key_id}): set SVC_AUDIT_KEY to add to it`);
-        // The time as the database will give it back (milliseconds), so the hash can be checked later.
-        const content: Omit<AuditRecord, 'hash'> = {
-          seq: (last ? Number(last.seq) : 0) + 1,
-          ...facts,
-          at: new Date(facts.at).toISOString(),
-          ...(key ? { key_id: key.id } : {}),
-          prev_hash: last?.hash ?? AUDIT_GENESIS_HASH,
-        };
-        const hash = key ? await auditRecordMac(content, key) : await auditRecordHash(content);
-        await trx
-          .insertInto('audit_records')
-          .values({
-            seq: content.seq,
-            id: content.id,
-            at: new Date(content.at),
-            actor: content.actor,
-            channel: content.channel,
-            action: content.action,
-            worker_id: content.worker_id ?? null,
-            session_id: content.session_id ?? null,
-            request_id: content.request_id ?? null,
-            decision: content.decision ?? null,
-            action_hash: content.action_hash ?? null,
-            details: content.details === undefined ? null : JSON.stringify(content.details),
-            key_id: content.key_id ?? null,
-            prev_hash: content.prev_hash,
-            hash,
-          })
-          .execute();
-        return { ...content, hash };
-      });
-    },
+    append: (facts: AuditFacts) => appendToChain(db, options.key, facts),
+    ...chainReads(db),
+  };
+}
 
+export type AuditLog = ReturnType<typeof createAuditLog>;
+
+async function appendToChain(db: Kysely<Database>, key: AuditKey | undefined, facts: AuditFacts): Promise<AuditRecord | undefined> {
+  return db.transaction().execute(async (trx) => {
+    await sql`LOCK TABLE audit_records IN EXCLUSIVE MODE`.execute(trx);
+    const known = await trx.selectFrom('audit_records').select('seq').where('id', '=', facts.id).executeTakeFirst();
+    if (known) return undefined;
+    const last = await trx.selectFrom('audit_records').select(['seq', 'hash', 'key_id']).orderBy('seq', 'desc').limit(1).executeTakeFirst();
+    if (!key && last?.key_id)
+      throw new AuditKeyRequiredError(`the audit trail is keyed (record #${last.seq}, key ${last.key_id}): set SVC_AUDIT_KEY to add to it`);
+    // The time as the database will give it back (milliseconds), so the hash can be checked later.
+    const content: Omit<AuditRecord, 'hash'> = {
+      seq: (last ? Number(last.seq) : 0) + 1,
+      ...facts,
+      at: new Date(facts.at).toISOString(),
+      ...(key ? { key_id: key.id } : {}),
+      prev_hash: last?.hash ?? AUDIT_GENESIS_HASH,
+    };
+    const record = { ...content, hash: key ? await auditRecordMac(content, key) : await auditRecordHash(content) };
+    await trx.insertInto('audit_records').values(toRow(record)).execute();
+    return record;
+  });
+}
+
+/** Reading the chain: filtered pages for the API, its end and single hashes for the published heads, all of it for a check. */
+function chainReads(db: Kysely<Database>) {
+  return {
     /** Records after `after_seq`, in chain order, filtered; `total` counts every match. */
     async list(query: ListAuditRpcType): Promise<{ items: AuditRecord[]; total: number }> {
       let filtered = db.selectFrom('audit_records');
@@ -150,5 +162,3 @@ export function createAuditLog(db: Kysely<Database>, options: { key?: AuditKey |
     },
   };
 }
-
-export type AuditLog = ReturnType<typeof createAuditLog>;
