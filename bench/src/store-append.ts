@@ -65,7 +65,7 @@ async function main() {
   const postgres = await startPostgres({ durable: true });
   try {
     const database = await openDatabase({ url: postgres.url });
-    await migrateToLatest(database.db, 'event-log');
+    await migrateToLatest(database.db, 'event-ingest');
     const client = new pg.Client({ connectionString: postgres.url });
     await client.connect();
     results.push(
@@ -81,7 +81,7 @@ async function main() {
 
   const pglite = createPGlite();
   const embedded = await openDatabase({ pglite });
-  await migrateToLatest(embedded.db, 'event-log');
+  await migrateToLatest(embedded.db, 'event-ingest');
   results.push(
     ...(await runBackend('pglite', embedded.db, async (workerId, firstId, events) => {
       await pglite.query(rawInsertSql(events.length), rawParameters(workerId, firstId, events));

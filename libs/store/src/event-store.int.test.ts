@@ -125,7 +125,7 @@ describe.each(backends)('event store on %s', (backend) => {
     } else {
       database = await openDatabase({});
     }
-    expect(await migrateToLatest(database.db, 'event-log')).toEqual([
+    expect(await migrateToLatest(database.db, 'event-ingest')).toEqual([
       '2026-11-22T0530-event-store',
       '2026-11-22T0900-append-many',
       '2026-11-22T1000-control',
@@ -144,7 +144,7 @@ describe.each(backends)('event store on %s', (backend) => {
   });
 
   it('migrations — a second run applies nothing', async () => {
-    expect(await migrateToLatest(database.db, 'event-log')).toEqual([]);
+    expect(await migrateToLatest(database.db, 'event-ingest')).toEqual([]);
   });
 
   it('append — ids are 1, 2, 3 … per worker, across calls', async () => {
@@ -334,7 +334,7 @@ describe('event store — upgraded under its events', () => {
         '2026-11-24T2330-rules-from-decisions': rulesFromDecisions,
         '2026-11-26T2100-event-sources': sources,
         ...before
-      } = migrationGroups['event-log'].migrations;
+      } = migrationGroups['event-ingest'].migrations;
       expect(setBased && rulesFromDecisions && sources).toBeDefined();
       const { error } = await new Migrator({ db: database.db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
       expect(error).toBeUndefined();
@@ -343,7 +343,7 @@ describe('event store — upgraded under its events', () => {
         { worker_id: 'w-up-a', events: [systemEvent('a1'), systemEvent('a2')] },
         { worker_id: 'w-up-b', events: [systemEvent('b1')] },
       ])}::jsonb)`.execute(database.db);
-      expect(await migrateToLatest(database.db, 'event-log')).toEqual([
+      expect(await migrateToLatest(database.db, 'event-ingest')).toEqual([
         '2026-11-22T2000-append-many-set-based',
         '2026-11-24T2330-rules-from-decisions',
         '2026-11-26T2100-event-sources',
@@ -376,11 +376,11 @@ describe('event store — data survives a restart of embedded PGlite', () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'svc-pglite-'));
     try {
       const first = await openDatabase({ dataDir });
-      await migrateToLatest(first.db, 'event-log');
+      await migrateToLatest(first.db, 'event-ingest');
       await createEventStore(first.db).append('w-persist', [systemEvent('p1'), systemEvent('p2')]);
       await first.close();
       const second = await openDatabase({ dataDir });
-      await migrateToLatest(second.db, 'event-log');
+      await migrateToLatest(second.db, 'event-ingest');
       const events = await createEventStore(second.db).list('w-persist', { afterId: '0', limit: 10 });
       expect(events.map((e) => e.uid)).toEqual(['p1', 'p2']);
       await second.close();
@@ -426,7 +426,7 @@ describe('event store on postgres — statistics that saw one busy worker only',
   beforeAll(async () => {
     postgres = await startPostgres();
     database = await openDatabase({ url: postgres.url });
-    await migrateToLatest(database.db, 'event-log');
+    await migrateToLatest(database.db, 'event-ingest');
     store = createEventStore(database.db);
   });
 

@@ -11,10 +11,10 @@ import type { Database, Kysely } from './index.js';
 
 /** Every migration as it was before they were grouped by owner (issue 21), in Kysely's default table. */
 async function migrateAsBeforeTheGrouping(db: Kysely<Database>): Promise<void> {
-  const { '2026-11-24T2330-rules-from-decisions': added, '2026-11-26T2100-event-sources': sources, ...eventLog } = migrationGroups['event-log'].migrations;
+  const { '2026-11-24T2330-rules-from-decisions': added, '2026-11-26T2100-event-sources': sources, ...eventLog } = migrationGroups['event-ingest'].migrations;
   expect(added).toBeDefined();
   expect(sources).toBeDefined();
-  const before = { ...eventLog, ...migrationGroups.sessions.migrations };
+  const before = { ...eventLog, ...migrationGroups.session.migrations };
   const { error } = await new Migrator({ db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
   expect(error).toBeUndefined();
 }
@@ -35,15 +35,15 @@ describe('migrations — grouped by the service that owns the tables', () => {
   it("each owner applies its own group only; a reader of another's tables waits until they are migrated", async () => {
     const database = await openDatabase({});
     try {
-      expect(await migrateToLatest(database.db, 'sessions')).toEqual(['2026-11-22T1200-sessions', '2026-11-25T1100-event-retention']);
+      expect(await migrateToLatest(database.db, 'session')).toEqual(['2026-11-22T1200-sessions', '2026-11-25T1100-event-retention']);
       expect(await tableExists(database.db, 'sessions')).toBe(true);
       expect(await tableExists(database.db, 'events')).toBe(false);
-      const waiting = awaitMigrated(database.db, 'event-log');
+      const waiting = awaitMigrated(database.db, 'event-ingest');
       await expect(waiting).rejects.toBeInstanceOf(MigrationsPending);
-      await expect(waiting).rejects.toThrow(/the event-log tables are not migrated yet \(event-ingest applies 2026-11-22T0530-event-store, /);
-      expect(await migrateToLatest(database.db, 'event-log')).toEqual(Object.keys(migrationGroups['event-log'].migrations));
-      await expect(awaitMigrated(database.db, 'event-log')).resolves.toBeUndefined();
-      expect(await migrateToLatest(database.db, 'sessions')).toEqual([]);
+      await expect(waiting).rejects.toThrow(/the event-ingest service.s tables are not migrated yet \(it applies 2026-11-22T0530-event-store, /);
+      expect(await migrateToLatest(database.db, 'event-ingest')).toEqual(Object.keys(migrationGroups['event-ingest'].migrations));
+      await expect(awaitMigrated(database.db, 'event-ingest')).resolves.toBeUndefined();
+      expect(await migrateToLatest(database.db, 'session')).toEqual([]);
     } finally {
       await database.close();
     }
@@ -70,8 +70,8 @@ describe('migrations — grouped by the service that owns the tables', () => {
         SELECT tool_name, input_pattern, added_by, request_id FROM permission_rules`.execute(database.db);
       expect(oldRules).toEqual([{ tool_name: 'Bash', input_pattern: 'npm *', added_by: 'alice', request_id: 'r1' }]);
 
-      expect(await migrateToLatest(database.db, 'event-log')).toEqual(['2026-11-24T2330-rules-from-decisions', '2026-11-26T2100-event-sources']);
-      expect(await migrateToLatest(database.db, 'sessions')).toEqual([]);
+      expect(await migrateToLatest(database.db, 'event-ingest')).toEqual(['2026-11-24T2330-rules-from-decisions', '2026-11-26T2100-event-sources']);
+      expect(await migrateToLatest(database.db, 'session')).toEqual([]);
       expect(await tableExists(database.db, 'permission_rules')).toBe(false);
       // The decision stays in the log, read as the worker's: nothing proves a person wrote it (a
       // worker could post one under that uid then), so it makes no rule (docs/protocol.md, "Sources").
@@ -98,17 +98,17 @@ describe('migrations — grouped by the service that owns the tables', () => {
     it('replicas of both owners migrating a database of before the grouping at once apply each migration once', async () => {
       await migrateAsBeforeTheGrouping(database.db);
       const results = await Promise.all([
-        migrateToLatest(database.db, 'event-log'),
-        migrateToLatest(database.db, 'event-log'),
-        migrateToLatest(database.db, 'sessions'),
-        migrateToLatest(database.db, 'sessions'),
+        migrateToLatest(database.db, 'event-ingest'),
+        migrateToLatest(database.db, 'event-ingest'),
+        migrateToLatest(database.db, 'session'),
+        migrateToLatest(database.db, 'session'),
       ]);
       expect(results.flat().sort()).toEqual(['2026-11-24T2330-rules-from-decisions', '2026-11-26T2100-event-sources']);
-      await expect(awaitMigrated(database.db, 'event-log')).resolves.toBeUndefined();
+      await expect(awaitMigrated(database.db, 'event-ingest')).resolves.toBeUndefined();
     });
 
     it('with nothing to apply, a start takes no lock (safe through a transaction-mode pooler): it does not wait for one held elsewhere', async () => {
-      for (const group of ['event-log', 'sessions', 'control'] as const) await migrateToLatest(database.db, group);
+      for (const group of ['event-ingest', 'session', 'control'] as const) await migrateToLatest(database.db, group);
       // Another session holds the migrations' lock (here: for good, as one taken through a pooler
       // and released on another server connection would be).
       const holder = await openDatabase({ url: postgres.url, poolSize: 1 });
@@ -116,7 +116,7 @@ describe('migrations — grouped by the service that owns the tables', () => {
         await holder.db.connection().execute(async (connection) => {
           await sql`SELECT pg_advisory_lock(${0x5356_4d47})`.execute(connection);
           const started = Date.now();
-          expect(await Promise.all([migrateToLatest(database.db, 'event-log'), migrateToLatest(database.db, 'control')])).toEqual([[], []]);
+          expect(await Promise.all([migrateToLatest(database.db, 'event-ingest'), migrateToLatest(database.db, 'control')])).toEqual([[], []]);
           expect(Date.now() - started).toBeLessThan(2_000);
           await sql`SELECT pg_advisory_unlock(${0x5356_4d47})`.execute(connection);
         });

@@ -86,6 +86,6 @@ export async function awaitMigrated(db: Kysely<Database>, group: MigrationGroup)
   const pending = await pendingMigrations(db, group);
   if (pending.length > 0)
     throw new MigrationsPending(
-      `the ${group} tables are not migrated yet (${migrationGroups[group].owner} applies ${pending.map((migration) => migration.name).join(', ')})`,
+      `the ${group} service's tables are not migrated yet (it applies ${pending.map((migration) => migration.name).join(', ')})`,
     );
 }

@@ -21,7 +21,7 @@ describe('the store across a Postgres outage (real Postgres, immediate shutdown)
   beforeAll(async () => {
     postgres = await startPostgres({ durable: true });
     database = await openDatabase({ url: postgres.url, onConnectionError: (err) => connectionErrors.push(err) });
-    await migrateToLatest(database.db, 'event-log');
+    await migrateToLatest(database.db, 'event-ingest');
   }, 60_000);
   afterAll(async () => {
     await database?.close();

@@ -34,7 +34,7 @@ describe('a service store with its migrations on another connection (SVC_DATABAS
   });
 
   it('without it, a role that may not change the schema cannot start the service: the store says why', async () => {
-    const store = await serviceStore({ owns: 'sessions' })({ databaseUrl: serviceUrl, stateDir: '.' }, logger);
+    const store = await serviceStore({ owns: 'session' })({ databaseUrl: serviceUrl, stateDir: '.' }, logger);
     try {
       await expect(store.ready()).rejects.toThrow(/permission denied for schema public/);
     } finally {
@@ -43,7 +43,7 @@ describe('a service store with its migrations on another connection (SVC_DATABAS
   });
 
   it('with it, the migrations run there and the service works on its own connection', async () => {
-    const store = await serviceStore({ owns: 'sessions' })({ databaseUrl: serviceUrl, databaseMigrationUrl: postgres.url, stateDir: '.' }, logger);
+    const store = await serviceStore({ owns: 'session' })({ databaseUrl: serviceUrl, databaseMigrationUrl: postgres.url, stateDir: '.' }, logger);
     try {
       expect(await store.ready()).toEqual(['2026-11-22T1200-sessions', '2026-11-25T1100-event-retention']);
       const { rows } = await sql<{ who: string; sessions: string }>`SELECT current_user AS who, (SELECT count(*) FROM sessions)::text AS sessions`.execute(
@@ -57,7 +57,7 @@ describe('a service store with its migrations on another connection (SVC_DATABAS
 
   it('a migration URL without a database URL (the embedded store) is a configuration error', async () => {
     await expect(
-      serviceStore({ owns: 'sessions' })({ databaseUrl: undefined, databaseMigrationUrl: postgres.url, stateDir: '.' }, logger),
+      serviceStore({ owns: 'session' })({ databaseUrl: undefined, databaseMigrationUrl: postgres.url, stateDir: '.' }, logger),
     ).rejects.toBeInstanceOf(ConfigError);
   });
 });

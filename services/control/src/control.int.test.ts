@@ -24,7 +24,7 @@ describe('control — start and stop', () => {
     bus = await startBusFixture();
     database = await openDatabase({});
     // The event log is event-ingest's to migrate; the control service only reads it.
-    await migrateToLatest(database.db, 'event-log');
+    await migrateToLatest(database.db, 'event-ingest');
     // Its webhook queue and the lifecycle stream it follows (control's main waits for them too).
     await ensureStreams(bus.nc);
     await startIngest();

@@ -27,7 +27,7 @@ export interface ControlDeps {
 }
 
 /** The store's tables this service needs: it reads the event log (its control requests and decisions) and owns the audit trail and webhooks. */
-export const tables: StoreUse = { owns: 'control', reads: ['event-log'] };
+export const tables: StoreUse = { owns: 'control', reads: ['event-ingest'] };
 
 /**
  * Starts the control service: takes decisions (first wins, across replicas; appended by the

@@ -59,7 +59,7 @@ describe('control — who decides is the user assertion, never the payload (docs
     gateway = await connectBus({ servers: nats.url, name: 'gateway', logger, credentials: nats.credentials.gateway });
     database = await openDatabase({});
     // The event log is event-ingest's to migrate; the control service only reads it.
-    await migrateToLatest(database.db, 'event-log');
+    await migrateToLatest(database.db, 'event-ingest');
     await createEventStore(database.db).append(
       WORKER,
       ['r1', 'r2', 'r3'].map((requestId) => ({

@@ -13,7 +13,7 @@ describe('group commit — the partitions of a replica append together', () => {
 
   beforeAll(async () => {
     database = await openDatabase({});
-    await migrateToLatest(database.db, 'event-log');
+    await migrateToLatest(database.db, 'event-ingest');
     store = createEventStore(database.db);
     counting = {
       appendMany(batches) {

@@ -23,7 +23,7 @@ export interface EventIngestDeps {
 }
 
 /** The store's tables this service needs: the event log, which it owns. */
-export const tables: StoreUse = { owns: 'event-log' };
+export const tables: StoreUse = { owns: 'event-ingest' };
 
 /**
  * Starts event-ingest: migrates the event tables (it owns them), consumes the partitions of

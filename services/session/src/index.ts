@@ -34,7 +34,7 @@ export interface SessionDeps {
 }
 
 /** The store's tables this service needs: it owns the sessions table. */
-export const tables: StoreUse = { owns: 'sessions' };
+export const tables: StoreUse = { owns: 'session' };
 
 /**
  * Starts the session service: the session API's operations, the spawn pipeline, worker

@@ -13,12 +13,13 @@ import * as auditKeys from './2026-11-26T2200-audit-keys.js';
 import * as eventRetention from './2026-11-25T1100-event-retention.js';
 import * as eventSources from './2026-11-26T2100-event-sources.js';
 
-/** The owners of tables: each applies its own group's migrations, and no other service does. */
-export type MigrationGroup = 'event-log' | 'sessions' | 'control';
+/**
+ * The owners of tables, each group named after the service that applies its migrations (and
+ * the only one that writes its tables): no other service does.
+ */
+export type MigrationGroup = 'event-ingest' | 'session' | 'control';
 
 export interface MigrationGroupOf {
-  /** The service that applies them (and the only one that writes the tables). */
-  owner: 'event-ingest' | 'session' | 'control';
   /** Where the group's applied migrations are recorded (Kysely's table; its lock is `<table>_lock`). */
   table: string;
   /** By timestamped name, in one explicit index: bundlers and single-file builds keep them; the order is the names' order. */
@@ -32,8 +33,8 @@ export interface MigrationGroupOf {
  * names.
  */
 export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
-  'event-log': {
-    owner: 'event-ingest',
+  'event-ingest': {
+    // Named `event-log` until issue 35 (its records table keeps that name).
     table: 'svc_migrations_event_log',
     migrations: {
       '2026-11-22T0530-event-store': eventStore,
@@ -46,13 +47,12 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
       '2026-11-26T2100-event-sources': eventSources,
     },
   },
-  sessions: {
-    owner: 'session',
+  session: {
+    // Named `sessions` until issue 35 (its records table keeps that name).
     table: 'svc_migrations_sessions',
     migrations: { '2026-11-22T1200-sessions': sessions, '2026-11-25T1100-event-retention': eventRetention },
   },
   control: {
-    owner: 'control',
     // Named `audit` until issue 35. Its records stay in the table of that name, where databases
     // migrated before hold them: nothing to copy, and an older build still finds them.
     table: 'svc_migrations_audit',
