@@ -52,6 +52,18 @@ const boundaries = (testCode) => ({
 
 const testFiles = ['**/*.test.ts', '**/*.test.tsx', '**/test/**/*.ts', '**/e2e/**/*.ts', '**/vitest.config.ts'];
 
+/** Every line counts, blank lines and comments included: the limit is on what a reader scrolls through. */
+const maxLinesPerFunction = (max) => ({ 'max-lines-per-function': ['error', { max, skipBlankLines: false, skipComments: false, IIFEs: true }] });
+
+/** The code of the services, the sidecar and the libraries; tests are exempt. */
+const sourceFiles = ['services/**/*.{ts,tsx,mjs}', 'sidecar/**/*.{ts,tsx,mjs}', 'libs/**/*.{ts,tsx,mjs}'];
+
+/**
+ * The files whose long functions are allowed, each with why: a route table or a script reads top to
+ * bottom, and splitting it would only scatter it. Write each as { file: '<glob>', why: '<one line>' }.
+ */
+const longFunctionExceptions = [];
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/executable/**', '**/node_modules/**', '**/.nx/**', '**/coverage/**', '**/.svc/**', '.cache/**'] },
   ...tseslint.configs.recommended,
@@ -68,6 +80,18 @@ export default tseslint.config(
   {
     files: testFiles,
     rules: { ...boundaries(true), 'no-console': 'off' },
+  },
+  {
+    // A function longer than a screen or two is several steps that want names (docs/testing.md).
+    files: sourceFiles,
+    ignores: [...testFiles, ...longFunctionExceptions.map(({ file }) => file)],
+    rules: maxLinesPerFunction(100),
+  },
+  {
+    // A service's `start` only builds its parts and connects them; the work lives in named modules.
+    // ESLint cannot single out one function by name, so the limit holds for every function here.
+    files: ['services/*/src/index.ts'],
+    rules: maxLinesPerFunction(60),
   },
   {
     // Benchmarks print their figures.

@@ -10,6 +10,8 @@
 #   node_modules     via `npm ci`, re-run only when package-lock.json changed
 #   agent CLIs       the real Claude Code and Codex versions the sidecar is tested with, each in
 #                    .cache/agents/<name>-<version> (outside the workspace's lockfile)
+#   git hooks        core.hooksPath=deploy/git-hooks in a git checkout: commit-msg refuses a
+#                    subject over 72 characters
 # Idempotent and quick when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,12 @@ source .ci/versions.env
 say() { printf 'dev-setup: %s\n' "$*"; }
 sudo_cmd=()
 [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+
+# --- git hooks -------------------------------------------------------------
+# Only in a checkout of this repository (a copy without .git, or one inside another repository, has none to set).
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
+  git config core.hooksPath deploy/git-hooks
+fi
 
 # --- Debian packages -------------------------------------------------------
 packages=()
