@@ -1,5 +1,5 @@
 import { userAssertionKeySetting } from '@svc/auth';
-import { streamLimitSettings } from './stream-limits.js';
+import { streamLimitSettings, type StreamLimits } from './stream-limits.js';
 import {
   booleanSetting,
   cidrListSetting,
@@ -99,3 +99,38 @@ export const gatewaySettings = {
 };
 
 export type GatewayConfig = ConfigOf<typeof gatewaySettings>;
+
+/**
+ * What `buildGatewayApp` is given: the settings every gateway needs, and the rest optional (a test
+ * or a bench leaves unset what it does not exercise; each part fills in its own default).
+ */
+export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigins' | 'rateLimitMax' | 'rateLimitWindowMs' | 'bodyLimitBytes' | 'oidcAudience'> &
+  Partial<StreamLimits> &
+  Partial<
+    Pick<
+      GatewayConfig,
+      | 'anthropicApiKey'
+      | 'anthropicUpstreamUrl'
+      | 'openaiApiKey'
+      | 'openaiUpstreamUrl'
+      | 'egressRefused'
+      | 'egressAllowedCidrs'
+      | 'databaseUrl'
+      | 'natsUrl'
+      | 'port'
+      | 'workerPort'
+      | 'healthPort'
+      | 'publicUrl'
+      | 'allowedHosts'
+      | 'consoleDir'
+      | 'localTokenTtlSeconds'
+      | 'oidcIssuer'
+      | 'consoleOidcClientId'
+      | 'consoleOidcScope'
+      | 'decisionLinkKey'
+      | 'userAssertionKey'
+      | 'coalesceWindowMs'
+      | 'coalesceMaxEvents'
+      | 'coalesceMaxBytes'
+    >
+  >;

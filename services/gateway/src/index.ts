@@ -7,8 +7,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { buildGatewayApp } from './app.js';
 import type { GatewayConfig } from './config.js';
 
-export { buildGatewayApp, type GatewayAppOptions, type GatewaySettings } from './app.js';
-export { gatewaySettings, type GatewayConfig } from './config.js';
+export { buildGatewayApp, type GatewayAppOptions } from './app.js';
+export { gatewaySettings, type GatewayConfig, type GatewaySettings } from './config.js';
 export { LOCAL_USER } from './routes/local-issuer.js';
 
 export interface GatewayDeps {

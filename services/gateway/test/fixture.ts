@@ -15,7 +15,8 @@ import { controlSettings, start as startControl } from '@svc/control';
 import { createLogger, readConfig } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, startPostgres, startTestIssuer, type BusFixture, type TestIssuer } from '@svc/test-support';
-import { buildGatewayApp, type GatewayApp, type GatewaySettings } from '../src/app.js';
+import { buildGatewayApp, type GatewayApp } from '../src/app.js';
+import type { GatewaySettings } from '../src/config.js';
 import { authorizeWorker } from '../src/auth/authorization.js';
 
 export const AUDIENCE = 'svc';
@@ -87,6 +88,55 @@ export interface FixtureOptions {
   dropAnnouncement?: (batch: StoredEventBatchType) => boolean;
 }
 
+/** The real event-ingest, session and control services behind the gateway (`services`), and how to stop them. */
+async function startServices(
+  bus: BusFixture,
+  options: FixtureOptions,
+  userAssertionKey: string,
+): Promise<{ database: StoreDatabase; stopServices: Array<() => Promise<void>> }> {
+  const stopServices: Array<() => Promise<void>> = [];
+  const postgres = options.postgres ? await startPostgres() : undefined;
+  if (postgres) stopServices.push(() => postgres.stop());
+  const database = await openDatabase(postgres ? { url: postgres.url } : {});
+  stopServices.push(() => database.close());
+  const ingest = await startEventIngest({
+    nc: bus.nc,
+    db: database.db,
+    logger: bus.logger,
+    instance: 'ingest-0',
+    replicaIndex: 0,
+    replicaCount: 1,
+    dropAnnouncement: options.dropAnnouncement,
+  });
+  const sandboxes = await mkdtemp(path.join(tmpdir(), 'svc-gw-sandboxes-'));
+  stopServices.push(() => rm(sandboxes, { recursive: true, force: true }));
+  const session = await startSession({
+    nc: bus.nc,
+    db: database.db,
+    logger: bus.logger,
+    instance: 'session-0',
+    config: readConfig(sessionSettings, { SVC_SANDBOXES_DIR: sandboxes }),
+  });
+  stopServices.push(
+    () => ingest.stop(),
+    () => session.stop(),
+  );
+  for (let replica = 0; replica < (options.controlReplicas ?? 1); replica++) {
+    // On Postgres each replica has its own pool, as separate processes would; PGlite is one in-process database.
+    const controlDb = postgres ? await openDatabase({ url: postgres.url }) : database;
+    if (controlDb !== database) stopServices.push(() => controlDb.close());
+    const control = await startControl({
+      nc: bus.nc,
+      db: controlDb.db,
+      logger: bus.logger,
+      instance: `control-${replica}`,
+      config: readConfig(controlSettings, { ...process.env, SVC_USER_ASSERTION_KEY: userAssertionKey }),
+    });
+    stopServices.push(() => control.stop());
+  }
+  return { database, stopServices };
+}
+
 export async function startGatewayFixture(
   settings: Partial<GatewaySettings> = {},
   extraRoutes: FastifyPluginAsync[] = [testRoutes],
@@ -97,50 +147,9 @@ export async function startGatewayFixture(
   const userAssertionKey = randomBytes(32).toString('base64url');
   const bus = await startBusFixture();
   await ensureStreams(bus.nc);
-  const stopServices: Array<() => Promise<void>> = [];
-  let database: StoreDatabase | undefined;
-  if (fixtureOptions.services) {
-    const postgres = fixtureOptions.postgres ? await startPostgres() : undefined;
-    if (postgres) stopServices.push(() => postgres.stop());
-    database = await openDatabase(postgres ? { url: postgres.url } : {});
-    const opened = database;
-    stopServices.push(() => opened.close());
-    const ingest = await startEventIngest({
-      nc: bus.nc,
-      db: database.db,
-      logger: bus.logger,
-      instance: 'ingest-0',
-      replicaIndex: 0,
-      replicaCount: 1,
-      dropAnnouncement: fixtureOptions.dropAnnouncement,
-    });
-    const sandboxes = await mkdtemp(path.join(tmpdir(), 'svc-gw-sandboxes-'));
-    stopServices.push(() => rm(sandboxes, { recursive: true, force: true }));
-    const session = await startSession({
-      nc: bus.nc,
-      db: database.db,
-      logger: bus.logger,
-      instance: 'session-0',
-      config: readConfig(sessionSettings, { SVC_SANDBOXES_DIR: sandboxes }),
-    });
-    stopServices.push(
-      () => ingest.stop(),
-      () => session.stop(),
-    );
-    for (let replica = 0; replica < (fixtureOptions.controlReplicas ?? 1); replica++) {
-      // On Postgres each replica has its own pool, as separate processes would; PGlite is one in-process database.
-      const controlDb = postgres ? await openDatabase({ url: postgres.url }) : opened;
-      if (controlDb !== opened) stopServices.push(() => controlDb.close());
-      const control = await startControl({
-        nc: bus.nc,
-        db: controlDb.db,
-        logger: bus.logger,
-        instance: `control-${replica}`,
-        config: readConfig(controlSettings, { ...process.env, SVC_USER_ASSERTION_KEY: userAssertionKey }),
-      });
-      stopServices.push(() => control.stop());
-    }
-  }
+  const { database, stopServices } = fixtureOptions.services
+    ? await startServices(bus, fixtureOptions, userAssertionKey)
+    : { database: undefined, stopServices: [] as Array<() => Promise<void>> };
   const issuer = await startTestIssuer(AUDIENCE);
   const logs: string[] = [];
   const destination = new Writable({

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 
-import { AuthenticationError, looksLikeWorkerToken, type OidcVerifier, type Principal, type UserPrincipal, type WorkerDirectory } from '@svc/auth';
+import { AuthenticationError, looksLikeWorkerToken, type Principal, type UserPrincipal } from '@svc/auth';
 import { CodedError, createChecker, WorkerId, WS_BEARER_PREFIX, type WorkerRecord } from '@svc/protocol';
 import { viaWorkerPort } from './listeners.js';
 
@@ -19,11 +19,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
   }
-}
-
-export interface AuthenticationOptions {
-  users: OidcVerifier;
-  workers: WorkerDirectory;
 }
 
 const unauthorized = (message: string) => new CodedError('unauthorized', message);
@@ -53,8 +48,9 @@ function bearerToken(request: FastifyRequest): string {
 }
 
 /** Authenticates every request by its route's `auth` and sets `request.principal`. */
-export const authenticationPlugin = fp<AuthenticationOptions>(
-  async (app, options) => {
+export const authenticationPlugin = fp(
+  async (app) => {
+    const { users, workers } = app;
     // Declared on every request (public routes set none): requests keep one shape for V8.
     app.decorateRequest('principal', undefined);
     /** The worker named by `:id`, checked before any lookup: the id is a KV key and must have the protocol's shape. */
@@ -72,7 +68,7 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
       let workerId: string;
       const settle = (record: WorkerRecord | undefined) => {
         try {
-          options.workers.checkWorkerToken(workerId, token, record);
+          workers.checkWorkerToken(workerId, token, record);
           request.principal = { kind: 'worker', workerId };
         } catch (err) {
           return done(err as Error);
@@ -84,15 +80,15 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
       } catch (err) {
         return done(err as Error);
       }
-      const record = options.workers.known(workerId);
+      const record = workers.known(workerId);
       if (record) return settle(record);
-      options.workers.get(workerId).then(settle, done);
+      workers.get(workerId).then(settle, done);
     }
 
     async function authenticateUser(token: string): Promise<UserPrincipal> {
       if (looksLikeWorkerToken(token)) throw new CodedError('forbidden', "a worker token is valid only on its worker's sidecar endpoints");
       try {
-        return await options.users.verify(token);
+        return await users.verify(token);
       } catch (err) {
         if (err instanceof AuthenticationError) throw new CodedError('unauthorized', err.message, undefined, { cause: err });
         throw err;
@@ -115,7 +111,7 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
         return done(err as Error);
       }
       const workerToken = looksLikeWorkerToken(token);
-      const known = auth !== 'worker' && !workerToken ? options.users.remembered(token) : undefined;
+      const known = auth !== 'worker' && !workerToken ? users.remembered(token) : undefined;
       if (known) {
         request.principal = known;
         return done();
@@ -130,5 +126,5 @@ export const authenticationPlugin = fp<AuthenticationOptions>(
       );
     });
   },
-  { name: 'svc-authentication', fastify: '5.x' },
+  { name: 'svc-authentication', fastify: '5.x', dependencies: ['svc-users', 'svc-worker-directory'] },
 );

@@ -3,6 +3,13 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { CodedError } from '@svc/protocol';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The worker port's server (not listening: `start` listens). */
+    workerListener: http.Server;
+  }
+}
+
 /** Marks a request that came in through the worker port. */
 const VIA_WORKER_PORT = Symbol('svc.viaWorkerPort');
 
@@ -18,7 +25,7 @@ export function viaWorkerPort(request: FastifyRequest | IncomingMessage): boolea
  * sidecar calls (its own token, `auth: 'worker'`); every other path answers 404 as if it did not
  * exist. A sandbox's one channel leads here, never to the public listener.
  */
-export function createWorkerListener(app: FastifyInstance): http.Server {
+function createWorkerListener(app: FastifyInstance): http.Server {
   return http.createServer((request, response) => {
     (request as IncomingMessage & { [VIA_WORKER_PORT]?: true })[VIA_WORKER_PORT] = true;
     app.routing(request, response);
@@ -26,7 +33,7 @@ export function createWorkerListener(app: FastifyInstance): http.Server {
 }
 
 /** The names the public listener answers to: a browser's Host header must be one (DNS rebinding). */
-export interface AllowedHosts {
+interface AllowedHosts {
   /** Any name (`SVC_GATEWAY_ALLOWED_HOSTS=*`). */
   any: boolean;
   names: ReadonlySet<string>;
@@ -36,7 +43,7 @@ export interface AllowedHosts {
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
 
 /** The allowed names: the configured ones, the public URL's host and the loopback names. */
-export function allowedHostsOf(configured: readonly string[], publicUrl: string | undefined): AllowedHosts {
+function allowedHostsOf(configured: readonly string[], publicUrl: string | undefined): AllowedHosts {
   const names = new Set([...LOOPBACK_NAMES, ...configured.map((name) => name.trim().toLowerCase()).filter((name) => name !== '' && name !== '*')]);
   if (publicUrl) names.add(new URL(publicUrl).hostname.toLowerCase());
   return { any: configured.includes('*'), names };
@@ -55,8 +62,9 @@ function hostName(header: string): string {
  * `worker-or-user` route takes the worker's token there); on the public listener the Host header
  * must name this gateway, so a web page cannot reach it under a name of its own (DNS rebinding).
  */
-export const listenersPlugin = fp<{ allowedHosts: AllowedHosts }>(
-  async (app, { allowedHosts }) => {
+export const listenersPlugin = fp(
+  async (app) => {
+    const allowedHosts = allowedHostsOf(app.settings.allowedHosts ?? [], app.settings.publicUrl);
     app.addHook('onRequest', (request, _reply, done) => {
       if (viaWorkerPort(request)) {
         const auth = request.routeOptions.config.auth;
@@ -75,5 +83,22 @@ export const listenersPlugin = fp<{ allowedHosts: AllowedHosts }>(
       done();
     });
   },
-  { name: 'svc-listeners', fastify: '5.x', dependencies: ['svc-errors'] },
+  { name: 'svc-listeners', fastify: '5.x', dependencies: ['svc-errors', 'svc-settings'] },
+);
+
+/**
+ * `app.workerListener`, closed with the app. Registered after the routes: close hooks run
+ * last-registered first, so the sandboxes' connections go before the parts their routes use
+ * (the model proxy's usage, the events' publisher).
+ */
+export const workerPortPlugin = fp(
+  async (app) => {
+    const workerListener = createWorkerListener(app);
+    app.decorate('workerListener', workerListener);
+    app.addHook('onClose', async () => {
+      workerListener.closeAllConnections();
+      if (workerListener.listening) await new Promise<void>((resolve) => workerListener.close(() => resolve()));
+    });
+  },
+  { name: 'svc-worker-port', fastify: '5.x', dependencies: ['svc-listeners'] },
 );

@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requestJson, type NatsConnection } from '@svc/bus';
+import { requestJson } from '@svc/bus';
 import {
   APIErrorSchema,
   AuditVerificationSchema,
@@ -15,6 +14,7 @@ import {
   type ListAuditRpcType,
   type ListResponseOf,
 } from '@svc/protocol';
+import { routePlugin } from './route-plugin.js';
 
 /** The channel a person came through: what the CLI and the console say they are (`X-Svc-Channel`), else the API. */
 export function channelOf(request: FastifyRequest): AuditChannel {
@@ -32,7 +32,7 @@ function requireAdmin(request: FastifyRequest): void {
 }
 
 /** `GET /v1/audit` (admins): the audit trail, paged, filtered, or exported as JSON lines; `GET /v1/audit/verify`: checked (docs/audit.md). */
-export const auditRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = async (app, { nc }) => {
+export const auditRoutes = routePlugin('svc-audit-routes', ['svc-bus'], async (app) => {
   app.get(
     '/v1/audit',
     {
@@ -56,7 +56,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = as
         ...(channel === undefined ? {} : { channel }),
         ...(workerId === undefined ? {} : { worker_id: workerId }),
       };
-      const page = await requestJson<ListResponseOf<AuditRecord>>(nc, subjects.rpc.listAudit, rpc, { requestId: request.id, retries: 1 });
+      const page = await requestJson<ListResponseOf<AuditRecord>>(app.bus, subjects.rpc.listAudit, rpc, { requestId: request.id, retries: 1 });
       if (format !== 'jsonl') return page;
       // Text, past the route's JSON schema (which describes the default format).
       return (reply as unknown as FastifyReply)
@@ -79,7 +79,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = as
     },
     async (request) => {
       requireAdmin(request);
-      return requestJson<AuditVerification>(nc, subjects.rpc.verifyAudit, {}, { requestId: request.id, timeoutMs: VERIFY_TIMEOUT_MS });
+      return requestJson<AuditVerification>(app.bus, subjects.rpc.verifyAudit, {}, { requestId: request.id, timeoutMs: VERIFY_TIMEOUT_MS });
     },
   );
-};
+});

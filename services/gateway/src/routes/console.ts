@@ -1,15 +1,11 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { CodedError, CONSOLE_CALLBACK_PATH, ConsoleSignInSchema, type ConsoleSignIn } from '@svc/protocol';
-
-export interface ConsoleRoutesOptions {
-  /** The console's built files (`console/dist`): `index.html` and `assets/`. Unset or not built: its pages are 404s that say why. */
-  dir: string | undefined;
-  /** How the console signs people in (`GET /v1/console/sign-in`). */
-  signIn: ConsoleSignIn;
-}
+import { DEFAULT_CONSOLE_OIDC_SCOPE } from '../config.js';
+import type { AppSettings } from '../plugins/settings.js';
+import { routePlugin } from './route-plugin.js';
 
 /**
  * The console's own paths (client-side routes): each is answered with `index.html`, and the
@@ -39,6 +35,13 @@ export function consoleCsp(signIn: ConsoleSignIn): string {
   ].join('; ');
 }
 
+/** How the console signs people in (`GET /v1/console/sign-in`): with the built-in issuer's code, and with the OIDC provider when the console has a client id there. */
+function signInOf(settings: AppSettings, local: boolean): ConsoleSignIn {
+  const { oidcIssuer, consoleOidcClientId } = settings;
+  if (!oidcIssuer || !consoleOidcClientId) return { local };
+  return { local, oidc: { issuer: oidcIssuer, client_id: consoleOidcClientId, scope: settings.consoleOidcScope ?? DEFAULT_CONSOLE_OIDC_SCOPE } };
+}
+
 function secureHeaders(reply: FastifyReply, csp: string): void {
   reply.header('content-security-policy', csp);
   reply.header('x-content-type-options', 'nosniff');
@@ -47,11 +50,14 @@ function secureHeaders(reply: FastifyReply, csp: string): void {
 }
 
 /**
- * Serves the web console at `/` (docs/console.md). Files under `/assets/` have content hashes
- * in their names and are cached for a year; `index.html` is revalidated every time, so a new
- * build is picked up at the next load.
+ * Serves the web console at `/` (docs/console.md) from its built files (`SVC_CONSOLE_DIR`:
+ * `index.html` and `assets/`; unset or not built, its pages are 404s that say why). Files under
+ * `/assets/` have content hashes in their names and are cached for a year; `index.html` is
+ * revalidated every time, so a new build is picked up at the next load.
  */
-export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (app, { dir, signIn }) => {
+export const consoleRoutes = routePlugin('svc-console-routes', ['svc-settings', 'svc-users'], async (app) => {
+  const dir = app.settings.consoleDir;
+  const signIn = signInOf(app.settings, app.localIssuer !== undefined);
   const built = dir !== undefined && existsSync(path.join(dir, 'index.html'));
   const config = { auth: 'public' as const };
   const schema = { hide: true };
@@ -97,4 +103,4 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleRoutesOptions> = async (ap
       return reply.sendFile('index.html', dir, { cacheControl: false });
     });
   }
-};
+});

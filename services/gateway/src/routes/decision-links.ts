@@ -1,7 +1,7 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import Type from 'typebox';
-import { signUserAssertion, verifyDecisionLink, type DecisionLinkClaims, type WorkerDirectory } from '@svc/auth';
-import { requestJson, type NatsConnection } from '@svc/bus';
+import { signUserAssertion, verifyDecisionLink, type DecisionLinkClaims } from '@svc/auth';
+import { requestJson } from '@svc/bus';
 import {
   CodedError,
   isEndedStatus,
@@ -12,6 +12,7 @@ import {
   type ListResponseOf,
   type StoredEvent,
 } from '@svc/protocol';
+import { routePlugin } from './route-plugin.js';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -38,29 +39,25 @@ const verb = (claims: DecisionLinkClaims) => (claims.decision === 'allow' ? 'All
  * `/v1/links?token=…` (docs/webhooks.md): the signed decision links of notifications. A GET only
  * shows what will be decided and asks to confirm (link previewers and mail scanners follow GETs);
  * the confirmation's POST decides, as the notified person, through the `link` channel. The token
- * is the credential: no other is asked for.
+ * is the credential: no other is asked for. The links are checked with `SVC_DECISION_LINK_KEY`;
+ * who decides is signed with `SVC_USER_ASSERTION_KEY` (the link's person, through the `link` channel).
  */
-export const decisionLinkRoutes: FastifyPluginAsync<{
-  nc: NatsConnection;
-  workers: WorkerDirectory;
-  linkKey: string | undefined;
-  /** Signs who decides for the control service (`SVC_USER_ASSERTION_KEY`): the link's person, through the `link` channel. */
-  userAssertionKey: string | undefined;
-}> = async (app, { nc, workers, linkKey, userAssertionKey }) => {
+export const decisionLinkRoutes = routePlugin('svc-decision-link-routes', ['svc-settings', 'svc-bus', 'svc-worker-directory'], async (app) => {
+  const { decisionLinkKey, userAssertionKey } = app.settings;
   // The confirmation is an HTML form: its body (empty) is not read.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
 
   async function claimsOf(token: string): Promise<DecisionLinkClaims> {
-    if (!linkKey) throw new CodedError('not_found', 'decision links are not configured on this gateway (SVC_DECISION_LINK_KEY)');
-    return verifyDecisionLink(linkKey, token);
+    if (!decisionLinkKey) throw new CodedError('not_found', 'decision links are not configured on this gateway (SVC_DECISION_LINK_KEY)');
+    return verifyDecisionLink(decisionLinkKey, token);
   }
 
   async function openRequest(claims: DecisionLinkClaims, requestId: string): Promise<StoredEvent<'control_request'>> {
-    const record = await workers.get(claims.workerId);
+    const record = await app.workers.get(claims.workerId);
     if (!record) throw new CodedError('worker_not_found', `worker ${claims.workerId} does not exist`);
     if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${claims.workerId} is ${record.status}; it takes no more decisions`);
     const rpc: ControlRequestsRpcType = { worker_id: claims.workerId, state: 'all' };
-    const requests = await requestJson<ListResponseOf<StoredEvent<'control_request'>>>(nc, subjects.rpc.controlRequests, rpc, { requestId });
+    const requests = await requestJson<ListResponseOf<StoredEvent<'control_request'>>>(app.bus, subjects.rpc.controlRequests, rpc, { requestId });
     const found = requests.items.find((request) => request.data.request_id === claims.requestId);
     if (!found) throw new CodedError('request_not_found', `worker ${claims.workerId} has no request ${claims.requestId}`);
     return found;
@@ -132,7 +129,7 @@ export const decisionLinkRoutes: FastifyPluginAsync<{
           decision: { request_id: claims.requestId, decision: claims.decision },
           assertion,
         };
-        await requestJson<StoredEvent<'control_response'>>(nc, subjects.rpc.decide, decide, { requestId: request.id });
+        await requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, decide, { requestId: request.id });
         return page(
           reply,
           200,
@@ -144,4 +141,4 @@ export const decisionLinkRoutes: FastifyPluginAsync<{
       }
     },
   );
-};
+});

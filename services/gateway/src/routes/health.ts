@@ -1,13 +1,8 @@
-import type { FastifyPluginAsync } from 'fastify';
 import Type from 'typebox';
-import { requestJson, trackConnection, type NatsConnection } from '@svc/bus';
+import { requestJson, trackConnection } from '@svc/bus';
 import { APIErrorSchema, CodedError, SERVICE_NAMES, StatusResponse, subjects, type ServiceHealth, type ServiceName } from '@svc/protocol';
 import { metricsExposition, SVC_VERSION } from '@svc/service-kit';
-
-export interface HealthRoutesOptions {
-  nc: NatsConnection;
-  instance: string;
-}
+import { routePlugin } from './route-plugin.js';
 
 /** A service that does not answer within this long shows as down; status itself still answers. */
 const SERVICE_HEALTH_TIMEOUT_MS = 1000;
@@ -16,9 +11,10 @@ const Ok = Type.Object({ status: Type.Literal('ok') });
 const errors = { 401: APIErrorSchema, 403: APIErrorSchema, 429: APIErrorSchema, 503: APIErrorSchema };
 
 /** `/healthz` (alive), `/readyz` (NATS connected) for Kubernetes probes, and `GET /v1/status`. */
-export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app, { nc, instance }) => {
+export const healthRoutes = routePlugin('svc-health-routes', ['svc-bus', 'svc-settings'], async (app) => {
+  const { instance } = app.settings;
   const startedAt = Date.now();
-  const connection = trackConnection(nc);
+  const connection = trackConnection(app.bus);
   const natsUp = () => connection.connected();
 
   app.get(
@@ -67,7 +63,7 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
       const gateway: ServiceHealth = { service: 'gateway', status: 'up', version: SVC_VERSION, instance, uptime_s: (Date.now() - startedAt) / 1000 };
       const others = await Promise.all(
         SERVICE_NAMES.filter((name) => name !== 'gateway').map((service: ServiceName) =>
-          requestJson<ServiceHealth>(nc, subjects.health(service), {}, { timeoutMs: SERVICE_HEALTH_TIMEOUT_MS, requestId: request.id }).catch(
+          requestJson<ServiceHealth>(app.bus, subjects.health(service), {}, { timeoutMs: SERVICE_HEALTH_TIMEOUT_MS, requestId: request.id }).catch(
             (): ServiceHealth => ({ service, status: 'down', version: 'unknown', instance: 'none', uptime_s: 0 }),
           ),
         ),
@@ -79,4 +75,4 @@ export const healthRoutes: FastifyPluginAsync<HealthRoutesOptions> = async (app,
       return { status: healthy ? ('ok' as const) : ('degraded' as const), version: SVC_VERSION, nats, store, services } as const;
     },
   );
-};
+});

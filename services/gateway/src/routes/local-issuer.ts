@@ -1,6 +1,6 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import { AuthenticationError, signedInAt, type LocalIssuer, type OidcVerifier } from '@svc/auth';
+import { AuthenticationError, signedInAt } from '@svc/auth';
 import {
   APIErrorSchema,
   CodedError,
@@ -10,15 +10,8 @@ import {
   LocalTokenBody,
   type LocalTokenBodyType,
 } from '@svc/protocol';
-
-export interface LocalIssuerRoutesOptions {
-  issuer: LocalIssuer;
-  /** Checks a renewal's token: one of this issuer's, still valid. */
-  users: OidcVerifier;
-  audience: string;
-  /** How long a token lasts (`SVC_LOCAL_TOKEN_TTL_S`). */
-  ttlSeconds: number;
-}
+import { DEFAULT_LOCAL_TOKEN_TTL_S } from '../config.js';
+import { routePlugin } from './route-plugin.js';
 
 /** How long renewals may carry a sign-in with the code on: after this the code is asked for again (a leaked token does not live for ever). */
 export const LOCAL_SIGN_IN_MAX_AGE_S = 7 * 86_400;
@@ -50,9 +43,15 @@ function presentedToken(request: FastifyRequest): string | undefined {
  * The built-in issuer of the local stack: discovery and JWKS (so any OIDC client can verify its
  * tokens) and `POST /v1/local/token`, which gives the local user a token for the stack's sign-in
  * code — a secret only the person at the machine can read — or renews a valid token. Being a
- * loopback caller proves nothing: a sandbox's channel arrives from loopback too.
+ * loopback caller proves nothing: a sandbox's channel arrives from loopback too. A gateway that
+ * is not its own issuer (`app.localIssuer` unset) has none of these routes.
  */
-export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = async (app, { issuer, users, audience, ttlSeconds }) => {
+export const localIssuerRoutes = routePlugin('svc-local-issuer-routes', ['svc-settings', 'svc-users'], async (app) => {
+  const { localIssuer: issuer, users } = app;
+  if (!issuer) return;
+  // A renewal's token is checked by `users`: one of this issuer's, still valid.
+  const audience = app.settings.oidcAudience;
+  const ttlSeconds = app.settings.localTokenTtlSeconds ?? DEFAULT_LOCAL_TOKEN_TTL_S;
   const publicRoute = { auth: 'public' as const };
   app.get(
     '/.well-known/openid-configuration',
@@ -101,4 +100,4 @@ export const localIssuerRoutes: FastifyPluginAsync<LocalIssuerRoutesOptions> = a
       return { token, token_type: 'Bearer' as const, expires_in: ttlSeconds };
     },
   );
-};
+});

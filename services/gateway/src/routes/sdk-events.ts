@@ -1,7 +1,5 @@
-import { type WorkerDirectory } from '@svc/auth';
 import type { FastifySchemaCompiler } from 'fastify';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { createDurablePublisher, createEventCoalescer, listStoredEvents, type CoalescingSettings, type NatsConnection } from '@svc/bus';
+import { createDurablePublisher, createEventCoalescer, listStoredEvents, type CoalescingSettings } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -24,13 +22,9 @@ import {
 } from '@svc/protocol';
 import { counter } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
-
-export interface SdkEventRoutesOptions {
-  nc: NatsConnection;
-  workers: WorkerDirectory;
-  /** Group commit: how POSTs' events are gathered into JetStream messages. */
-  coalescing: CoalescingSettings;
-}
+import { DEFAULT_COALESCING } from '../config.js';
+import type { AppSettings } from '../plugins/settings.js';
+import { routePlugin } from './route-plugin.js';
 
 /** Room left in a message for its headers and the JSON around the events. */
 const MESSAGE_OVERHEAD_BYTES = 64 * 1024;
@@ -81,8 +75,19 @@ const errorResponses = {
   429: APIErrorSchema,
 };
 
+/** Group commit: how POSTs' events are gathered into JetStream messages (`SVC_GATEWAY_COALESCE_*`). */
+function coalescingOf(settings: AppSettings): CoalescingSettings {
+  return {
+    windowMs: settings.coalesceWindowMs ?? DEFAULT_COALESCING.windowMs,
+    maxEvents: settings.coalesceMaxEvents ?? DEFAULT_COALESCING.maxEvents,
+    maxBytes: settings.coalesceMaxBytes ?? DEFAULT_COALESCING.maxBytes,
+  };
+}
+
 /** `POST` (sidecar) and `GET` (viewers) `/v1/workers/{id}/sdk-events`. */
-export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = async (app, { nc, workers, coalescing }) => {
+export const sdkEventRoutes = routePlugin('svc-sdk-event-routes', ['svc-settings', 'svc-bus', 'svc-worker-directory'], async (app) => {
+  const { bus: nc, workers } = app;
+  const coalescing = coalescingOf(app.settings);
   const publisher = createDurablePublisher(nc);
   const serverMaxPayload = nc.info?.max_payload ?? 1024 * 1024;
   const coalescer = createEventCoalescer(publisher, { ...coalescing, maxBytes: Math.min(coalescing.maxBytes, serverMaxPayload - MESSAGE_OVERHEAD_BYTES) });
@@ -144,4 +149,4 @@ export const sdkEventRoutes: FastifyPluginAsyncTypebox<SdkEventRoutesOptions> = 
       );
     },
   );
-};
+});

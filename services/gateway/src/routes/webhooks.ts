@@ -1,6 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requestJson, type NatsConnection } from '@svc/bus';
+import { requestJson } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -19,6 +18,7 @@ import {
   type WebhookRefRpcType,
 } from '@svc/protocol';
 import Type from 'typebox';
+import { routePlugin } from './route-plugin.js';
 
 const errors = {
   400: APIErrorSchema,
@@ -43,8 +43,8 @@ function ownerFilter(request: FastifyRequest): string | undefined {
 }
 
 /** `/v1/webhooks`: subscriptions to notifications, owner-scoped (docs/webhooks.md). */
-export const webhookRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = async (app, { nc }) => {
-  const ask = <T>(subject: string, payload: unknown, request: FastifyRequest) => requestJson<T>(nc, subject, payload, { requestId: request.id });
+export const webhookRoutes = routePlugin('svc-webhook-routes', ['svc-bus'], async (app) => {
+  const ask = <T>(subject: string, payload: unknown, request: FastifyRequest) => requestJson<T>(app.bus, subject, payload, { requestId: request.id });
 
   app.post(
     '/v1/webhooks',
@@ -115,4 +115,4 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ nc: NatsConnection }> = 
     },
     async (request) => ask<ListResponseOf<WebhookAttempt>>(subjects.rpc.webhookAttempts, refOf(request, request.params.id), request),
   );
-};
+});

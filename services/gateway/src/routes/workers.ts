@@ -1,11 +1,9 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { WorkerDirectory } from '@svc/auth';
-import type { ModelUsageLedger } from '@svc/bus';
 import { APIErrorSchema, WorkerParams, WorkerSchema, type Worker } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
+import { routePlugin } from './route-plugin.js';
 
 /** `GET /v1/workers/{id}`: a worker's status (what `svc attach` checks to go read-only). */
-export const workerRoutes: FastifyPluginAsyncTypebox<{ workers: WorkerDirectory; ledger: ModelUsageLedger }> = async (app, { workers, ledger }) => {
+export const workerRoutes = routePlugin('svc-worker-routes', ['svc-worker-directory', 'svc-model-usage'], async (app) => {
   app.get(
     '/v1/workers/:id',
     {
@@ -19,8 +17,8 @@ export const workerRoutes: FastifyPluginAsyncTypebox<{ workers: WorkerDirectory;
       },
     },
     async (request): Promise<Worker> => {
-      const { token_hash: _hash, ...visible } = await authorizeWorker(request, workers, request.params.id);
-      return visible.model ? { ...visible, model_usage: await ledger.get(visible.worker_id) } : visible;
+      const { token_hash: _hash, ...visible } = await authorizeWorker(request, app.workers, request.params.id);
+      return visible.model ? { ...visible, model_usage: await app.modelUsage.get(visible.worker_id) } : visible;
     },
   );
-};
+});
