@@ -11,11 +11,11 @@ import { kvBuckets, SERVICE_NAMES, streams, subjects } from '@svc/protocol';
  */
 export const NATS_SERVICE_USERS = ['gateway', 'event-ingest', 'control', 'session'] as const;
 export type NatsServiceUser = (typeof NATS_SERVICE_USERS)[number];
-export const NATS_OPERATOR_USER = 'operator';
-export type NatsUser = NatsServiceUser | typeof NATS_OPERATOR_USER;
+const NATS_OPERATOR_USER = 'operator';
+type NatsUser = NatsServiceUser | typeof NATS_OPERATOR_USER;
 const ALL_USERS: readonly NatsUser[] = [...NATS_SERVICE_USERS, NATS_OPERATOR_USER];
 
-export interface NatsCredential {
+interface NatsCredential {
   user: NatsUser;
   password: string;
 }
@@ -231,7 +231,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         ...SERVICE_CONSUMER_DELETES,
       ],
     },
-    subscribe: { allow: [INBOXES, subjects.storedAll, ...NATS_REQUESTS.gateway.serves] },
+    // Control events too: a waiting long poll hears a decision the moment it is committed.
+    subscribe: { allow: [INBOXES, subjects.storedAll, wildcard(subjects.controlEventsAll), ...NATS_REQUESTS.gateway.serves] },
     allow_responses: GATEWAY_ANSWERS,
   },
   'event-ingest': {
@@ -272,7 +273,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
 };
 
 /** Fresh random passwords for every user (the local stack and the tests; Helm makes its own). */
-export function generateNatsCredentials(): NatsCredentials {
+function generateNatsCredentials(): NatsCredentials {
   const credential = (user: NatsUser): NatsCredential => ({ user, password: randomBytes(24).toString('base64url') });
   return Object.fromEntries(ALL_USERS.map((user) => [user, credential(user)])) as Record<NatsUser, NatsCredential>;
 }

@@ -59,7 +59,12 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
     if (batch.events.length === 0) return;
     const exits = batch.events.filter((event) => agentExitCodeOf(event) !== undefined);
     const lifecycle: StoredEventBatchType = { worker_id: workerId, events: exits };
+    const control = batch.events.filter(isControlEvent);
     if (!deps.dropAnnouncement?.(batch)) {
+      // The control events first, on core NATS: the control service's deadlines and every
+      // gateway's waiting long polls act on them (a decision is on the agent's path), and they
+      // are committed already; the stored-event stream, durable, follows in the same socket write.
+      if (control.length > 0) publishJson(deps.nc, subjects.controlEvents(workerId), { worker_id: workerId, events: control } satisfies StoredEventBatchType);
       // Handed to the connection in the same synchronous run as the publish: one socket write.
       deps.acknowledgements?.flush();
       await Promise.all([
@@ -70,8 +75,6 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
       ]);
     }
     ingestMetrics.announced.inc(batch.events.length);
-    const control = batch.events.filter(isControlEvent);
-    if (control.length > 0) publishJson(deps.nc, subjects.controlEvents(workerId), { worker_id: workerId, events: control } satisfies StoredEventBatchType);
     remember(workerId, BigInt(batch.events.at(-1)!.id));
   }
 }

@@ -1,5 +1,5 @@
 import { listStoredEvents, type NatsConnection } from '@svc/bus';
-import { EVENT_LIST_LIMIT, EventFollower, type FollowerStats, type StoredEvent } from '@svc/protocol';
+import { EVENT_LIST_LIMIT, EventFollower, subjects, type FollowerStats, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { LiveFeeds } from './live-feeds.js';
 
 /** A page of decisions as the pending poll answers it. */
@@ -85,7 +85,7 @@ export class DecisionLog {
     return { items, total: this.total };
   }
 
-  /** A decision this gateway took (the control service's answer): see `EventFollower.offer`. */
+  /** An event of the worker heard before its announcement on the stored-event stream: see `EventFollower.offer`. */
   offer(decision: StoredEvent): void {
     if (this.isSeeded) this.follower.offer(decision);
   }
@@ -139,11 +139,6 @@ export interface DecisionFeed {
 export interface DecisionFeeds {
   /** The worker's feed; watching starts before this returns, so a read made after it misses nothing. */
   open(workerId: string): DecisionFeed;
-  /**
-   * A decision this gateway took, as the control service answered it (stored): a poll waiting here
-   * gets it without waiting for its announcement, when it follows on from what the log has.
-   */
-  decided(decision: StoredEvent): void;
 }
 
 /**
@@ -182,10 +177,20 @@ export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options
     return feed;
   }
 
-  return {
-    decided(decision) {
-      feeds.get(decision.worker_id)?.log.offer(decision);
+  // Control events (requests, withdrawals, decisions) as event-ingest repeats them on core NATS
+  // the moment they are committed, before the stored-event stream has them: a poll waiting here
+  // gets a decision one hop sooner, on whichever gateway it waits. In order or not at all
+  // (`EventFollower.offer`); the stream's announcement then is a repeat, or brings what this missed.
+  nc.subscribe(subjects.controlEventsAll, {
+    callback: (err, msg) => {
+      if (err) return;
+      const batch = msg.json<StoredEventBatchType>();
+      const feed = feeds.get(batch.worker_id);
+      for (const event of feed ? batch.events : []) feed!.log.offer(event);
     },
+  });
+
+  return {
     open(workerId) {
       const feed = feedOf(workerId);
       clearTimeout(feed.linger);

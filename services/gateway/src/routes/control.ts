@@ -23,7 +23,7 @@ import {
   type StoredEvent,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
-import { createDecisionFeeds, type DecisionFeeds } from '../decision-feeds.js';
+import { createDecisionFeeds } from '../decision-feeds.js';
 import { channelOf } from './audit.js';
 import { createPendingDecisions } from './pending-decisions.js';
 import { routePlugin } from './route-plugin.js';
@@ -34,7 +34,6 @@ import { routePlugin } from './route-plugin.js';
  */
 async function decide(
   app: FastifyInstance,
-  decisions: DecisionFeeds,
   request: FastifyRequest,
   workerId: string,
   decision: PostControlBodyType,
@@ -57,11 +56,8 @@ async function decide(
     requestId: decision.request_id,
   });
   const rpc: DecideRequestType = { worker_id: workerId, decision, assertion };
-  const stored = await requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, rpc, { requestId: request.id });
-  // A sidecar polling this gateway need not wait for the announcement (one more hop, through
-  // event-ingest) when the decision follows on from what its log has; else the announcement brings it.
-  decisions.decided(stored);
-  return stored;
+  // A sidecar polling any gateway hears it from event-ingest, which announces it once stored.
+  return requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, rpc, { requestId: request.id });
 }
 
 const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema };
@@ -92,7 +88,7 @@ export const controlRoutes = routePlugin(
           response: { 201: PostControlResponse, ...userErrors, 503: APIErrorSchema, 504: APIErrorSchema },
         },
       },
-      async (request, reply) => reply.code(201).send(await decide(app, decisions, request, request.params.id, request.body)),
+      async (request, reply) => reply.code(201).send(await decide(app, request, request.params.id, request.body)),
     );
 
     app.get(
