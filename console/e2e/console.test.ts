@@ -15,6 +15,9 @@ async function startDemo(page: Page): Promise<string> {
   return page.url().split('/').at(-1)!;
 }
 
+/** How long the browser's network stays down while the agent goes on. */
+const OFFLINE_MS = 5_000;
+
 describe('the web console in a real Chromium, against the local stack', () => {
   let stack: RunningStack;
   let browser: Browser;
@@ -206,7 +209,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
     return ((await response.json()) as { token: string }).token;
   }
 
-  it('the network drops for 5 s while events arrive: the page says it is offline, then catches up: every event once, none lost', async () => {
+  it(`the network drops for ${OFFLINE_MS / 1000} s while events arrive: the page says it is offline, then catches up: every event once, none lost`, async () => {
     const page = await signedIn('/sessions', { width: 1280, height: 3200 });
     const workerId = await startDemo(page);
     await openCard(page).waitFor({ timeout: 30_000 });
@@ -215,7 +218,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.getByText('offline: waiting for the network').waitFor();
     // Meanwhile the agent goes on: 40 events, and the gateway stores them.
     await postAsWorker(workerId, 40);
-    await new Promise((resolve) => setTimeout(resolve, 5000));
+    await new Promise((resolve) => setTimeout(resolve, OFFLINE_MS));
     await page.context().setOffline(false);
     await page.getByText('live', { exact: true }).waitFor({ timeout: 15_000 });
     const listed = await fetch(`${stack.url}/v1/workers/${workerId}/sdk-events?limit=1000`, {

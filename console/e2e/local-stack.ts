@@ -20,6 +20,9 @@ export interface RunningStack {
   stop(): Promise<void>;
 }
 
+/** How long the launcher may take to stop its services after Ctrl+C before it is killed. */
+const STOP_GRACE_MS = 20_000;
+
 /** Starts the local stack in a temporary state directory on a free port; `stop` ends it and removes the directory. */
 export async function startLocalStack(env: Record<string, string> = {}): Promise<RunningStack> {
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-console-'));
@@ -34,7 +37,7 @@ export async function startLocalStack(env: Record<string, string> = {}): Promise
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     if (child.exitCode === null) child.kill('SIGINT');
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 20_000))]);
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS))]);
     if (child.exitCode === null) child.kill('SIGKILL');
     await rm(stateDir, { recursive: true, force: true });
   };

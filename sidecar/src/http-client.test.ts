@@ -1,7 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@svc/test-support';
 import { createControlPlaneClient } from './http-client.js';
+
+/** How long the test server's `/slow` takes to answer: longer than any test waits for it. */
+const SLOW_ANSWER_MS = 5_000;
 
 describe('the control-plane client (node:http against a real server)', () => {
   const seen: Array<{ method: string; url: string; authorization: string | undefined; body: string }> = [];
@@ -22,7 +26,7 @@ describe('the control-plane client (node:http against a real server)', () => {
         if (request.url!.endsWith('/ok')) reply(202, { accepted: 1 });
         else if (request.url!.endsWith('/busy')) reply(503, { code: 'unavailable', message: 'later' }, { 'retry-after': '2' });
         else if (request.url!.endsWith('/bad')) reply(400, { code: 'invalid_request', message: 'no' });
-        else if (request.url!.endsWith('/slow')) setTimeout(() => reply(200, {}), 5_000);
+        else if (request.url!.endsWith('/slow')) setTimeout(() => reply(200, {}), SLOW_ANSWER_MS);
         else reply(404, { code: 'not_found', message: 'none' });
       });
     });
@@ -64,7 +68,9 @@ describe('the control-plane client (node:http against a real server)', () => {
     const client = createControlPlaneClient(base, 't');
     const abort = new AbortController();
     const pending = client.send('GET', '/v1/slow', undefined, abort.signal);
-    setTimeout(() => abort.abort(), 50);
+    // Aborted while the server holds it.
+    await waitFor('the request at the server', () => seen.some((request) => request.url === '/v1/slow'));
+    abort.abort();
     expect(await pending).toMatchObject({ ok: false, retryable: true, reason: expect.stringMatching(/^network: /) });
     client.close();
   });

@@ -2,6 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { IncomingEvent, StoredEvent } from '@svc/protocol';
 
+/** How long a poll with no decision after its cursor waits before its empty answer (a long poll that timed out, kept short). */
+const EMPTY_POLL_ANSWER_MS = 20;
+
 /**
  * The two gateway routes a sidecar's outbox and decision poller use, on loopback: `POST
  * …/sdk-events` (stores by uid, once) and `GET …/control/pending` (the decisions after the
@@ -39,7 +42,7 @@ export async function startControlPlaneStandIn() {
       polls.push(after.toString());
       const items = decisions.filter((decision) => BigInt(decision.id) > after);
       // No long wait here: an empty answer after a short pause, like a long poll that timed out.
-      if (items.length === 0) return void setTimeout(() => answer(200, { items: [], total: decisions.length }), 20);
+      if (items.length === 0) return void setTimeout(() => answer(200, { items: [], total: decisions.length }), EMPTY_POLL_ANSWER_MS);
       return answer(200, { items, total: decisions.length });
     }
     answer(404, { code: 'not_found', message: url.pathname });

@@ -52,8 +52,8 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
   const count = (screen: string, text: string) => screen.split(text).length - 1;
 
   it("create a demo session; attach; the prompt; y; the tool's result; ctrl+d detaches and it keeps running; attach again: the history once; ended → read-only", async () => {
-    // A slower demo, so there is time to detach while it still runs.
-    const created = await svc('sessions', 'create', '--template', 'demo', '--env', 'SVC_DEMO_STEP_MS=1500', '--wait', '--json');
+    // The demo asks its Write a second time and waits for that answer: detached after the first, it still runs.
+    const created = await svc('sessions', 'create', '--template', 'demo', '--wait', '--json');
     expect(created.code, created.stderr).toBe(0);
     const session = JSON.parse(created.stdout) as Session;
     expect(session.status).toBe('running');

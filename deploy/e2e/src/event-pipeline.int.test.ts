@@ -11,6 +11,10 @@ const EVENTS_PER_WORKER = 500;
 const VIEWERS = 5;
 const POLLERS = 5;
 const OWNER = 'e2e-user';
+/** How long a crashed event-ingest replica stays down: its partitions' events wait in JetStream meanwhile. */
+const REPLICA_DOWN_MS = 300;
+/** How long the viewer that drops off stays away before it resumes from the last id it saw. */
+const VIEWER_AWAY_MS = 200;
 /** How a fake sidecar splits its events into POSTs: single events and batches of several sizes. */
 const POST_SIZES = [1, 1, 1, 7, 1, 1, 40, 1, 1, 100, 1, 3];
 
@@ -85,7 +89,7 @@ describe('the event pipeline end to end — every service its own process, real 
     const jsm = await jetstreamManager(stack.nc);
     async function crashAndRestart(replicaIndex: number) {
       await stack.ingest[replicaIndex]!.kill();
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await new Promise((resolve) => setTimeout(resolve, REPLICA_DOWN_MS));
       const restartedAt = Date.now();
       stack.ingest[replicaIndex] = stack.startIngestReplica(replicaIndex);
       // Back when its partition's consumer is new and pulling (it re-creates its consumers at start).
@@ -101,7 +105,7 @@ describe('the event pipeline end to end — every service its own process, real 
     }
     async function dropAndResume(viewer: StreamViewer) {
       await viewer.disconnect();
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await new Promise((resolve) => setTimeout(resolve, VIEWER_AWAY_MS));
       await viewer.watch(workerIds);
     }
 

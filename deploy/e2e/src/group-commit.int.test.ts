@@ -7,6 +7,10 @@ import { startStack, type E2eStack } from './stack.js';
 
 const OWNER = 'group-commit-user';
 const WORKERS = 30;
+/** How long the gateway stays down after the kill: the sidecars' POSTs find nobody meanwhile. */
+const GATEWAY_DOWN_MS = 300;
+/** How soon a sidecar whose POST found no gateway sends its next events. */
+const RETRY_PAUSE_MS = 50;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A POST and what came of it: answered 202, or never answered (the gateway died with it in hand). */
@@ -40,7 +44,7 @@ async function postUntil(gatewayUrl: string, worker: CreateWorkerResultType, sto
     post.accepted = response?.status === 202;
     await response?.arrayBuffer();
     // The gateway away: try again shortly, with the next events.
-    if (!response) await sleep(50);
+    if (!response) await sleep(RETRY_PAUSE_MS);
   }
 }
 
@@ -66,20 +70,24 @@ describe('group commit: the gateway killed (SIGKILL) with gathered messages in f
   });
 
   /**
-   * One crash: 30 workers post, the gateway is SIGKILLed after 1 s and started again; then
-   * every worker's stored events are checked against its POSTs. Returns what became of the
-   * unanswered ones.
+   * One crash: 30 workers post, the gateway is SIGKILLed once every one has had a few POSTs
+   * answered, and started again; once every one has had a POST answered by the new gateway, the
+   * posting stops and every worker's stored events are checked against its POSTs. Returns what
+   * became of the unanswered ones.
    */
   async function crashOnce() {
     const workers = await Promise.all(Array.from({ length: WORKERS }, () => stack.createWorker(OWNER)));
     const posts = new Map(workers.map((worker) => [worker.worker_id, [] as Post[]]));
+    const answeredSince = (from: Map<string, number>, count: number) =>
+      [...posts].every(([workerId, sent]) => sent.slice(from.get(workerId) ?? 0).filter((post) => post.accepted).length >= count);
     let stopping = false;
     const posting = workers.map((worker) => postUntil(stack.gatewayUrl, worker, () => stopping, posts.get(worker.worker_id)!));
-    await sleep(1_000);
+    await waitFor('every worker posting', () => answeredSince(new Map(), 3), 30_000);
     const restart = await stack.stopGateway('kill');
-    await sleep(300);
+    const sentBeforeRestart = new Map([...posts].map(([workerId, sent]) => [workerId, sent.length]));
+    await sleep(GATEWAY_DOWN_MS);
     await restart();
-    await sleep(500);
+    await waitFor('every worker posting to the new gateway', () => answeredSince(sentBeforeRestart, 1), 30_000);
     stopping = true;
     await Promise.all(posting);
     await waitFor('event-ingest to store everything', async () => (await incomingBacklog(stack.nc)) === 0, 30_000, 100);

@@ -7,8 +7,11 @@ import type { E2eStack, StackNats } from './stack.js';
 
 export type { FailedAnswer } from './answers.js';
 
+/** A refused batch is sent again after a quarter of its `Retry-After` (200 ms when none), at most this long. */
+const RESEND_PAUSE_MAX_MS = 250;
+
 /** The events a fake sidecar has posted and had accepted, in order, and what went wrong on the way. */
-export class RetryingSidecar {
+class RetryingSidecar {
   readonly accepted: string[] = [];
   readonly failures: FailedAnswer[] = [];
   /** When each 202 came. */
@@ -63,8 +66,8 @@ export class RetryingSidecar {
           this.failures.push(failure);
           if (response && response.status !== 503 && response.status !== 504)
             throw new Error(`POST sdk-events of ${this.worker.worker_id} answered ${response.status} ${JSON.stringify(failure.body)}`);
-          const wait = Number(response?.headers.get('retry-after') ?? 0.2) * 1000;
-          await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 1000) / 4));
+          const retryAfterMs = Number(response?.headers.get('retry-after') ?? 0.2) * 1000;
+          await new Promise((resolve) => setTimeout(resolve, Math.min(retryAfterMs / 4, RESEND_PAUSE_MAX_MS)));
         }
         await new Promise((resolve) => setTimeout(resolve, intervalMs));
       }

@@ -2,6 +2,13 @@ import WebSocket from 'ws';
 import type { ListResponseOf, StoredEvent, StreamFrame } from '@svc/protocol';
 import { failedAnswer, type FailedAnswer } from './answers.js';
 
+/** How long a viewer waits before opening a closed stream again (as `svc attach` does, with back-off). */
+const REOPEN_PAUSE_MS = 200;
+/** How long a poller waits before asking again after a 5xx (or no answer). */
+const POLL_RETRY_PAUSE_MS = 100;
+/** How long a poller that got an empty page waits before asking again. */
+const IDLE_POLL_MS = 25;
+
 /**
  * What one reader (a WebSocket viewer or a poller) has received, per worker. Every event is
  * checked as it arrives: ids are 1, 2, 3… per worker, so anything but "last id + 1" is a
@@ -58,7 +65,7 @@ export class StreamViewer {
   private reopen(workerId: string): void {
     if (this.closing) return;
     this.reconnects++;
-    setTimeout(() => void this.open(workerId).catch(() => this.reopen(workerId)), 200);
+    setTimeout(() => void this.open(workerId).catch(() => this.reopen(workerId)), REOPEN_PAUSE_MS);
   }
 
   private open(workerId: string): Promise<void> {
@@ -123,14 +130,14 @@ export class Poller {
         if (!response || response.status >= 500) {
           this.failures.push(await failedAnswer(response, started));
           this.retried++;
-          await new Promise((resolve) => setTimeout(resolve, 100));
+          await new Promise((resolve) => setTimeout(resolve, POLL_RETRY_PAUSE_MS));
           continue;
         }
         if (response.status !== 200)
           throw new Error(`${this.received.name}: GET sdk-events of ${workerId} answered ${response.status}: ${await response.text()}`);
         const page = (await response.json()) as ListResponseOf<StoredEvent>;
         for (const event of page.items) this.received.add(workerId, event);
-        if (page.items.length === 0) await new Promise((resolve) => setTimeout(resolve, 25));
+        if (page.items.length === 0) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
       }
     });
   }

@@ -84,15 +84,22 @@ describe('svc-sidecar under the real control plane (every service its own proces
     expect(sidecar.stderr()).not.toContain(worker.token);
   });
 
-  it('the gateway stopped for 10 s mid-run: afterwards every event is stored exactly once, in order (the overflow waited on disk)', async () => {
+  it('the gateway stopped mid-run: afterwards every event is stored exactly once, in order (the overflow waited on disk)', async () => {
     const worker = await stack.createWorker('e2e-user');
     const lines = 1600;
-    // 50 lines at a pace, a pause (the gateway goes down), then a burst bigger than the sidecar's memory.
-    const script = `for i in $(seq 1 50); do echo line-$i; sleep 0.02; done; sleep 3; seq 51 ${lines} | sed 's/^/line-/'`;
-    const sidecar = startSidecar(await configFor(worker, { command: 'sh', args: ['-c', script] }, 'outage'));
+    const burstGo = path.join(dir, 'outage.go');
+    // 50 lines at a pace, a pause until the gateway is down (the test creates the file), then a burst bigger than the sidecar's memory.
+    const script = `for i in $(seq 1 50); do echo line-$i; sleep 0.02; done; while [ ! -e "$BURST_GO" ]; do sleep 0.05; done; seq 51 ${lines} | sed 's/^/line-/'`;
+    const sidecar = startSidecar(await configFor(worker, { command: 'sh', args: ['-c', script], env: { BURST_GO: burstGo } }, 'outage'));
     await waitFor('the first lines stored', async () => (await storedEvents(worker.worker_id)).length >= 5, 20_000);
     const restart = await stack.stopGateway();
-    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    await writeFile(burstGo, '');
+    // Down until the sidecar has failed to deliver and the burst overflows its memory to disk.
+    await waitFor(
+      'the overflow on disk',
+      () => sidecar.stderr().includes('events not delivered') && sidecar.stderr().includes('the next ones wait on disk'),
+      20_000,
+    );
     await restart();
     expect(await sidecar.exited).toBe(0);
     const events = await waitFor(

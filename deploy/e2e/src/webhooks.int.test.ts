@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook as Verifier } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signDecisionLink } from '@svc/auth';
+import { WEBHOOK_ACK_WAIT_MS } from '@svc/bus';
 import {
   apiPaths,
   WEBHOOK_ATTEMPT_INTERRUPTED,
@@ -19,8 +20,21 @@ import { controlClient } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 import { bashRequest, postAsWorker } from './worker-events.js';
 
-/** The retry window of this stack: a receiver failing this long is disabled. */
-const WINDOW_S = 60;
+/** How this stack retries a delivery: the pause after the first failed try, doubling up to the longest. */
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 2_000;
+/** How long the flaky receiver answers 500 from its first try on: several tries of each notification fail. */
+const OUTAGE_MS = 8_000;
+/** How far into the outage control is killed: tries fail before it dies and after it is back. */
+const CONTROL_KILLED_AT_MS = 3_000;
+/**
+ * The retry window of this stack: a receiver failing this long is disabled. Longer than the
+ * outage and the longest pause after it (with room for a loaded machine), so the flaky receiver
+ * is never disabled.
+ */
+const WINDOW_S = 15;
+/** How long a notification answered 200 is watched for a stray repeat: longer than the longest pause between tries. */
+const REPEAT_WATCH_MS = RETRY_MAX_MS + 1_000;
 
 interface Received {
   id: string;
@@ -57,7 +71,11 @@ describe('webhooks: signed, durable, retried, disabled when the receiver never a
   const servers: Server[] = [];
   beforeAll(async () => {
     stack = await startStack({
-      env: { SVC_WEBHOOK_RETRY_FIRST_MS: '500', SVC_WEBHOOK_RETRY_MAX_MS: '2000', SVC_WEBHOOK_RETRY_WINDOW_S: String(WINDOW_S) },
+      env: {
+        SVC_WEBHOOK_RETRY_FIRST_MS: String(RETRY_FIRST_MS),
+        SVC_WEBHOOK_RETRY_MAX_MS: String(RETRY_MAX_MS),
+        SVC_WEBHOOK_RETRY_WINDOW_S: String(WINDOW_S),
+      },
     });
   }, 120_000);
   afterAll(async () => {
@@ -78,10 +96,13 @@ describe('webhooks: signed, durable, retried, disabled when the receiver never a
     return { status: response.status, body: text ? (JSON.parse(text) as unknown) : undefined };
   };
 
-  it('a receiver down for 30 s (and control killed meanwhile) gets every notification once per id, signed; one that never answers is disabled, and says why', async () => {
+  it('a receiver down for a while (and control killed meanwhile) gets every notification once per id, signed; one that never answers is disabled, and says why', async () => {
     const token = await stack.userToken('hook-user');
-    const started = Date.now();
-    const flaky = await startReceiver(() => (Date.now() - started < 30_000 ? 500 : 200));
+    let outageFrom: number | undefined;
+    const flaky = await startReceiver(() => {
+      outageFrom ??= Date.now();
+      return Date.now() - outageFrom < OUTAGE_MS ? 500 : 200;
+    });
     const dead = await startReceiver(() => 500);
     servers.push(flaky.server, dead.server);
 
@@ -124,14 +145,15 @@ describe('webhooks: signed, durable, retried, disabled when the receiver never a
 
     // The receiver fails them; the delivering service is killed -9 in the middle of the outage.
     await waitFor('failed tries reach the receiver', () => flaky.received.length >= 3, 20_000);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 10_000 - (Date.now() - started))));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, CONTROL_KILLED_AT_MS - (Date.now() - outageFrom!))));
+    expect(Date.now() - outageFrom!, 'control is killed during the outage').toBeLessThan(OUTAGE_MS);
     const restartControl = await stack.killService('control');
     restartControl();
 
     await waitFor('each notification answered 200', () => new Set(flaky.received.filter((r) => r.answered === 200).map((r) => r.id)).size === 3, 90_000);
     const delivered = flaky.received.filter((r) => r.answered === 200);
-    // Once per id: nothing answered 200 is sent again (a short wait for a stray repeat).
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // Once per id: nothing answered 200 is sent again.
+    await new Promise((resolve) => setTimeout(resolve, REPEAT_WATCH_MS));
     expect(flaky.received.filter((r) => r.answered === 200)).toHaveLength(3);
     expect(flaky.received.some((r) => r.answered === 500)).toBe(true);
     // Every try is signed, and verifies with the reference verifier (the secret shown at creation).
@@ -173,7 +195,8 @@ describe('webhooks: signed, durable, retried, disabled when the receiver never a
     await waitFor(
       'the dead receiver disabled',
       async () => ((await api(token, 'GET', '/v1/webhooks')).body as ListResponseOf<Webhook>).items.find((w) => w.id === doomed.id)?.disabled_at != null,
-      (WINDOW_S + 30) * 1000,
+      // (A try cut short by the kill comes back only after the ack wait.)
+      WINDOW_S * 1000 + WEBHOOK_ACK_WAIT_MS + 10_000,
       500,
     );
     const disabled = ((await api(token, 'GET', '/v1/webhooks')).body as ListResponseOf<Webhook>).items.find((w) => w.id === doomed.id)!;

@@ -76,13 +76,16 @@ describe('auth — OIDC user tokens against a real HTTP issuer', () => {
   });
 
   it('a verified token is remembered, but never past its expiry', async () => {
+    // Long enough to be verified twice (`exp` is in whole seconds), short enough to wait out.
+    const lifetimeS = 2;
     const shortLived = createOidcVerifier({ issuer: issuer.issuer, audience: issuer.audience, clockToleranceSeconds: 0 });
-    const token = await issuer.sign({ sub: 'dave', exp: now() + 2 });
+    const token = await issuer.sign({ sub: 'dave', exp: now() + lifetimeS });
     expect(shortLived.remembered(token)).toBeUndefined();
     expect((await shortLived.verify(token)).sub).toBe('dave');
     expect(shortLived.remembered(token)?.sub).toBe('dave');
     expect((await shortLived.verify(token)).sub).toBe('dave');
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    // Its expiry passes.
+    await new Promise((resolve) => setTimeout(resolve, lifetimeS * 1000 + 100));
     expect(shortLived.remembered(token)).toBeUndefined();
     await expect(shortLived.verify(token)).rejects.toThrow(/expired/);
   });

@@ -215,19 +215,21 @@ describe('bus — against a real nats-server', () => {
 
   it('publish/subscribe — payload and request id arrive; a failing handler does not end the subscription', async () => {
     const received: Array<[unknown, string | undefined]> = [];
+    let bothHandled = () => {};
+    const handled = new Promise<void>((resolve) => (bothHandled = resolve));
     const sub = subscribeJson<{ n: number }>(
       nc,
       'svc.test.topic',
       (payload, context) => {
         received.push([payload, context.requestId]);
+        if (received.length === 2) bothHandled();
         if (payload.n === 1) throw new Error('first one fails');
       },
       { logger },
     );
     publishJson(nc, 'svc.test.topic', { n: 1 }, { requestId: 'r1' });
     publishJson(nc, 'svc.test.topic', { n: 2 });
-    await nc.flush();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await handled;
     expect(received).toEqual([
       [{ n: 1 }, 'r1'],
       [{ n: 2 }, undefined],

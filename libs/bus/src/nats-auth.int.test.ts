@@ -24,6 +24,21 @@ import { openBucket } from './kv-buckets.js';
 
 const logger = createLogger({ name: 'nats-auth-test', level: 'silent' });
 
+/**
+ * Waits until everything `publishers` sent has reached `observer`, or was refused: once a
+ * publisher's flush is answered the server has routed what it sent before, and once the
+ * observer's is, the observer has read what the server routed to it before that.
+ */
+async function allRouted(observer: NatsConnection, ...publishers: NatsConnection[]): Promise<void> {
+  await Promise.all(publishers.map((publisher) => publisher.flush().catch(() => {})));
+  await observer.flush();
+}
+
+/** Polls `condition` until it holds or `timeoutMs` passes (@svc/test-support's `waitFor` builds on this library). */
+async function until(condition: () => boolean, timeoutMs = 2_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !condition() && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 /** Publishes as `nc` and says whether a subscriber with every permission saw it. */
 async function delivered(publisher: NatsConnection, observer: NatsConnection, subject: string): Promise<boolean> {
   let seen = false;
@@ -34,8 +49,7 @@ async function delivered(publisher: NatsConnection, observer: NatsConnection, su
   });
   await observer.flush();
   publisher.publish(subject, 'x');
-  await publisher.flush().catch(() => {});
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await allRouted(observer, publisher);
   subscription.unsubscribe();
   return seen;
 }
@@ -82,7 +96,8 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
       .jetstreamManager()
       .then((manager) => manager.streams.info('SVC_EVENTS_STORED'));
     expect(stored.state.messages).toBe(0);
-    // The server reports each refusal (the e2e stack fails a run in which a service met one).
+    // The server reports each refusal (the e2e stack fails a run in which a service met one; its log may lag).
+    await until(() => server.permissionViolations().join('\n').includes(subjects.storedEvent(worker)));
     expect(server.permissionViolations().join('\n')).toContain(subjects.storedEvent(worker));
   });
 
@@ -145,8 +160,7 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
         const connection = user === 'gateway' ? gateway : await connectBus({ servers: server.url, name: user, logger, credentials: server.credentials[user] });
         heard.clear();
         for (const subject of requests) connection.publish(concrete(subject), '{}', { reply: '_INBOX.probe' });
-        await connection.flush().catch(() => {});
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await allRouted(operator, connection);
         expect([...heard].sort(), user).toEqual(NATS_REQUESTS[user].calls.map(concrete).sort());
         if (connection !== gateway) await connection.close();
       }
@@ -161,7 +175,14 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
       users.map((user) => connectBus({ servers: server.url, name: user, logger, credentials: server.credentials[user] })),
     );
     const replies: string[] = [];
-    const inbox = operator.subscribe('_INBOX.test.>', { callback: (_err, message) => void replies.push(`${message.subject} ${message.string()}`) });
+    let firstReply = () => {};
+    const replied = new Promise<void>((resolve) => (firstReply = resolve));
+    const inbox = operator.subscribe('_INBOX.test.>', {
+      callback: (_err, message) => {
+        replies.push(`${message.subject} ${message.string()}`);
+        firstReply();
+      },
+    });
     await operator.flush();
     try {
       const answering = control!.subscribe(subjects.rpc.controlRequests, {
@@ -176,11 +197,15 @@ describe('NATS refuses strangers: every service has its own user and subjects', 
       control!.publish('_INBOX.test.forged', 'a forged answer');
       session!.publish('_INBOX.test.forged', 'a forged answer');
       session!.publish('_INBOX.logs.test', 'a log line');
-      await Promise.all([control!.flush(), session!.flush()]);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Control has answered (both of its answers sent), and everything sent has been routed or refused.
+      await replied;
+      await allRouted(operator, control!, session!);
       expect(replies).toEqual(['_INBOX.test.asked first']);
       expect(await delivered(session!, operator, '_INBOX.logs.follow-1')).toBe(true);
-      expect(server.permissionViolations().join('\n')).toMatch(/user:control" - Publish Violation - Subject "_INBOX\.test\.forged"/);
+      // (The server's log is read as it comes: the line may lag.)
+      const forged = /user:control" - Publish Violation - Subject "_INBOX\.test\.forged"/;
+      await until(() => forged.test(server.permissionViolations().join('\n')));
+      expect(server.permissionViolations().join('\n')).toMatch(forged);
       answering.unsubscribe();
     } finally {
       inbox.unsubscribe();
@@ -295,7 +320,7 @@ describe('NATS: no service may destroy or rewrite a stream, and what the service
       ['DELETE', 'UPDATE', 'PURGE', 'MSG.DELETE'].map((operation) => `user:${user}" - Publish Violation - Subject "$JS.API.STREAM.${operation}.${name}"`),
     );
     const unreported = () => expected.filter((line) => !server.permissionViolations().some((violation) => violation.includes(line)));
-    for (let waited = 0; waited < 2000 && unreported().length > 0; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(() => unreported().length === 0);
     expect(unreported()).toEqual([]);
 
     const after = await jsm.streams.info(streams.auditHeads.name);

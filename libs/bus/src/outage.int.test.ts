@@ -45,6 +45,9 @@ describe('the bus across a nats-server crash (real nats-server, SIGKILL, restart
       () => undefined,
       (err: unknown) => err,
     );
+    const disconnected = (async () => {
+      for await (const status of nc.status()) if (status.type === 'disconnect') return;
+    })();
     const killedAt = Date.now();
     await server.kill();
     const failed = await waiting;
@@ -53,7 +56,8 @@ describe('the bus across a nats-server crash (real nats-server, SIGKILL, restart
       expect(failed).toMatchObject({ code: 'bus_unavailable' });
       expect(Date.now() - killedAt).toBeLessThan(1000);
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Once the client has seen the connection drop, what is sent fails at once.
+    await disconnected;
     for (const attempt of [
       () => publisher.publish(subject, message(2), { messageId: 'w-outage:2' }),
       () => requestJson(nc, 'svc.rpc.outage.echo', { n: 1 }, { timeoutMs: 5000 }),

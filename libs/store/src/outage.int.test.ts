@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { CodedError } from '@svc/protocol';
-import { startPostgres, systemEvent, type PostgresProcess } from '@svc/test-support';
+import { startPostgres, systemEvent, waitFor, type PostgresProcess } from '@svc/test-support';
 import { openDatabase, pingDatabase, type StoreDatabase } from './database.js';
 import { migrateToLatest } from './migrate.js';
 import { createEventStore } from './event-store.js';
@@ -39,7 +39,12 @@ describe('the store across a Postgres outage (real Postgres, immediate shutdown)
         () => undefined,
         (err: unknown) => err,
       );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitFor('the sleeping query running', async () => {
+      const { rows } = await sql<{
+        running: number;
+      }>`select count(*)::int as running from pg_stat_activity where state = 'active' and query like 'select pg_sleep%'`.execute(database.db);
+      return rows[0]!.running > 0;
+    });
     await postgres.suspend('immediate');
 
     const failed = await inFlight;

@@ -6,6 +6,11 @@ import { followEventStream } from './event-stream.js';
 import { wsTransport } from './ws-transport.js';
 import { WorkerView } from './worker-view.js';
 
+/** The follower's pause before reconnecting, here. */
+const BACKOFF_MS = 50;
+/** Several of those pauses: a follower that would reconnect has done so by then (the negative check waits this long). */
+const SEVERAL_BACKOFFS_MS = 6 * BACKOFF_MS;
+
 /**
  * A stand-in of the gateway's event stream on loopback: it sends the events after `after_id`,
  * then a `live` frame, and lets a test drop the connection the way a network would.
@@ -21,10 +26,13 @@ async function startStreamServer(options: { refuse?: number; skip?: string } = {
   server.on('connection', (socket, request) => {
     const afterId = Number(new URL(request.url ?? '/', 'http://x').searchParams.get('after_id'));
     connections.push(String(afterId));
-    for (const e of events.slice(afterId, afterId + 5)) if (e.id !== options.skip) socket.send(JSON.stringify({ kind: 'event', event: e }));
+    const sent = events
+      .slice(afterId, afterId + 5)
+      .filter((e) => e.id !== options.skip)
+      .map((e) => new Promise((resolve) => socket.send(JSON.stringify({ kind: 'event', event: e }), resolve)));
     if (afterId + 5 >= events.length) socket.send(JSON.stringify({ kind: 'live', last_id: String(events.length) }));
-    // The first connection drops after 5 events, like a network failure.
-    else setTimeout(() => socket.terminate(), 20);
+    // The first connection drops once its 5 events are written, like a network failure.
+    else void Promise.all(sent).then(() => socket.terminate());
   });
   await new Promise((resolve) => server.once('listening', resolve));
   const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -49,7 +57,7 @@ describe('following the event stream', () => {
       view,
       transport: wsTransport((afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`)),
       read: server.read,
-      backoffMs: () => 50,
+      backoffMs: () => BACKOFF_MS,
       onFatal: () => {},
     });
     cleanups.push(() => stream.close());
@@ -87,7 +95,7 @@ describe('following the event stream', () => {
       view,
       transport: wsTransport((afterId) => new WebSocket(`${server.url}/?after_id=${afterId}`)),
       read: server.read,
-      backoffMs: () => 50,
+      backoffMs: () => BACKOFF_MS,
       onFatal: (message) => (fatal = message),
     });
     cleanups.push(() => stream.close());
@@ -116,7 +124,7 @@ describe('following the event stream', () => {
     await waitFor('the second follower connected', () => server.connections.length === 3);
     stream.suspend();
     expect(view.connection).toEqual({ kind: 'offline' });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, SEVERAL_BACKOFFS_MS));
     expect(server.connections).toHaveLength(3);
     stream.resume();
     await waitFor('reconnected, live', () => server.connections.length === 4 && view.connection.kind === 'live');

@@ -4,6 +4,11 @@ import type { JsMsg } from '@svc/bus';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { createAcknowledgements } from './acknowledgements.js';
 
+/** How long acknowledgements wait for an announcement to travel with (`createAcknowledgements`' linger). */
+const LINGER_MS = 300;
+/** Well inside the linger: nothing is acknowledged yet. */
+const WITHIN_LINGER_MS = 100;
+
 /** The replica's shared acknowledgements (acknowledgements.ts), against a real nats-server's JetStream. */
 describe('acknowledgements of stored and announced messages', () => {
   let bus: BusFixture;
@@ -33,14 +38,14 @@ describe('acknowledgements of stored and announced messages', () => {
   }
 
   it('wait for an announcement to travel with, and go on their own after the linger when none comes', async () => {
-    const acknowledgements = createAcknowledgements(300);
+    const acknowledgements = createAcknowledgements(LINGER_MS);
     const { msgs, ackPending } = await delivered(3);
     const added = performance.now();
     acknowledgements.add(msgs);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, WITHIN_LINGER_MS));
     expect(await ackPending()).toBe(3);
     await waitFor('the lingering acknowledgements sent', async () => (await ackPending()) === 0, 5000, 20);
-    expect(performance.now() - added).toBeGreaterThanOrEqual(290);
+    expect(performance.now() - added).toBeGreaterThanOrEqual(LINGER_MS - 10);
   });
 
   it('leave at once, every partition’s together, when an announcement is published (flush)', async () => {

@@ -12,7 +12,7 @@ import {
   type StoredEvent,
   type StoredEventBatchType,
 } from '@svc/protocol';
-import type { RunningService } from '@svc/service-kit';
+import { metricsRegistry, type RunningService } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
 import { systemEvent, startBusFixture, startPostgres, waitFor, type BusFixture, type PostgresProcess } from '@svc/test-support';
 import { start } from './index.js';
@@ -163,13 +163,15 @@ describe('event-ingest — from JetStream to the store and the stored-event stre
     const workerId = 'wrk_outage';
     await post(workerId, [systemEvent('before')]);
     await waitFor('the first event stored', async () => (await list(workerId)).total === 1);
+    const appendFailures = async () => (await metricsRegistry.getSingleMetric('svc_ingest_append_failures_total')!.get()).values[0]?.value ?? 0;
+    const failuresBefore = await appendFailures();
     await postgres.suspend();
     await post(
       workerId,
       Array.from({ length: 20 }, (_, n) => systemEvent(`during-${n}`)),
     );
-    // Longer than the first retries' back-off, so the appends really fail and are retried.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Postgres comes back only once the appends have really failed and been retried.
+    await waitFor('an append failed and retried', async () => (await appendFailures()) >= failuresBefore + 2, 15_000);
     await postgres.resume();
     // `items` and `total` are read side by side, so `total` may already count a commit `items` missed.
     const page = await waitFor(

@@ -13,11 +13,15 @@ import {
   type StreamFrame,
   type WorkerRecord,
 } from '@svc/protocol';
+import { metricsRegistry } from '@svc/service-kit';
 import { createEventStore } from '@svc/store';
 import { waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
 type Decision = StoredEvent<'control_response'>;
+
+/** How long a long poll waits with no decision before one is made: it must not answer before there is one. */
+const UNDECIDED_MS = 300;
 
 describe('control channel — decisions, pending polls, deadlines, withdrawals (real NATS and Postgres, 2 control replicas)', () => {
   let gw: GatewayFixture;
@@ -65,6 +69,14 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
 
   const pending = (afterId: string, waitMs = 0, id = workerId, token = workerToken) =>
     gw.app.inject({ url: `/v1/workers/${id}/control/pending?after_id=${afterId}&wait_ms=${waitMs}`, headers: asUser(token) });
+  const longPollsHeld = async () => (await metricsRegistry.getSingleMetric('svc_long_polls_in_flight')!.get()).values[0]?.value ?? 0;
+  /** Starts a long poll; resolves once the gateway holds it (its answer is `held.answer`). */
+  async function heldPoll(afterId: string, waitMs: number): Promise<{ answer: ReturnType<typeof pending> }> {
+    const before = await longPollsHeld();
+    const answer = pending(afterId, waitMs);
+    await waitFor('the long poll held', async () => (await longPollsHeld()) > before);
+    return { answer };
+  }
 
   it('10 concurrent decisions on one request across 2 control replicas: exactly one 201, nine 409 already_decided naming who and when', async () => {
     const requestId = await askPermission();
@@ -123,14 +135,14 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     const requestId = await askPermission();
     const started = Date.now();
     const poll = pending(cursor, 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, UNDECIDED_MS));
     const decidedAt = Date.now();
     expect((await decide({ request_id: requestId, decision: 'allow' })).statusCode).toBe(201);
     const answer = await poll;
     const answeredAfterDecision = Date.now() - decidedAt;
     expect(answer.statusCode).toBe(200);
     expect((answer.json() as ListResponseOf<Decision>).items.map((d) => d.data.request_id)).toEqual([requestId]);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(UNDECIDED_MS);
     expect(answeredAfterDecision).toBeLessThan(2_000);
 
     const last = (answer.json() as ListResponseOf<Decision>).items[0]!.id;
@@ -147,10 +159,9 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     // Event queries the gateway sends from here on (a plain subscriber sees every request).
     const reads: unknown[] = [];
     const spy = gw.bus.nc.subscribe(subjects.rpc.listEvents, { callback: (_err, msg) => void reads.push(msg.json()) });
-    const poll = pending(before.items.at(-1)!.id, 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const poll = await heldPoll(before.items.at(-1)!.id, 20_000);
     expect((await decide({ request_id: requestId, decision: 'allow' })).statusCode).toBe(201);
-    const answer = (await poll).json() as ListResponseOf<Decision>;
+    const answer = (await poll.answer).json() as ListResponseOf<Decision>;
     // The sidecar's next long poll starts from memory too, and a quiet one ends at its deadline.
     const quiet = (await pending(answer.items.at(-1)!.id, 300)).json() as ListResponseOf<Decision>;
     spy.unsubscribe();
@@ -164,8 +175,7 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
   it('a long poll that missed an announcement reads the store again and answers every decision after its cursor, in order', async () => {
     const cursor = ((await pending('0')).json() as ListResponseOf<Decision>).items.at(-1)!.id;
     const [unannounced, announced] = [await askPermission(), await askPermission()];
-    const poll = pending(cursor, 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const poll = await heldPoll(cursor, 20_000);
     // Stored without an announcement (as if the announcement were lost on the way)…
     const data = { request_id: unannounced, decision: 'allow' as const, decided_by: 'alice' };
     await createEventStore(gw.database!.db).appendMany([
@@ -173,7 +183,7 @@ describe('control channel — decisions, pending polls, deadlines, withdrawals (
     ]);
     // …then one announced as usual: its id does not follow the poll's head, so the store is read.
     expect((await decide({ request_id: announced, decision: 'deny' })).statusCode).toBe(201);
-    const answer = (await poll).json() as ListResponseOf<Decision>;
+    const answer = (await poll.answer).json() as ListResponseOf<Decision>;
     expect(answer.items.map((d) => d.data.request_id)).toEqual([unannounced, announced]);
   });
 

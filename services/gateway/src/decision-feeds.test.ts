@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createFollowerStats, type StoredEvent } from '@svc/protocol';
+import { waitFor } from '@svc/test-support';
 import { DecisionLog } from './decision-feeds.js';
 
 const event = (id: number, type: StoredEvent['type'] = 'assistant') =>
@@ -7,19 +8,14 @@ const event = (id: number, type: StoredEvent['type'] = 'assistant') =>
 const decision = (id: number) => event(id, 'control_response');
 const ids = (page: { items: StoredEvent[] } | undefined) => page?.items.map((e) => e.id);
 
-/** The worker's stored events as a refill reads them; `settled` waits for reads under way. */
+/** How long a store read takes here: announcements may come while one is under way. */
+const STORE_READ_MS = 1;
+
+/** The worker's stored events as a refill reads them. */
 function storeOf(events: StoredEvent[]) {
-  let reading: Promise<unknown> = Promise.resolve();
   return {
-    read: (afterId: string) => {
-      const read = new Promise<StoredEvent[]>((resolve) => setTimeout(() => resolve(events.filter((e) => BigInt(e.id) > BigInt(afterId))), 1));
-      reading = read;
-      return read;
-    },
-    settled: async () => {
-      await reading;
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    },
+    read: (afterId: string) =>
+      new Promise<StoredEvent[]>((resolve) => setTimeout(() => resolve(events.filter((e) => BigInt(e.id) > BigInt(afterId))), STORE_READ_MS)),
   };
 }
 
@@ -63,7 +59,7 @@ describe('DecisionLog — what a long poll may answer without reading the store'
     log.seeded('0', { items: [], total: 0, last_id: '10' }, 100);
     log.heard(decision(12));
     expect(log.after('0', 10)).toEqual({ items: [], total: 0 });
-    await store.settled();
+    await waitFor('the hole filled from the store', () => log.after('0', 10)?.items.length);
     expect(ids(log.after('0', 10))).toEqual(['12']);
     expect(delivered).toEqual(['12']);
     expect(stats.refills).toBe(1);
@@ -114,7 +110,8 @@ describe('DecisionLog — what a long poll may answer without reading the store'
     const log = new DecisionLog({ read: () => Promise.reject(new Error('bus_unavailable')) });
     log.seeded('0', { items: [], total: 0, last_id: '0' }, 10);
     log.heard(event(2));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(log.after('0', 10)).toEqual({ items: [], total: 0 });
+    await waitFor('the failed refill', () => log.after('0', 10) === undefined);
     expect(log.after('0', 10)).toBeUndefined();
   });
 

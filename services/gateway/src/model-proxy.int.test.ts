@@ -233,7 +233,8 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
   });
 
   it("model proxy — an upstream that is down: 502 at once in the provider's shape, recorded; the next request works again", async () => {
-    const down = await startGatewayFixture({ anthropicApiKey: ANTHROPIC_KEY, anthropicUpstreamUrl: downUrl }, undefined, { services: true });
+    // No services behind it: what is asserted is the gateway's own answer (and its ledger, in KV).
+    const down = await startGatewayFixture({ anthropicApiKey: ANTHROPIC_KEY, anthropicUpstreamUrl: downUrl });
     try {
       const downBase = await down.app.listen({ host: '127.0.0.1', port: 0 });
       const token = await down.createWorker('wrk_mp_down', 'alice', 'running', { model: { apis: ['anthropic'] } });
@@ -252,7 +253,7 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
   }, 60_000);
 
   it("model proxy — a request that cannot even be made upstream (a port out of range in the upstream's URL): 502 in the provider's shape, and its reservation is released", async () => {
-    const broken = await startGatewayFixture({ anthropicApiKey: ANTHROPIC_KEY, anthropicUpstreamUrl: 'http://127.0.0.1:99999' }, undefined, { services: true });
+    const broken = await startGatewayFixture({ anthropicApiKey: ANTHROPIC_KEY, anthropicUpstreamUrl: 'http://127.0.0.1:99999' });
     try {
       const brokenBase = await broken.app.listen({ host: '127.0.0.1', port: 0 });
       // A budget of about one request's reservation: a reservation left behind would hold the next request.
@@ -559,6 +560,8 @@ interface OddUpstream {
 
 /** How long the odd upstream's `slow` answer takes: every concurrent request arrives while the first is in flight. */
 const SLOW_ANSWER_MS = 1000;
+/** The `flood` upstream wrote nothing for this long: the sockets between it and the stalled agent are full. */
+const HELD_BACK_MS = 300;
 /** How much the odd upstream's `flood` answer holds: far more than the sockets between it and a stalled agent buffer. */
 const FLOOD_BYTES = 256 * 1024 * 1024;
 const sse = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -841,7 +844,7 @@ describe('the model proxy against an upstream that compresses, stalls, or speaks
         const now = odd.flooded();
         const still = now === last;
         last = now;
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        await new Promise((resolve) => setTimeout(resolve, HELD_BACK_MS));
         return still;
       },
       15_000,

@@ -14,6 +14,14 @@ const MiB = 1024 * 1024;
 const HISTORY = 100_000;
 /** ~650 bytes a frame: 100,000 of them are ~65 MB, more than the growth the test allows. */
 const PADDING = 'x'.repeat(500);
+/**
+ * The gateway's stall limit here (`streamStallMs`): a paused viewer reading nothing this long is
+ * closed. Longer than a viewer that reads takes to replay the whole history, so a stream that did
+ * not pause would have buffered all of it by then.
+ */
+const STALL_MS = 8_000;
+/** How long the held long polls wait: far longer than the polls made while they are held take. */
+const HELD_POLL_MS = 1_500;
 
 interface Viewer {
   socket: WebSocket;
@@ -49,7 +57,7 @@ describe('event stream bounds — slow viewers are paused, then closed; streams 
 
   beforeAll(async () => {
     // Postgres in its own process: this process's memory is the gateway's (and the in-process services').
-    gw = await startGatewayFixture({}, [], { services: true, postgres: true });
+    gw = await startGatewayFixture({ streamStallMs: STALL_MS }, [], { services: true, postgres: true });
     url = (await gw.app.listen({ host: '127.0.0.1', port: 0 })).replace('http', 'ws');
     alice = await gw.userToken('alice');
     seeded = createEventStore(gw.database!.db);
@@ -118,7 +126,7 @@ describe('event stream bounds — slow viewers are paused, then closed; streams 
       const { code, reason } = await viewer.closed;
       expect(code).toBe(1008);
       const close = JSON.parse(reason) as { resume_after_id: string; reason: string };
-      expect(close.reason).toBe(`the viewer is not reading: nothing read for ${DEFAULT_STREAM_LIMITS.streamStallMs / 1000} s`);
+      expect(close.reason).toBe(`the viewer is not reading: nothing read for ${STALL_MS / 1000} s`);
       const ids = viewer.ids();
       expect(ids.length).toBeGreaterThan(0);
       expect(ids.length).toBeLessThan(HISTORY);
@@ -214,10 +222,10 @@ describe('event stream bounds — slow viewers are paused, then closed; streams 
       });
     const inFlight = async () => (await metricsRegistry.getSingleMetric('svc_long_polls_in_flight')!.get()).values[0]?.value ?? 0;
     const start = await inFlight();
-    const held = Array.from({ length: max }, () => poll(worker, 3000));
+    const held = Array.from({ length: max }, () => poll(worker, HELD_POLL_MS));
     await waitFor(`${max} long polls held`, async () => (await inFlight()) === start + max);
 
-    const refused = await poll(worker, 3000);
+    const refused = await poll(worker, HELD_POLL_MS);
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('1');
     expect(refused.json()).toMatchObject({ code: 'too_many_long_polls' });

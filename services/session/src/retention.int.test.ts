@@ -5,6 +5,10 @@ import { waitFor } from '@svc/test-support';
 import { ALICE, startSessionFixture, type SessionFixture } from '../test/fixture.js';
 
 const DAY_MS = 24 * 3600 * 1000;
+/** How often the service under test sweeps (`SVC_RETENTION_SWEEP_INTERVAL_MS`). */
+const SWEEP_INTERVAL_MS = 100;
+/** Several sweeps' time: a purge that was due would have happened by then (the negative checks wait this long). */
+const SEVERAL_SWEEPS_MS = 5 * SWEEP_INTERVAL_MS;
 const agent = `
 [agent]
 command = "sleep"
@@ -20,7 +24,12 @@ describe('session service — retention of ended sessions’ events', () => {
   let fixture: SessionFixture;
   let clock = Date.now();
   beforeAll(async () => {
-    fixture = await startSessionFixture({ SVC_EVENT_RETENTION_DAYS: '7', SVC_RETENTION_SWEEP_INTERVAL_MS: '100' }, {}, undefined, () => clock);
+    fixture = await startSessionFixture(
+      { SVC_EVENT_RETENTION_DAYS: '7', SVC_RETENTION_SWEEP_INTERVAL_MS: String(SWEEP_INTERVAL_MS) },
+      {},
+      undefined,
+      () => clock,
+    );
     await fixture.writeTemplate('default-retention', agent);
     await fixture.writeTemplate('one-day', `${agent}\n[retention]\nevents_days = 1\n`);
     await fixture.writeTemplate('kept', `${agent}\n[retention]\nevents_days = 0\n`);
@@ -62,7 +71,7 @@ describe('session service — retention of ended sessions’ events', () => {
 
     // Half a day on: nothing is due.
     clock += DAY_MS / 2;
-    await sleep(500);
+    await sleep(SEVERAL_SWEEPS_MS);
     expect(await counts([oneDay, byDefault, kept, live])).toEqual(before);
 
     // Two days on: the one-day session's retention is over.
@@ -73,7 +82,7 @@ describe('session service — retention of ended sessions’ events', () => {
     // Eight days on: the default's (7) is over too; `events_days = 0` and a live session keep theirs.
     clock += 6 * DAY_MS;
     await waitFor('the default-retention session purged', async () => (await fixture.events(byDefault.worker_id)).length === 0, 10_000);
-    await sleep(500);
+    await sleep(SEVERAL_SWEEPS_MS);
     expect(await counts([kept, live])).toEqual(before.slice(2));
 
     // Its ids are not handed out again: a late event of a purged worker comes after the old ones.
@@ -115,7 +124,7 @@ describe('session service — retention of ended sessions’ events', () => {
 
     // Six days after it ended (the default is 7): kept.
     clock = Date.parse(stopped.ended_at!) + 6 * DAY_MS;
-    await sleep(500);
+    await sleep(SEVERAL_SWEEPS_MS);
     expect(await counts([ended, live])).toEqual([20, 20]);
 
     // Eight days after: gone, and its record says when; the live worker keeps its events.
@@ -134,8 +143,8 @@ describe('session service — retention of ended sessions’ events', () => {
     await fixture.remove(ALICE, session.id);
     await fixture.stopIngest();
     clock += 2 * DAY_MS;
-    // Rounds run meanwhile (every 100 ms) and fail: nobody answers the purge.
-    await sleep(1_000);
+    // Rounds run meanwhile and fail: nobody answers the purge.
+    await sleep(2 * SEVERAL_SWEEPS_MS);
     await fixture.startIngest();
     await waitFor('the session purged once event-ingest is back', async () => (await fixture.events(session.worker_id)).length === 0, 15_000);
   }, 60_000);

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -223,8 +223,10 @@ on_timeout = "allow"
   });
 
   it('without bubblewrap (process isolation): a template that asks for a sealed sandbox is refused, saying what is missing, unless the operator opts in', async () => {
-    const unsealed = await startSessionFixture({ SVC_SANDBOX_ISOLATION: 'process' });
-    const optedIn = await startSessionFixture({ SVC_SANDBOX_ISOLATION: 'process', SVC_SANDBOX_ALLOW_UNSEALED: 'true' });
+    const [unsealed, optedIn] = await Promise.all([
+      startSessionFixture({ SVC_SANDBOX_ISOLATION: 'process' }),
+      startSessionFixture({ SVC_SANDBOX_ISOLATION: 'process', SVC_SANDBOX_ALLOW_UNSEALED: 'true' }),
+    ]);
     try {
       for (const fixtureHere of [unsealed, optedIn]) {
         await fixtureHere.writeTemplate('sealed', `[agent]\ncommand = "/bin/true"\n`);
@@ -335,12 +337,17 @@ on_timeout = "allow"
   });
 
   it("follows a sandbox's logs: the last lines, then new ones, then end when its programs have ended; stop ends it early", async () => {
-    await fixture.writeTemplate('talker', `[agent]\ncommand = "sh"\nargs = ["-c", "echo one; echo two; echo three; sleep 2; echo four"]\n`);
+    // Three lines, then the fourth once the test says so (it creates `go` in the workspace).
+    await fixture.writeTemplate(
+      'talker',
+      `[agent]\ncommand = "sh"\nargs = ["-c", "echo one; echo two; echo three; while [ ! -e go ]; do sleep 0.05; done; echo four"]\n`,
+    );
     const created = await fixture.create(ALICE, { template: 'talker' });
     await fixture.waitForStatus(created.id, 'running');
-    const follow = async (viewer: typeof ALICE, tail: number, followId: string) => {
+    const follow = async (viewer: typeof ALICE, tail: number, followId: string, following: () => Promise<void> = async () => {}) => {
       const inbox = fixture.bus.nc.subscribe(`_INBOX.test.${followId}`);
       await requestJson(fixture.bus.nc, subjects.rpc.followLogs, { viewer, session_id: created.id, tail, deliver_to: inbox.getSubject(), follow_id: followId });
+      await following();
       const messages: SessionLogMessageType[] = [];
       for await (const msg of inbox) {
         messages.push(msg.json<SessionLogMessageType>());
@@ -351,7 +358,7 @@ on_timeout = "allow"
     };
     // The first three lines are out before following starts, so `tail: 2` has something to cut.
     await waitFor('three lines logged', async () => (await readFile(path.join(sandboxDir(created.worker_id), 'sandbox.log'), 'utf8')).includes('three\n'));
-    const messages = await follow(ALICE, 2, 'f1');
+    const messages = await follow(ALICE, 2, 'f1', () => writeFile(path.join(sandboxDir(created.worker_id), 'root', 'workspace', 'go'), ''));
     const lines = messages.flatMap((m) => (m.kind === 'lines' ? m.lines : []));
     expect(lines).toEqual(['two', 'three', 'four']);
     expect(messages.at(-1)).toEqual({ kind: 'end', reason: 'the sandbox has ended' });

@@ -25,6 +25,9 @@ export interface KubernetesStandIn {
   stop(): Promise<void>;
 }
 
+/** How often a followed Pod log is read for new lines (the stand-in polls its file; the kubelet streams). */
+const LOG_FOLLOW_POLL_MS = 50;
+
 interface RunningPod {
   pod: V1Pod;
   dir: string;
@@ -130,8 +133,9 @@ export async function startKubernetesStandIn(options: { tokens: Record<string, S
     if (child && child.exitCode === null && child.signalCode === null) {
       // The kubelet sends SIGTERM to the container's PID 1, and SIGKILL after the grace period.
       process.kill(running.childPid ? await programOf(running.childPid) : child.pid!, 'SIGTERM');
-      const deadline = Date.now() + graceSeconds * 1000;
-      while (child.exitCode === null && child.signalCode === null && Date.now() < deadline) await sleep(50);
+      const graceOver = new AbortController();
+      await Promise.race([running.exited, sleep(graceSeconds * 1000, undefined, { signal: graceOver.signal })]);
+      graceOver.abort();
       if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
       await running.exited;
     }
@@ -164,7 +168,7 @@ export async function startKubernetesStandIn(options: { tokens: Record<string, S
         continue;
       }
       if (running.pod.status?.phase !== 'Running' && running.pod.status?.phase !== 'Pending') break;
-      await sleep(50);
+      await sleep(LOG_FOLLOW_POLL_MS);
     }
     response.end();
   }

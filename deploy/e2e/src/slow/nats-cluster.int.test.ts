@@ -9,6 +9,10 @@ import { startStack, type E2eStack } from '../stack.js';
 
 const OWNER = 'cluster-user';
 const INGEST_REPLICAS = 2;
+/** Each phase of the leader's loss under load: posting before the kill, with the leader down, after its restart. */
+const LOAD_PHASE_MS = 2_000;
+/** How soon what left the incoming queue is in the store (stored, then acknowledged: a moment apart). */
+const STORED_AFTER_QUEUE_MS = 2_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Every stream svc declares, the KV buckets' among them. */
 const STREAMS = [...Object.values(streams).map((stream) => stream.name), ...[kvBuckets.workers, kvBuckets.modelUsage].map((bucket) => `KV_${bucket}`)];
@@ -95,7 +99,7 @@ describe('a three-server NATS cluster: SVC_JETSTREAM_REPLICAS', () => {
       throw new Error(`${String(err)}: ${await storedCount()} stored\n${JSON.stringify(info)}\n${stack.outputs()}`);
     });
     // What was in the queue is stored within a moment of its leaving it.
-    await sleep(2_000);
+    await sleep(STORED_AFTER_QUEUE_MS);
     const results = [];
     for (const [index, worker] of workers.entries()) results.push({ accepted: accepted[index]!, stored: await storedUids(worker.worker_id) });
     return results;
@@ -114,13 +118,13 @@ describe('a three-server NATS cluster: SVC_JETSTREAM_REPLICAS', () => {
 
   it('replicas 3: the server leading SVC_EVENTS_INCOMING killed (SIGKILL) under load and restarted — every 202’d event stored once, in order, and read so by every viewer and poller', async () => {
     const running = await startLoad(stack, { owner: OWNER, userToken: await stack.userToken(OWNER), sidecars: 10, viewers: 2, pollers: 2, intervalMs: 100 });
-    await sleep(2_000);
+    await sleep(LOAD_PHASE_MS);
     const leader = await leaderOf(streams.incomingEvents.name);
     await stack.nats.servers.get(leader)!.kill();
     const newLeader = await leaderOf(streams.incomingEvents.name);
-    await sleep(2_000);
+    await sleep(LOAD_PHASE_MS);
     await stack.nats.servers.get(leader)!.restart();
-    await sleep(2_000);
+    await sleep(LOAD_PHASE_MS);
     await running.stopPosting();
     const accepted = running.sidecars.reduce((sum, s) => sum + s.accepted.length, 0);
     const failures = running.sidecars.flatMap((s) => s.failures);

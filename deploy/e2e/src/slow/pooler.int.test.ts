@@ -9,6 +9,8 @@ import { bashRequest, postAsWorker } from '../worker-events.js';
 const OWNER = 'pooler-user';
 /** Fewer server connections than the services' clients (two event-ingest replicas, session, control): each takes turns. */
 const SERVER_CONNECTIONS = 3;
+/** How long the sidecars post through the pooler. */
+const LOAD_MS = 4_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Reads the pooler's admin console (a query without parameters goes by the simple protocol, the only one it speaks). */
@@ -42,7 +44,7 @@ describe('every service through a transaction-mode PgBouncer, migrations straigh
     const { pooler } = stack;
     if (!pooler) throw new Error('the stack was started without its pooler');
     const running = await startLoad(stack, { owner: OWNER, userToken, sidecars: 10, viewers: 2, pollers: 2, intervalMs: 50 });
-    await sleep(4_000);
+    await sleep(LOAD_MS);
     await running.stopPosting();
     await expectEverythingOnceInOrder(stack, running);
     expect(unexpectedFailures(running)).toEqual([]);

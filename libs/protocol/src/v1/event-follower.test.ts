@@ -5,6 +5,9 @@ import { createFollowerStats, EventFollower } from './event-follower.js';
 const eventOf = (id: number): StoredEvent =>
   ({ id: String(id), worker_id: 'wrk_1', type: 'assistant', uid: `u${id}`, ts: '2026-11-24T00:00:00.000Z', data: { text: `#${id}` } }) as StoredEvent;
 
+/** How long a store read takes here: events are heard while one is under way. */
+const STORE_READ_MS = 1;
+
 /** A store holding events 1..`head`, read a page at a time; `reads` records each cursor read after. */
 function storeOf(head: { value: number }, pageSize = 3) {
   const reads: string[] = [];
@@ -13,7 +16,7 @@ function storeOf(head: { value: number }, pageSize = 3) {
     pageSize,
     read: async (afterId: string) => {
       reads.push(afterId);
-      await new Promise((resolve) => setTimeout(resolve, 1));
+      await new Promise((resolve) => setTimeout(resolve, STORE_READ_MS));
       const from = Number(afterId) + 1;
       return Array.from({ length: Math.max(0, Math.min(pageSize, head.value - from + 1)) }, (_, i) => eventOf(from + i));
     },
