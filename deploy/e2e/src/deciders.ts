@@ -1,6 +1,9 @@
 import type { CreateWorkerResultType } from '@svc/protocol';
 import { controlClient } from './sidecar-process.js';
 
+/** How long a person waits before asking again after a 503/504 (a client's pause, not a wait for something). */
+const RETRY_PAUSE_MS = 200;
+
 /** An APIError's body, as far as a decider reads it. */
 interface AnswerBody {
   code?: string;
@@ -32,6 +35,8 @@ export async function decideEach(
   token: string,
   person: string,
   requests: ReadonlyArray<{ worker: CreateWorkerResultType; requestId: string }>,
+  /** Counts every 201 or 409 as it comes (a test waits on it). */
+  progress: { answers: number } = { answers: 0 },
 ): Promise<Verdict[]> {
   const client = controlClient(gatewayUrl, token);
   const verdicts: Verdict[] = [];
@@ -44,6 +49,7 @@ export async function decideEach(
         .then(async (response) => ({ status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as AnswerBody }))
         .catch(() => ({ status: 0, retryAfter: null, body: {} as AnswerBody }));
       if (answer.status === 201 || answer.status === 409) {
+        progress.answers += 1;
         const decidedBy = answer.status === 409 ? answer.body.details?.decided_by : undefined;
         verdicts.push({ person, workerId: worker.worker_id, requestId, status: answer.status, decidedBy, retries, askedAt, answeredAt: Date.now() });
         break;
@@ -51,7 +57,7 @@ export async function decideEach(
       if (answer.status !== 0 && !((answer.status === 503 || answer.status === 504) && answer.retryAfter))
         throw new Error(`${person} deciding ${requestId} of ${worker.worker_id} was answered ${answer.status} ${JSON.stringify(answer.body)}`);
       retries.push(`${answer.status} ${answer.body.code ?? ''}`.trim());
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
     }
   }
   return verdicts;

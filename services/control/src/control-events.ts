@@ -1,6 +1,15 @@
 import type { Subscription } from '@nats-io/transport-node';
 import type { NatsConnection } from '@svc/bus';
-import { subjects, WORKER_POLICY_SOURCE, withdrawnRequestId, type DecisionPolicy, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
+import {
+  parseSource,
+  subjects,
+  withdrawnRequestId,
+  type AuditChannel,
+  type DecisionPolicy,
+  type EventSource,
+  type StoredEvent,
+  type StoredEventBatchType,
+} from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { ControlRequestLog, StoredRequest } from '@svc/store';
 import type { AuditRecorder } from './audit.js';
@@ -21,7 +30,7 @@ export interface ControlEventsDeps {
 /**
  * Follows the control events event-ingest repeats after each commit (`svc.control.events.<worker>`):
  * a new request gets a deadline and a notification, a decision or a withdrawal ends its
- * deadline, a decision of the sidecar's rules is audited. Subscribed before the store is read
+ * deadline, and every decision is audited. Subscribed before the store is read
  * for the open requests, so a request stored in between is seen at least once (watching twice
  * is harmless).
  */
@@ -54,8 +63,7 @@ export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subsc
 
   function onDecision(decision: StoredEvent<'control_response'>): void {
     deps.deadlines.cancel(decision.worker_id, decision.data.request_id);
-    // The sidecar's rules decided: recorded by whichever replica comes first (the fact's id makes it once).
-    if (decision.source === WORKER_POLICY_SOURCE) recordPolicyDecision(decision);
+    recordDecision(decision);
     deps.notifier.decided(decision).catch(notifyFailed);
   }
 
@@ -72,15 +80,32 @@ export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subsc
       await deps.notifier.needsDecision(request.event, new Date(deadlineOf(request, await deps.policyOf(request.event.worker_id)))).catch(notifyFailed);
   }
 
-  function recordPolicyDecision(decision: StoredEvent<'control_response'>): void {
+  /**
+   * Every stored decision goes to the audit trail from its announcement, whoever took it and
+   * whichever control replica asked for it (the first replica to record it wins: the fact's id
+   * makes it once). So a decision whose asker crashed before its answer is recorded all the same.
+   */
+  function recordDecision(decision: StoredEvent<'control_response'>): void {
+    const channel = auditChannelOf(decision.source);
+    if (channel === undefined) return;
     deps.requests
       .findRequest(decision.worker_id, decision.data.request_id)
-      .then((found) => (found ? deps.audit.decision(found.event, decision, 'policy') : undefined))
-      .catch((err: unknown) => log.error({ err, worker_id: decision.worker_id }, 'could not record a policy decision in the audit trail'));
+      .then((found) => (found ? deps.audit.decision(found.event, decision, channel) : undefined))
+      .catch((err: unknown) => log.error({ err, worker_id: decision.worker_id }, 'could not record a decision in the audit trail'));
   }
 
   const open = await deps.requests.allOpenRequests();
   await Promise.all(open.map((request) => deps.deadlines.watch(request)));
   if (open.length > 0) log.info({ open: open.length }, 'keeping the deadlines of open requests');
   return subscription;
+}
+
+/** The channel a decision came through, by its source: a person's, the deadline's, the sidecar's rules'. */
+function auditChannelOf(source: EventSource): AuditChannel | undefined {
+  const parsed = parseSource(source);
+  if (parsed.kind === 'person') return parsed.channel;
+  if (parsed.kind === 'policy') return 'timeout';
+  if (parsed.kind === 'worker_policy') return 'policy';
+  // A worker's own decision is refused at the gateway; a component decides nothing.
+  return undefined;
 }

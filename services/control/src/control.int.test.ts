@@ -97,7 +97,9 @@ describe('control — start and stop', () => {
     ingest = undefined;
     try {
       const pending = decide(workerId, 'rw');
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      // Long enough for several tries to go unanswered (the first pause is 50 ms, doubling).
+      const WRITER_AWAY_MS = 700;
+      await new Promise((resolve) => setTimeout(resolve, WRITER_AWAY_MS));
       expect(await createEventStore(database.db).count(workerId, ['control_response'])).toBe(0);
       await startIngest();
       expect((await pending).data).toMatchObject({ request_id: 'rw', decided_by: 'alice' });

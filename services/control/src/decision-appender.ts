@@ -1,4 +1,4 @@
-import { isDeepStrictEqual } from 'node:util';
+import { randomUUID } from 'node:crypto';
 import { requestJson, type NatsConnection } from '@svc/bus';
 import { CodedError, partitionOfWorker, subjects, type DecisionAppendRequestType, type DecisionAppendResultType, type SourcedEvent } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
@@ -17,12 +17,13 @@ const MAX_PAUSE_MS = 1000;
 
 /**
  * Asks the event-ingest replica owning the worker's partition, the one writer of its events, to
- * append a decision (docs/architecture.md, "A decision"), and waits for what it did. While the
+ * append a decision (docs/architecture.md, "A decision, from a person to the agent"), and waits for what it did. While the
  * partition has no owner (a replica restarting) the decision waits, asking again, for at most
  * `waitMs`; past that the caller gets 503 with `Retry-After`. A try that went unanswered may
- * still have been stored: the next try then finds this very decision (same uid, time, source
- * and data) and takes it as stored, so a decision is never stored twice nor reported as
- * someone else's.
+ * still have been stored: every try carries one `attempt_id`, by which the owner answers the
+ * next try `stored` (decision-appends.ts), so a decision is never stored twice nor reported as
+ * someone else's. (An owner that crashed between the commit and its answer forgot the attempt:
+ * the next try is answered `decided`, with the decision it stored, naming the same person.)
  */
 export function createDecisionAppender(nc: NatsConnection, settings: DecisionAppenderSettings, logger: Logger) {
   const log = logger.child({ component: 'decision-appender' });
@@ -33,13 +34,13 @@ export function createDecisionAppender(nc: NatsConnection, settings: DecisionApp
       ...(personTimeoutS === undefined ? {} : { person_timeout_s: personTimeoutS }),
       // The owner must start it well before this try gives up, or leave it.
       start_within_ms: Math.max(1, Math.floor(settings.tryMs / 2)),
+      attempt_id: randomUUID(),
     };
     const subject = subjects.decisionAppend(partitionOfWorker(workerId));
     const giveUpAt = Date.now() + settings.waitMs;
     for (let attempt = 1, pause = FIRST_PAUSE_MS; ; attempt++, pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
       try {
-        const result = await requestJson<DecisionAppendResultType>(nc, subject, request, { timeoutMs: settings.tryMs });
-        return result.outcome === 'decided' && isThisDecision(result, decision) ? { ...result, outcome: 'stored' } : result;
+        return await requestJson<DecisionAppendResultType>(nc, subject, request, { timeoutMs: settings.tryMs });
       } catch (err) {
         if (!(err instanceof CodedError && TRY_AGAIN.has(err.code))) throw err;
         if (Date.now() + pause >= giveUpAt) throw unavailable(workerId, settings.waitMs, err);
@@ -51,12 +52,6 @@ export function createDecisionAppender(nc: NatsConnection, settings: DecisionApp
 }
 
 export type AppendDecision = ReturnType<typeof createDecisionAppender>;
-
-/** The stored decision is the one this call sent (an earlier try of it was stored). */
-function isThisDecision(result: DecisionAppendResultType, sent: SourcedEvent): boolean {
-  const stored = result.decision;
-  return stored !== undefined && stored.ts === sent.ts && stored.source === sent.source && isDeepStrictEqual(stored.data, sent.data);
-}
 
 function unavailable(workerId: string, waitMs: number, cause: CodedError): CodedError {
   return new CodedError(

@@ -1,5 +1,4 @@
 import { verifyUserAssertion, type UserAssertion } from '@svc/auth';
-import type { AuditRecorder } from './audit.js';
 import type { AppendDecision } from './decision-appender.js';
 import {
   CodedError,
@@ -27,7 +26,7 @@ function decisionEvent(data: EventData<'control_response'>, source: EventSource)
 }
 
 /** Who decides when nobody did in time. */
-export const TIMEOUT_DECIDER = 'policy:timeout';
+const TIMEOUT_DECIDER = 'policy:timeout';
 
 const decisionsTotal = decisionsCounter();
 const requestWait = histogram({
@@ -49,8 +48,6 @@ export interface DecisionsDeps {
   appendDecision: AppendDecision;
   /** The worker's decision deadline (from its template). */
   policyOf(workerId: string): Promise<DecisionPolicy>;
-  /** Where each stored decision is recorded for the audit trail. */
-  audit: AuditRecorder;
   /** Checks who decides (`SVC_USER_ASSERTION_KEY`, the gateway's key); unset: no person's decision is taken. */
   userAssertionKey: string | undefined;
   logger: Logger;
@@ -109,10 +106,7 @@ export function createDecisions(deps: DecisionsDeps) {
     const appended = await deps.appendDecision(request.event.worker_id, decisionEvent(data, POLICY_SOURCE));
     const event = appended.decision!;
     const duplicate = appended.outcome !== 'stored';
-    if (!duplicate) {
-      countDecision('timeout', request);
-      void deps.audit.decision(request.event, event, 'timeout').catch(() => {});
-    }
+    if (!duplicate) countDecision('timeout', request);
     if (!duplicate) log.info({ worker_id: request.event.worker_id, request_id: requestId, decision: policy.on_timeout }, 'deadline passed; the policy decided');
     return event;
   }
@@ -143,10 +137,10 @@ export function createDecisions(deps: DecisionsDeps) {
 
     /**
      * A person's decision: checks, in order, who decides (the user assertion), that the request
-     * exists, is not withdrawn, has not expired and is undecided. The audit record goes out
-     * through `afterReply`, after the decider's answer.
+     * exists, is not withdrawn, has not expired and is undecided. Its audit record is written
+     * from its announcement (control-events.ts).
      */
-    async decide(request: DecideRequestType, afterReply: (task: () => void) => void): Promise<StoredEvent<'control_response'>> {
+    async decide(request: DecideRequestType): Promise<StoredEvent<'control_response'>> {
       const person = await personOf(request);
       const { worker_id: workerId, decision: body } = request;
       if (body.input_pattern !== undefined) await checkRulePattern(workerId, body.request_id, body.input_pattern);
@@ -170,7 +164,6 @@ export function createDecisions(deps: DecisionsDeps) {
         case 'stored': {
           const stored = appended.decision!;
           countDecision('person', found!);
-          afterReply(() => void deps.audit.decision(found!.event, stored, person.channel).catch(() => {}));
           log.info({ worker_id: workerId, request_id: body.request_id, decision: body.decision, decided_by: person.sub }, 'decided');
           return stored;
         }

@@ -13,9 +13,8 @@ import { serveControlRpcs } from './rpcs.js';
 import { createNotifier } from './webhooks/notifications.js';
 import { startWebhooks } from './webhooks/webhooks.js';
 
-export { TIMEOUT_DECIDER } from './decisions.js';
 export { localAuditKey } from './audit.js';
-export { auditSettings, controlSettings } from './config.js';
+export { controlSettings } from './config.js';
 
 export interface ControlDeps {
   nc: NatsConnection;
@@ -48,7 +47,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   const audit = auditTrail.recorder;
   if (!config.userAssertionKey) log.warn("SVC_USER_ASSERTION_KEY is not set: every person's decision is refused until it is (docs/nats-security.md)");
   const appendDecision = createDecisionAppender(nc, { waitMs: config.decisionWaitMs, tryMs: config.decisionTryMs }, log);
-  const decisions = createDecisions({ requests, appendDecision, policyOf, audit, userAssertionKey: config.userAssertionKey, logger: log });
+  const decisions = createDecisions({ requests, appendDecision, policyOf, userAssertionKey: config.userAssertionKey, logger: log });
   const publisher = createDurablePublisher(nc);
   const notifier = createNotifier({ publisher, workers, logger: log });
   const deadlines = createDeadlines({

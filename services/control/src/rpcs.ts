@@ -34,8 +34,8 @@ export function serveControlRpcs(deps: ControlRpcsDeps): Subscription[] {
     serveRpc<DecideRequestType, StoredEvent<'control_response'>>(
       nc,
       subjects.rpc.decide,
-      async (request, context) => {
-        const decided = await deps.decisions.decide(request, context.afterReply);
+      async (request) => {
+        const decided = await deps.decisions.decide(request);
         deps.deadlines.cancel(request.worker_id, request.decision.request_id);
         return decided;
       },

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIncomingEventPublisher, ensureStreams, requestJson } from '@svc/bus';
 import {
@@ -28,6 +29,9 @@ const decision = (requestId: string, decidedBy: string, source: EventSource) => 
   source,
 });
 
+/** How soon the late decision must start (its turn comes after the held batch). */
+const START_WITHIN_MS = 100;
+
 describe("event-ingest — decisions appended by the worker's one writer", () => {
   let bus: BusFixture;
   let postgres: PostgresProcess;
@@ -47,7 +51,12 @@ describe("event-ingest — decisions appended by the worker's one writer", () =>
   });
 
   const append = (workerId: string, body: Record<string, unknown>, partition = partitionOfWorker(workerId)) =>
-    requestJson<DecisionAppendResultType>(bus.nc, subjects.decisionAppend(partition), { worker_id: workerId, start_within_ms: 5000, ...body });
+    requestJson<DecisionAppendResultType>(bus.nc, subjects.decisionAppend(partition), {
+      worker_id: workerId,
+      start_within_ms: 5000,
+      attempt_id: randomUUID(),
+      ...body,
+    });
 
   /** A worker with one stored control request, and the batches announced for it from now on. */
   async function workerWithRequest(workerId: string, requestId: string) {
@@ -77,6 +86,19 @@ describe("event-ingest — decisions appended by the worker's one writer", () =>
     worker.stop();
   });
 
+  it('decision appends — a try whose earlier try was stored is answered stored; another decision, even the same to the millisecond, decided', async () => {
+    const workerId = 'wrk_retried';
+    const worker = await workerWithRequest(workerId, 'r1');
+    const mine = decision('r1', 'alice', 'user:console:alice');
+    expect(await append(workerId, { decision: mine, person_timeout_s: 600, attempt_id: 'try-1' })).toMatchObject({ outcome: 'stored', decision: { id: '2' } });
+    // Its answer lost, the same decision asked again: stored, by that try.
+    expect(await append(workerId, { decision: mine, person_timeout_s: 600, attempt_id: 'try-1' })).toMatchObject({ outcome: 'stored', decision: { id: '2' } });
+    // The same person's second click, identical to the millisecond: someone (they) decided already.
+    expect(await append(workerId, { decision: mine, person_timeout_s: 600, attempt_id: 'try-2' })).toMatchObject({ outcome: 'decided', decision: { id: '2' } });
+    expect(worker.announced.flatMap((batch) => batch.events).filter((event) => event.type === 'control_response')).toHaveLength(1);
+    worker.stop();
+  });
+
   it("decision appends — the deadline's decision is stored once; again, it is answered with the one stored", async () => {
     const workerId = 'wrk_deadline';
     const worker = await workerWithRequest(workerId, 'r1');
@@ -89,7 +111,7 @@ describe("event-ingest — decisions appended by the worker's one writer", () =>
     const workerId = 'wrk_late';
     const worker = await workerWithRequest(workerId, 'r1');
     expect(await append(workerId, { decision: decision('nope', 'alice', 'user:api:alice'), person_timeout_s: 600 })).toEqual({ outcome: 'not_found' });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The request was stored before now, so a deadline of 1 ms is past.
     expect(await append(workerId, { decision: decision('r1', 'alice', 'user:api:alice'), person_timeout_s: 0.001 })).toMatchObject({
       outcome: 'expired',
       request: { id: '1' },
@@ -133,9 +155,16 @@ describe("event-ingest — decisions appended by the worker's one writer", () =>
       const publisher = createIncomingEventPublisher(bus.nc, 'worker');
       await publisher.publish(held, request('h1'));
       publisher.close();
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const answer = append(late, { decision: decision('r1', 'alice', 'user:api:alice'), person_timeout_s: 600, start_within_ms: 100 });
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The held worker's batch is being stored (waiting for the lock) before the decision comes.
+      await waitFor('the batch waiting for the lock', async () => {
+        const { rows } = await sql<{ waiting: number }>`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock'`.execute(
+          locker.db,
+        );
+        return rows[0]!.waiting > 0;
+      });
+      const answer = append(late, { decision: decision('r1', 'alice', 'user:api:alice'), person_timeout_s: 600, start_within_ms: START_WITHIN_MS });
+      // Held past the decision's start_within_ms, so its turn comes too late.
+      await new Promise((resolve) => setTimeout(resolve, 3 * START_WITHIN_MS));
       release();
       await expect(answer).rejects.toMatchObject({ code: 'unavailable', message: /waited over 100 ms for its turn/ });
       const stored = await database.db.selectFrom('events').select('id').where('worker_id', '=', late).execute();

@@ -31,6 +31,9 @@ export interface DecisionAppendsDeps {
 
 const isEventSource = createChecker<string>(EventSourceSchema);
 
+/** Decisions whose storing try is remembered, per replica: far more than are decided while a try waits. */
+const REMEMBERED_ATTEMPTS = 10_000;
+
 /**
  * Appends the decisions the control service asks for (`svc.events.decide.<partition>`), as the
  * worker's one writer: each takes its turn in the partition between two batches of incoming
@@ -42,6 +45,9 @@ const isEventSource = createChecker<string>(EventSourceSchema);
  */
 export function serveDecisionAppends(deps: DecisionAppendsDeps): Subscription[] {
   const log = deps.logger.child({ component: 'decision-appends' });
+  /** Which try stored each decision this replica stored (worker and uid → attempt id), the newest kept. */
+  const storedBy = new Map<string, string>();
+
   return [...deps.partitions].map(([partition, consumer]) =>
     serveRpc<DecisionAppendRequestType, DecisionAppendResultType>(
       deps.nc,
@@ -69,21 +75,34 @@ export function serveDecisionAppends(deps: DecisionAppendsDeps): Subscription[] 
 
   async function append(request: DecisionAppendRequestType, decision: SourcedEvent): Promise<TurnResult<DecisionAppendResultType>> {
     const workerId = request.worker_id;
-    const announce = (stored: StoredEvent) => () => deps.announcer.announce(workerId, [stored]);
+    const key = `${workerId}\n${decision.uid}`;
+    const result = await appendOnce(request, decision);
+    if (result.outcome === 'stored') {
+      storedBy.set(key, request.attempt_id);
+      if (storedBy.size > REMEMBERED_ATTEMPTS) storedBy.delete(storedBy.keys().next().value!);
+    }
+    // An earlier try of this very decision was stored (its answer was lost): this try's answer is that.
+    const answer: DecisionAppendResultType =
+      result.outcome === 'decided' && storedBy.get(key) === request.attempt_id ? { ...result, outcome: 'stored' } : result;
+    log.debug({ worker_id: workerId, uid: decision.uid, outcome: answer.outcome }, 'decision appended');
+    // Announced once stored, and again when found: a replica that stopped between the commit and
+    // the announcement left it unannounced (the announcer skips what it announced; followers too).
+    const found = result.decision;
+    return found ? { answer, afterwards: () => deps.announcer.announce(workerId, [found]) } : { answer };
+  }
+
+  async function appendOnce(request: DecisionAppendRequestType, decision: SourcedEvent): Promise<DecisionAppendResultType> {
+    const workerId = request.worker_id;
     if (request.person_timeout_s === undefined) {
       const [appended] = await deps.store.append(workerId, [decision]);
-      const stored = appended!.event as StoredEvent<'control_response'>;
-      if (appended!.duplicate) return { answer: { outcome: 'decided', decision: stored } };
-      return { answer: { outcome: 'stored', decision: stored }, afterwards: announce(stored) };
+      return { outcome: appended!.duplicate ? 'decided' : 'stored', decision: appended!.event as StoredEvent<'control_response'> };
     }
     const requestId = (decision.data as { request_id: string }).request_id;
     const outcome = await deps.requests.decide(workerId, requestId, request.person_timeout_s, decision);
-    if (outcome.kind === 'not_found') return { answer: { outcome: 'not_found' } };
+    if (outcome.kind === 'not_found') return { outcome: 'not_found' };
     const found = { request: outcome.request.event, request_stored_at: outcome.request.storedAt.toISOString() };
-    if (!('decision' in outcome)) return { answer: { outcome: outcome.kind, ...found } };
-    const answer: DecisionAppendResultType = { outcome: outcome.kind, ...found, decision: outcome.decision };
-    log.debug({ worker_id: workerId, request_id: requestId, outcome: outcome.kind }, 'decision appended');
-    return outcome.kind === 'stored' ? { answer, afterwards: announce(outcome.decision) } : { answer };
+    if (!('decision' in outcome)) return { outcome: outcome.kind, ...found };
+    return { outcome: outcome.kind, ...found, decision: outcome.decision };
   }
 }
 

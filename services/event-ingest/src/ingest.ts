@@ -145,9 +145,9 @@ class IncomingPartition implements PartitionConsumer {
           } catch (err) {
             return reject(err);
           }
+          // The announcement is handed to the connection in the same run as the answer, ahead of
+          // it: its control events are what a waiting long poll, the agent's path, listens for.
           resolve(result.answer);
-          // The answer leaves first (it is on the decider's path); the announcement right after.
-          if (result.afterwards) await new Promise((next) => setImmediate(next));
           await result
             .afterwards?.()
             .catch((err: unknown) => this.log.warn({ err }, 'a write was stored but its announcement failed; followers read it from the store'));

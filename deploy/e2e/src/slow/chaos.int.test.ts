@@ -25,6 +25,23 @@ const OWNER = 'chaos-user';
 /** Ten fake sidecars posting 1–10 events every 100 ms each (about 500 events/s), two viewers, two pollers. */
 const LOAD = { sidecars: 10, viewers: 2, pollers: 2, intervalMs: 100 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long each fault lasts: the scenarios' own lengths, not waits for something to happen. */
+const OUTAGE = {
+  /** nats-server down (the status is checked halfway). */
+  natsMs: 3_000,
+  /** The gateway, an event-ingest replica, the control service or the partition owner down. */
+  serviceMs: 1_000,
+  /** How far into Postgres's 30 s outage the operator's view is checked. */
+  longStoreCheckMs: 10_000,
+  /** The gateway away from a running real Claude Code. */
+  gatewayAwayMs: 60_000,
+  /** The session service down during spawns. */
+  sessionMs: 500,
+  /** event-ingest kept waiting for Postgres before its return (it must not exit meanwhile). */
+  ingestWaitsMs: 3_000,
+};
+/** The people's pauses between their polls and decisions (a client's pace). */
+const DECIDER_PAUSE_MS = { afterFailure: 100, betweenRounds: 20 };
 
 /**
  * One fault at a time on the deployed shape (every service its own process, real nats-server,
@@ -52,6 +69,9 @@ describe('chaos: one fault at a time under load', () => {
   });
 
   const pids = () => stack.processes().map((p) => `${p.service}:${p.pid}`);
+  /** The load flows: every sidecar has had a few batches accepted (since `since`). */
+  const loadFlowing = (running: Load, since = 0) =>
+    waitFor('every sidecar posting', () => running.sidecars.every((s) => s.acceptedAt.filter((t) => t >= since).length >= 3), 30_000, 50);
   const load = () => startLoad(stack, { owner: OWNER, userToken, ...LOAD });
 
   /** Every service still the process it was, all of them up again (GET /v1/status says ok). */
@@ -106,11 +126,11 @@ describe('chaos: one fault at a time under load', () => {
       async () => {
         const before = pids();
         const running = await load();
-        await sleep(2_000);
+        await loadFlowing(running);
         await stack.postgres.suspend('immediate');
         const suspendedAt = Date.now();
         if (downMs >= 30_000) {
-          await sleep(10_000);
+          await sleep(OUTAGE.longStoreCheckMs);
           // An operator sees the outage: event-ingest is alive and not ready, saying why.
           for (const url of stack.ingestProbeUrls) {
             const response = await fetch(url);
@@ -132,7 +152,7 @@ describe('chaos: one fault at a time under load', () => {
         const resumedWithinMs = await storageResumesAfter(resumedAt);
         console.info(`chaos: Postgres down ${downMs} ms; storage resumed ${resumedWithinMs} ms after it accepted connections`);
         expect(resumedWithinMs).toBeLessThan(2_000);
-        await sleep(2_000);
+        await loadFlowing(running, resumedAt);
         await finish(running, `Postgres down ${downMs / 1000} s`);
         await expectHealthyAgain(before);
       },
@@ -143,15 +163,15 @@ describe('chaos: one fault at a time under load', () => {
   it('nats-server killed (SIGKILL) and restarted on its store: POSTs meanwhile answered 503 within 1 s each, the first 202 within 1.5 s of the restart, nothing lost or doubled', async () => {
     const before = pids();
     const running = await load();
-    await sleep(2_000);
+    await loadFlowing(running);
     const killedAt = Date.now();
     await stack.nats.kill();
-    await sleep(1_500);
+    await sleep(OUTAGE.natsMs / 2);
     expect(await status()).toMatchObject({ status: 'degraded', nats: 'down' });
-    await sleep(1_500);
+    await sleep(OUTAGE.natsMs / 2);
     await stack.nats.restart();
     const restartedAt = Date.now();
-    await sleep(3_000);
+    await loadFlowing(running, restartedAt);
     const duringOutage = running.sidecars.flatMap((s) => s.failures).filter((f) => f.at >= killedAt && f.at < restartedAt);
     expect(duringOutage.length).toBeGreaterThan(0);
     expect(duringOutage.filter((f) => f.status !== 503 || f.tookMs >= 1_000)).toEqual([]);
@@ -166,11 +186,12 @@ describe('chaos: one fault at a time under load', () => {
 
   it('the gateway killed (SIGKILL) and started again: sidecars and pollers retry, viewers reconnect after their last id, nothing lost or doubled', async () => {
     const running = await load();
-    await sleep(2_000);
+    await loadFlowing(running);
     const restart = await stack.stopGateway('kill');
-    await sleep(1_000);
+    await sleep(OUTAGE.serviceMs);
     await restart();
-    await sleep(2_000);
+    await loadFlowing(running, Date.now());
+    await waitFor('every viewer back', () => running.viewers.every((v) => v.reconnects > 0));
     expect(running.sidecars.some((s) => s.failures.some((f) => f.status === 0))).toBe(true);
     expect(running.viewers.every((v) => v.reconnects > 0)).toBe(true);
     await finish(running, 'gateway killed');
@@ -179,11 +200,11 @@ describe('chaos: one fault at a time under load', () => {
   for (const replica of [0, 1]) {
     it(`event-ingest replica ${replica} killed (SIGKILL) and started again: its partitions resume, nothing lost or doubled`, async () => {
       const running = await load();
-      await sleep(2_000);
+      await loadFlowing(running);
       await stack.ingest[replica]!.kill();
-      await sleep(1_000);
+      await sleep(OUTAGE.serviceMs);
       stack.ingest[replica] = stack.startIngestReplica(replica);
-      await sleep(3_000);
+      await loadFlowing(running, Date.now());
       await finish(running, `event-ingest ${replica} killed`);
     }, 180_000);
   }
@@ -219,7 +240,7 @@ describe('chaos: one fault at a time under load', () => {
         const open = await get(`/v1/workers/${worker.worker_id}/control/requests?state=open`);
         if (open?.status !== 200) {
           await note(started, open);
-          await sleep(100);
+          await sleep(DECIDER_PAUSE_MS.afterFailure);
           continue;
         }
         for (const request of ((await open.json()) as ListResponseOf<StoredEvent<'control_request'>>).items) {
@@ -230,12 +251,17 @@ describe('chaos: one fault at a time under load', () => {
           if (answer?.status === 201 || answer?.status === 409) await answer.arrayBuffer();
           else await note(decidedAt, answer);
         }
-        await sleep(20);
+        await sleep(DECIDER_PAUSE_MS.betweenRounds);
       }
     });
-    await sleep(1_500);
+    await waitFor(
+      'decisions under way',
+      async () => (await controlClient(stack.gatewayUrl, userToken).events(agents[0]!.worker.worker_id)).some((e) => e.type === 'control_response'),
+      30_000,
+      50,
+    );
     const restart = await stack.killService('control');
-    await sleep(1_000);
+    await sleep(OUTAGE.serviceMs);
     restart();
     const codes = await Promise.all(agents.map((agent) => agent.sidecar.exited));
     deciding = false;
@@ -280,16 +306,18 @@ describe('chaos: one fault at a time under load', () => {
       ).toBe(202);
     await waitFor('the requests stored', async () => (await controlClient(stack.gatewayUrl, userToken).openRequests(workers.at(-1)!.worker_id)).length === 10);
     const outage = { killedAt: 0, restartedAt: 0 };
+    const progress = { answers: 0 };
+    const answered = () => progress.answers;
     const killing = (async () => {
-      await sleep(300);
+      await waitFor('people deciding', () => answered() > 0, 30_000, 5);
       await stack.ingest[0]!.kill();
       outage.killedAt = Date.now();
-      await sleep(1_000);
+      await sleep(OUTAGE.serviceMs);
       stack.ingest[0] = stack.startIngestReplica(0);
       outage.restartedAt = Date.now();
     })();
     // Every person decides every request, asking again after a 503/504 (or no answer) until it is a 201 or a 409.
-    const verdicts = await Promise.all(people.map((token, person) => decideEach(stack.gatewayUrl, token, `person-${person}`, requests)));
+    const verdicts = await Promise.all(people.map((token, person) => decideEach(stack.gatewayUrl, token, `person-${person}`, requests, progress)));
     await killing;
     for (const { worker, requestId } of requests) {
       const stored = (await controlClient(stack.gatewayUrl, userToken).events(worker.worker_id)).filter(
@@ -349,7 +377,7 @@ describe('chaos: one fault at a time under load', () => {
         100,
       );
       const agentDoneAfterMs = Date.now() - downAt;
-      await sleep(60_000 - (Date.now() - downAt));
+      await sleep(OUTAGE.gatewayAwayMs - (Date.now() - downAt));
       await restart();
       expect(await sidecar.exited, sidecar.stderr()).toBe(0);
       // Its 202s say JetStream has everything; the store catches up after the load's own backlog
@@ -385,7 +413,7 @@ describe('chaos: one fault at a time under load', () => {
     const created = await Promise.all(Array.from({ length: 4 }, () => api.createSession({ template: 'demo' })));
     const restart = await stack.killService('session');
     const killedAt = Date.now();
-    await sleep(500);
+    await sleep(OUTAGE.sessionMs);
     restart();
     const statusOf = async (id: string) => {
       const response = await fetch(`${stack.gatewayUrl}/v1/sessions/${id}`, { headers: { authorization: `Bearer ${userToken}` } });
@@ -429,7 +457,7 @@ describe('chaos: one fault at a time under load', () => {
       100,
     );
     expect(waiting).toEqual({ status: 503, body: { code: 'store_unavailable', message: 'starting: waiting for the store' } });
-    await sleep(3_000);
+    await sleep(OUTAGE.ingestWaitsMs);
     expect(stack.ingest[0]!.running(), stack.ingest[0]!.output()).toBe(true);
     expect((await probe())?.status).toBe(503);
     await stack.postgres.resume();
@@ -438,7 +466,7 @@ describe('chaos: one fault at a time under load', () => {
     console.info(`chaos: event-ingest started during a Postgres outage: ready ${Date.now() - resumedAt} ms after Postgres's return`);
     expect(stack.ingest[0]!.running()).toBe(true);
     const running = await load();
-    await sleep(2_000);
+    await loadFlowing(running);
     await finish(running, 'after a start during an outage');
   }, 120_000);
 });

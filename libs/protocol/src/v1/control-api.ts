@@ -7,7 +7,7 @@ import { RULE_MAX_LENGTH, RULE_MAX_WILDCARDS, RULE_WILDCARDS_PATTERN } from './r
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /** Longest a pending-decision long poll may wait, in milliseconds. */
-export const MAX_PENDING_WAIT_MS = 30_000;
+const MAX_PENDING_WAIT_MS = 30_000;
 
 const InputPattern = Type.String({
   minLength: 1,
@@ -49,7 +49,7 @@ export const PendingControlQuery = Type.Object({
 
 export const PendingControlResponse = ListResponse(storedEventSchemaOf('control_response'));
 
-export const CONTROL_REQUEST_STATES = ['open', 'closed', 'all'] as const;
+const CONTROL_REQUEST_STATES = ['open', 'closed', 'all'] as const;
 
 /** `GET /v1/workers/{id}/control/requests?state=open`: requests for late joiners. */
 export const ControlRequestsQuery = Type.Object({
@@ -102,7 +102,8 @@ export type DecideRequestType = Static<typeof DecideRequest>;
  * exists, is not withdrawn, is undecided and was stored less than that long ago); without, the
  * deadline's, appended unless the request has a decision under the same uid. `start_within_ms`:
  * the owner drops it if it cannot start it that soon after it arrives (the caller has given up
- * on this try by then and tries again).
+ * on this try by then and tries again). `attempt_id` is the same on every try of one decision:
+ * a try whose earlier try was stored is answered `stored`, not `decided`.
  */
 export const DecisionAppendRequest = Type.Object(
   {
@@ -110,12 +111,11 @@ export const DecisionAppendRequest = Type.Object(
     decision: Type.Unknown({ description: 'A control_response with its source, checked by event-ingest.' }),
     person_timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     start_within_ms: Type.Integer({ minimum: 1 }),
+    attempt_id: Type.String({ minLength: 1, maxLength: 64 }),
   },
   { additionalProperties: false },
 );
 export type DecisionAppendRequestType = Static<typeof DecisionAppendRequest>;
-
-export const DECISION_APPEND_OUTCOMES = ['stored', 'decided', 'expired', 'withdrawn', 'not_found'] as const;
 
 /**
  * What the owner found and did: `stored` (this decision, now stored), `decided` (the request has
@@ -123,7 +123,7 @@ export const DECISION_APPEND_OUTCOMES = ['stored', 'decided', 'expired', 'withdr
  * `request` is the request), `not_found`. `request_stored_at` is when the request was stored.
  */
 export type DecisionAppendResultType = {
-  outcome: (typeof DECISION_APPEND_OUTCOMES)[number];
+  outcome: 'stored' | 'decided' | 'expired' | 'withdrawn' | 'not_found';
   decision?: StoredEvent<'control_response'>;
   request?: StoredEvent<'control_request'>;
   request_stored_at?: string;
@@ -148,7 +148,7 @@ export function withdrawnRequestId(event: Pick<StoredEvent, 'type' | 'data'>): s
 }
 
 /** A rule added with `scope: "always"`, as the sidecar's permission engine reads it. */
-export const PermissionRuleSchema = Type.Object(
+const PermissionRuleSchema = Type.Object(
   {
     rule_id: EventId,
     tool_name: Type.String(),
