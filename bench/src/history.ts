@@ -2,7 +2,7 @@ import type { CreateWorkerResultType, IncomingEvent } from '@svc/protocol';
 import { post, type Pipeline } from './pipeline.js';
 
 /** A plausible mix: text, tool calls and their results, progress, system lines. */
-export function eventAt(n: number): Omit<IncomingEvent, 'uid' | 'ts'> {
+function eventAt(n: number): Omit<IncomingEvent, 'uid' | 'ts'> {
   switch (n % 5) {
     case 0:
       return { type: 'assistant', data: { text: `Step ${n}: I read the failing test and the parser; the field is optional, so the raw line has to be kept.` } };

@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-export interface ChartSeries {
+interface ChartSeries {
   name: string;
   /** [x, y] with x > 0 (logarithmic axis). */
   points: Array<[number, number]>;
@@ -27,7 +27,7 @@ const COLOURS = ['#2563eb', '#dc2626', '#059669', '#d97706'];
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const label = (value: number) => (value >= 1e6 ? `${value / 1e6}M` : value >= 1e3 ? `${value / 1e3}k` : String(Number(value.toPrecision(3))));
 
-export function lineChartSvg(chart: LineChart): string {
+function lineChartSvg(chart: LineChart): string {
   const xs = chart.series.flatMap((s) => s.points.map(([x]) => x));
   const ys = chart.series.flatMap((s) => s.points.map(([, y]) => y)).filter(Number.isFinite);
   const [xMin, xMax] = [Math.min(...xs), Math.max(...xs)];

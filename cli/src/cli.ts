@@ -20,7 +20,7 @@ export const COMMANDS: Array<Command<AnyFlags>> = [
   upCommand,
 ] as unknown as Array<Command<AnyFlags>>;
 
-export const MAIN_HELP = `svc: run AI coding agents in sandboxes, watch them live, answer their prompts
+const MAIN_HELP = `svc: run AI coding agents in sandboxes, watch them live, answer their prompts
 
 Usage
   svc <command> [flags]

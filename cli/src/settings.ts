@@ -4,7 +4,7 @@ import path from 'node:path';
 import { CliError, EXIT } from './exit-codes.js';
 
 /** Where svc keeps what `svc login` saved: `$SVC_CONFIG`, else `$XDG_CONFIG_HOME/svc/config.json`, else `~/.config/svc/config.json`. */
-export function configFilePath(env: NodeJS.ProcessEnv = process.env): string {
+function configFilePath(env: NodeJS.ProcessEnv = process.env): string {
   if (env['SVC_CONFIG']) return env['SVC_CONFIG'];
   const base = env['XDG_CONFIG_HOME'] || path.join(homedir(), '.config');
   return path.join(base, 'svc', 'config.json');
@@ -15,7 +15,7 @@ export interface SavedConfig {
   token?: string;
 }
 
-export async function readSavedConfig(env: NodeJS.ProcessEnv = process.env): Promise<SavedConfig> {
+async function readSavedConfig(env: NodeJS.ProcessEnv = process.env): Promise<SavedConfig> {
   const file = configFilePath(env);
   let text: string;
   try {
@@ -40,7 +40,7 @@ export async function saveConfig(config: SavedConfig, env: NodeJS.ProcessEnv = p
   return file;
 }
 
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
+const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 export interface Connection {
   url: string;

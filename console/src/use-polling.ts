@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 
 /** How often a page reads its list again (statuses and open approvals move on their own). */
-export const REFRESH_MS = 2000;
+const REFRESH_MS = 2000;
 
 /**
  * `load` now and every `intervalMs` while the page shows (again whenever `deps` change); the

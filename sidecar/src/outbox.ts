@@ -178,5 +178,3 @@ export function createOutbox(options: OutboxOptions) {
     },
   };
 }
-
-export type Outbox = ReturnType<typeof createOutbox>;

@@ -35,7 +35,7 @@ function primaryInputs(input: Record<string, unknown>): string[] | undefined {
 }
 
 /** How a rule's pattern must hold over several inputs: `every` to allow, `some` to refuse or ask. */
-export type MatchMode = 'every' | 'some';
+type MatchMode = 'every' | 'some';
 
 /** One rule: `Tool`, `mcp__github__*` (a glob over the name), or `Tool(pattern)` (a glob over its primary input). */
 export interface Rule {

@@ -21,7 +21,7 @@ import { createPermissionEngine } from './permissions.js';
  * own). Codex always runs as `codex app-server`, autonomous or not: only there does it ask, so
  * only there can the permission engine refuse.
  */
-export function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
+function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
   if (name === 'claude-code') return claudeCodeAdapter;
   if (name === 'codex') return createCodexAppServerAdapter();
   return genericAdapter;

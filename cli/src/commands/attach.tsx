@@ -14,7 +14,7 @@ import { CONNECTION_HELP, connectionFlags, type Command } from './command.js';
 
 const flags = { ...connectionFlags, readOnly: { type: 'boolean', default: false }, raw: { type: 'boolean', default: false } } as const;
 
-export const RAW_NOT_IMPLEMENTED = "not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)";
+const RAW_NOT_IMPLEMENTED = "not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)";
 
 /** `svc attach <worker-id>`: watch a worker live and answer its permission prompts. */
 export const attachCommand: Command<typeof flags> = {

@@ -88,7 +88,7 @@ export function namesOf(span: string): string[] {
 }
 
 /** The `SVC_…` and `svc_…` words of a code span. */
-export const spelledOf = (span: string): string[] => span.match(/\b(?:SVC|svc)_\w*[A-Za-z0-9]/g) ?? [];
+const spelledOf = (span: string): string[] => span.match(/\b(?:SVC|svc)_\w*[A-Za-z0-9]/g) ?? [];
 
 export interface CheckContext {
   repository: Repository;
@@ -123,7 +123,7 @@ function spanProblems(text: string, context: CheckContext): string[] {
 }
 
 /** What is wrong with one link of the doc `doc` (a path from the root). */
-export function linkProblem(doc: string, target: string, context: CheckContext): string | undefined {
+function linkProblem(doc: string, target: string, context: CheckContext): string | undefined {
   if (/^[a-z][a-z0-9+.-]*:/i.test(target)) return undefined; // a URL
   const [file = '', anchor] = target.split('#', 2);
   const resolved = file === '' ? doc : path.posix.normalize(path.posix.join(path.posix.dirname(doc), decodeURI(file))).replace(/\/$/, '');

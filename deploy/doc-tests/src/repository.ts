@@ -28,7 +28,7 @@ export interface Repository {
 }
 
 /** The work tree's files: tracked ones still there, and new ones git does not ignore. */
-export function listFiles(root: string): string[] {
+function listFiles(root: string): string[] {
   const output = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20 });
   const files = new Set(output.split('\0').filter((file) => file !== '' && existsSync(path.join(root, file))));
   return [...files].sort();

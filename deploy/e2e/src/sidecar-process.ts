@@ -7,7 +7,7 @@ import { dieWithParent } from '@svc/service-kit';
 import { waitFor } from '@svc/test-support';
 
 /** The single executable the session service ships into sandboxes (`nx run @svc/sidecar:executable`). */
-export const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/executable/svc-sidecar');
+const SIDECAR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../sidecar/executable/svc-sidecar');
 
 export interface SidecarProcess {
   pid: number;

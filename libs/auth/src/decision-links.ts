@@ -5,7 +5,7 @@ import { CodedError } from '@svc/protocol';
 /** Who a decision link is for: a JWT audience no other token of svc carries. */
 const LINK_AUDIENCE = 'svc-decision-link';
 /** The shortest key accepted (HMAC-SHA256 wants at least 256 bits). */
-export const DECISION_LINK_KEY_MIN_LENGTH = 32;
+const DECISION_LINK_KEY_MIN_LENGTH = 32;
 
 /** What a decision link decides, and as whom (the notified subscription's owner). */
 export interface DecisionLinkClaims {

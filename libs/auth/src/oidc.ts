@@ -12,7 +12,7 @@ import type { UserPrincipal } from './principal.js';
 import { rememberAtMost } from './remembered.js';
 
 /** Signature algorithms we accept: asymmetric only. `none` and HMAC never verify a user. */
-export const USER_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+const USER_TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 
 export class AuthenticationError extends Error {
   override readonly name = 'AuthenticationError';

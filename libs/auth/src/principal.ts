@@ -11,7 +11,7 @@ export interface UserPrincipal {
   admin: boolean;
 }
 
-export interface WorkerPrincipal {
+interface WorkerPrincipal {
   kind: 'worker';
   workerId: string;
 }

@@ -6,7 +6,7 @@ import type { Setting } from '@svc/service-kit';
 /** Who a user assertion is for: a JWT audience no other token of svc carries. */
 const ASSERTION_AUDIENCE = 'svc-user-assertion';
 /** The shortest key accepted (HMAC-SHA256 wants at least 256 bits). */
-export const USER_ASSERTION_KEY_MIN_LENGTH = 32;
+const USER_ASSERTION_KEY_MIN_LENGTH = 32;
 /** How long an assertion is good for: one RPC's flight, with room for the clocks of two hosts. */
 export const USER_ASSERTION_TTL_S = 60;
 

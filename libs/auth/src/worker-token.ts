@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { rememberAtMost } from './remembered.js';
 
 /** Prefix of every worker token: recognisable by secret scanners and in a leaked-credential report. */
-export const WORKER_TOKEN_PREFIX = 'svcw_';
+const WORKER_TOKEN_PREFIX = 'svcw_';
 const WORKER_TOKEN_PATTERN = /^svcw_[A-Za-z0-9_-]{43}$/;
 
 /**

@@ -1,4 +1,4 @@
-import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { CodedError, headers, isErrorCode, type RpcReply, type SchemaChecker, describeFieldErrors } from '@svc/protocol';
 import type { Context, Logger } from '@svc/service-kit';
 import { decode, encode, headersWith } from './codec.js';
@@ -164,11 +164,6 @@ function subscribeMessages(nc: NatsConnection, subject: string, queue: string | 
       else onMessage(msg);
     },
   });
-}
-
-/** The request id a JetStream message carries, if any. */
-export function requestIdOf(msg: { headers?: MsgHdrs | undefined }): string | undefined {
-  return msg.headers?.get(headers.requestId) || undefined;
 }
 
 /** Decodes the JSON payload of a message. */

@@ -12,7 +12,7 @@ export type { JsMsg } from '@nats-io/jetstream';
  */
 export const PARTITION_ACK_WAIT_MS = 10_000;
 /** What a partition's consumer fetches ahead at most: a few gathered messages (each ≤ 512 KiB by default), or some thousands of single events. */
-export const PARTITION_PREFETCH_BYTES = 2 * 1024 * 1024;
+const PARTITION_PREFETCH_BYTES = 2 * 1024 * 1024;
 
 /** The durable consumer of one partition: its name is stable so a restarted replica resumes it. */
 export function partitionConsumerName(partition: number): string {

@@ -14,7 +14,7 @@ import {
 import { connectBus, natsCredentialsOf, type NatsConnection } from './connection.js';
 import { serveHealthProbes } from './health.js';
 
-export interface ServiceMainOptions<T extends RunningService> {
+interface ServiceMainOptions<T extends RunningService> {
   /** The service's name, in its NATS connection's name (`<service>-<instance>`). */
   service: string;
   config: { natsUrl: string; instance: string; healthPort: number; natsUser?: string | undefined; natsPassword?: string | undefined };
@@ -34,7 +34,7 @@ export interface ServiceMainOptions<T extends RunningService> {
  * Dependencies that come up after the process, or are restarting, are waited out, never a
  * reason to exit (docs/reliability.md).
  */
-export async function runServiceMain<T extends RunningService>(options: ServiceMainOptions<T>): Promise<T> {
+async function runServiceMain<T extends RunningService>(options: ServiceMainOptions<T>): Promise<T> {
   const { config, logger, shutdown } = options;
   const probes = config.healthPort ? await serveHealthProbes({ port: config.healthPort, probeStore: options.probeStore }) : undefined;
   if (probes) shutdown.add({ name: 'probes', close: () => probes.close() });
@@ -55,7 +55,7 @@ export async function runServiceMain<T extends RunningService>(options: ServiceM
 }
 
 /** A service's database as `runService` needs it (`libs/store`'s `serviceStore` makes one). */
-export interface ServiceStore<Db> {
+interface ServiceStore<Db> {
   db: Db;
   /** Whether it answers now (`/readyz`). */
   probe(): Promise<boolean>;

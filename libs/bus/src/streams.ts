@@ -25,7 +25,7 @@ export interface StreamOptions {
 const KV_BUCKETS = [kvBuckets.workers, kvBuckets.modelUsage];
 
 /** The JetStream streams the design needs, from the protocol's constants. */
-export function streamConfigs({ replicas = 1 }: StreamOptions = {}): Array<Partial<StreamConfig> & { name: string }> {
+function streamConfigs({ replicas = 1 }: StreamOptions = {}): Array<Partial<StreamConfig> & { name: string }> {
   return withReplicas(replicas, [
     {
       name: streams.incomingEvents.name,
@@ -121,7 +121,7 @@ export async function ensureStreams(nc: NatsConnection, options: StreamOptions =
  * NATS cannot place a stream on as many servers as asked: the cluster is smaller, or some of
  * its servers are away (a rolling restart). The service waits, saying why, rather than exit.
  */
-export class StreamPlacementError extends Error {
+class StreamPlacementError extends Error {
   override readonly name = 'StreamPlacementError';
 }
 

@@ -6,9 +6,9 @@ import path from 'node:path';
 import { dieWithParent } from '@svc/service-kit';
 
 /** The oldest nats-server we support (JetStream features we rely on arrived in 2.10). */
-export const MIN_NATS_SERVER_VERSION = [2, 10, 0] as const;
+const MIN_NATS_SERVER_VERSION = [2, 10, 0] as const;
 
-export const NATS_SERVER_INSTALL_HINT =
+const NATS_SERVER_INSTALL_HINT =
   "install it with: go install github.com/nats-io/nats-server/v2@v2.12.15 (Debian's package is 2.9, too old), " + 'or set SVC_NATS_SERVER to its path';
 
 export class NatsServerNotFoundError extends Error {
@@ -46,7 +46,7 @@ function assertSupportedVersion(binary: string): void {
 }
 
 /** Who may connect: the users' credentials, and the `authorization` block that admits them (libs/bus makes both). */
-export interface NatsAuthorization<Credentials> {
+interface NatsAuthorization<Credentials> {
   credentials: Credentials;
   /** The nats-server config that holds them (JSON is valid NATS config). */
   config: string;
@@ -62,11 +62,11 @@ export interface NatsServerOptions<Credentials> {
   host?: string;
   /** Who may connect: a client without these credentials is refused. */
   authorization: NatsAuthorization<Credentials>;
-  /** A member of a JetStream cluster (`launchNatsCluster`): its name, route port and the routes to the others. */
+  /** A member of a JetStream cluster (test-support's `startNatsCluster`): its name, route port and the routes to the others. */
   cluster?: NatsClusterMembership;
 }
 
-export interface NatsClusterMembership {
+interface NatsClusterMembership {
   /** The cluster's name, the same on every member. */
   name: string;
   /** This server's name, unique in the cluster (JetStream's placement and leaders name servers by it). */

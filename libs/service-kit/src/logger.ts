@@ -10,7 +10,7 @@ export type { Logger } from 'pino';
  * by mistake. (A name check on each member is faster than pino's wildcard redaction paths,
  * docs/benchmarks.md#gateway-baseline, and catches the names at any depth.)
  */
-export const SECRET_KEYS: ReadonlySet<string> = new Set([
+const SECRET_KEYS: ReadonlySet<string> = new Set([
   'token',
   'auth_token',
   'authToken',
@@ -34,7 +34,7 @@ const REDACTED = '[redacted]';
 const NO_FIELDS = Object.freeze({});
 
 /** A copy of `value` with every secret member replaced; the value itself when it holds none. */
-export function redactSecrets<T>(value: T, depth = 0): T {
+function redactSecrets<T>(value: T, depth = 0): T {
   if (depth > 4 || value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof Error) return value;
   let copy: Record<string, unknown> | undefined;
   for (const key of Object.keys(value)) {

@@ -80,7 +80,7 @@ function parseAddress(address: string): Address | undefined {
 }
 
 /** An IP literal's one canonical spelling (`::ffff:7f00:1` → `127.0.0.1`, `0:0::1` → `::1`). */
-export function canonicalAddress(address: string): string {
+function canonicalAddress(address: string): string {
   const parsed = parseAddress(address);
   if (!parsed) throw new Error(`not an IP address: "${address}"`);
   return parsed.toString();
@@ -103,7 +103,7 @@ export function classifyAddress(address: string): AddressClass {
 }
 
 /** A class in words, for a refusal a person reads ("a loopback address"). */
-export function describeAddressClass(addressClass: AddressClass): string {
+function describeAddressClass(addressClass: AddressClass): string {
   return CLASS_DESCRIPTIONS[addressClass];
 }
 
@@ -136,7 +136,7 @@ export function normaliseHost(host: string): { address: string } | { name: strin
 export type HostLookup = (name: string) => Promise<string[]>;
 
 /** The system resolver (`getaddrinfo`, as every connection made by name uses): every address, in its order. */
-export const systemLookup: HostLookup = async (name) => (await dnsLookup(name, { all: true, verbatim: true })).map((entry) => entry.address);
+const systemLookup: HostLookup = async (name) => (await dnsLookup(name, { all: true, verbatim: true })).map((entry) => entry.address);
 
 /** Resolves a normalised host: a literal is itself; a name's addresses, canonical, each once. */
 async function addressesOf(host: { address: string } | { name: string }, lookup: HostLookup): Promise<string[]> {
@@ -234,7 +234,7 @@ export interface CheckedAddress {
 }
 
 /** Why a destination is refused: `address` is an address's class, which an allowed range can let through; the others cannot be. */
-export type OutboundRefusal = 'invalid-host' | 'unresolved' | 'metadata-name' | 'control-plane' | 'address';
+type OutboundRefusal = 'invalid-host' | 'unresolved' | 'metadata-name' | 'control-plane' | 'address';
 
 export type OutboundVerdict =
   | { allowed: true; addresses: CheckedAddress[] }

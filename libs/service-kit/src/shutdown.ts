@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 
 /** Something to close at shutdown (drain NATS, close the database, stop a server). */
-export interface Closer {
+interface Closer {
   name: string;
   close(): Promise<void> | void;
 }

@@ -14,7 +14,7 @@ import {
 import { integerSetting, optionalStringSetting } from './config.js';
 import { SVC_VERSION } from './version.js';
 
-export { SpanKind, SpanStatusCode, type Context, type Link, type Span } from '@opentelemetry/api';
+export { SpanKind, type Context, type Link, type Span } from '@opentelemetry/api';
 
 /** Where and how much a process traces (docs/tracing.md). */
 export const tracingSettings = {

@@ -8,7 +8,7 @@ export interface AppendResult {
   duplicate: boolean;
 }
 
-export interface ListOptions {
+interface ListOptions {
   /** Events with an id greater than this ("0" for all). */
   afterId: string;
   /** Only events with an id smaller than this ("end": no bound); the page is then the `limit` newest of them. */

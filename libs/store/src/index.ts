@@ -1,11 +1,9 @@
 export * from './schema.js';
 export * from './database.js';
 export * from './migrate.js';
-export { migrationGroups, type MigrationGroup } from './migrations/index.js';
 export * from './event-store.js';
 export * from './control-requests.js';
-export { createPGliteDialect } from './pglite-dialect.js';
 export * from './store-settings.js';
-export { isConnectionLoss, isStoreUnavailable } from './store-errors.js';
+export { isStoreUnavailable } from './store-errors.js';
 export type { Insertable, Kysely, Selectable } from 'kysely';
 export { sql } from 'kysely';

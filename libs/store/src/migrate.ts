@@ -11,7 +11,7 @@ const LEGACY_MIGRATION_TABLE = 'kysely_migration';
  */
 const MIGRATION_LOCK = 0x5356_4d47;
 
-export class MigrationError extends Error {
+class MigrationError extends Error {
   override readonly name = 'MigrationError';
 }
 
@@ -85,7 +85,5 @@ export async function migrateToLatest(db: Kysely<Database>, group: MigrationGrou
 export async function awaitMigrated(db: Kysely<Database>, group: MigrationGroup): Promise<void> {
   const pending = await pendingMigrations(db, group);
   if (pending.length > 0)
-    throw new MigrationsPending(
-      `the ${group} service's tables are not migrated yet (it applies ${pending.map((migration) => migration.name).join(', ')})`,
-    );
+    throw new MigrationsPending(`the ${group} service's tables are not migrated yet (it applies ${pending.map((migration) => migration.name).join(', ')})`);
 }

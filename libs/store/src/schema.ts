@@ -4,7 +4,7 @@ import type { ColumnType } from 'kysely';
  * One row per worker that has events: the last id handed out. Appenders lock this row, so
  * ids are assigned (and committed) strictly in order per worker, with no holes.
  */
-export interface EventStreamsTable {
+interface EventStreamsTable {
   worker_id: string;
   /** bigint; read as a decimal string. */
   last_id: ColumnType<string, string | undefined, string>;
@@ -28,7 +28,7 @@ export interface EventsTable {
   source: ColumnType<string | null, string | undefined, never>;
 }
 
-export interface EventStoreSchema {
+interface EventStoreSchema {
   event_streams: EventStreamsTable;
   events: EventsTable;
 }
@@ -55,7 +55,7 @@ export interface SessionsTable {
   events_purged_at: ColumnType<Date | null, never, Date>;
 }
 
-export interface SessionSchema {
+interface SessionSchema {
   sessions: SessionsTable;
 }
 
@@ -106,7 +106,7 @@ export interface WebhookAttemptsTable {
 }
 
 /** The control service's tables (migration group `control`); its queries are in services/control. */
-export interface ControlSchema {
+interface ControlSchema {
   audit_records: AuditRecordsTable;
   webhooks: WebhooksTable;
   webhook_attempts: WebhookAttemptsTable;

@@ -21,7 +21,7 @@ export const storeSettings = {
 
 type StoreConfig = { databaseUrl: string | undefined; databaseMigrationUrl?: string | undefined; stateDir: string };
 
-export function databaseLocationOf(config: { databaseUrl: string | undefined; stateDir: string }): DatabaseLocation {
+function databaseLocationOf(config: { databaseUrl: string | undefined; stateDir: string }): DatabaseLocation {
   return config.databaseUrl ? { url: config.databaseUrl } : { dataDir: path.resolve(config.stateDir, 'pglite') };
 }
 

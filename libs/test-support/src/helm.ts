@@ -15,7 +15,7 @@ const HELM_INSTALL_HINT =
   'install it with: bash deploy/dev-setup.sh (go install helm.sh/helm/v3/cmd/helm@<HELM_VERSION in .ci/versions.env>), or set SVC_HELM to its path';
 
 /** The helm binary: `SVC_HELM`, then PATH, then Go's bin directory. */
-export function findHelmBinary(env: Record<string, string | undefined> = process.env): string {
+function findHelmBinary(env: Record<string, string | undefined> = process.env): string {
   if (env['SVC_HELM']) return env['SVC_HELM'];
   const goBin = env['GOBIN'] ?? path.join(env['GOPATH'] ?? path.join(homedir(), 'go'), 'bin');
   const found = [...(env['PATH'] ?? '').split(path.delimiter).filter(Boolean), goBin]
@@ -26,7 +26,7 @@ export function findHelmBinary(env: Record<string, string | undefined> = process
 }
 
 /** The Kubernetes version the chart is rendered and linted for (it needs >= 1.28). */
-export const KUBE_VERSION = '1.31.0';
+const KUBE_VERSION = '1.31.0';
 
 /** A rendered Kubernetes object, as YAML gives it. */
 export interface Manifest {

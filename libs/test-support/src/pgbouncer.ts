@@ -8,7 +8,7 @@ import { dieWithParent } from '@svc/service-kit';
 import { waitForStderr } from './child-output.js';
 import { freePort, runAsIds, type PostgresProcess } from './postgres.js';
 
-export const PGBOUNCER_INSTALL_HINT = 'install it with: apt-get install pgbouncer (Debian), or set SVC_PGBOUNCER_BIN to its path';
+const PGBOUNCER_INSTALL_HINT = 'install it with: apt-get install pgbouncer (Debian), or set SVC_PGBOUNCER_BIN to its path';
 
 export interface PgBouncerProcess {
   /** A connection string for `postgres` on database `postgres`, through the pooler. */

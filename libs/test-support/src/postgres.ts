@@ -8,8 +8,7 @@ import path from 'node:path';
 import { stopChild } from '@svc/nats-server';
 import { waitForStderr } from './child-output.js';
 
-export const POSTGRES_INSTALL_HINT =
-  'install it with: apt-get install postgresql (Debian), or set SVC_POSTGRES_BIN_DIR to the directory holding initdb and postgres';
+const POSTGRES_INSTALL_HINT = 'install it with: apt-get install postgresql (Debian), or set SVC_POSTGRES_BIN_DIR to the directory holding initdb and postgres';
 
 export interface PostgresProcess {
   /** A connection string for the superuser `postgres` on database `postgres`. */

@@ -9,7 +9,7 @@ export type ServiceName = 'gateway' | 'event-ingest' | 'session' | 'control';
 const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /** The built entry point a container runs for a service (`services/<name>/dist/main.js`). */
-export function mainOf(service: ServiceName): string {
+function mainOf(service: ServiceName): string {
   return path.join(WORKSPACE, 'services', service, 'dist', 'main.js');
 }
 

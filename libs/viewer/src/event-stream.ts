@@ -2,7 +2,7 @@ import { EVENT_LIST_LIMIT, EventFollower, STREAM_CLOSE, type StoredEvent, type S
 import type { WorkerView } from './worker-view.js';
 
 /** What a transport reports about one connection to a worker's event stream. */
-export interface StreamListener {
+interface StreamListener {
   opened(): void;
   /** One text frame (a JSON `StreamFrame`). */
   frame(text: string): void;
@@ -35,7 +35,7 @@ export interface EventStreamOptions {
   onFatal(message: string): void;
 }
 
-export const defaultBackoffMs = (attempt: number) => Math.min(10_000, 250 * 2 ** (attempt - 1));
+const defaultBackoffMs = (attempt: number) => Math.min(10_000, 250 * 2 ** (attempt - 1));
 
 /**
  * Follows a worker's events into the view: the stored ones after the last id it has, then live

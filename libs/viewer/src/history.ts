@@ -10,7 +10,7 @@ export interface HistoryReader {
 }
 
 /** How many events a view opened at the end holds at first: a screen or two, read in one request. */
-export const TAIL_EVENTS = 200;
+const TAIL_EVENTS = 200;
 
 /**
  * Opens a view at the end of a worker's history, however long: its open requests, then its last

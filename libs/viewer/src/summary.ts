@@ -1,5 +1,5 @@
 /** How many lines of a tool's result the history shows (SPEC "Limits"). */
-export const TOOL_RESULT_LINES = 3;
+const TOOL_RESULT_LINES = 3;
 
 const FILE_TOOLS = new Set(['Read', 'Write', 'Edit', 'MultiEdit', 'NotebookEdit']);
 

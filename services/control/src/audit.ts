@@ -4,7 +4,7 @@ import path from 'node:path';
 import { readPublishedAuditHeads, serveRpc, type NatsConnection } from '@svc/bus';
 import {
   actionHash,
-  AppendAuditRpc,
+  AuditFactsSchema,
   createChecker,
   decidedByOf,
   importAuditKey,
@@ -36,7 +36,7 @@ const RETRY_MS = 500;
  * with the channel they came through; the deadline's; the sidecar rules'), every rule a person
  * added with "always", and what other services report (sessions started and stopped).
  */
-export function createAuditRecorder(log: AuditLog, logger: Logger) {
+function createAuditRecorder(log: AuditLog, logger: Logger) {
   const logs = logger.child({ component: 'audit' });
 
   async function append(facts: AuditFacts): Promise<void> {
@@ -156,7 +156,7 @@ export async function startAuditTrail(deps: AuditTrailDeps): Promise<AuditTrail>
         await recorder.append(facts);
         return { recorded: true };
       },
-      { ...options, checker: createChecker(AppendAuditRpc) },
+      { ...options, checker: createChecker(AuditFactsSchema) },
     ),
     serveRpc<ListAuditRpcType, ListResponseOf<AuditRecord>>(deps.nc, subjects.rpc.listAudit, (query) => log.list(query), {
       ...options,

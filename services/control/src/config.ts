@@ -8,7 +8,7 @@ import { storeSettings } from '@svc/store';
  * operator allows, and the control plane's own endpoints, which no webhook reaches (with the
  * gateway's public URL, `SVC_GATEWAY_PUBLIC_URL`, among the control service's own settings).
  */
-export const webhookAddressSettings = {
+const webhookAddressSettings = {
   /** Ranges a webhook may reach though they are loopback, private or link-local (an in-cluster receiver's). Default: none. */
   webhookAllowedCidrs: cidrListSetting('SVC_WEBHOOK_ALLOWED_CIDRS'),
   /** NATS and the store are control-plane endpoints: read here so that no webhook reaches them. */
@@ -59,7 +59,7 @@ export const auditSettings = {
  * Who decides (docs/nats-security.md): the key the gateway signs user assertions with, the same
  * as the gateway's. Unset: every person's decision is refused (`forbidden`), with a warning at start.
  */
-export const userAssertionSettings = {
+const userAssertionSettings = {
   userAssertionKey: userAssertionKeySetting,
 };
 
@@ -68,7 +68,7 @@ export const userAssertionSettings = {
  * the event-ingest replica owning the worker's partition is away, a decision is asked again
  * for at most `SVC_DECISION_WAIT_MS`, then answered 503; each try waits `SVC_DECISION_TRY_MS`.
  */
-export const decisionAppendSettings = {
+const decisionAppendSettings = {
   decisionWaitMs: integerSetting('SVC_DECISION_WAIT_MS', { default: 10_000, min: 100, max: 120_000 }),
   decisionTryMs: integerSetting('SVC_DECISION_TRY_MS', { default: 2_000, min: 50, max: 60_000 }),
 };

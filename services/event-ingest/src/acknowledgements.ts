@@ -1,7 +1,7 @@
 import type { JsMsg } from '@svc/bus';
 
 /** The longest an acknowledgement waits for an announcement to travel with. */
-export const ACK_LINGER_MS = 20;
+const ACK_LINGER_MS = 20;
 
 export interface Acknowledgements {
   /** Messages stored and announced: acknowledged with the next announcement, or within `ACK_LINGER_MS`. */

@@ -4,9 +4,9 @@ import type { AppendResult, EventStore, WorkerEvents } from '@svc/store';
 export type Appender = Pick<EventStore, 'appendMany'>;
 
 /** Shared appends stored at once by default. */
-export const COMMITS_IN_FLIGHT = 3;
+const COMMITS_IN_FLIGHT = 3;
 /** Events waiting, at least, for a further append to start beside those being stored. */
-export const PARALLEL_FROM_EVENTS = 1000;
+const PARALLEL_FROM_EVENTS = 1000;
 
 interface Waiting {
   batches: readonly WorkerEvents[];

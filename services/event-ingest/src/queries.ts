@@ -42,7 +42,7 @@ export function serveEventQueries(nc: NatsConnection, store: EventStore, logger:
  * p99 beyond its target (docs/benchmarks.md#cost-curves): every deleted row is WAL and fsync
  * that a commit of new events waits behind.
  */
-export const PURGE_BATCH = { batchSize: 500, pauseMs: 100 };
+const PURGE_BATCH = { batchSize: 500, pauseMs: 100 };
 
 /**
  * Removes an ended worker's events when the session service says its retention is over

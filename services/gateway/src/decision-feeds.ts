@@ -121,7 +121,7 @@ export class DecisionLog {
 }
 
 /** One worker's decisions while its polls come: the log, and a way to wait for the next decision. */
-export interface DecisionFeed {
+interface DecisionFeed {
   readonly log: DecisionLog;
   /**
    * Resolves true as soon as a decision with id > `afterId` is delivered in order, false after `waitMs` or

@@ -7,8 +7,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { buildGatewayApp } from './app.js';
 import type { GatewayConfig } from './config.js';
 
-export { buildGatewayApp, type GatewayAppOptions } from './app.js';
-export { gatewaySettings, type GatewayConfig, type GatewaySettings } from './config.js';
+export { buildGatewayApp } from './app.js';
+export { gatewaySettings, type GatewayConfig } from './config.js';
 export { LOCAL_USER } from './routes/local-issuer.js';
 
 export interface GatewayDeps {
@@ -70,7 +70,6 @@ export async function start(deps: GatewayDeps): Promise<RunningGateway> {
     },
   };
 }
-export { authorizeWorker } from './auth/authorization.js';
 
 /** Listens and says where, as `http://host:port`. */
 async function listenOn(server: Server, host: string, port: number): Promise<string> {

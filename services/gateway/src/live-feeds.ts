@@ -7,7 +7,7 @@ import { subjects, type StoredEvent, type StoredEventBatchType, type StreamFrame
 export type LiveFrame = () => Buffer;
 
 /** Gets each live event, and its frame for those that send one (a long poll does not). */
-export type LiveListener = (event: StoredEvent, frame: LiveFrame) => void;
+type LiveListener = (event: StoredEvent, frame: LiveFrame) => void;
 
 export interface LiveFeeds {
   /** Starts handing `workerId`'s announced events to `listener`; returns the function that stops it. */

@@ -16,8 +16,6 @@ import { createTemplateCatalog } from './templates/catalog.js';
 import { createWorkerRegistry, livenessWriteIntervalOf, serveWorkerRegistry } from './worker-registry.js';
 
 export { sessionSettings, CHECKOUT_SIDECAR_BINARY, type SessionConfig } from './config.js';
-export { parseTemplate, type Template } from './templates/template.js';
-export { bubblewrapAvailable } from './sandbox/local.js';
 
 export interface SessionDeps {
   nc: NatsConnection;

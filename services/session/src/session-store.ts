@@ -2,7 +2,7 @@ import { isEndedStatus, type ListResponseOf, type Session, type ViewerType, type
 import { sql, type Database, type Kysely, type Selectable, type SessionsTable } from '@svc/store';
 import type { SandboxHandle } from './sandbox/provider.js';
 
-export interface SessionRow {
+interface SessionRow {
   session: Session;
   sandbox: SandboxHandle | undefined;
   hasSidecar: boolean;

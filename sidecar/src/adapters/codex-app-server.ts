@@ -13,7 +13,7 @@ const NO_LISTS = { auto_approve: [], deny: [], ask: [] };
  * no more for the same thing this session, beside the svc rule); deny → `decline` (the model
  * sees the rejection and the turn goes on), or `cancel` with `interrupt` (the turn ends).
  */
-export function codexDecision(decision: EventData<'control_response'>): 'accept' | 'acceptForSession' | 'decline' | 'cancel' {
+function codexDecision(decision: EventData<'control_response'>): 'accept' | 'acceptForSession' | 'decline' | 'cancel' {
   if (decision.decision === 'allow') return decision.scope === 'always' ? 'acceptForSession' : 'accept';
   return decision.interrupt ? 'cancel' : 'decline';
 }

@@ -1,7 +1,7 @@
 import type { AgentLaunch } from './adapter.js';
 
 /** The name of the model provider the sidecar defines for Codex when its model proxy serves the OpenAI API. */
-export const CODEX_PROXY_PROVIDER = 'svc';
+const CODEX_PROXY_PROVIDER = 'svc';
 
 /**
  * Codex's config overrides (`-c`, before the subcommand) that point it at the sidecar's model

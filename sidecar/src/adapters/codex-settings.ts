@@ -1,7 +1,7 @@
 import { parseRule, type PermissionLists } from '../permissions.js';
 
 /** The two Codex sandboxes svc uses (never `danger-full-access`: then Codex asks about nothing). */
-export type CodexSandbox = 'read-only' | 'workspace-write';
+type CodexSandbox = 'read-only' | 'workspace-write';
 
 /** What `thread/start` gets: Codex's sandbox and approval policy, and why the sandbox was chosen. */
 export interface CodexSettings {

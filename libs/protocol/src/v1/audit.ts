@@ -14,10 +14,13 @@ export type AuditChannel = (typeof AUDIT_CHANNELS)[number];
 /** The header a client names itself in (values: the channels a person uses). */
 export const CHANNEL_HEADER = 'x-svc-channel';
 
-export const AUDIT_ACTIONS = ['decision', 'rule_added', 'session_started', 'session_stopped'] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+const AUDIT_ACTIONS = ['decision', 'rule_added', 'session_started', 'session_stopped'] as const;
 
-/** What one audit record says, before the chain places it (`seq`, `prev_hash`, `hash`). */
+/**
+ * What one audit record says, before the chain places it (`seq`, `prev_hash`, `hash`); also the body
+ * of `svc.rpc.control.audit.append`, a fact another service witnessed (the session service:
+ * sessions started and stopped).
+ */
 export const AuditFactsSchema = Type.Object(
   {
     /** Stable per fact (a decision: `decision:<worker>:<request>`): recorded once however often it is reported. */
@@ -41,7 +44,7 @@ export const AuditFactsSchema = Type.Object(
 export type AuditFacts = Static<typeof AuditFactsSchema>;
 
 const Hash = Type.String({ pattern: '^[0-9a-f]{64}$' });
-/** Names a key without revealing it (`auditKeyId`). */
+/** Names a key without revealing it (`AuditKey.id`). */
 const KeyId = Type.String({ pattern: '^[0-9a-f]{16}$' });
 
 /**
@@ -49,7 +52,7 @@ const KeyId = Type.String({ pattern: '^[0-9a-f]{16}$' });
  * `hash` is an HMAC with the key `key_id` names (a key outside the database); a record written
  * before the trail had a key has no `key_id`, and its `hash` is a plain SHA-256 (docs/audit.md).
  */
-export const AuditRecordSchema = Type.Object(
+const AuditRecordSchema = Type.Object(
   {
     seq: Type.Integer({ minimum: 1 }),
     ...AuditFactsSchema.properties,
@@ -74,7 +77,6 @@ export const ListAuditQuery = Type.Object({
   worker_id: Type.Optional(WorkerId),
   format: Type.Optional(Type.Enum(['json', 'jsonl'] as const, { description: '`jsonl`: one record per line (application/x-ndjson), for export.' })),
 });
-export type ListAuditQueryType = Static<typeof ListAuditQuery>;
 export const ListAuditResponse = ListResponse(AuditRecordSchema);
 
 /**
@@ -120,8 +122,6 @@ export const AuditVerificationSchema = Type.Object(
 );
 export type AuditVerification = Static<typeof AuditVerificationSchema>;
 
-/** `svc.rpc.control.audit.append`: a fact another service witnessed (the session service: sessions started and stopped). */
-export const AppendAuditRpc = AuditFactsSchema;
 /** `svc.rpc.control.audit.list`. */
 export const ListAuditRpc = Type.Object(
   {

@@ -1,5 +1,4 @@
-import Type, { type Static } from 'typebox';
-import { APIErrorSchema } from './errors.js';
+import type { APIErrorBody } from './errors.js';
 import type { ServiceName } from './status-api.js';
 
 /**
@@ -171,8 +170,4 @@ export function partitionsOfReplica(replicaIndex: number, replicaCount: number, 
 }
 
 /** Every request/reply answer on the bus: a result, or a coded error that the gateway maps to HTTP. */
-export const RpcReplySchema = Type.Union([
-  Type.Object({ ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
-  Type.Object({ ok: Type.Literal(false), error: APIErrorSchema }, { additionalProperties: false }),
-]);
-export type RpcReply<T = unknown> = { ok: true; result: T } | { ok: false; error: Static<typeof APIErrorSchema> };
+export type RpcReply<T = unknown> = { ok: true; result: T } | { ok: false; error: APIErrorBody };

@@ -43,7 +43,7 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-export const ErrorCodeSchema = Type.Enum(Object.keys(ERROR_CODES) as ErrorCode[], {
+const ErrorCodeSchema = Type.Enum(Object.keys(ERROR_CODES) as ErrorCode[], {
   description: 'Machine-readable error code (snake_case).',
 });
 

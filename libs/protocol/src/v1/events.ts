@@ -13,7 +13,7 @@ const Count = (description: string) => Type.Integer({ minimum: 0, description })
 const Identifier = (description: string) => Type.String({ minLength: 1, maxLength: 256, description });
 
 /** `assistant`: text the agent wrote (a thinking block is `kind: "thinking"`). */
-export const AssistantData = Type.Object(
+const AssistantData = Type.Object(
   {
     text: Text('The text of the block.'),
     kind: Type.Optional(Type.Enum(['text', 'thinking'], { description: 'Defaults to "text".' })),
@@ -23,7 +23,7 @@ export const AssistantData = Type.Object(
 );
 
 /** `tool_use`: the agent invokes a tool. */
-export const ToolUseData = Type.Object(
+const ToolUseData = Type.Object(
   {
     tool_use_id: Identifier("The agent's id of this tool call."),
     name: Identifier('Tool name, e.g. "Bash".'),
@@ -34,7 +34,7 @@ export const ToolUseData = Type.Object(
 );
 
 /** `tool_result`: the output of a tool run. */
-export const ToolResultData = Type.Object(
+const ToolResultData = Type.Object(
   {
     tool_use_id: Identifier('The `tool_use_id` this result answers.'),
     content: Text("The tool's output as text."),
@@ -44,7 +44,7 @@ export const ToolResultData = Type.Object(
 );
 
 /** `result`: the agent completed its turn. */
-export const ResultData = Type.Object(
+const ResultData = Type.Object(
   {
     subtype: Identifier('The agent\'s result subtype, e.g. "success" or "error_max_turns".'),
     is_error: Type.Boolean({ description: 'True when the turn ended in an error (check this, not only `subtype`).' }),
@@ -56,7 +56,7 @@ export const ResultData = Type.Object(
 );
 
 /** `progress`: token and cost counters, cumulative for the worker. */
-export const ProgressData = Type.Object(
+const ProgressData = Type.Object(
   {
     input_tokens: Count('Input tokens so far.'),
     output_tokens: Count('Output tokens so far.'),
@@ -71,11 +71,10 @@ export const ProgressData = Type.Object(
   { additionalProperties: false },
 );
 
-export const SYSTEM_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
-export type SystemLevel = (typeof SYSTEM_LEVELS)[number];
+const SYSTEM_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 /** `system`: a system-level notification (agent lifecycle, spawn steps, unparsed lines). */
-export const SystemData = Type.Object(
+const SystemData = Type.Object(
   {
     level: Type.Enum(SYSTEM_LEVELS),
     message: Text('What happened, for a person.'),
@@ -87,7 +86,7 @@ export const SystemData = Type.Object(
 );
 
 /** `control_request`: the agent asks permission to run a tool. `request_id` is the agent's own. */
-export const ControlRequestData = Type.Object(
+const ControlRequestData = Type.Object(
   {
     request_id: Identifier("Correlates the decision with this request; the agent's own id."),
     tool_name: Identifier('The tool that needs permission.'),
@@ -98,17 +97,16 @@ export const ControlRequestData = Type.Object(
   { additionalProperties: false },
 );
 
-export const DECISIONS = ['allow', 'deny'] as const;
-export type Decision = (typeof DECISIONS)[number];
+const DECISIONS = ['allow', 'deny'] as const;
 export const DecisionSchema = Type.Enum(DECISIONS);
 
-export const DECISION_SCOPES = ['once', 'always'] as const;
+const DECISION_SCOPES = ['once', 'always'] as const;
 export const DecisionScopeSchema = Type.Enum(DECISION_SCOPES, {
   description: '"always" also adds an allow rule for this tool to the worker\'s permission rules.',
 });
 
 /** `control_response`: the decision. `decided_by` is a user's `sub`, `policy` or `policy:timeout`. */
-export const ControlResponseData = Type.Object(
+const ControlResponseData = Type.Object(
   {
     request_id: Identifier('The `request_id` of the `control_request` this decides.'),
     decision: DecisionSchema,

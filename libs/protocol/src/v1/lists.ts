@@ -1,4 +1,4 @@
-import Type, { type Static, type TSchema } from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import { EventId } from './primitives.js';
 import { EVENT_TYPES } from './events.js';
 
@@ -30,7 +30,6 @@ export const PaginationQuery = Type.Object({
   }),
   offset: Type.Integer({ minimum: 0, default: 0, description: 'How many matching items to skip.' }),
 });
-export type Pagination = Static<typeof PaginationQuery>;
 
 /** The cursor query of every event list: events with id greater than `after_id`, in id order. */
 export const EventCursorQuery = Type.Object({

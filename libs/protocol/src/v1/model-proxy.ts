@@ -90,7 +90,7 @@ export interface ModelPrice {
  * A model not listed is priced at its API's default (the last entry of each API). The table is
  * docs/model-proxy.md's; a change here is a change there.
  */
-export const MODEL_PRICES: ReadonlyArray<{ api: ModelApi; prefix: string; price: ModelPrice }> = [
+const MODEL_PRICES: ReadonlyArray<{ api: ModelApi; prefix: string; price: ModelPrice }> = [
   { api: 'anthropic', prefix: 'claude-opus-4-5', price: { input: 5, output: 25, cache_read: 0.5, cache_write: 6.25 } },
   { api: 'anthropic', prefix: 'claude-opus-4', price: { input: 15, output: 75, cache_read: 1.5, cache_write: 18.75 } },
   { api: 'anthropic', prefix: 'claude-haiku-4', price: { input: 1, output: 5, cache_read: 0.1, cache_write: 1.25 } },

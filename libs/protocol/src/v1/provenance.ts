@@ -18,7 +18,7 @@ import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 export type EventSource = 'worker' | 'worker:policy' | 'policy' | `svc:${ComponentName}` | `user:${PersonChannel}:${string}`;
 
 /** The control-plane components that write events of their own. */
-export const COMPONENT_NAMES = ['model-proxy', 'egress', 'spawn'] as const;
+const COMPONENT_NAMES = ['model-proxy', 'egress', 'spawn'] as const;
 export type ComponentName = (typeof COMPONENT_NAMES)[number];
 
 /** The channels through which a person decides (a subset of the audit trail's channels). */
@@ -62,18 +62,13 @@ export function parseSource(source: string | undefined): ParsedSource {
   return { kind: 'worker' };
 }
 
-/** Whether a person wrote the event (only a person's "always" becomes a rule). */
-export function isPersonSource(source: string | undefined): boolean {
-  return parseSource(source).kind === 'person';
-}
-
 /**
  * Uid namespaces the control plane writes in (`control_response:<request>` for every decision on a
  * request, `egress:…`, `model-proxy:…`, `spawn:…`). A worker's event may not take one: the store
  * keeps one event per uid, so a worker that took a decision's uid first would decide in a
  * person's place.
  */
-export const RESERVED_UID_NAMESPACES = ['control_response', 'egress', 'model-proxy', 'spawn', 'svc'] as const;
+const RESERVED_UID_NAMESPACES = ['control_response', 'egress', 'model-proxy', 'spawn', 'svc'] as const;
 
 /** `system` subtypes only the control plane writes: a worker's event may not claim one. */
 const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
@@ -86,7 +81,7 @@ const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
 ]);
 
 /** What a worker's own permission engine writes as `decided_by` (the sidecar's policy answers). */
-export const WORKER_POLICY_DECIDER = 'policy';
+const WORKER_POLICY_DECIDER = 'policy';
 
 /**
  * What a worker may not post (`POST …/sdk-events` with its token): only what an agent and its

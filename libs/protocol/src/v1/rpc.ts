@@ -10,7 +10,7 @@ import { EventSourceSchema } from './provenance.js';
 import { CreateSessionBody, DecisionPolicySchema, WorkerStatusSchema } from './sessions-api.js';
 
 /** What the gateway publishes to `svc.events.incoming.<partition>.<worker>` for each event. */
-export const IncomingEventMessage = Type.Object(
+const IncomingEventMessage = Type.Object(
   {
     worker_id: WorkerId,
     event: Type.Unknown({ description: 'An incoming event, validated by the gateway.' }),
@@ -27,6 +27,7 @@ export type IncomingEventMessageType = Static<typeof IncomingEventMessage>;
  * events of concurrent POSTs bound for one partition, of any of its workers, gathered for a
  * moment and sent as one JetStream message, in the order they were received. (One event alone
  * goes as an `IncomingEventMessage` on its worker's subject.)
+ * @public
  */
 export const IncomingEventBatchMessage = Type.Object({ events: Type.Array(IncomingEventMessage, { minItems: 1 }) }, { additionalProperties: false });
 export type IncomingEventBatchMessageType = Static<typeof IncomingEventBatchMessage>;
@@ -40,6 +41,7 @@ export type IncomingMessageType = IncomingEventMessageType | IncomingEventBatchM
  * message per batch). Its JetStream message id is `storedBatchMessageId`. A batch may repeat
  * events already announced (after a crash between commit and acknowledgement): subscribers go
  * by `id` and skip what they have.
+ * @public
  */
 export const StoredEventBatch = Type.Object({ worker_id: WorkerId, events: Type.Array(StoredEventSchema, { minItems: 1 }) }, { additionalProperties: false });
 export type StoredEventBatchType = Static<typeof StoredEventBatch>;
@@ -75,9 +77,17 @@ export type ListEventsRequestType = Static<typeof ListEventsRequest>;
  */
 export const PurgeEventsRequest = Type.Object({ worker_id: WorkerId }, { additionalProperties: false });
 export type PurgeEventsRequestType = Static<typeof PurgeEventsRequest>;
+/**
+ * What a purge removed.
+ * @public
+ */
 export const PurgeEventsResult = Type.Object({ deleted: Type.Integer({ minimum: 0 }) }, { additionalProperties: false });
 export type PurgeEventsResultType = Static<typeof PurgeEventsResult>;
 
+/**
+ * The answer to `svc.rpc.events.list`: the page, `total` (the worker's stored events of the asked types) and, when asked, `last_id`.
+ * @public
+ */
 export const ListEventsResult = Type.Object({ items: Type.Array(StoredEventSchema), total: Type.Integer({ minimum: 0 }), last_id: Type.Optional(EventId) });
 export type ListEventsResultType = Static<typeof ListEventsResult>;
 
@@ -93,6 +103,10 @@ export const CreateWorkerRequest = Type.Object(
   { additionalProperties: false },
 );
 export type CreateWorkerRequestType = Static<typeof CreateWorkerRequest>;
+/**
+ * The registered worker and its token.
+ * @public
+ */
 export const CreateWorkerResult = Type.Object({ worker_id: WorkerId, token: Type.String() });
 export type CreateWorkerResultType = Static<typeof CreateWorkerResult>;
 
@@ -103,9 +117,11 @@ export type SetWorkerStatusRequestType = Static<typeof SetWorkerStatusRequest>;
 /** `svc.rpc.session.worker.get`. */
 export const GetWorkerRequest = Type.Object({ worker_id: WorkerId }, { additionalProperties: false });
 
-/** Who asks the session service: a user's `sub`, and whether the admin claim lets them see everyone's sessions. */
-/** Who asks (and through which channel a person came: the audit trail records it). */
-export const Viewer = Type.Object(
+/**
+ * Who asks the session service: a user's `sub`, whether the admin claim lets them see everyone's
+ * sessions, and the channel a person came through (the audit trail records it).
+ */
+const Viewer = Type.Object(
   { sub: Type.String({ minLength: 1, maxLength: 256 }), admin: Type.Boolean(), channel: Type.Optional(Type.Enum(AUDIT_CHANNELS)) },
   { additionalProperties: false },
 );
@@ -156,6 +172,7 @@ export type FollowLogsRpcType = Static<typeof FollowLogsRpc>;
 /**
  * What a log follower receives, and the frames of `WS /v1/sessions/{id}/logs` (forwarded as they
  * are): lines in order, then `end` once the sandbox's programs have ended (or the follow stopped).
+ * @public
  */
 export const SessionLogMessage = Type.Union([
   Type.Object({ kind: Type.Literal('lines'), lines: Type.Array(Type.String()) }, { additionalProperties: false }),

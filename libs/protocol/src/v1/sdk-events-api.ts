@@ -1,15 +1,12 @@
-import Type, { type Static } from 'typebox';
+import Type from 'typebox';
 import { IncomingEventSchema, StoredEventSchema } from './envelope.js';
 import { EventBeforeId, EventCursorQuery, EventTypesFilter, ListResponse } from './lists.js';
 import { WorkerId } from './primitives.js';
 
 /** Most events one `POST …/sdk-events` may carry. */
 export const MAX_EVENTS_PER_POST = 500;
-/** Largest accepted request body of `POST …/sdk-events`, in bytes. */
-export const MAX_SDK_EVENTS_BODY_BYTES = 4 * 1024 * 1024;
 
 export const WorkerParams = Type.Object({ id: WorkerId });
-export type WorkerParamsType = Static<typeof WorkerParams>;
 
 /** `POST /v1/workers/{id}/sdk-events`: one event, or a batch `{events: […]}`. */
 export const PostSdkEventsBody = Type.Union([
@@ -22,7 +19,6 @@ export const PostSdkEventsResponse = Type.Object(
   { accepted: Type.Integer({ minimum: 0, description: 'How many events were accepted.' }) },
   { additionalProperties: false },
 );
-export type PostSdkEventsResponseType = Static<typeof PostSdkEventsResponse>;
 
 /** `GET /v1/workers/{id}/sdk-events?after_id=&before_id=&limit=&types=`. */
 export const ListSdkEventsQuery = Type.Object({

@@ -11,7 +11,7 @@ export type WorkerStatus = (typeof WORKER_STATUSES)[number];
 export const WorkerStatusSchema = Type.Enum(WORKER_STATUSES);
 
 /** Statuses a worker never leaves; `svc attach` is read-only for them. */
-export const ENDED_WORKER_STATUSES: readonly WorkerStatus[] = ['completed', 'failed', 'stopped'];
+const ENDED_WORKER_STATUSES: readonly WorkerStatus[] = ['completed', 'failed', 'stopped'];
 
 export function isEndedStatus(status: WorkerStatus): boolean {
   return ENDED_WORKER_STATUSES.includes(status);
@@ -59,7 +59,7 @@ export type Session = Static<typeof SessionSchema>;
 export const SessionParams = Type.Object({ id: SessionId });
 
 /** One template a session can be started from, as `GET /v1/templates` lists it (what a start form needs). */
-export const TemplateSummarySchema = Type.Object(
+const TemplateSummarySchema = Type.Object(
   {
     name: Type.String(),
     description: Type.String(),

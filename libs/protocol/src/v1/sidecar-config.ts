@@ -3,7 +3,6 @@ import { ModelApiSchema } from './model-proxy.js';
 import { WorkerId } from './primitives.js';
 
 export const SIDECAR_ADAPTERS = ['claude-code', 'codex', 'generic'] as const;
-export type SidecarAdapterName = (typeof SIDECAR_ADAPTERS)[number];
 
 const ToolRules = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [], description });
 

@@ -4,7 +4,7 @@ export const SERVICE_NAMES = ['gateway', 'event-ingest', 'control', 'session'] a
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 /** What a service answers on its health subject. */
-export const ServiceHealthSchema = Type.Object(
+const ServiceHealthSchema = Type.Object(
   {
     service: Type.Enum(SERVICE_NAMES),
     status: Type.Enum(['up', 'down']),

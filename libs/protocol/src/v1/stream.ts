@@ -5,9 +5,13 @@ import { EventId } from './primitives.js';
 /**
  * Frames the server sends on `WS /v1/workers/{id}/sdk-events/stream` (JSON text frames; the
  * client sends nothing). See docs/event-stream.md.
+ * @public
  */
 export const StreamEventFrame = Type.Object({ kind: Type.Literal('event'), event: StoredEventSchema }, { additionalProperties: false });
-/** Sent once, when the replay has reached the newest stored event: what follows is live. */
+/**
+ * Sent once, when the replay has reached the newest stored event: what follows is live.
+ * @public
+ */
 export const StreamLiveFrame = Type.Object({ kind: Type.Literal('live'), last_id: EventId }, { additionalProperties: false });
 
 export type StreamFrame = Static<typeof StreamEventFrame> | Static<typeof StreamLiveFrame>;

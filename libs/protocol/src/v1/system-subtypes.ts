@@ -49,5 +49,3 @@ export const SYSTEM_SUBTYPES = {
   /** Codex: a request the sidecar does not answer. */
   unansweredRequest: 'unanswered_request',
 } as const;
-
-export type SystemSubtype = (typeof SYSTEM_SUBTYPES)[keyof typeof SYSTEM_SUBTYPES];

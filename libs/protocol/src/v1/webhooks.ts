@@ -8,11 +8,11 @@ import { ListResponse } from './lists.js';
  * What a subscription can be told of (docs/webhooks.md): a request waits for a person, it was
  * decided, its deadline is near, a worker's agent ended (or failed).
  */
-export const WEBHOOK_KINDS = ['request.needs_decision', 'request.decided', 'request.deadline_near', 'worker.ended'] as const;
+const WEBHOOK_KINDS = ['request.needs_decision', 'request.decided', 'request.deadline_near', 'worker.ended'] as const;
 export type WebhookKind = (typeof WEBHOOK_KINDS)[number];
 
 /** `standard`: Standard Webhooks' JSON (`{type, timestamp, data}`); `slack`: a Slack incoming webhook's `{text, blocks}`. */
-export const WEBHOOK_FORMATS = ['standard', 'slack'] as const;
+const WEBHOOK_FORMATS = ['standard', 'slack'] as const;
 
 export const CreateWebhookRequest = Type.Object(
   {
@@ -31,7 +31,7 @@ export const CreateWebhookRequest = Type.Object(
 );
 export type CreateWebhookRequestType = Static<typeof CreateWebhookRequest>;
 
-export const WebhookSchema = Type.Object(
+const WebhookSchema = Type.Object(
   {
     id: Type.String({ pattern: '^whk_[0-9A-Za-z]+$' }),
     owner: Type.String(),
@@ -66,7 +66,7 @@ export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
 export const WEBHOOK_ATTEMPT_INTERRUPTED = 'interrupted: the delivering service stopped before the answer was recorded; the try is made again';
 
 /** One try to deliver one notification. */
-export const WebhookAttemptSchema = Type.Object(
+const WebhookAttemptSchema = Type.Object(
   {
     webhook_id: Type.String(),
     /** The notification's `webhook-id`: the same on every try, so a receiver can drop repeats. */
@@ -89,7 +89,7 @@ export const WebhookAttemptSchema = Type.Object(
 export type WebhookAttempt = Static<typeof WebhookAttemptSchema>;
 
 /** Links in a "needs a decision" notification: each opens a confirmation page, and only its POST decides. */
-export const DecisionLinksSchema = Type.Object({
+const DecisionLinksSchema = Type.Object({
   allow: Type.String(),
   deny: Type.String(),
   /** The worker's page in the web console. */
@@ -98,7 +98,7 @@ export const DecisionLinksSchema = Type.Object({
 });
 
 /** The `data` of a notification (Standard Webhooks' body is `{type, timestamp, data}`). */
-export const WebhookDataSchema = Type.Object(
+const WebhookDataSchema = Type.Object(
   {
     worker_id: WorkerId,
     owner: Type.String(),
@@ -120,6 +120,10 @@ export const WebhookDataSchema = Type.Object(
 );
 export type WebhookData = Static<typeof WebhookDataSchema>;
 
+/**
+ * The body of a `standard` notification, what a receiver parses (Standard Webhooks' `{type, timestamp, data}`).
+ * @public
+ */
 export const WebhookPayloadSchema = Type.Object(
   { type: Type.Enum(WEBHOOK_KINDS), timestamp: Timestamp, data: WebhookDataSchema },
   { additionalProperties: false, title: 'WebhookPayload' },

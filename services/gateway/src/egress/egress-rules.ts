@@ -34,7 +34,7 @@ export interface Verdict {
 }
 
 /** `address:port` as rules and requests write it (IPv6 in brackets). */
-export function addressTarget(address: string, port: number): string {
+function addressTarget(address: string, port: number): string {
   return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
@@ -86,12 +86,12 @@ export function compileEgressRule(source: string): EgressRule {
 }
 
 /** A rule that refuses: it names the target, or any address the target resolved to. */
-export function refuses(rule: EgressRule, target: ResolvedTarget): boolean {
+function refuses(rule: EgressRule, target: ResolvedTarget): boolean {
   return rule.matchesName(target) || target.addresses.some(({ address }) => rule.matchesAddress(address, target.port));
 }
 
 /** Rules that let through: one names the target, or every address it resolved to is named by one of them. */
-export function letThrough(rules: readonly EgressRule[], target: ResolvedTarget): boolean {
+function letThrough(rules: readonly EgressRule[], target: ResolvedTarget): boolean {
   return (
     rules.some((rule) => rule.matchesName(target)) || target.addresses.every(({ address }) => rules.some((rule) => rule.matchesAddress(address, target.port)))
   );

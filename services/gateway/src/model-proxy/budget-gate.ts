@@ -3,7 +3,7 @@ import { budgetReached, type ModelBudget, type ModelUsage } from '@svc/protocol'
 import type { Reservation } from './request-body.js';
 
 /** A request let through: it holds its reservation until `release`. */
-export interface Admitted {
+interface Admitted {
   admitted: true;
   release(): void;
 }

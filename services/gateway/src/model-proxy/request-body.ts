@@ -15,7 +15,7 @@ export const DEFAULT_RESERVED_OUTPUT_TOKENS = 32_000;
 /** The largest output cap a reservation takes from a body (a larger one holds no more). */
 const MAX_RESERVED_OUTPUT_TOKENS = 1_000_000;
 /** Input is estimated at one token per this many bytes of the request body until the answer says. */
-export const BYTES_PER_ESTIMATED_TOKEN = 4;
+const BYTES_PER_ESTIMATED_TOKEN = 4;
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);

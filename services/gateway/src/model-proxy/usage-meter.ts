@@ -3,7 +3,7 @@ import type { MeasuredTokens, ModelApi } from '@svc/protocol';
 /** The most of a non-streamed (JSON) response body kept for reading its usage. */
 const MAX_JSON_BYTES = 16 * 1024 * 1024;
 /** Output that passed without its count is estimated at one token per this many characters. */
-export const CHARS_PER_ESTIMATED_TOKEN = 3;
+const CHARS_PER_ESTIMATED_TOKEN = 3;
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -10,7 +10,7 @@ import { viaWorkerPort } from './listeners.js';
  * that forgets to say is closed), `worker` (the worker token of the worker named by `:id`), or
  * `worker-or-user` (either; the route still checks that the user may see the worker).
  */
-export type RouteAuth = 'public' | 'user' | 'worker' | 'worker-or-user';
+type RouteAuth = 'public' | 'user' | 'worker' | 'worker-or-user';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

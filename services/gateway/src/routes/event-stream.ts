@@ -8,7 +8,7 @@ import { createSocketFlow } from '../stream-limits.js';
 import { routePlugin } from './route-plugin.js';
 
 /** The close code for a viewer that is not reading what it is sent (a policy violation, RFC 6455). */
-export const STREAM_CLOSE_NOT_READING = 1008;
+const STREAM_CLOSE_NOT_READING = 1008;
 /** The most a WebSocket close reason may hold (RFC 6455: 125 bytes of payload, 2 of them the code). */
 const CLOSE_REASON_MAX_BYTES = 123;
 

@@ -52,7 +52,7 @@ export function podNameOf(workerId: string): string {
 }
 
 /** The Pod of a worker's sandbox: non-root, no service account token, every capability dropped. */
-export function sandboxPod(spec: SandboxSpec, image: string): V1Pod {
+function sandboxPod(spec: SandboxSpec, image: string): V1Pod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',

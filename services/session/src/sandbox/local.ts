@@ -12,7 +12,7 @@ import { DEFAULT_SANDBOX_PATH, type ExecResult, type Sandbox, type SandboxHandle
  * host). Everything else it sees is the host's `/usr`, a few files of `/etc`, and fresh
  * `/proc`, `/dev` and `/tmp`, all read-only but `/tmp`.
  */
-export const LOCAL_SANDBOX_DIRS = ['/workspace', '/etc/svc', '/var/run/svc', '/usr/local/bin', '/var/lib/svc-sidecar'] as const;
+const LOCAL_SANDBOX_DIRS = ['/workspace', '/etc/svc', '/var/run/svc', '/usr/local/bin', '/var/lib/svc-sidecar'] as const;
 
 /** Host files of /etc a program needs (users, name resolution, TLS roots, time zone). */
 const HOST_ETC_FILES = [
@@ -44,7 +44,7 @@ export interface LocalProviderOptions {
 }
 
 /** The sandbox's one channel to the control plane: a Unix socket the session service forwards to the gateway. */
-export const GATEWAY_SOCKET = '/var/run/svc/gateway.sock';
+const GATEWAY_SOCKET = '/var/run/svc/gateway.sock';
 
 /** The longest path a Unix socket may have (sun_path, with its terminating NUL). */
 const MAX_SOCKET_PATH = 107;

@@ -26,14 +26,13 @@ const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { d
 const SandboxPath = Type.String({ pattern: '^(/(?!\\.\\.?(/|$))[A-Za-z0-9._@+-]+)+$', maxLength: 1024 });
 
 /** Who may make an override of a template's (docs/sessions.md "Overrides"): everyone, people with the admin claim, or no one. */
-export const OVERRIDE_PERMISSIONS = ['anyone', 'admins', 'nobody'] as const;
-export type OverridePermission = (typeof OVERRIDE_PERMISSIONS)[number];
+const OVERRIDE_PERMISSIONS = ['anyone', 'admins', 'nobody'] as const;
 
 /**
  * A session template (TOML): what to run and how the sidecar treats it. The file's name is the
  * template's name. Only these keys exist; an unknown one is an error naming it.
  */
-export const TemplateSchema = Type.Object(
+const TemplateSchema = Type.Object(
   {
     description: Type.String({ default: '' }),
     agent: Type.Object(
