@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CodedError, type ViewerType } from '@svc/protocol';
+import { CodedError, type CallerType } from '@svc/protocol';
 import { ALICE, BOB, startSessionFixture, type SessionFixture } from '../test/fixture.js';
 import { checkSessionCap, confirmSessionCap, countUnendedSessions } from './session-caps.js';
 import { createSessionStore, type SessionStore } from './session-store.js';
@@ -44,7 +44,7 @@ describe('session caps — sessions not ended, per person', () => {
   };
 
   it('session caps — pending, provisioning and running sessions count; ended ones and other people’s do not; admins are counted by their own sub', async () => {
-    const dave: ViewerType = { sub: 'dave', admin: false };
+    const dave: CallerType = { sub: 'dave', admin: false };
     await stored('dave', 'pending');
     await stored('dave', 'provisioning');
     await stored('dave', 'running');
@@ -65,7 +65,7 @@ describe('session caps — sessions not ended, per person', () => {
   });
 
   it('session caps — counting again once stored: within the cap nothing changes; over it the new session ends failed (admission), its worker ended and its token revoked', async () => {
-    const frank: ViewerType = { sub: 'frank', admin: false };
+    const frank: CallerType = { sub: 'frank', admin: false };
     const deps = { db: fixture.database.db, registry };
     const first = await stored('frank');
     await confirmSessionCap(deps, frank, first, 1);
@@ -101,7 +101,7 @@ describe('session caps — sessions not ended, per person', () => {
   }, 60_000);
 
   it('session caps — through the service: of six concurrent creates of one person with a cap of 2, exactly 2 are made; the rest are refused with too_many_sessions', async () => {
-    const grace: ViewerType = { sub: 'grace', admin: false };
+    const grace: CallerType = { sub: 'grace', admin: false };
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => fixture.create(grace, { template: 'sleeper' })));
     const created = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     const refusals = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as CodedError] : []));

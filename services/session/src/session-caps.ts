@@ -1,4 +1,4 @@
-import { CodedError, isEndedStatus, WORKER_STATUSES, type ViewerType } from '@svc/protocol';
+import { CodedError, isEndedStatus, WORKER_STATUSES, type CallerType } from '@svc/protocol';
 import { sql, type Database, type Kysely } from '@svc/store';
 import { endSession, type SessionIds } from './session-status.js';
 import { createSessionStore } from './session-store.js';
@@ -33,8 +33,8 @@ function tooManySessions(unended: number, max: number): CodedError {
  * Before anything is made for a new session: refuses (429 `too_many_sessions`) a person who
  * already has `max` sessions not ended. Admins are counted like anyone (by their own `sub`).
  */
-export async function checkSessionCap(db: Kysely<Database>, viewer: ViewerType, max: number): Promise<void> {
-  const unended = await countUnendedSessions(db, viewer.sub);
+export async function checkSessionCap(db: Kysely<Database>, caller: CallerType, max: number): Promise<void> {
+  const unended = await countUnendedSessions(db, caller.sub);
   if (unended >= max) throw tooManySessions(unended, max);
 }
 
@@ -47,18 +47,18 @@ export async function checkSessionCap(db: Kysely<Database>, viewer: ViewerType, 
  */
 export async function confirmSessionCap(
   deps: { db: Kysely<Database>; registry: WorkerRegistry },
-  viewer: ViewerType,
+  caller: CallerType,
   ids: SessionIds,
   max: number,
 ): Promise<void> {
   const refusedAt = await deps.db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(${ADMISSION_LOCK}::int, hashtext(${viewer.sub}))`.execute(trx);
-    const unended = await countUnendedSessions(trx, viewer.sub);
+    await sql`SELECT pg_advisory_xact_lock(${ADMISSION_LOCK}::int, hashtext(${caller.sub}))`.execute(trx);
+    const unended = await countUnendedSessions(trx, caller.sub);
     if (unended <= max) return undefined;
     // The session's row is changed in this transaction, so the next count (waiting on the lock) sees it ended.
     await endSession({ registry: deps.registry, store: createSessionStore(trx) }, ids, 'failed', {
       step: 'admission',
-      reason: `refused: ${viewer.sub} had ${max} sessions that had not ended`,
+      reason: `refused: ${caller.sub} had ${max} sessions that had not ended`,
     });
     return unended - 1;
   });

@@ -71,7 +71,7 @@ export function serveSessionRpcs(deps: SessionRpcDeps): { stop(): void } {
       ...shared,
       checker: createChecker(SessionRpc),
     }),
-    serveRpc<ListSessionsRpcType, ListResponseOf<Session>>(nc, subjects.rpc.listSessions, (request) => deps.store.list(request.viewer, request), {
+    serveRpc<ListSessionsRpcType, ListResponseOf<Session>>(nc, subjects.rpc.listSessions, (request) => deps.store.list(request.caller, request), {
       ...shared,
       checker: createChecker(ListSessionsRpc),
     }),
@@ -88,14 +88,14 @@ export function serveSessionRpcs(deps: SessionRpcDeps): { stop(): void } {
 }
 
 /** Steps 1 and 2 of the spawn pipeline before the answer (`201`); the rest runs in the background. */
-async function createSession(deps: SessionRpcDeps, { viewer, body }: CreateSessionRpcType): Promise<Session> {
-  const template = await validateRequest(deps, viewer, body);
-  const { session, token } = await allocateWorker(deps, viewer, template, body);
+async function createSession(deps: SessionRpcDeps, { caller, body }: CreateSessionRpcType): Promise<Session> {
+  const template = await validateRequest(deps, caller, body);
+  const { session, token } = await allocateWorker(deps, caller, template, body);
   recordAudit(deps, {
     id: `session-started:${session.id}`,
     at: session.created_at,
-    actor: viewer.sub,
-    channel: viewer.channel ?? 'api',
+    actor: caller.sub,
+    channel: caller.channel ?? 'api',
     action: 'session_started',
     session_id: session.id,
     worker_id: session.worker_id,
@@ -122,8 +122,8 @@ async function deleteSession(deps: SessionRpcDeps, request: SessionRpcType): Pro
   recordAudit(deps, {
     id: `session-stopped:${session.id}`,
     at: new Date().toISOString(),
-    actor: request.viewer.sub,
-    channel: request.viewer.channel ?? 'api',
+    actor: request.caller.sub,
+    channel: request.caller.channel ?? 'api',
     action: 'session_stopped',
     session_id: session.id,
     worker_id: session.worker_id,
@@ -140,7 +140,7 @@ async function followLogs(deps: SessionRpcDeps, request: FollowLogsRpcType): Pro
 
 /** The session, if the caller may see it (its owner, or an admin); anyone else is told it does not exist. */
 async function visibleSession(deps: Pick<SessionRpcDeps, 'store'>, request: SessionRpcType) {
-  const row = await deps.store.get(request.session_id, request.viewer);
+  const row = await deps.store.get(request.session_id, request.caller);
   if (!row) throw new CodedError('session_not_found', `session ${request.session_id} does not exist`);
   return row;
 }

@@ -1,4 +1,4 @@
-import { isEndedStatus, type ListResponseOf, type Session, type ViewerType, type WorkerStatus } from '@svc/protocol';
+import { isEndedStatus, type ListResponseOf, type Session, type CallerType, type WorkerStatus } from '@svc/protocol';
 import { sql, type Database, type Kysely, type Selectable, type SessionsTable } from '@svc/store';
 import type { SandboxHandle } from './sandbox/provider.js';
 
@@ -33,11 +33,11 @@ export function createSessionStore(db: Kysely<Database>) {
 
 /** Finding sessions: for a caller (their own, or all for an admin), a worker, the watchdog, retention. */
 function sessionReads(db: Kysely<Database>) {
-  const visibleTo = (viewer: ViewerType) => (viewer.admin ? db.selectFrom('sessions') : db.selectFrom('sessions').where('owner', '=', viewer.sub));
+  const visibleTo = (caller: CallerType) => (caller.admin ? db.selectFrom('sessions') : db.selectFrom('sessions').where('owner', '=', caller.sub));
 
   return {
-    async get(id: string, viewer?: ViewerType): Promise<SessionRow | undefined> {
-      const query = viewer ? visibleTo(viewer) : db.selectFrom('sessions');
+    async get(id: string, caller?: CallerType): Promise<SessionRow | undefined> {
+      const query = caller ? visibleTo(caller) : db.selectFrom('sessions');
       const row = await query.selectAll().where('id', '=', id).executeTakeFirst();
       return row && toSessionRow(row);
     },
@@ -48,8 +48,8 @@ function sessionReads(db: Kysely<Database>) {
     },
 
     /** Newest first; `total` counts every match. */
-    async list(viewer: ViewerType, page: { limit: number; offset: number; status?: WorkerStatus | undefined }): Promise<ListResponseOf<Session>> {
-      let query = visibleTo(viewer);
+    async list(caller: CallerType, page: { limit: number; offset: number; status?: WorkerStatus | undefined }): Promise<ListResponseOf<Session>> {
+      let query = visibleTo(caller);
       if (page.status) query = query.where('status', '=', page.status);
       const [rows, count] = await Promise.all([
         query.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),

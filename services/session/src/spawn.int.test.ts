@@ -279,7 +279,7 @@ on_timeout = "allow"
     await fixture.writeTemplate('needs-key', `[agent]\ncommand = "x"\npass_env = ["NOT_SET_ANYWHERE"]\n`);
     const sandboxDirs = () => readdir(fixture.sandboxesDir).catch(() => [] as string[]);
     const before = new Set(await sandboxDirs());
-    const listed = await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 1, offset: 0 });
+    const listed = await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { caller: ADMIN, limit: 1, offset: 0 });
     await expect(fixture.create(ALICE, { template: 'broken' })).rejects.toMatchObject({
       code: 'invalid_template',
       message: expect.stringMatching(/broken\.toml: .*\/sidecar\/adapter/) as unknown as string,
@@ -294,10 +294,10 @@ on_timeout = "allow"
       code: 'invalid_request',
       message: expect.stringMatching(/no \[sidecar\] section/) as unknown as string,
     });
-    expect((await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { viewer: ADMIN, limit: 1, offset: 0 })).total).toBe(listed.total);
+    expect((await requestJson<{ total: number }>(fixture.bus.nc, subjects.rpc.listSessions, { caller: ADMIN, limit: 1, offset: 0 })).total).toBe(listed.total);
     // No sandbox either: a directory that appeared meanwhile is a spawn of an earlier test's session still under way.
     const sessions = await requestJson<{ items: Array<{ worker_id: string }> }>(fixture.bus.nc, subjects.rpc.listSessions, {
-      viewer: ADMIN,
+      caller: ADMIN,
       limit: 500,
       offset: 0,
     });
@@ -315,7 +315,7 @@ on_timeout = "allow"
     await fixture.waitForStatus(second.id, 'running');
     const list = (query: Record<string, unknown>) =>
       requestJson<{ items: Array<{ id: string; owner: string }>; total: number }>(fixture.bus.nc, subjects.rpc.listSessions, {
-        viewer: BOB,
+        caller: BOB,
         limit: 50,
         offset: 0,
         ...query,
@@ -328,7 +328,7 @@ on_timeout = "allow"
     expect((await list({ status: 'running' })).items.map((s) => s.id)).toEqual([mine.id]);
     expect((await list({ status: 'stopped' })).items.map((s) => s.id)).toEqual([second.id]);
     const everyone = await requestJson<{ items: Array<{ owner: string }> }>(fixture.bus.nc, subjects.rpc.listSessions, {
-      viewer: ADMIN,
+      caller: ADMIN,
       limit: 500,
       offset: 0,
     });
@@ -344,9 +344,9 @@ on_timeout = "allow"
     );
     const created = await fixture.create(ALICE, { template: 'talker' });
     await fixture.waitForStatus(created.id, 'running');
-    const follow = async (viewer: typeof ALICE, tail: number, followId: string, following: () => Promise<void> = async () => {}) => {
+    const follow = async (caller: typeof ALICE, tail: number, followId: string, following: () => Promise<void> = async () => {}) => {
       const inbox = fixture.bus.nc.subscribe(`_INBOX.test.${followId}`);
-      await requestJson(fixture.bus.nc, subjects.rpc.followLogs, { viewer, session_id: created.id, tail, deliver_to: inbox.getSubject(), follow_id: followId });
+      await requestJson(fixture.bus.nc, subjects.rpc.followLogs, { caller, session_id: created.id, tail, deliver_to: inbox.getSubject(), follow_id: followId });
       await following();
       const messages: SessionLogMessageType[] = [];
       for await (const msg of inbox) {
@@ -368,7 +368,7 @@ on_timeout = "allow"
     await fixture.waitForStatus(sleeping.id, 'running');
     const inbox = fixture.bus.nc.subscribe('_INBOX.test.f3');
     await requestJson(fixture.bus.nc, subjects.rpc.followLogs, {
-      viewer: ALICE,
+      caller: ALICE,
       session_id: sleeping.id,
       tail: 10,
       deliver_to: inbox.getSubject(),

@@ -3,16 +3,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ensureStreams, requestJson } from '@svc/bus';
 import { start as startEventIngest } from '@svc/event-ingest';
-import { subjects, type ListEventsRequestType, type Session, type StoredEvent, type ViewerType } from '@svc/protocol';
+import { subjects, type ListEventsRequestType, type Session, type StoredEvent, type CallerType } from '@svc/protocol';
 import { readConfig, type RunningService } from '@svc/service-kit';
 import { openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { sessionSettings, start, type SessionConfig } from '../src/index.js';
 import type { SandboxProvider } from '../src/sandbox/provider.js';
 
-export const ALICE: ViewerType = { sub: 'alice', admin: false };
-export const BOB: ViewerType = { sub: 'bob', admin: false };
-export const ADMIN: ViewerType = { sub: 'root', admin: true };
+export const ALICE: CallerType = { sub: 'alice', admin: false };
+export const BOB: CallerType = { sub: 'bob', admin: false };
+export const ADMIN: CallerType = { sub: 'root', admin: true };
 
 export interface SessionFixture {
   bus: BusFixture;
@@ -24,9 +24,9 @@ export interface SessionFixture {
   /** The configured templates directory. */
   templatesDir: string;
   writeTemplate(name: string, toml: string): Promise<void>;
-  create(viewer: ViewerType, body: Record<string, unknown>): Promise<Session>;
-  get(viewer: ViewerType, sessionId: string): Promise<Session>;
-  remove(viewer: ViewerType, sessionId: string): Promise<Session>;
+  create(caller: CallerType, body: Record<string, unknown>): Promise<Session>;
+  get(caller: CallerType, sessionId: string): Promise<Session>;
+  remove(caller: CallerType, sessionId: string): Promise<Session>;
   /** Waits until the session has `status`. */
   waitForStatus(sessionId: string, status: Session['status'], timeoutMs?: number): Promise<Session>;
   events(workerId: string): Promise<StoredEvent[]>;
@@ -74,7 +74,7 @@ export async function startSessionFixture(
     ...(provider ? { provider } : {}),
     ...(now ? { now } : {}),
   });
-  const get = (viewer: ViewerType, sessionId: string) => requestJson<Session>(bus.nc, subjects.rpc.getSession, { viewer, session_id: sessionId });
+  const get = (caller: CallerType, sessionId: string) => requestJson<Session>(bus.nc, subjects.rpc.getSession, { caller, session_id: sessionId });
   return {
     bus,
     service: session,
@@ -82,9 +82,9 @@ export async function startSessionFixture(
     sandboxesDir,
     templatesDir,
     writeTemplate: (name, toml) => writeFile(path.join(templatesDir, `${name}.toml`), toml),
-    create: (viewer, body) => requestJson<Session>(bus.nc, subjects.rpc.createSession, { viewer, body }),
+    create: (caller, body) => requestJson<Session>(bus.nc, subjects.rpc.createSession, { caller, body }),
     get,
-    remove: (viewer, sessionId) => requestJson<Session>(bus.nc, subjects.rpc.deleteSession, { viewer, session_id: sessionId }, { timeoutMs: 30_000 }),
+    remove: (caller, sessionId) => requestJson<Session>(bus.nc, subjects.rpc.deleteSession, { caller, session_id: sessionId }, { timeoutMs: 30_000 }),
     waitForStatus: (sessionId, status, timeoutMs = 10_000) =>
       waitFor(
         `session ${sessionId} ${status}`,

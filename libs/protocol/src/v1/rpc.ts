@@ -118,27 +118,27 @@ export type SetWorkerStatusRequestType = Static<typeof SetWorkerStatusRequest>;
 export const GetWorkerRequest = Type.Object({ worker_id: WorkerId }, { additionalProperties: false });
 
 /**
- * Who asks the session service: a user's `sub`, whether the admin claim lets them see everyone's
+ * The caller of a session RPC (the person the gateway authenticated; not a viewer of a stream): a user's `sub`, whether the admin claim lets them see everyone's
  * sessions, and the channel a person came through (the audit trail records it).
  */
-const Viewer = Type.Object(
+const Caller = Type.Object(
   { sub: Type.String({ minLength: 1, maxLength: 256 }), admin: Type.Boolean(), channel: Type.Optional(Type.Enum(AUDIT_CHANNELS)) },
   { additionalProperties: false },
 );
-export type ViewerType = Static<typeof Viewer>;
+export type CallerType = Static<typeof Caller>;
 
-/** `svc.rpc.session.create`: spawn a session for `viewer` (its owner). Answered once the spawn has started (status `pending`/`provisioning`). */
-export const CreateSessionRpc = Type.Object({ viewer: Viewer, body: CreateSessionBody }, { additionalProperties: false });
+/** `svc.rpc.session.create`: spawn a session for `caller` (its owner). Answered once the spawn has started (status `pending`/`provisioning`). */
+export const CreateSessionRpc = Type.Object({ caller: Caller, body: CreateSessionBody }, { additionalProperties: false });
 export type CreateSessionRpcType = Static<typeof CreateSessionRpc>;
 
-/** `svc.rpc.session.get` and `svc.rpc.session.delete`: one session, if `viewer` may see it (else `404 session_not_found`). */
-export const SessionRpc = Type.Object({ viewer: Viewer, session_id: SessionId }, { additionalProperties: false });
+/** `svc.rpc.session.get` and `svc.rpc.session.delete`: one session, if `caller` may see it (else `404 session_not_found`). */
+export const SessionRpc = Type.Object({ caller: Caller, session_id: SessionId }, { additionalProperties: false });
 export type SessionRpcType = Static<typeof SessionRpc>;
 
-/** `svc.rpc.session.list`: the sessions `viewer` may see, newest first. */
+/** `svc.rpc.session.list`: the sessions `caller` may see, newest first. */
 export const ListSessionsRpc = Type.Object(
   {
-    viewer: Viewer,
+    caller: Caller,
     limit: Type.Integer({ minimum: 1, maximum: LIST_LIMIT.max }),
     offset: Type.Integer({ minimum: 0 }),
     status: Type.Optional(WorkerStatusSchema),
@@ -148,7 +148,7 @@ export const ListSessionsRpc = Type.Object(
 export type ListSessionsRpcType = Static<typeof ListSessionsRpc>;
 
 /** `svc.rpc.session.templates`: the templates a session can name (the same for every user). */
-export const ListTemplatesRpc = Type.Object({ viewer: Viewer }, { additionalProperties: false });
+export const ListTemplatesRpc = Type.Object({ caller: Caller }, { additionalProperties: false });
 export type ListTemplatesRpcType = Static<typeof ListTemplatesRpc>;
 
 /**
@@ -159,7 +159,7 @@ export type ListTemplatesRpcType = Static<typeof ListTemplatesRpc>;
  */
 export const FollowLogsRpc = Type.Object(
   {
-    viewer: Viewer,
+    caller: Caller,
     session_id: SessionId,
     tail: Type.Integer({ minimum: 0, maximum: 10_000 }),
     deliver_to: Type.String({ minLength: 1 }),

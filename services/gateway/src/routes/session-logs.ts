@@ -13,7 +13,7 @@ import {
   type SessionRpcType,
 } from '@svc/protocol';
 import { routePlugin } from './route-plugin.js';
-import { userErrors, viewerOf } from './sessions.js';
+import { userErrors, callerOf } from './sessions.js';
 
 /** A log follower tells the session service it is still there this often. */
 const LOG_KEEPALIVE_INTERVAL_MS = 10_000;
@@ -23,7 +23,7 @@ const LOG_KEEPALIVE_INTERVAL_MS = 10_000;
  * caller's and running, and the person must have a stream to spare.
  */
 async function admitLogFollower(app: FastifyInstance, request: FastifyRequest, sessionId: string): Promise<void> {
-  const rpc: SessionRpcType = { viewer: viewerOf(request), session_id: sessionId };
+  const rpc: SessionRpcType = { caller: callerOf(request), session_id: sessionId };
   const session = await requestJson<Session>(app.bus, subjects.rpc.getSession, rpc, { requestId: request.id, retries: 1 });
   // Its sandbox is still being made: there are no logs to follow yet, but there will be (a 503 is retried; an end would not be).
   if (session.status === 'pending' || session.status === 'provisioning')
@@ -52,7 +52,7 @@ function followLogs(app: FastifyInstance, socket: WebSocket, request: FastifyReq
     publishJson(nc, subjects.logFollowStop(followId), {});
   });
   const rpc: FollowLogsRpcType = {
-    viewer: viewerOf(request),
+    caller: callerOf(request),
     session_id: sessionId,
     tail,
     deliver_to: inbox.getSubject(),

@@ -17,7 +17,7 @@ import {
   type Session,
   type TemplateSummary,
   type SessionRpcType,
-  type ViewerType,
+  type CallerType,
 } from '@svc/protocol';
 import { channelOf } from './audit.js';
 import { routePlugin } from './route-plugin.js';
@@ -35,7 +35,7 @@ export const userErrors = {
 /** Deleting waits for the sandbox's programs to stop (their grace period), so it may take a while. */
 const DELETE_TIMEOUT_MS = 60_000;
 /** The person calling (a worker token may not manage sessions). */
-export function viewerOf(request: FastifyRequest): ViewerType {
+export function callerOf(request: FastifyRequest): CallerType {
   const principal = request.principal;
   if (principal?.kind !== 'user') throw new CodedError('forbidden', 'sessions are for people (a user token), not for workers');
   return { sub: principal.sub, admin: principal.admin, channel: channelOf(request) };
@@ -61,7 +61,7 @@ export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus'], asyn
       },
     },
     async (request, reply) => {
-      const rpc: CreateSessionRpcType = { viewer: viewerOf(request), body: request.body };
+      const rpc: CreateSessionRpcType = { caller: callerOf(request), body: request.body };
       const session = await requestJson<Session>(nc, subjects.rpc.createSession, rpc, { requestId: request.id });
       return reply.code(201).send(session);
     },
@@ -80,7 +80,7 @@ export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus'], asyn
     },
     async (request) => {
       const rpc: ListSessionsRpcType = {
-        viewer: viewerOf(request),
+        caller: callerOf(request),
         limit: request.query.limit,
         offset: request.query.offset,
         ...(request.query.status ? { status: request.query.status } : {}),
@@ -101,7 +101,7 @@ export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus'], asyn
       },
     },
     async (request) => {
-      const rpc: ListTemplatesRpcType = { viewer: viewerOf(request) };
+      const rpc: ListTemplatesRpcType = { caller: callerOf(request) };
       return requestJson<ListResponseOf<TemplateSummary>>(nc, subjects.rpc.listTemplates, rpc, { requestId: request.id, retries: 1 });
     },
   );
@@ -112,7 +112,7 @@ export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus'], asyn
       schema: { tags: ['sessions'], summary: 'One session', params: SessionParams, response: { 200: SessionSchema, ...userErrors } },
     },
     async (request) => {
-      const rpc: SessionRpcType = { viewer: viewerOf(request), session_id: request.params.id };
+      const rpc: SessionRpcType = { caller: callerOf(request), session_id: request.params.id };
       return requestJson<Session>(nc, subjects.rpc.getSession, rpc, { requestId: request.id, retries: 1 });
     },
   );
@@ -129,7 +129,7 @@ export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus'], asyn
       },
     },
     async (request) => {
-      const rpc: SessionRpcType = { viewer: viewerOf(request), session_id: request.params.id };
+      const rpc: SessionRpcType = { caller: callerOf(request), session_id: request.params.id };
       return requestJson<Session>(nc, subjects.rpc.deleteSession, rpc, { requestId: request.id, timeoutMs: DELETE_TIMEOUT_MS });
     },
   );

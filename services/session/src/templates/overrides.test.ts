@@ -10,9 +10,9 @@ const person = { admin: false };
 const admin = { admin: true };
 const autonomousOn: CreateSessionBodyType = { template: 't', overrides: { autonomous: true } };
 
-function refusal(template: Template, body: CreateSessionBodyType, viewer: { admin: boolean }): CodedError {
+function refusal(template: Template, body: CreateSessionBodyType, caller: { admin: boolean }): CodedError {
   try {
-    checkOverrides(template, body, viewer);
+    checkOverrides(template, body, caller);
   } catch (err) {
     return err as CodedError;
   }

@@ -1,4 +1,4 @@
-import { CodedError, type CreateSessionBodyType, type ViewerType } from '@svc/protocol';
+import { CodedError, type CreateSessionBodyType, type CallerType } from '@svc/protocol';
 import type { Template } from './template.js';
 
 /**
@@ -8,11 +8,11 @@ import type { Template } from './template.js';
  * is not autonomous (nobody would be asked, and every egress tunnel nothing denies would open).
  * Turning it off, or naming what the template already says, is anyone's.
  */
-export function checkOverrides(template: Template, body: CreateSessionBodyType, viewer: Pick<ViewerType, 'admin'>): void {
+export function checkOverrides(template: Template, body: CreateSessionBodyType, caller: Pick<CallerType, 'admin'>): void {
   const turnsAutonomousOn = body.overrides?.autonomous === true && template.sidecar !== undefined && !template.sidecar.autonomous;
   if (!turnsAutonomousOn) return;
   const permitted = template.overrides.autonomous;
-  if (permitted === 'anyone' || (permitted === 'admins' && viewer.admin)) return;
+  if (permitted === 'anyone' || (permitted === 'admins' && caller.admin)) return;
   throw new CodedError(
     'forbidden',
     `template ${template.name} lets ${permitted === 'admins' ? 'only admins' : 'nobody'} set overrides.autonomous (its [overrides] autonomous = "${permitted}"): start the session without it, and people decide what the agent asks`,

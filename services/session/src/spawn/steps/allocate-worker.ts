@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { CreateSessionBodyType, Session, ViewerType } from '@svc/protocol';
+import type { CreateSessionBodyType, Session, CallerType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { Database, Kysely } from '@svc/store';
 import type { SessionConfig } from '../../config.js';
@@ -26,7 +26,7 @@ export interface AllocateDeps {
  */
 export async function allocateWorker(
   deps: AllocateDeps,
-  viewer: ViewerType,
+  caller: CallerType,
   template: Template,
   body: CreateSessionBodyType,
 ): Promise<{ session: Session; token: string }> {
@@ -35,7 +35,7 @@ export async function allocateWorker(
   const model = modelAccessOf(template, body);
   const egress = egressPolicyOf(template, body);
   const worker = await deps.registry.create({
-    owner: viewer.sub,
+    owner: caller.sub,
     session_id: sessionId,
     ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}),
     ...(model ? { model } : {}),
@@ -44,14 +44,14 @@ export async function allocateWorker(
   const row = await deps.store.insert({
     id: sessionId,
     worker_id: worker.worker_id,
-    owner: viewer.sub,
+    owner: caller.sub,
     template: template.name,
     has_sidecar: template.sidecar !== undefined,
     events_retention_days: template.retention?.events_days,
   });
   const ids = { workerId: worker.worker_id, sessionId };
-  await confirmSessionCap({ db: deps.db, registry: deps.registry }, viewer, ids, deps.config.maxRunningSessionsPerUser);
-  deps.logger.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: viewer.sub }, 'session created');
+  await confirmSessionCap({ db: deps.db, registry: deps.registry }, caller, ids, deps.config.maxRunningSessionsPerUser);
+  deps.logger.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: caller.sub }, 'session created');
   return { session: row.session, token: worker.token };
 }
 

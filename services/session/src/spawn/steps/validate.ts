@@ -1,4 +1,4 @@
-import { CodedError, SYSTEM_SUBTYPES, type CreateSessionBodyType, type ViewerType } from '@svc/protocol';
+import { CodedError, SYSTEM_SUBTYPES, type CreateSessionBodyType, type CallerType } from '@svc/protocol';
 import type { Database, Kysely } from '@svc/store';
 import type { SessionConfig } from '../../config.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
@@ -22,10 +22,10 @@ export interface ValidateDeps {
  * spawn, or past the person's cap. Refusals are the caller's errors (400, 403, 429); the template
  * to spawn is returned.
  */
-export async function validateRequest(deps: ValidateDeps, viewer: ViewerType, body: CreateSessionBodyType): Promise<Template> {
-  await checkSessionCap(deps.db, viewer, deps.config.maxRunningSessionsPerUser);
+export async function validateRequest(deps: ValidateDeps, caller: CallerType, body: CreateSessionBodyType): Promise<Template> {
+  await checkSessionCap(deps.db, caller, deps.config.maxRunningSessionsPerUser);
   const template = await deps.templates.load(body.template);
-  checkOverrides(template, body, viewer);
+  checkOverrides(template, body, caller);
   validateSpawn(template, body, deps.hostEnv, { seals: deps.provider.seals, allowUnsealed: deps.config.sandboxAllowUnsealed });
   return template;
 }
