@@ -50,7 +50,7 @@ const boundaries = (testCode) => ({
   ],
 });
 
-const testFiles = ['**/*.test.ts', '**/*.test.tsx', '**/test/**/*.ts', '**/e2e/**/*.ts', '**/vitest.config.ts'];
+const testFiles = ['**/*.test.ts', '**/*.test.tsx', '**/test/**/*.ts', '**/e2e/**/*.ts', '**/vitest.config.ts', '**/vitest.*.config.ts'];
 
 /** Every line counts, blank lines and comments included: the limit is on what a reader scrolls through. */
 const maxLinesPerFunction = (max) => ({ 'max-lines-per-function': ['error', { max, skipBlankLines: false, skipComments: false, IIFEs: true }] });
@@ -100,7 +100,7 @@ export default tseslint.config(
   },
   {
     // Each project's Vitest config extends the one shared file at the workspace root.
-    files: ['**/vitest.config.ts'],
+    files: ['**/vitest.config.ts', '**/vitest.*.config.ts'],
     rules: { '@nx/enforce-module-boundaries': 'off' },
   },
 );
