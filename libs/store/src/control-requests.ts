@@ -88,9 +88,8 @@ const repeated = sql`EXISTS (SELECT 1 FROM events p WHERE p.worker_id = r.worker
 const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worker_id AND w.type = 'system' AND w.data->>'subtype' = ${CONTROL_WITHDRAWN_SUBTYPE} AND (w.data->'details')->>'request_id' = r.data->>'request_id')`;
 
 /**
- * The event log's control requests, as the control service needs them: a request with its
- * decision or withdrawal, a person's decision checked and appended in one round trip, the
- * requests of a worker by state. Every read is an index lookup (migration 2026-11-22T1000-control).
+ * The event log's control requests, as the control service reads them: a request with its
+ * decision or withdrawal, the requests of a worker by state, the rules people added. Every read is an index lookup (migration 2026-11-22T1000-control).
  */
 export function createControlRequestLog(db: Kysely<Database>) {
   return {
@@ -111,27 +110,6 @@ export function createControlRequestLog(db: Kysely<Database>) {
       if (!row) return undefined;
       const decision = row.decision ? toDecision(workerId, row.decision) : undefined;
       return { ...toStored(row), withdrawn: row.withdrawn, decision };
-    },
-
-    /**
-     * Checks a person's decision and stores it, in one round trip (`svc_decide`, migration
-     * 2026-11-24T2330-rules-from-decisions): the request's state under the worker's lock, then
-     * the append.
-     */
-    async decide(workerId: string, requestId: string, timeoutS: number, decision: SourcedEvent): Promise<DecideOutcome> {
-      const { rows } = await sql<{ outcome: DecideOutcome['kind']; request_row: RequestJson | null; decision_row: DecisionJson | null }>`
-        SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb)`.execute(db);
-      const { outcome, request_row: requestRow, decision_row: decisionRow } = rows[0]!;
-      if (outcome === 'not_found' || !requestRow) return { kind: 'not_found' };
-      const request = toStored({
-        worker_id: workerId,
-        type: 'control_request',
-        ...requestRow,
-        ts: new Date(requestRow.ts),
-        stored_at: new Date(requestRow.stored_at),
-      });
-      if (outcome === 'withdrawn' || outcome === 'expired') return { kind: outcome, request };
-      return { kind: outcome, request, decision: toDecision(workerId, decisionRow!) };
     },
 
     /**
@@ -190,3 +168,25 @@ export function createControlRequestLog(db: Kysely<Database>) {
 }
 
 export type ControlRequestLog = ReturnType<typeof createControlRequestLog>;
+
+/**
+ * Checks a person's decision and stores it, in one round trip: an append, so only the worker's
+ * writer calls it, through `EventStore.decide` (`svc_decide`, migration
+ * 2026-11-24T2330-rules-from-decisions): the request's state under the worker's lock, then
+ * the append.
+ */
+export async function decideInLog(db: Kysely<Database>, workerId: string, requestId: string, timeoutS: number, decision: SourcedEvent): Promise<DecideOutcome> {
+  const { rows } = await sql<{ outcome: DecideOutcome['kind']; request_row: RequestJson | null; decision_row: DecisionJson | null }>`
+    SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb)`.execute(db);
+  const { outcome, request_row: requestRow, decision_row: decisionRow } = rows[0]!;
+  if (outcome === 'not_found' || !requestRow) return { kind: 'not_found' };
+  const request = toStored({
+    worker_id: workerId,
+    type: 'control_request',
+    ...requestRow,
+    ts: new Date(requestRow.ts),
+    stored_at: new Date(requestRow.stored_at),
+  });
+  if (outcome === 'withdrawn' || outcome === 'expired') return { kind: outcome, request };
+  return { kind: outcome, request, decision: toDecision(workerId, decisionRow!) };
+}

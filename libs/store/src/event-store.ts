@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { WORKER_SOURCE, type EventSource, type EventType, type IncomingEvent, type StoredEvent } from '@svc/protocol';
+import { WORKER_SOURCE, type EventSource, type EventType, type IncomingEvent, type SourcedEvent, type StoredEvent } from '@svc/protocol';
+import { decideInLog, type DecideOutcome } from './control-requests.js';
 import type { Database, EventsTable } from './schema.js';
 
 /** One appended event: as stored, and whether it was stored before (same uid). */
@@ -39,6 +40,11 @@ export interface EventStore {
    * the results in the order of `batches`. Each worker must appear once.
    */
   appendMany(batches: readonly WorkerEvents[]): Promise<AppendResult[][]>;
+  /**
+   * A person's decision on `requestId`, checked against the request under the worker's lock and
+   * appended in one transaction (`svc_decide`): the first decision wins.
+   */
+  decide(workerId: string, requestId: string, timeoutS: number, decision: SourcedEvent): Promise<DecideOutcome>;
   /** Events after `afterId` in id order. Never skips an event that a later call could return. */
   list(workerId: string, options: ListOptions): Promise<StoredEvent[]>;
   /** How many events (of the given types) the worker has. */
@@ -145,6 +151,7 @@ export function createEventStore(db: Kysely<Database>): EventStore {
   }
 
   return {
+    decide: (workerId, requestId, timeoutS, decision) => decideInLog(db, workerId, requestId, timeoutS, decision),
     appendMany,
     async append(workerId, events) {
       return (await appendMany([{ workerId, events }]))[0]!;

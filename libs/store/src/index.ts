@@ -2,7 +2,8 @@ export * from './schema.js';
 export * from './database.js';
 export * from './migrate.js';
 export * from './event-store.js';
-export * from './control-requests.js';
+// The reads only: a decision is appended through the event store (`EventStore.decide`), by the worker's writer.
+export { createControlRequestLog, type ControlRequestLog, type StoredRequest } from './control-requests.js';
 export * from './store-settings.js';
 export { isStoreUnavailable } from './store-errors.js';
 export type { Insertable, Kysely, Selectable } from 'kysely';

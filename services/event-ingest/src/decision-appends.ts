@@ -15,7 +15,7 @@ import {
   type StoredEvent,
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
-import { isStoreUnavailable, type ControlRequestLog, type EventStore } from '@svc/store';
+import { isStoreUnavailable, type EventStore } from '@svc/store';
 import type { Announcer } from './announcer.js';
 import type { PartitionConsumer, TurnResult } from './ingest.js';
 
@@ -23,8 +23,7 @@ export interface DecisionAppendsDeps {
   nc: NatsConnection;
   /** This replica's partitions, each with its consumer: a decision takes its turn there. */
   partitions: ReadonlyMap<number, PartitionConsumer>;
-  store: Pick<EventStore, 'append'>;
-  requests: Pick<ControlRequestLog, 'decide'>;
+  store: Pick<EventStore, 'append' | 'decide'>;
   announcer: Announcer;
   logger: Logger;
 }
@@ -98,7 +97,7 @@ export function serveDecisionAppends(deps: DecisionAppendsDeps): Subscription[] 
       return { outcome: appended!.duplicate ? 'decided' : 'stored', decision: appended!.event as StoredEvent<'control_response'> };
     }
     const requestId = (decision.data as { request_id: string }).request_id;
-    const outcome = await deps.requests.decide(workerId, requestId, request.person_timeout_s, decision);
+    const outcome = await deps.store.decide(workerId, requestId, request.person_timeout_s, decision);
     if (outcome.kind === 'not_found') return { outcome: 'not_found' };
     const found = { request: outcome.request.event, request_stored_at: outcome.request.storedAt.toISOString() };
     if (!('decision' in outcome)) return { outcome: outcome.kind, ...found };

@@ -1,7 +1,7 @@
 import { createDurablePublisher, partitionBacklog, serveHealth, type NatsConnection } from '@svc/bus';
 import { partitionsOfReplica, type StoredEventBatchType } from '@svc/protocol';
 import type { Logger, RunningService } from '@svc/service-kit';
-import { createControlRequestLog, createEventStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createEventStore, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { createAcknowledgements } from './acknowledgements.js';
 import { createAnnouncer } from './announcer.js';
 import { serveDecisionAppends } from './decision-appends.js';
@@ -53,7 +53,6 @@ export async function start(deps: EventIngestDeps): Promise<RunningService> {
     nc: deps.nc,
     partitions: new Map(partitions.map((partition, index) => [partition, consumers[index]!])),
     store,
-    requests: createControlRequestLog(deps.db),
     announcer,
     logger: log,
   });
