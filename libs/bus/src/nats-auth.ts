@@ -55,25 +55,27 @@ export interface NatsRequests {
  * service's cannot decide (`svc.rpc.control.decide` is the gateway's alone to call), and who
  * decides is checked in control anyway (a user assertion, not the payload).
  */
+/** The control service's RPCs that people reach through the gateway. */
+const PEOPLE_CONTROL_RPCS = [
+  rpc.decide,
+  rpc.controlRequests,
+  rpc.permissionRules,
+  rpc.listAudit,
+  rpc.verifyAudit,
+  rpc.createWebhook,
+  rpc.listWebhooks,
+  rpc.deleteWebhook,
+  rpc.webhookAttempts,
+];
+/** The session service's RPCs that people reach through the gateway. */
+const PEOPLE_SESSION_RPCS = [rpc.createSession, rpc.getSession, rpc.listSessions, rpc.listTemplates, rpc.deleteSession, rpc.followLogs];
+
 export const NATS_REQUESTS: Readonly<Record<NatsServiceUser, NatsRequests>> = {
   gateway: {
     calls: [
       rpc.listEvents,
-      rpc.decide,
-      rpc.controlRequests,
-      rpc.permissionRules,
-      rpc.listAudit,
-      rpc.verifyAudit,
-      rpc.createWebhook,
-      rpc.listWebhooks,
-      rpc.deleteWebhook,
-      rpc.webhookAttempts,
-      rpc.createSession,
-      rpc.getSession,
-      rpc.listSessions,
-      rpc.listTemplates,
-      rpc.deleteSession,
-      rpc.followLogs,
+      ...PEOPLE_CONTROL_RPCS,
+      ...PEOPLE_SESSION_RPCS,
       // `/v1/status` asks the others; it answers for itself.
       ...SERVICE_NAMES.filter((service) => service !== 'gateway').map((service) => subjects.health(service)),
     ],
@@ -86,36 +88,14 @@ export const NATS_REQUESTS: Readonly<Record<NatsServiceUser, NatsRequests>> = {
   control: {
     // A decision, for the event-ingest replica owning the worker's partition to append.
     calls: [subjects.decisionAppendAll],
-    serves: [
-      rpc.decide,
-      rpc.controlRequests,
-      rpc.permissionRules,
-      rpc.appendAudit,
-      rpc.listAudit,
-      rpc.verifyAudit,
-      rpc.createWebhook,
-      rpc.listWebhooks,
-      rpc.deleteWebhook,
-      rpc.webhookAttempts,
-      subjects.health('control'),
-    ],
+    // The audit facts other services report come in on appendAudit.
+    serves: [...PEOPLE_CONTROL_RPCS, rpc.appendAudit, subjects.health('control')],
   },
   session: {
     // The audit facts of sessions; retention's purge of an ended worker's events.
     calls: [rpc.appendAudit, rpc.purgeEvents],
     // The worker records' RPCs are the operator's (tests, tools): no service calls them.
-    serves: [
-      rpc.createSession,
-      rpc.getSession,
-      rpc.listSessions,
-      rpc.listTemplates,
-      rpc.deleteSession,
-      rpc.followLogs,
-      rpc.getWorker,
-      rpc.createWorker,
-      rpc.setWorkerStatus,
-      subjects.health('session'),
-    ],
+    serves: [...PEOPLE_SESSION_RPCS, rpc.getWorker, rpc.createWorker, rpc.setWorkerStatus, subjects.health('session')],
   },
 };
 
