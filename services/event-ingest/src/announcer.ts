@@ -40,10 +40,10 @@ export interface Announcer {
  */
 export function createAnnouncer(deps: AnnouncerDeps): Announcer {
   const announced = new Map<string, bigint>();
-  /** The events after `last`, in id order. */
+  /** The events after `last`, in id order (each id parsed once: this is on every batch's path). */
   function after(events: readonly StoredEvent[], last: bigint | undefined): StoredEvent[] {
-    const fresh = last === undefined ? [...events] : events.filter((event) => BigInt(event.id) > last);
-    return fresh.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    const fresh = events.map((event) => ({ id: BigInt(event.id), event })).filter(({ id }) => last === undefined || id > last);
+    return fresh.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(({ event }) => event);
   }
 
   function remember(workerId: string, id: bigint): void {

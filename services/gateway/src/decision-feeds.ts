@@ -183,10 +183,9 @@ export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options
   // (`EventFollower.offer`); the stream's announcement then is a repeat, or brings what this missed.
   nc.subscribe(subjects.controlEventsAll, {
     callback: (err, msg) => {
-      if (err) return;
-      const batch = msg.json<StoredEventBatchType>();
-      const feed = feeds.get(batch.worker_id);
-      for (const event of feed ? batch.events : []) feed!.log.offer(event);
+      // The subject names the worker: a batch of a worker nobody polls here is not even decoded.
+      const feed = err ? undefined : feeds.get(msg.subject.slice(msg.subject.lastIndexOf('.') + 1));
+      if (feed) for (const event of msg.json<StoredEventBatchType>().events) feed.log.offer(event);
     },
   });
 
