@@ -1,3 +1,5 @@
+import { createConcurrencyCap } from '../stream-limits.js';
+
 /**
  * The most model requests one worker may have in flight on a gateway replica. Each may hold a
  * body of up to `MAX_REQUEST_BYTES` while it is read and checked, so this bounds what one worker
@@ -12,20 +14,6 @@ export interface InFlightLimit {
 
 /** Counts each worker's model requests in flight on this replica (docs/model-proxy.md, "What passes"). */
 export function createInFlightLimit(max = MAX_REQUESTS_IN_FLIGHT): InFlightLimit {
-  const inFlight = new Map<string, number>();
-  return {
-    acquire(workerId) {
-      const held = inFlight.get(workerId) ?? 0;
-      if (held >= max) return undefined;
-      inFlight.set(workerId, held + 1);
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        const left = (inFlight.get(workerId) ?? 1) - 1;
-        if (left === 0) inFlight.delete(workerId);
-        else inFlight.set(workerId, left);
-      };
-    },
-  };
+  const cap = createConcurrencyCap(max);
+  return { acquire: (workerId) => cap.claim(workerId) };
 }
