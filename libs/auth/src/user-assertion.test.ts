@@ -41,6 +41,12 @@ describe('user assertions (who decides, signed by the gateway, checked by contro
     });
     expect(await refusal(verifyUserAssertion('x'.repeat(40), token, decision))).toMatchObject({ code: 'forbidden' });
     expect(await refusal(verifyUserAssertion(KEY, 'not-a-token', decision))).toMatchObject({ code: 'forbidden' });
+    // Unsigned ("alg": "none") claims of a valid assertion: never taken.
+    const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
+    expect(await refusal(verifyUserAssertion(KEY, `${none}.${token.split('.')[1]}.`, decision))).toMatchObject({
+      code: 'forbidden',
+      message: expect.stringContaining('not valid'),
+    });
     // A decision link signed with the same key is for another audience: not an assertion.
     const link = await signDecisionLink(KEY, { workerId: 'wrk_a', requestId: 'r1', decision: 'allow', decidedBy: 'alice' }, new Date(Date.now() + 60_000));
     expect(await refusal(verifyUserAssertion(KEY, link, decision))).toMatchObject({ code: 'forbidden', message: expect.stringContaining('not valid') });

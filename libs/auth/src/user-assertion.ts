@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { errors, jwtVerify, SignJWT } from 'jose';
+import { createSigner, createVerifier, TokenError } from 'fast-jwt';
 import { CodedError, PERSON_CHANNELS, type PersonChannel } from '@svc/protocol';
 import type { Setting } from '@svc/service-kit';
 
@@ -26,9 +26,30 @@ export interface UserAssertion {
   requestId: string;
 }
 
-const keyOf = (key: string) => {
+const checkedKey = (key: string) => {
   if (key.length < USER_ASSERTION_KEY_MIN_LENGTH) throw new Error(`a user-assertion key needs at least ${USER_ASSERTION_KEY_MIN_LENGTH} characters`);
-  return new TextEncoder().encode(key);
+  return key;
+};
+
+/**
+ * Signers by key: one assertion is signed and checked on every person's decision, so this is
+ * fast-jwt's synchronous HMAC rather than jose's WebCrypto, which leaves the event loop for the
+ * thread pool on each (docs/benchmarks.md#control-rtt).
+ */
+const signers = new Map<string, (payload: Record<string, unknown>) => string>();
+const signerOf = (key: string) => {
+  let signer = signers.get(key);
+  if (!signer) signers.set(key, (signer = createSigner({ key: checkedKey(key), algorithm: 'HS256' })));
+  return signer;
+};
+const verifierOptions = (key: string) => ({ key, algorithms: ['HS256' as const], allowedAud: ASSERTION_AUDIENCE, clockTolerance: 0 });
+const verifiers = new Map<string, (token: string) => Record<string, unknown>>();
+const verifierOf = (key: string, at: Date | undefined) => {
+  // A check "as of" a given time is a test's: its verifier is made for that time only.
+  if (at) return createVerifier({ ...verifierOptions(checkedKey(key)), clockTimestamp: at.getTime() });
+  let verifier = verifiers.get(key);
+  if (!verifier) verifiers.set(key, (verifier = createVerifier(verifierOptions(checkedKey(key)))));
+  return verifier;
 };
 
 /**
@@ -54,21 +75,19 @@ export const userAssertionKeySetting: Setting<string | undefined> = {
  */
 export async function signUserAssertion(key: string, assertion: UserAssertion, at: Date = new Date()): Promise<string> {
   const issuedAt = Math.floor(at.getTime() / 1000);
-  return new SignJWT({
+  return signerOf(key)({
+    sub: assertion.sub,
     ...(assertion.name === undefined ? {} : { name: assertion.name }),
     ...(assertion.email === undefined ? {} : { email: assertion.email }),
     adm: assertion.admin,
     chn: assertion.channel,
     wid: assertion.workerId,
     rid: assertion.requestId,
-  })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setSubject(assertion.sub)
-    .setAudience(ASSERTION_AUDIENCE)
-    .setJti(randomBytes(12).toString('base64url'))
-    .setIssuedAt(issuedAt)
-    .setExpirationTime(issuedAt + USER_ASSERTION_TTL_S)
-    .sign(keyOf(key));
+    aud: ASSERTION_AUDIENCE,
+    jti: randomBytes(12).toString('base64url'),
+    iat: issuedAt,
+    exp: issuedAt + USER_ASSERTION_TTL_S,
+  });
 }
 
 const refused = (why: string) => new CodedError('forbidden', `the decision is refused: ${why}`);
@@ -82,14 +101,14 @@ export async function verifyUserAssertion(
   key: string,
   token: string | undefined,
   expected: { workerId: string; requestId: string },
-  at: Date = new Date(),
+  at?: Date,
 ): Promise<UserAssertion> {
   if (!token) throw refused('it carries no user assertion (the gateway signs one for the person it authenticated)');
   let payload: Record<string, unknown>;
   try {
-    ({ payload } = await jwtVerify(token, keyOf(key), { audience: ASSERTION_AUDIENCE, algorithms: ['HS256'], clockTolerance: 0, currentDate: at }));
+    payload = verifierOf(key, at)(token);
   } catch (err) {
-    if (err instanceof errors.JWTExpired) throw refused('its user assertion has expired');
+    if (err instanceof TokenError && err.code === TokenError.codes.expired) throw refused('its user assertion has expired');
     throw refused('its user assertion is not valid (its signature does not match, or it is not one)');
   }
   const { sub, name, email, adm, chn, wid, rid } = payload;
