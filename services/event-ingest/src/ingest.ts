@@ -145,9 +145,10 @@ class IncomingPartition implements PartitionConsumer {
           } catch (err) {
             return reject(err);
           }
-          // The announcement is handed to the connection in the same run as the answer, ahead of
-          // it: its control events are what a waiting long poll, the agent's path, listens for.
+          // The answer leaves first: the person's POST waits on it through the control service,
+          // the longer of a decision's two roads (the long poll hears the announcement).
           resolve(result.answer);
+          await new Promise((resolve) => setImmediate(resolve));
           await result
             .afterwards?.()
             .catch((err: unknown) => this.log.warn({ err }, 'a write was stored but its announcement failed; followers read it from the store'));
