@@ -45,7 +45,9 @@ describe.each([['postgres'], ['pglite']] as const)('the audit log on %s', (backe
   });
 
   it('writers at once (several replicas) still make one unbroken chain, every fact once', async () => {
-    await Promise.all(Array.from({ length: 40 }, (_, i) => log.append(fact(`w${i % 20}`, { actor: `user-${i % 3}` }))));
+    // Three replicas, each with its own idea of where the chain ends, and each reporting every fact twice.
+    const replicas = [log, createAuditLog(database.db), createAuditLog(database.db)];
+    await Promise.all(Array.from({ length: 120 }, (_, i) => replicas[i % 3]!.append(fact(`w${i % 20}`, { actor: `user-${i % 3}` }))));
     const { items } = await log.list({ after_seq: 0, limit: 1000 });
     expect(items.map((r) => r.seq)).toEqual(Array.from({ length: items.length }, (_, i) => i + 1));
     expect(new Set(items.map((r) => r.id)).size).toBe(items.length);

@@ -64,40 +64,105 @@ export interface AuditChainEnd {
 const CHAIN_PAGE = 1000;
 
 /**
- * The audit trail (the `audit_records` table): one hash chain. Appending takes the table's lock
- * for the transaction, so the chain has one writer at a time whichever replica writes; a fact
- * already recorded (its `id`) is not recorded again. With a `key`, each record is sealed with its
- * HMAC; without one, with a plain SHA-256 — and only while no record is keyed yet.
+ * The audit trail (the `audit_records` table): one hash chain. A record is appended by one
+ * statement that inserts it only where the chain ends as this writer last saw it (the record
+ * before it in place, with its hash, and nothing after): one round trip to the database. When
+ * that finds the chain moved on (another replica appended, the fact was recorded, the end was
+ * cut), the append is made again in a transaction that locks the table, so every writer gets
+ * its turn. `seq` is the key: of two writers after one end, one wins. A fact already recorded
+ * (its `id`) is not recorded again. With a `key`, each record is sealed with its HMAC; without
+ * one, with a plain SHA-256 — and only while no record is keyed yet.
  */
 export function createAuditLog(db: Kysely<Database>, options: { key?: AuditKey | undefined } = {}) {
+  /** The chain's end as this writer last saw it (null: empty; undefined: to be read). */
+  let end: AuditChainEnd | null | undefined;
+  /** One append at a time from this writer, each after the end the one before made. */
+  let queue: Promise<unknown> = Promise.resolve();
+  const reads = chainReads(db);
+
+  async function appendToChain(facts: AuditFacts): Promise<AuditRecord | undefined> {
+    if (end === undefined) end = (await reads.end()) ?? null;
+    if (options.key || !end?.key_id) {
+      const record = await sealed(facts, end, options.key);
+      try {
+        if (await insertAtEnd(db, record, end)) {
+          end = endOf(record);
+          return record;
+        }
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== UNIQUE_VIOLATION) {
+          end = undefined;
+          throw err;
+        }
+      }
+    }
+    end = undefined;
+    const appended = await appendLocked(db, options.key, facts);
+    end = appended.end;
+    return appended.record;
+  }
+
   return {
     /** Records a fact at the end of the chain; answers the record, or undefined when the fact was recorded before. */
-    append: (facts: AuditFacts) => appendToChain(db, options.key, facts),
-    ...chainReads(db),
+    append(facts: AuditFacts): Promise<AuditRecord | undefined> {
+      const appended = queue.then(() => appendToChain(facts));
+      queue = appended.catch(() => undefined);
+      return appended;
+    },
+    ...reads,
   };
 }
 
 export type AuditLog = ReturnType<typeof createAuditLog>;
 
-async function appendToChain(db: Kysely<Database>, key: AuditKey | undefined, facts: AuditFacts): Promise<AuditRecord | undefined> {
+/** Postgres's (and PGlite's) SQLSTATE for a duplicate key. */
+const UNIQUE_VIOLATION = '23505';
+
+/** The record of `facts` that follows `end`, sealed with `key` (hashed without one). */
+async function sealed(facts: AuditFacts, end: AuditChainEnd | null, key: AuditKey | undefined): Promise<AuditRecord> {
+  // The time as the database will give it back (milliseconds), so the hash can be checked later.
+  const content: Omit<AuditRecord, 'hash'> = {
+    seq: (end?.seq ?? 0) + 1,
+    ...facts,
+    at: new Date(facts.at).toISOString(),
+    ...(key ? { key_id: key.id } : {}),
+    prev_hash: end?.hash ?? AUDIT_GENESIS_HASH,
+  };
+  return { ...content, hash: key ? await auditRecordMac(content, key) : await auditRecordHash(content) };
+}
+
+/** Inserts `record` if the chain still ends at `end`; false when it does not (nothing inserted). */
+async function insertAtEnd(db: Kysely<Database>, record: AuditRecord, end: AuditChainEnd | null): Promise<boolean> {
+  const row = toRow(record);
+  const endHolds = end
+    ? sql`(SELECT hash FROM audit_records WHERE seq = ${String(end.seq)}::bigint) = ${end.hash}`
+    : sql`NOT EXISTS (SELECT 1 FROM audit_records)`;
+  const { rows } = await sql<{ seq: string }>`
+    INSERT INTO audit_records (seq, id, at, actor, channel, action, worker_id, session_id, request_id, decision, action_hash, details, key_id, prev_hash, hash)
+    SELECT ${String(row.seq)}::bigint, ${row.id}, ${row.at}::timestamptz, ${row.actor}, ${row.channel}, ${row.action}, ${row.worker_id}, ${row.session_id},
+      ${row.request_id}, ${row.decision}, ${row.action_hash}, ${row.details}::jsonb, ${row.key_id}, ${row.prev_hash}, ${row.hash}
+    WHERE ${endHolds} AND NOT EXISTS (SELECT 1 FROM audit_records WHERE seq >= ${String(row.seq)}::bigint)
+    RETURNING seq`.execute(db);
+  return rows.length === 1;
+}
+
+const endOf = (record: AuditRecord): AuditChainEnd => ({ seq: record.seq, hash: record.hash, ...(record.key_id ? { key_id: record.key_id } : {}) });
+
+/** The append under the table's lock: the chain's end read, the fact looked up, the record inserted, in one transaction. */
+async function appendLocked(
+  db: Kysely<Database>,
+  key: AuditKey | undefined,
+  facts: AuditFacts,
+): Promise<{ record: AuditRecord | undefined; end: AuditChainEnd | null }> {
   return db.transaction().execute(async (trx) => {
     await sql`LOCK TABLE audit_records IN EXCLUSIVE MODE`.execute(trx);
-    const known = await trx.selectFrom('audit_records').select('seq').where('id', '=', facts.id).executeTakeFirst();
-    if (known) return undefined;
-    const last = await trx.selectFrom('audit_records').select(['seq', 'hash', 'key_id']).orderBy('seq', 'desc').limit(1).executeTakeFirst();
-    if (!key && last?.key_id)
-      throw new AuditKeyRequiredError(`the audit trail is keyed (record #${last.seq}, key ${last.key_id}): set SVC_AUDIT_KEY to add to it`);
-    // The time as the database will give it back (milliseconds), so the hash can be checked later.
-    const content: Omit<AuditRecord, 'hash'> = {
-      seq: (last ? Number(last.seq) : 0) + 1,
-      ...facts,
-      at: new Date(facts.at).toISOString(),
-      ...(key ? { key_id: key.id } : {}),
-      prev_hash: last?.hash ?? AUDIT_GENESIS_HASH,
-    };
-    const record = { ...content, hash: key ? await auditRecordMac(content, key) : await auditRecordHash(content) };
+    const end = (await chainReads(trx).end()) ?? null;
+    if (await trx.selectFrom('audit_records').select('seq').where('id', '=', facts.id).executeTakeFirst()) return { record: undefined, end };
+    if (!key && end?.key_id)
+      throw new AuditKeyRequiredError(`the audit trail is keyed (record #${end.seq}, key ${end.key_id}): set SVC_AUDIT_KEY to add to it`);
+    const record = await sealed(facts, end, key);
     await trx.insertInto('audit_records').values(toRow(record)).execute();
-    return record;
+    return { record, end: endOf(record) };
   });
 }
 
