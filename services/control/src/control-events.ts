@@ -62,8 +62,8 @@ export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subsc
   }
 
   function onDecision(decision: StoredEvent<'control_response'>): void {
-    deps.deadlines.cancel(decision.worker_id, decision.data.request_id);
-    recordDecision(decision);
+    const request = deps.deadlines.cancel(decision.worker_id, decision.data.request_id);
+    recordDecision(decision, request?.event);
     deps.notifier.decided(decision).catch(notifyFailed);
   }
 
@@ -84,13 +84,14 @@ export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subsc
    * Every stored decision goes to the audit trail from its announcement, whoever took it and
    * whichever control replica asked for it (the first replica to record it wins: the fact's id
    * makes it once). So a decision whose asker crashed before its answer is recorded all the same.
+   * The request decided is the one whose deadline this replica kept; the store is read for one
+   * it did not.
    */
-  function recordDecision(decision: StoredEvent<'control_response'>): void {
+  function recordDecision(decision: StoredEvent<'control_response'>, request: StoredEvent<'control_request'> | undefined): void {
     const channel = auditChannelOf(decision.source);
     if (channel === undefined) return;
-    deps.requests
-      .findRequest(decision.worker_id, decision.data.request_id)
-      .then((found) => (found ? deps.audit.decision(found.event, decision, channel) : undefined))
+    (request ? Promise.resolve(request) : deps.requests.findRequest(decision.worker_id, decision.data.request_id).then((found) => found?.event))
+      .then((found) => (found ? deps.audit.decision(found, decision, channel) : undefined))
       .catch((err: unknown) => log.error({ err, worker_id: decision.worker_id }, 'could not record a decision in the audit trail'));
   }
 

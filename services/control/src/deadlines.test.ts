@@ -38,6 +38,22 @@ describe('deadlines', () => {
     expect(expired).toEqual([]);
   });
 
+  it('closing a request answers it as it was watched (the decision is audited with it), again when closed twice; one never watched: undefined', async () => {
+    const deadlines = createDeadlines({
+      policyOf: async () => DEFAULT_DECISION_POLICY,
+      expire: async () => {},
+      logger: createLogger({ name: 'test', level: 'silent' }),
+    });
+    const watched = request('r1');
+    await deadlines.watch(watched);
+    expect(deadlines.cancel('wrk_1', 'r1')).toBe(watched);
+    // The decision's RPC and its control event both close it, in either order.
+    expect(deadlines.cancel('wrk_1', 'r1')).toBe(watched);
+    expect(deadlines.count()).toBe(0);
+    expect(deadlines.cancel('wrk_1', 'never-watched')).toBeUndefined();
+    deadlines.stop();
+  });
+
   it('a deadline is near a minute before it, or in the last quarter of a shorter wait; near is told once, and not after a decision', async () => {
     expect(nearAt(0, 600_000)).toBe(540_000);
     expect(nearAt(0, 40_000)).toBe(30_000);

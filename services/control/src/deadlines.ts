@@ -52,25 +52,26 @@ export function createDeadlines(deps: DeadlinesDeps) {
   const log = deps.logger.child({ component: 'deadlines' });
   const timers = new Map<string, NodeJS.Timeout>();
   const nearTimers = new Map<string, NodeJS.Timeout>();
-  /** When each open request's deadline is. */
-  const deadlines = new Map<string, number>();
+  /** Each open request as its control event brought it, and when its deadline is. */
+  const open = new Map<string, { request: StoredRequest; at: number }>();
   const keeper = {
     open: () => timers.size,
     overdue(graceMs: number) {
       const now = Date.now();
       let overdue = 0;
-      for (const at of deadlines.values()) if (at + graceMs < now) overdue++;
+      for (const { at } of open.values()) if (at + graceMs < now) overdue++;
       return overdue;
     },
   };
   keepers.add(keeper);
   const keyOf = (workerId: string, requestId: string) => `${workerId}\u0000${requestId}`;
   /**
-   * Requests closed lately: a request and its decision often arrive together (the sidecar's
-   * rules answer at once), and the decision's cancel can come while the request's watch still
-   * reads its policy. A closed request never opens again, so its watch then arms nothing.
+   * Requests closed lately, with the request where it was open here: a request and its decision
+   * often arrive together (the sidecar's rules answer at once), and the decision's cancel can
+   * come while the request's watch still reads its policy. A closed request never opens again,
+   * so its watch then arms nothing.
    */
-  const closed = new Set<string>();
+  const closed = new Map<string, StoredRequest | undefined>();
   let stopped = false;
 
   function arm(key: string, request: StoredRequest, at: number, policy: DecisionPolicy): void {
@@ -81,7 +82,7 @@ export function createDeadlines(deps: DeadlinesDeps) {
         .expire(request, policy)
         .then(() => {
           timers.delete(key);
-          deadlines.delete(key);
+          open.delete(key);
         })
         .catch((err: unknown) => {
           log.error({ err, worker_id: request.event.worker_id, request_id: request.event.data.request_id }, 'could not store the timeout decision; retrying');
@@ -90,7 +91,7 @@ export function createDeadlines(deps: DeadlinesDeps) {
     }, wait);
     timer.unref();
     timers.set(key, timer);
-    if (!deadlines.has(key)) deadlines.set(key, at);
+    if (!open.has(key)) open.set(key, { request, at });
   }
 
   return {
@@ -113,16 +114,21 @@ export function createDeadlines(deps: DeadlinesDeps) {
       }
     },
 
-    /** A decision or a withdrawal closed the request. */
-    cancel(workerId: string, requestId: string): void {
+    /**
+     * A decision or a withdrawal closed the request. Answers the request if it was open here (or
+     * closed lately), as its control event brought it: the first of its id, the one decided.
+     */
+    cancel(workerId: string, requestId: string): StoredRequest | undefined {
       const key = keyOf(workerId, requestId);
-      closed.add(key);
-      if (closed.size > CLOSED_REMEMBERED) closed.delete(closed.values().next().value!);
+      const request = open.get(key)?.request ?? closed.get(key);
+      closed.set(key, request);
+      if (closed.size > CLOSED_REMEMBERED) closed.delete(closed.keys().next().value!);
       clearTimeout(timers.get(key));
       clearTimeout(nearTimers.get(key));
       timers.delete(key);
       nearTimers.delete(key);
-      deadlines.delete(key);
+      open.delete(key);
+      return request;
     },
 
     count: () => timers.size,
@@ -133,7 +139,7 @@ export function createDeadlines(deps: DeadlinesDeps) {
       for (const timer of [...timers.values(), ...nearTimers.values()]) clearTimeout(timer);
       timers.clear();
       nearTimers.clear();
-      deadlines.clear();
+      open.clear();
     },
   };
 }
