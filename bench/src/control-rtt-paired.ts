@@ -7,7 +7,7 @@
  * build before": docs/benchmarks.md#control-rtt). Each build is a checkout with `npm ci` and
  * `npx nx run-many -t build` done; its own `bench/dist/pipeline.js` starts its own stack.
  *
- *   node bench/dist/control-rtt-paired.js --before DIR --after DIR [--decisions 3000] [--warmup 500]
+ *   node bench/dist/control-rtt-paired.js --before DIR --after DIR [--decisions 3000] [--warmup 500] [--gap-ms 0]
  */
 import http from 'node:http';
 import path from 'node:path';
@@ -23,12 +23,15 @@ const { values: args } = parseArgs({
     after: { type: 'string' },
     decisions: { type: 'string', default: '3000' },
     warmup: { type: 'string', default: '500' },
+    'gap-ms': { type: 'string', default: '0' },
   },
 });
 if (!args.before || !args.after) throw new Error('name both builds: --before DIR --after DIR (checkouts, built)');
 const DECISIONS = Number(args.decisions);
 const WARMUP = Number(args.warmup);
 const MADE = WARMUP + DECISIONS;
+/** A pause after each decision, so what a stack does after one (its audit record, say) is done before the other's. */
+const GAP_MS = Number(args['gap-ms']);
 
 /** One build's stack, with a worker whose requests are stored and whose long poll runs. */
 interface Side {
@@ -113,9 +116,10 @@ async function main() {
       for (const side of order) {
         const ms = await roundTrip(side, index);
         if (index >= WARMUP) side.times.push(ms);
+        if (GAP_MS > 0) await new Promise((resolve) => setTimeout(resolve, GAP_MS));
       }
     }
-    print(`control-rtt-paired: ${DECISIONS} decisions on each build, alternating one by one, after ${WARMUP} uncounted`);
+    print(`control-rtt-paired: ${DECISIONS} decisions on each build, alternating one by one${GAP_MS ? `, ${GAP_MS} ms apart` : ''}, after ${WARMUP} uncounted`);
     const rows = [before, after].map((side) => {
       const sorted = [...side.times].sort((a, b) => a - b);
       return {
