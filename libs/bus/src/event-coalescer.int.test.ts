@@ -25,7 +25,7 @@ function workersOf(partition: number, count: number, tag: string): string[] {
 type Stored = { subject: string; messageId: string | undefined; body: IncomingEventMessageType | IncomingEventBatchMessageType };
 
 /**
- * Group commit at the gateway (docs/event-ingest.md), against a real nats-server with the
+ * Coalescing at the gateway (docs/event-ingest.md), against a real nats-server with the
  * incoming-event stream: what lands in JetStream for POSTs of one partition.
  */
 describe('the event coalescer (real nats-server, JetStream)', () => {

@@ -16,7 +16,7 @@ export const DEFAULT_LOCAL_TOKEN_TTL_S = 12 * 3600;
 /** What the console asks the OIDC provider for: who you are, and a refresh token to stay signed in. */
 export const DEFAULT_CONSOLE_OIDC_SCOPE = 'openid profile offline_access';
 
-/** Group commit's defaults (docs/event-ingest.md): a window of 1 ms, at most 1,000 events or 512 KiB per message. */
+/** Coalescing's defaults (docs/event-ingest.md): a window of 1 ms, at most 1,000 events or 512 KiB per message. */
 export const DEFAULT_COALESCING = { windowMs: 1, maxEvents: 1000, maxBytes: 512 * 1024 } as const;
 
 /** The gateway's settings (docs/configuration.md). */
@@ -54,7 +54,7 @@ export const gatewaySettings = {
   rateLimitWindowMs: integerSetting('SVC_RATE_LIMIT_WINDOW_MS', { default: 60_000, min: 100 }),
   bodyLimitBytes: integerSetting('SVC_BODY_LIMIT_BYTES', { default: 4 * 1024 * 1024, min: 1024 }),
   /**
-   * Group commit (docs/event-ingest.md): how long a POSTed event may wait for others bound for its
+   * Coalescing (docs/event-ingest.md): how long a POSTed event may wait for others bound for its
    * partition before their JetStream message goes (only while one of the partition's is in flight;
    * 0: each POST is its own message), and the most events and bytes in one message.
    */

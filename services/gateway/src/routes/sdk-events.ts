@@ -75,7 +75,7 @@ const errorResponses = {
   429: APIErrorSchema,
 };
 
-/** Group commit: how POSTs' events are gathered into JetStream messages (`SVC_GATEWAY_COALESCE_*`). */
+/** Coalescing: how POSTs' events are gathered into JetStream messages (`SVC_GATEWAY_COALESCE_*`). */
 function coalescingOf(settings: AppSettings): CoalescingSettings {
   return {
     windowMs: settings.coalesceWindowMs ?? DEFAULT_COALESCING.windowMs,
@@ -112,7 +112,7 @@ export const sdkEventRoutes = routePlugin('svc-sdk-event-routes', ['svc-settings
       const workerId = request.params.id;
       const events = request.body as unknown as IncomingEvent[];
       const receivedAt = new Date().toISOString();
-      // Gathered with other POSTs' events bound for the same partition (group commit), in order
+      // Gathered with other POSTs' events bound for the same partition (coalescing), in order
       // on one connection, so the stream keeps the producer's order; 202 once all are durable.
       await coalescer.publish(workerId, events, { requestId: request.id, receivedAt, trace: request.traceContext, sourceOf: workerSourceOf });
       eventsAccepted.inc(events.length);
