@@ -19,6 +19,7 @@ import { corsPlugin } from './plugins/cors.js';
 import { egressTunnelsPlugin } from './plugins/egress-tunnels.js';
 import { errorsPlugin, sendApiError, toCodedError } from './plugins/errors.js';
 import { followersPlugin } from './plugins/followers.js';
+import { incomingEventsPlugin } from './plugins/incoming-events.js';
 import { listenersPlugin, workerPortPlugin } from './plugins/listeners.js';
 import { liveFeedsPlugin } from './plugins/live-feeds.js';
 import { modelUsagePlugin } from './plugins/model-usage.js';
@@ -91,6 +92,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(liveFeedsPlugin);
   await app.register(followersPlugin);
   await app.register(modelUsagePlugin, { logger: options.logger });
+  await app.register(incomingEventsPlugin);
 
   // Stage 2: what wraps every request.
   await app.register(errorsPlugin);
@@ -106,7 +108,17 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   // Stage 3: routes. The health routes come before WebSockets, whose plugin wraps the handler of every route registered after it.
   await app.register(healthRoutes);
   await app.register(websocketsPlugin);
-  for (const routes of [sdkEventRoutes, eventStreamRoutes, controlRoutes, sessionRoutes, sessionLogRoutes, auditRoutes, webhookRoutes, decisionLinkRoutes])
+  for (const routes of [
+    sdkEventRoutes,
+    eventStreamRoutes,
+    controlRoutes,
+    messageRoutes,
+    sessionRoutes,
+    sessionLogRoutes,
+    auditRoutes,
+    webhookRoutes,
+    decisionLinkRoutes,
+  ])
     await app.register(routes);
   await app.register(workerRoutes);
   await app.register(modelProxyRoutes);

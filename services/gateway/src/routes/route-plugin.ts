@@ -4,7 +4,15 @@ import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/ty
 
 /** The gateway's shared parts, by the name of the plugin that decorates the app with each (`src/plugins/`). */
 export type GatewayPart =
-  'svc-settings' | 'svc-bus' | 'svc-worker-directory' | 'svc-users' | 'svc-live-feeds' | 'svc-followers' | 'svc-websockets' | 'svc-model-usage';
+  | 'svc-settings'
+  | 'svc-bus'
+  | 'svc-worker-directory'
+  | 'svc-users'
+  | 'svc-live-feeds'
+  | 'svc-followers'
+  | 'svc-websockets'
+  | 'svc-model-usage'
+  | 'svc-incoming-events';
 
 /**
  * A plugin of routes: encapsulated (its hooks, parsers and error handler stay its own), named, and

@@ -1,5 +1,5 @@
 import type { FastifySchemaCompiler } from 'fastify';
-import { createDurablePublisher, createEventCoalescer, listStoredEvents, type CoalescingSettings } from '@svc/bus';
+import { listStoredEvents } from '@svc/bus';
 import {
   APIErrorSchema,
   CodedError,
@@ -22,12 +22,7 @@ import {
 } from '@svc/protocol';
 import { counter } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
-import { DEFAULT_COALESCING } from '../config.js';
-import type { AppSettings } from '../plugins/settings.js';
 import { routePlugin } from './route-plugin.js';
-
-/** Room left in a message for its headers and the JSON around the events. */
-const MESSAGE_OVERHEAD_BYTES = 64 * 1024;
 
 /**
  * The body of `POST …/sdk-events` is checked by the protocol's own validator rather than Ajv:
@@ -75,23 +70,9 @@ const errorResponses = {
   429: APIErrorSchema,
 };
 
-/** Coalescing: how POSTs' events are gathered into JetStream messages (`SVC_GATEWAY_COALESCE_*`). */
-function coalescingOf(settings: AppSettings): CoalescingSettings {
-  return {
-    windowMs: settings.coalesceWindowMs ?? DEFAULT_COALESCING.windowMs,
-    maxEvents: settings.coalesceMaxEvents ?? DEFAULT_COALESCING.maxEvents,
-    maxBytes: settings.coalesceMaxBytes ?? DEFAULT_COALESCING.maxBytes,
-  };
-}
-
 /** `POST` (sidecar) and `GET` (viewers) `/v1/workers/{id}/sdk-events`. */
-export const sdkEventRoutes = routePlugin('svc-sdk-event-routes', ['svc-settings', 'svc-bus', 'svc-worker-directory'], async (app) => {
+export const sdkEventRoutes = routePlugin('svc-sdk-event-routes', ['svc-bus', 'svc-worker-directory', 'svc-incoming-events'], async (app) => {
   const { bus: nc, workers } = app;
-  const coalescing = coalescingOf(app.settings);
-  const publisher = createDurablePublisher(nc);
-  const serverMaxPayload = nc.info?.max_payload ?? 1024 * 1024;
-  const coalescer = createEventCoalescer(publisher, { ...coalescing, maxBytes: Math.min(coalescing.maxBytes, serverMaxPayload - MESSAGE_OVERHEAD_BYTES) });
-  app.addHook('onClose', async () => publisher.close());
 
   app.post(
     '/v1/workers/:id/sdk-events',
@@ -114,7 +95,7 @@ export const sdkEventRoutes = routePlugin('svc-sdk-event-routes', ['svc-settings
       const receivedAt = new Date().toISOString();
       // Gathered with other POSTs' events bound for the same partition (coalescing), in order
       // on one connection, so the stream keeps the producer's order; 202 once all are durable.
-      await coalescer.publish(workerId, events, { requestId: request.id, receivedAt, trace: request.traceContext, sourceOf: workerSourceOf });
+      await app.incomingEvents.publish(workerId, events, { requestId: request.id, receivedAt, trace: request.traceContext, sourceOf: workerSourceOf });
       eventsAccepted.inc(events.length);
       return reply.code(202).send({ accepted: events.length });
     },
