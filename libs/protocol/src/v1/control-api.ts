@@ -47,7 +47,8 @@ export const PendingControlQuery = Type.Object({
   }),
 });
 
-export const PendingControlResponse = ListResponse(storedEventSchemaOf('control_response'));
+/** Decisions, and people's messages (`system` events of subtype `person_message`), in id order. */
+export const PendingControlResponse = ListResponse(Type.Union([storedEventSchemaOf('control_response'), storedEventSchemaOf('system')]));
 
 const CONTROL_REQUEST_STATES = ['open', 'closed', 'all'] as const;
 
@@ -133,10 +134,15 @@ export type DecisionAppendResultType = {
 export const ControlRequestsRpc = Type.Object({ worker_id: WorkerId, state: Type.Enum(CONTROL_REQUEST_STATES) }, { additionalProperties: false });
 export type ControlRequestsRpcType = Static<typeof ControlRequestsRpc>;
 
-/** Whether the control service acts on this stored event: a request, a decision (the sidecar's policy posts its own), or a withdrawal. */
+/**
+ * Whether this stored event is on the control channel, repeated on core NATS as it is committed:
+ * a request, a decision (the sidecar's policy posts its own), a withdrawal, a person's message.
+ */
 export function isControlEvent(event: Pick<StoredEvent, 'type' | 'data'>): boolean {
   if (event.type === 'control_request' || event.type === 'control_response') return true;
-  return event.type === 'system' && (event.data as EventData<'system'>).subtype === CONTROL_WITHDRAWN_SUBTYPE;
+  if (event.type !== 'system') return false;
+  const subtype = (event.data as EventData<'system'>).subtype;
+  return subtype === CONTROL_WITHDRAWN_SUBTYPE || subtype === SYSTEM_SUBTYPES.personMessage;
 }
 
 /** The `request_id` a withdrawal event closes. */

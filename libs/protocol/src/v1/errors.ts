@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   /** The person has the most sessions not yet ended one may (`SVC_MAX_RUNNING_SESSIONS_PER_USER`). */
   too_many_sessions: 429,
   internal: 500,
+  /** A part of the API that is documented but not built yet: the message says which. */
+  not_implemented: 501,
   unavailable: 503,
   /** The database does not answer (down, restarting, unreachable): retry after `Retry-After`. */
   store_unavailable: 503,

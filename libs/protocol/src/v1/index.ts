@@ -7,6 +7,7 @@ export * from './errors.js';
 export * from './lists.js';
 export * from './sdk-events-api.js';
 export * from './control-api.js';
+export * from './messages-api.js';
 export * from './sessions-api.js';
 export * from './status-api.js';
 export * from './bus.js';

@@ -16,6 +16,10 @@ export const SYSTEM_SUBTYPES = {
   controlWithdrawn: 'control_withdrawn',
   /** A network tunnel the gateway opened or refused for the agent. */
   egress: 'egress',
+  /** A person's message to the agent (`message` the text, `details.message_id`): docs/conversations.md. */
+  personMessage: 'person_message',
+  /** The sidecar could not hand a person's message to the agent (`details.message_id`; `message` says why). */
+  messageUndelivered: 'message_undelivered',
   /** The model proxy refused a request: the session's budget is spent. */
   modelBudgetExhausted: 'model_budget_exhausted',
   /** The model proxy could not reach the model's API. */

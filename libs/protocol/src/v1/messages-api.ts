@@ -1,0 +1,81 @@
+import Type, { type Static } from 'typebox';
+import type { EventData } from './events.js';
+import type { StoredEvent } from './envelope.js';
+import { WorkerId } from './primitives.js';
+import { SYSTEM_SUBTYPES } from './system-subtypes.js';
+
+/**
+ * How large a person's message may be (docs/conversations.md): beyond these the gateway answers
+ * 413 `message_too_large`. Text is counted in characters as JSON gives them.
+ */
+export const MESSAGE_LIMITS = {
+  textChars: 32_768,
+  images: 4,
+  /** Per image, decoded. */
+  imageBytes: 3 * 1024 * 1024,
+} as const;
+
+/** The image kinds both model APIs take. */
+const MESSAGE_IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
+
+const ClientMessageId = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: '^[A-Za-z0-9._:-]+$',
+  description: "The client's own id for this message: sent again (a retry), it is stored once and answered with the same `message_id`.",
+});
+
+/** `POST /v1/workers/{id}/messages`: a person's message to the agent. */
+export const PostMessageBody = Type.Object(
+  {
+    text: Type.String({ description: `What the person says (at most ${MESSAGE_LIMITS.textChars} characters). May be empty only with an image.` }),
+    images: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            media_type: Type.Enum(MESSAGE_IMAGE_TYPES),
+            data: Type.String({ pattern: '^[A-Za-z0-9+/]*={0,2}$', description: 'The image, base64.' }),
+          },
+          { additionalProperties: false },
+        ),
+        { minItems: 1, description: `At most ${MESSAGE_LIMITS.images}, each at most ${MESSAGE_LIMITS.imageBytes} bytes decoded.` },
+      ),
+    ),
+    client_message_id: Type.Optional(ClientMessageId),
+  },
+  { additionalProperties: false },
+);
+
+/** `202`: the message is durable and on its way to the agent. */
+export const PostMessageResponse = Type.Object(
+  {
+    message_id: Type.String({ description: 'Names the message in the history (`details.message_id` of its `person_message` event).' }),
+    worker_id: WorkerId,
+    client_message_id: Type.Optional(ClientMessageId),
+  },
+  { additionalProperties: false },
+);
+export type PostMessageResponseType = Static<typeof PostMessageResponse>;
+
+/** A person's message as the history holds it: a `system` event of subtype `person_message`, written by the control plane for that person. */
+export function personMessageData(text: string, messageId: string, clientMessageId?: string): EventData<'system'> {
+  return {
+    level: 'info',
+    message: text,
+    subtype: SYSTEM_SUBTYPES.personMessage,
+    details: { message_id: messageId, ...(clientMessageId === undefined ? {} : { client_message_id: clientMessageId }) },
+  };
+}
+
+/** The uid of a person's message: one per `message_id`, so a retried message is stored once. */
+export const personMessageUid = (messageId: string) => `message:${messageId}`;
+
+/** Whether a stored event is a person's message to the agent. */
+export function isPersonMessage(event: Pick<StoredEvent, 'type' | 'data'>): event is StoredEvent<'system'> {
+  return event.type === 'system' && (event.data as EventData<'system'>).subtype === SYSTEM_SUBTYPES.personMessage;
+}
+
+/** What the sidecar hands to the agent from its control channel: decisions, and people's messages. */
+export function isAgentInput(event: Pick<StoredEvent, 'type' | 'data'>): boolean {
+  return event.type === 'control_response' || isPersonMessage(event);
+}
