@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_EVENTS, type IncomingEvent, type StoredEvent } from '@svc/protocol';
+import { EXAMPLE_EVENTS, personMessageData, type IncomingEvent, type StoredEvent } from '@svc/protocol';
 import { systemEvent, startPostgres, type PostgresProcess } from '@svc/test-support';
 import { Migrator, sql } from 'kysely';
 import pg from 'pg';
@@ -204,8 +204,32 @@ describe.each(backends)('event store on %s', (backend) => {
   it('head — the count (of the given types) and the highest id, read together', async () => {
     await store.append('w-head', [systemEvent('h1'), systemEvent('h2')]);
     expect(await store.head('w-head')).toEqual({ total: 2, lastId: '2' });
-    expect(await store.head('w-head', ['control_response'])).toEqual({ total: 0, lastId: '2' });
+    expect(await store.head('w-head', { types: ['control_response'] })).toEqual({ total: 0, lastId: '2' });
     expect(await store.head('w-nobody')).toEqual({ total: 0, lastId: '0' });
+  });
+
+  it("agent input — a page and a count of only what the sidecar hands to the agent: decisions and people's messages", async () => {
+    const message = {
+      type: 'system' as const,
+      uid: 'message:m1',
+      ts: new Date().toISOString(),
+      data: personMessageData('run the tests', 'm1'),
+      source: 'user:api:alice' as const,
+    };
+    const decision = {
+      type: 'control_response' as const,
+      uid: 'd1',
+      ts: new Date().toISOString(),
+      data: { request_id: 'r1', decision: 'allow' as const, decided_by: 'policy' },
+    };
+    await store.append('w-input', [systemEvent('i1'), message, systemEvent('i2'), decision, systemEvent('i3')]);
+    const page = await store.list('w-input', { afterId: '0', limit: 10, agentInput: true });
+    expect(page.map((event) => [event.id, event.uid, event.source])).toEqual([
+      ['2', 'message:m1', 'user:api:alice'],
+      ['4', 'd1', 'worker'],
+    ]);
+    expect(await store.head('w-input', { agentInput: true })).toEqual({ total: 2, lastId: '5' });
+    expect(await store.count('w-input', { agentInput: true })).toBe(2);
   });
 
   it('append — an empty batch stores nothing', async () => {
@@ -296,7 +320,7 @@ describe.each(backends)('event store on %s', (backend) => {
     expect(page.map((e) => e.id)).toEqual(['3', '4', '5']);
     const tools = await store.list('w-list', { afterId: '0', limit: 100, types: ['tool_use', 'tool_result'] });
     expect(tools.map((e) => e.type)).toEqual(['tool_use', 'tool_result']);
-    expect(await store.count('w-list', ['control_request', 'control_response'])).toBe(2);
+    expect(await store.count('w-list', { types: ['control_request', 'control_response'] })).toBe(2);
     expect(await store.list('w-list', { afterId: '8', limit: 10 })).toEqual([]);
     expect(await store.list('w-nobody', { afterId: '0', limit: 10 })).toEqual([]);
   });

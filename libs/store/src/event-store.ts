@@ -1,5 +1,5 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
-import { WORKER_SOURCE, type EventSource, type EventType, type IncomingEvent, type SourcedEvent, type StoredEvent } from '@svc/protocol';
+import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { SYSTEM_SUBTYPES, WORKER_SOURCE, type EventSource, type EventType, type IncomingEvent, type SourcedEvent, type StoredEvent } from '@svc/protocol';
 import { decideInLog, type DecideOutcome } from './control-requests.js';
 import type { Database, EventsTable } from './schema.js';
 
@@ -17,7 +17,12 @@ interface ListOptions {
   limit: number;
   /** Keep only these types; all when omitted or empty. */
   types?: readonly EventType[] | undefined;
+  /** Keep only what the sidecar hands to the agent: decisions and people's messages (`types` then unused). */
+  agentInput?: boolean | undefined;
 }
+
+/** Which of a worker's events a count or a page takes. */
+type EventSelection = Pick<ListOptions, 'types' | 'agentInput'>;
 
 /** An event to append, with who wrote it (the worker, when not said). */
 export type EventToAppend = IncomingEvent & { source?: EventSource | undefined };
@@ -47,12 +52,12 @@ export interface EventStore {
   decide(workerId: string, requestId: string, timeoutS: number, decision: SourcedEvent): Promise<DecideOutcome>;
   /** Events after `afterId` in id order. Never skips an event that a later call could return. */
   list(workerId: string, options: ListOptions): Promise<StoredEvent[]>;
-  /** How many events (of the given types) the worker has. */
-  count(workerId: string, types?: readonly EventType[]): Promise<number>;
+  /** How many events (of the given selection) the worker has. */
+  count(workerId: string, selection?: EventSelection): Promise<number>;
   /** The worker's highest id, "0" when it has none. */
   lastId(workerId: string): Promise<string>;
   /** `count` and `lastId` as one statement, so seen at one moment. */
-  head(workerId: string, types?: readonly EventType[]): Promise<{ total: number; lastId: string }>;
+  head(workerId: string, selection?: EventSelection): Promise<{ total: number; lastId: string }>;
   /**
    * Deletes every event of the worker, oldest first, `batchSize` at a time, each batch its own
    * short statement (never one long transaction holding locks and WAL), pausing `pauseMs`
@@ -106,16 +111,26 @@ function resultsOf(workerId: string, events: readonly EventToAppend[], rows: Rea
   });
 }
 
-/** The event store over a Kysely database (Postgres or PGlite). */
-export function createEventStore(db: Kysely<Database>): EventStore {
-  function counted(workerId: string, types?: readonly EventType[]) {
-    const query = db
+/** A query of the events table narrowed to a selection. */
+function selected<Query extends SelectQueryBuilder<Database, 'events', object>>(query: Query, selection: EventSelection): Query {
+  if (selection.agentInput)
+    return query.where(sql<boolean>`(type = 'control_response' OR (type = 'system' AND data->>'subtype' = ${SYSTEM_SUBTYPES.personMessage}))`) as Query;
+  return (selection.types && selection.types.length > 0 ? query.where('type', 'in', [...selection.types]) : query) as Query;
+}
+
+/** How many of a worker's events a selection takes, as a query. */
+function counted(db: Kysely<Database>, workerId: string, selection: EventSelection = {}) {
+  return selected(
+    db
       .selectFrom('events')
       .select((eb) => eb.fn.countAll<string>().as('count'))
-      .where('worker_id', '=', workerId);
-    return types && types.length > 0 ? query.where('type', 'in', [...types]) : query;
-  }
+      .where('worker_id', '=', workerId),
+    selection,
+  );
+}
 
+/** The event store over a Kysely database (Postgres or PGlite). */
+export function createEventStore(db: Kysely<Database>): EventStore {
   async function appendMany(batches: readonly WorkerEvents[]): Promise<AppendResult[][]> {
     const listed = new Set<string>();
     for (const { workerId } of batches) {
@@ -167,22 +182,21 @@ export function createEventStore(db: Kysely<Database>): EventStore {
         .orderBy('id', backwards ? 'desc' : 'asc')
         .limit(options.limit);
       if (backwards && options.beforeId !== 'end') query = query.where('id', '<', options.beforeId as never);
-      if (options.types && options.types.length > 0) query = query.where('type', 'in', [...options.types]);
-      const rows = (await query.execute()).map(toStoredEvent);
+      const rows = (await selected(query, options).execute()).map(toStoredEvent);
       // Read newest first along the index, handed out in id order.
       return backwards ? rows.reverse() : rows;
     },
 
-    async count(workerId, types) {
-      const row = await counted(workerId, types).executeTakeFirstOrThrow();
+    async count(workerId, selection) {
+      const row = await counted(db, workerId, selection).executeTakeFirstOrThrow();
       return Number(row.count);
     },
 
-    async head(workerId, types) {
+    async head(workerId, selection) {
       const row = await db
         .selectNoFrom((eb) => [
           eb.selectFrom('event_streams').select('last_id').where('worker_id', '=', workerId).as('last_id'),
-          counted(workerId, types).as('total'),
+          counted(db, workerId, selection).as('total'),
         ])
         .executeTakeFirstOrThrow();
       return { total: Number(row.total ?? 0), lastId: row.last_id ?? '0' };

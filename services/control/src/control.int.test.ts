@@ -100,10 +100,10 @@ describe('control — start and stop', () => {
       // Long enough for several tries to go unanswered (the first pause is 50 ms, doubling).
       const WRITER_AWAY_MS = 700;
       await new Promise((resolve) => setTimeout(resolve, WRITER_AWAY_MS));
-      expect(await createEventStore(database.db).count(workerId, ['control_response'])).toBe(0);
+      expect(await createEventStore(database.db).count(workerId, { types: ['control_response'] })).toBe(0);
       await startIngest();
       expect((await pending).data).toMatchObject({ request_id: 'rw', decided_by: 'alice' });
-      expect(await createEventStore(database.db).count(workerId, ['control_response'])).toBe(1);
+      expect(await createEventStore(database.db).count(workerId, { types: ['control_response'] })).toBe(1);
     } finally {
       ingest ??= await startIngest();
       await service.stop();
@@ -120,7 +120,7 @@ describe('control — start and stop', () => {
         code: 'unavailable',
         message: expect.stringMatching(/took no decision within 400 ms.*try again/),
       });
-      expect(await createEventStore(database.db).count(workerId, ['control_response'])).toBe(0);
+      expect(await createEventStore(database.db).count(workerId, { types: ['control_response'] })).toBe(0);
     } finally {
       await startIngest();
       await service.stop();

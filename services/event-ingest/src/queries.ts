@@ -23,13 +23,14 @@ export function serveEventQueries(nc: NatsConnection, store: EventStore, logger:
     nc,
     subjects.rpc.listEvents,
     async (request) => {
-      const page = () => store.list(request.worker_id, { afterId: request.after_id, beforeId: request.before_id, limit: request.limit, types: request.types });
+      const selection = { types: request.types, agentInput: request.agent_input };
+      const page = () => store.list(request.worker_id, { afterId: request.after_id, beforeId: request.before_id, limit: request.limit, ...selection });
       if (request.with_last_id) {
         // The head first, then the page: whatever the head counts, the page has seen.
-        const { total, lastId } = await store.head(request.worker_id, request.types);
+        const { total, lastId } = await store.head(request.worker_id, selection);
         return { items: await page(), total, last_id: lastId };
       }
-      const [items, total] = await Promise.all([page(), store.count(request.worker_id, request.types)]);
+      const [items, total] = await Promise.all([page(), store.count(request.worker_id, selection)]);
       return { items, total };
     },
     { logger, queue: 'event-ingest', checker: createChecker(ListEventsRequest) },

@@ -60,6 +60,8 @@ export const ListEventsRequest = Type.Object(
     before_id: Type.Optional(EventBeforeId),
     limit: Type.Integer({ minimum: 1, maximum: EVENT_LIST_LIMIT.max }),
     types: Type.Optional(Type.Array(Type.Enum(EVENT_TYPES))),
+    /** Only what the sidecar hands to the agent: decisions and people's messages (`types` then unused). */
+    agent_input: Type.Optional(Type.Boolean()),
     /**
      * Also answer `last_id`, the worker's highest id when `total` was counted, read before the
      * page: every event up to it is in the page or before the cursor. (A long poll uses it to
