@@ -33,6 +33,7 @@ import { workerDirectoryPlugin } from './plugins/worker-directory.js';
 import { auditRoutes } from './routes/audit.js';
 import { consoleRoutes } from './routes/console.js';
 import { controlRoutes } from './routes/control.js';
+import { messageRoutes } from './routes/messages.js';
 import { decisionLinkRoutes } from './routes/decision-links.js';
 import { eventStreamRoutes } from './routes/event-stream.js';
 import { healthRoutes } from './routes/health.js';

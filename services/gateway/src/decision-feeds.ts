@@ -1,5 +1,5 @@
 import { listStoredEvents, type NatsConnection } from '@svc/bus';
-import { EVENT_LIST_LIMIT, EventFollower, subjects, type FollowerStats, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
+import { EVENT_LIST_LIMIT, EventFollower, isAgentInput, subjects, type FollowerStats, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { LiveFeeds } from './live-feeds.js';
 
 /** A page of decisions as the pending poll answers it. */
@@ -104,7 +104,7 @@ export class DecisionLog {
       read: this.options.read,
       pageSize: EVENT_LIST_LIMIT.max,
       deliver: (event) => {
-        if (event.type !== 'control_response') return;
+        if (!isAgentInput(event)) return;
         this.total += 1;
         this.keep(event);
         this.options.onDecision?.(event);

@@ -97,8 +97,8 @@ export const controlRoutes = routePlugin(
         config: { auth: 'worker' },
         schema: {
           tags: ['control'],
-          summary: 'Decisions after a cursor (the sidecar polls; wait_ms makes it a long poll)',
-          description: `The \`control_response\` events after \`after_id\`, in id order. With \`wait_ms\` the answer comes as soon as one is stored, or empty at the deadline; 429 \`too_many_long_polls\` (with Retry-After) past the long polls one worker may hold open. Every poll records the sidecar as alive. \`total\` is the number of the worker's decisions. Default \`limit\` ${EVENT_LIST_LIMIT.default}.`,
+          summary: "Decisions and people's messages after a cursor (the sidecar polls; wait_ms makes it a long poll)",
+          description: `What the agent is to be handed, after \`after_id\`, in id order: the \`control_response\` events (decisions) and people's messages (\`system\` events of subtype \`person_message\`, docs/conversations.md). With \`wait_ms\` the answer comes as soon as one is stored, or empty at the deadline; 429 \`too_many_long_polls\` (with Retry-After) past the long polls one worker may hold open. Every poll records the sidecar as alive. \`total\` is the number of the worker's decisions and messages. Default \`limit\` ${EVENT_LIST_LIMIT.default}.`,
           params: WorkerParams,
           querystring: PendingControlQuery,
           response: { 200: PendingControlResponse, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema },

@@ -54,7 +54,7 @@ export function createPendingDecisions(
     const afterId = request.query.after_id ?? '0';
     reportAlive(workerId);
     const limit = request.query.limit ?? EVENT_LIST_LIMIT.default;
-    const query = { worker_id: workerId, after_id: afterId, limit, types: ['control_response' as const], with_last_id: true };
+    const query = { worker_id: workerId, after_id: afterId, limit, agent_input: true, with_last_id: true };
     const deadline = Date.now() + (request.query.wait_ms ?? 0);
 
     const releaseLongPoll = request.query.wait_ms ? longPollsPerWorker.claim(workerId) : () => {};

@@ -1,0 +1,88 @@
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  APIErrorSchema,
+  CodedError,
+  isEndedStatus,
+  MESSAGE_LIMITS,
+  personMessageData,
+  personMessageUid,
+  personSource,
+  PostMessageBody,
+  PostMessageResponse,
+  WorkerParams,
+  type IncomingEvent,
+  type PersonChannel,
+  type PostMessageResponseType,
+} from '@svc/protocol';
+import { authorizeWorker } from '../auth/authorization.js';
+import { channelOf } from './audit.js';
+import { routePlugin } from './route-plugin.js';
+
+const errors = {
+  400: APIErrorSchema,
+  401: APIErrorSchema,
+  403: APIErrorSchema,
+  404: APIErrorSchema,
+  409: APIErrorSchema,
+  413: APIErrorSchema,
+  429: APIErrorSchema,
+  501: APIErrorSchema,
+  503: APIErrorSchema,
+};
+
+/**
+ * A message's id: from the client's own id when it gave one (so a retry names the same message,
+ * and its uid makes the store keep it once), otherwise new.
+ */
+function messageIdOf(workerId: string, clientMessageId: string | undefined): string {
+  if (clientMessageId === undefined) return `msg_${randomBytes(12).toString('base64url')}`;
+  return `msg_${createHash('sha256').update(`${workerId}\n${clientMessageId}`).digest('base64url').slice(0, 22)}`;
+}
+
+/**
+ * `POST /v1/workers/{id}/messages`: a person's message to the agent (docs/conversations.md). It is
+ * published for the worker's one writer like the agent's own events, sourced to the person, and
+ * answered 202 once durable; the sidecar takes it from its control channel.
+ */
+export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-directory', 'svc-incoming-events'], async (app) => {
+  app.post(
+    '/v1/workers/:id/messages',
+    {
+      schema: {
+        tags: ['conversations'],
+        summary: "Send a message to the worker's agent",
+        description: `Answered 202 with its \`message_id\` once durable; it is stored in the history as a \`system\` event of subtype \`person_message\` and handed to the agent once. A repeated \`client_message_id\` is stored once and answered with the same \`message_id\`. For the worker's owner (and admins); a worker token gets 403. 400 when the text is empty (and no image), 413 \`payload_too_large\` beyond ${MESSAGE_LIMITS.textChars} characters, 409 \`worker_ended\` once the worker has ended. Images are not built yet: 501 \`not_implemented\`.`,
+        params: WorkerParams,
+        body: PostMessageBody,
+        response: { 202: PostMessageResponse, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const workerId = request.params.id;
+      const record = await authorizeWorker(request, app.workers, workerId);
+      const principal = request.principal!;
+      if (principal.kind !== 'user') throw new CodedError('forbidden', 'messages are sent by people');
+      if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more messages`);
+      const { text, images, client_message_id: clientMessageId } = request.body;
+      if (text.length > MESSAGE_LIMITS.textChars)
+        throw new CodedError('payload_too_large', `/body/text has ${text.length} characters; a message holds at most ${MESSAGE_LIMITS.textChars}`);
+      if (images !== undefined) throw new CodedError('not_implemented', 'images in messages are not built yet: send the text alone');
+      if (text.trim() === '') throw new CodedError('invalid_request', '/body/text is empty: say something (or send an image)');
+      const messageId = messageIdOf(workerId, clientMessageId);
+      const event: IncomingEvent = {
+        type: 'system',
+        uid: personMessageUid(messageId),
+        ts: new Date().toISOString(),
+        data: personMessageData(text, messageId, clientMessageId),
+      };
+      const source = personSource(channelOf(request) as PersonChannel, principal.sub);
+      await app.incomingEvents.publish(workerId, [event], { requestId: request.id, receivedAt: event.ts, trace: request.traceContext, sourceOf: () => source });
+      const answer: PostMessageResponseType = {
+        message_id: messageId,
+        worker_id: workerId,
+        ...(clientMessageId === undefined ? {} : { client_message_id: clientMessageId }),
+      };
+      return reply.code(202).send(answer);
+    },
+  );
+});
