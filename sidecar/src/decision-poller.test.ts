@@ -31,8 +31,7 @@ describe('the decision poller', () => {
         pollIntervalMs: 10,
         warn: (message) => void warnings.push(message),
         // The cursor on disk has moved past a decision before it is handed on.
-        onDecision: (decision: StoredEvent<'control_response'>) =>
-          void handed.push(`${decision.id}@${readFileSync(path.join(stateDir, 'decision-cursor'), 'utf8')}`),
+        onInput: (input: StoredEvent) => void handed.push(`${input.id}@${readFileSync(path.join(stateDir, 'decision-cursor'), 'utf8')}`),
       });
       cleanups.push(() => client.close());
       return poller;

@@ -11,17 +11,17 @@ export interface DecisionPollerOptions {
   waitMs: number;
   /** Pause after an empty answer when not long-polling. */
   pollIntervalMs: number;
-  /** Called once per decision, in id order, after the cursor has moved past it. */
-  onDecision(decision: StoredEvent<'control_response'>): void;
+  /** Called once per decision or person's message, in id order, after the cursor has moved past it. */
+  onInput(input: StoredEvent): void;
   warn(message: string): void;
 }
 
 /**
- * Long-polls `GET …/control/pending` from the cursor kept in `decision-cursor` in the state
- * directory. The cursor is saved (atomically: written aside, then renamed) before a decision is
- * handed on, so a restarted sidecar never hands on a decision twice. A decision whose hand-over
- * was cut short by a crash belonged to the agent that died with the sidecar; the new agent never
- * asked for it.
+ * Long-polls `GET …/control/pending` (decisions and people's messages) from the cursor kept in
+ * `decision-cursor` in the state directory. The cursor is saved (atomically: written aside, then
+ * renamed) before an input is handed on, so a restarted sidecar never hands on one twice. A
+ * decision whose hand-over was cut short by a crash belonged to the agent that died with the
+ * sidecar; the new agent never asked for it.
  */
 export function createDecisionPoller(options: DecisionPollerOptions) {
   const cursorPath = path.join(options.stateDir, 'decision-cursor');
@@ -56,10 +56,10 @@ export function createDecisionPoller(options: DecisionPollerOptions) {
         continue;
       }
       failures = 0;
-      const page = outcome.body as ListResponseOf<StoredEvent<'control_response'>>;
-      for (const decision of page.items) {
-        save(decision.id);
-        options.onDecision(decision);
+      const page = outcome.body as ListResponseOf<StoredEvent>;
+      for (const input of page.items) {
+        save(input.id);
+        options.onInput(input);
       }
       if (page.items.length === 0 && options.waitMs === 0) await new Promise((resolve) => setTimeout(resolve, options.pollIntervalMs));
     }

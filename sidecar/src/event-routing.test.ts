@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventData, EventSource, PermissionRule, StoredEvent } from '@svc/protocol';
+import { personMessageData, type EventData, type EventSource, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
 import { createEventRouting } from './event-routing.js';
 import { createPermissionEngine } from './permissions.js';
@@ -23,13 +23,18 @@ const personDecides = (
 });
 
 /** The routing with a real permission engine, an adapter that writes each decision as one line, and what reached each side. */
-function route(options: { autonomous?: boolean; endsAfterResult?: boolean } = {}) {
+function route(options: { autonomous?: boolean; endsAfterResult?: boolean; takesMessages?: boolean } = {}) {
   const recorded: AgentEvent[] = [];
   const toAgent: string[] = [];
   const seen = { closed: 0, rulesAdded: [] as PermissionRule[] };
   const engine = createPermissionEngine({ auto_approve: ['Bash(ls*)'], deny: ['Bash(rm *)'], ask: [] }, { autonomous: options.autonomous ?? false });
   const routing = createEventRouting({
-    adapter: { formatDecision: (decision) => `${decision.request_id}:${decision.decision}\n`, endsAfterResult: options.endsAfterResult ?? false },
+    adapter: {
+      name: 'test',
+      formatDecision: (decision) => `${decision.request_id}:${decision.decision}\n`,
+      ...(options.takesMessages === false ? {} : { formatMessage: ({ text }: { text: string }) => `say:${text}\n` }),
+      endsAfterResult: options.endsAfterResult ?? false,
+    },
     engine,
     record: (event) => void recorded.push(event),
     toAgent: (bytes) => void toAgent.push(bytes),
@@ -43,7 +48,44 @@ function route(options: { autonomous?: boolean; endsAfterResult?: boolean } = {}
   return { routing, recorded, toAgent, seen };
 }
 
+const personSays = (text: string, messageId = 'msg_1'): StoredEvent<'system'> => ({
+  id: '12',
+  worker_id: 'wrk_1',
+  type: 'system',
+  uid: `message:${messageId}`,
+  ts: '2026-11-27T00:00:00.000Z',
+  data: personMessageData(text, messageId),
+  source: 'user:api:alice',
+});
+
 describe("the sidecar's event routing", () => {
+  it("a person's message is written to the agent as its adapter formats it", () => {
+    const { routing, toAgent, recorded } = route();
+    routing.fromPersonMessage(personSays('run the tests'));
+    expect(toAgent).toEqual(['say:run the tests\n']);
+    expect(recorded).toEqual([]);
+  });
+
+  it("a person's message that cannot reach the agent (its input closed after its one run, or an adapter that takes none) is said in the history, naming the message", () => {
+    const closed = route({ endsAfterResult: true });
+    closed.routing.fromAgent({ type: 'result', data: { subtype: 'success', is_error: false } } as AgentEvent);
+    closed.routing.fromPersonMessage(personSays('and now?', 'msg_late'));
+    expect(closed.toAgent).toEqual([]);
+    expect(closed.recorded.at(-1)).toEqual({
+      type: 'system',
+      data: expect.objectContaining({
+        level: 'warn',
+        subtype: 'message_undelivered',
+        details: { message_id: 'msg_late' },
+        message: expect.stringContaining('input is closed'),
+      }),
+    });
+    const deaf = route({ takesMessages: false });
+    deaf.routing.fromPersonMessage(personSays('hello'));
+    expect(deaf.toAgent).toEqual([]);
+    expect(deaf.recorded[0]!.data).toMatchObject({ subtype: 'message_undelivered', message: expect.stringContaining('the test adapter takes no messages') });
+  });
+
   it("a request the lists decide: recorded with the policy's decision, written to the agent at once, nobody asked", () => {
     const { routing, recorded, toAgent } = route();
     routing.fromAgent(request('r1', 'ls -la'));

@@ -1,9 +1,9 @@
-import { parseSource, withdrawnRequestId, WORKER_POLICY_SOURCE, type EventData, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import { parseSource, SYSTEM_SUBTYPES, withdrawnRequestId, WORKER_POLICY_SOURCE, type EventData, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { Adapter, AgentEvent } from './adapters/adapter.js';
 import type { PermissionEngine } from './permissions.js';
 
 export interface EventRoutingOptions {
-  adapter: Pick<Adapter, 'formatDecision' | 'endsAfterResult'>;
+  adapter: Pick<Adapter, 'name' | 'formatDecision' | 'formatMessage' | 'endsAfterResult'>;
   engine: Pick<PermissionEngine, 'decide'>;
   /** Where every event goes (the outbox: to the control plane, in order). */
   record(event: AgentEvent): void;
@@ -24,6 +24,12 @@ export interface EventRoutingOptions {
 export function createEventRouting(options: EventRoutingOptions) {
   /** Requests a person must decide, by request id, until the decision is written. */
   const open = new Map<string, EventData<'control_request'>>();
+  /** The agent's stdin was closed (one prompt, one run): nothing more reaches it. */
+  let inputClosed = false;
+  const closeAgentInput = () => {
+    inputClosed = true;
+    options.closeAgentInput();
+  };
 
   return {
     fromAgent(event: AgentEvent): void {
@@ -50,7 +56,7 @@ export function createEventRouting(options: EventRoutingOptions) {
         if (withdrawn !== undefined) open.delete(withdrawn);
       }
       options.record(event);
-      if (event.type === 'result' && options.adapter.endsAfterResult) options.closeAgentInput();
+      if (event.type === 'result' && options.adapter.endsAfterResult) closeAgentInput();
     },
 
     fromPerson(decision: StoredEvent<'control_response'>): void {
@@ -72,6 +78,31 @@ export function createEventRouting(options: EventRoutingOptions) {
           added_at: decision.ts,
         });
     },
+
+    /**
+     * A person's message: written to the agent once (the poller's cursor sees to that), or, where
+     * it cannot reach the agent, a warning in the history that says why.
+     */
+    fromPersonMessage(message: StoredEvent<'system'>): void {
+      const messageId = message.data.details?.['message_id'];
+      const bytes = inputClosed ? undefined : options.adapter.formatMessage?.({ text: message.data.message });
+      if (bytes) return options.toAgent(bytes);
+      const why = inputClosed
+        ? "the agent's input is closed (its run took one prompt)"
+        : `the ${options.adapter.name} adapter takes no messages from svc yet (docs/conversations.md)`;
+      options.record({
+        type: 'system',
+        data: {
+          level: 'warn',
+          message: `A message was not delivered: ${why}.`,
+          subtype: SYSTEM_SUBTYPES.messageUndelivered,
+          details: { message_id: messageId },
+        },
+      });
+    },
+
+    /** Closes the agent's stdin (the launch plan's `closeStdin`); a message after it is not delivered. */
+    closeAgentInput,
 
     /** Requests waiting for a person. */
     waiting: (): number => open.size,

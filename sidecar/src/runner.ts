@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { apiPaths, LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
+import { apiPaths, isPersonMessage, LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
 import { killLeftoverAgent, startAgentProcess, type AgentExit } from './agent-process.js';
 import { createEventRouting } from './event-routing.js';
@@ -143,7 +143,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     },
   });
   for (const line of plan.stdinLines) agent.write(`${line}\n`);
-  if (plan.closeStdin) agent.closeStdin();
+  if (plan.closeStdin) routing.closeAgentInput();
   for (const event of preflight) outbox.push(event);
   outbox.push(agentStartEvent(config, { command: plan.command, adapter: adapter.name, pid: agent.pid, modelBaseUrls }));
 
@@ -166,7 +166,10 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     waitMs: config.decision_wait_ms,
     pollIntervalMs: config.poll_interval_ms,
     warn,
-    onDecision: (decision) => routing.fromPerson(decision),
+    onInput: (input) => {
+      if (input.type === 'control_response') routing.fromPerson(input as StoredEvent<'control_response'>);
+      else if (isPersonMessage(input)) routing.fromPersonMessage(input);
+    },
   });
 
   /** Set by SIGTERM: the sandbox is going away, so draining gets a deadline too. */

@@ -48,6 +48,11 @@ export interface Adapter {
   /** A decision on a request → the bytes to write to the agent's stdin (one line, newline included). */
   formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string;
   /**
+   * A person's message → the bytes to write to the agent's stdin; absent when this agent takes no
+   * messages from svc yet (the sidecar then says so in the history).
+   */
+  formatMessage?(message: { text: string }): string;
+  /**
    * For a protocol with a handshake: what the agent's last lines call for on its stdin (e.g.
    * Codex app-server's `turn/start` once the thread exists), taken after each `parseLine`.
    */

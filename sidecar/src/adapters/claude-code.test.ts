@@ -92,6 +92,13 @@ describe('claude-code adapter — the real transcripts', () => {
 describe('claude-code adapter — what it writes to the agent', () => {
   const request: EventData<'control_request'> = { request_id: 'r1', tool_name: 'Bash', input: { command: 'echo hello > out.txt' } };
 
+  it("a person's message is a stream-json user message, as the fixture's second turn was sent", () => {
+    const [, , , , secondTurn] = readFileSync(path.join(FIXTURES, 'e-multiturn-interrupt.stdin.jsonl'), 'utf8').split('\n');
+    const line = claudeCodeAdapter.formatMessage!({ text: 'Do it again' });
+    expect(line.endsWith('\n')).toBe(true);
+    expect(JSON.parse(line)).toEqual(JSON.parse(secondTurn!));
+  });
+
   it('launches stream-json in and out with the stdio permission tool, handshake then prompt on stdin', () => {
     const plan = claudeCodeAdapter.launch({ command: 'claude', args: ['--model', 'x'], prompt: 'Create out.txt', autonomous: false });
     expect(plan.args).toEqual([

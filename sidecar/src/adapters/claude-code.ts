@@ -153,6 +153,11 @@ function controlRequestEvent(line: Json): AgentEvent {
  * stream-json --verbose --permission-prompt-tool stdio`), as ../shared/AGENTS.md describes it
  * and the transcripts in ../shared/fixtures/claude-code show. One stdout line is one JSON object.
  */
+/** A `user` message of stream-json input (the fixture e-multiturn-interrupt shows the CLI taking several in one process). */
+function userLine(prompt: string): string {
+  return JSON.stringify({ type: 'user', session_id: '', parent_tool_use_id: null, message: { role: 'user', content: [{ type: 'text', text: prompt }] } });
+}
+
 export const claudeCodeAdapter: Adapter = {
   name: 'claude-code',
   // EOF on stdin ends the CLI once no turn runs (AGENTS.md).
@@ -161,13 +166,12 @@ export const claudeCodeAdapter: Adapter = {
   launch(launch: AgentLaunch): LaunchPlan {
     const args = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio', ...launch.args];
     const stdinLines = [JSON.stringify({ type: 'control_request', request_id: INITIALIZE_REQUEST_ID, request: { subtype: 'initialize', hooks: {} } })];
-    if (launch.prompt !== undefined) {
-      stdinLines.push(
-        JSON.stringify({ type: 'user', session_id: '', parent_tool_use_id: null, message: { role: 'user', content: [{ type: 'text', text: launch.prompt }] } }),
-      );
-    }
+    if (launch.prompt !== undefined) stdinLines.push(userLine(launch.prompt));
     return { command: launch.command, args, stdinLines };
   },
+
+  /** A stream-json `user` message: the CLI takes it as the next turn, queued behind a running one. */
+  formatMessage: ({ text }) => `${userLine(text)}\n`,
 
   parseLine(line: string, stream: AgentStream): AgentEvent[] {
     const json = jsonLine(line, stream);

@@ -11,6 +11,10 @@ describe('generic adapter — any program', () => {
     for (const event of [...out, ...err]) expect(validateIncomingEvent({ ...event, uid: 'b:1', ts: '2026-11-22T09:00:00.000Z' }).ok).toBe(true);
   });
 
+  it("a person's message is its text and a newline on the agent's stdin", () => {
+    expect(genericAdapter.formatMessage!({ text: 'run the tests' })).toBe('run the tests\n');
+  });
+
   it('runs the command as given, with the prompt as its first stdin line; it writes nothing for decisions', () => {
     expect(genericAdapter.launch({ command: 'python3', args: ['agent.py'], prompt: 'hello', autonomous: true })).toEqual({
       command: 'python3',

@@ -2,7 +2,8 @@ import type { Adapter, AgentEvent, AgentLaunch, AgentStream, LaunchPlan } from '
 
 /**
  * Any program: each line of stdout and stderr becomes a `system` event (stderr at level `warn`),
- * marked with its stream. The agent cannot ask for permission, so decisions have no bytes.
+ * marked with its stream. The agent cannot ask for permission, so decisions have no bytes; a
+ * person's message is written to its stdin as it is.
  */
 export const genericAdapter: Adapter = {
   name: 'generic',
@@ -15,5 +16,9 @@ export const genericAdapter: Adapter = {
   },
   formatDecision(): string {
     return '';
+  },
+  /** The text and a newline: a line-reading agent reads a message as its lines. */
+  formatMessage({ text }): string {
+    return `${text}\n`;
   },
 };
