@@ -101,6 +101,7 @@ on_timeout = "allow"
       auth_token: token,
       auth_token_file: '/var/run/svc/token',
       autonomous: false,
+      conversation: false,
       permissions: { auto_approve: ['Read'], deny: ['Bash(rm *)'], ask: ['Write'] },
       poll_interval_ms: 250,
       agent: {
@@ -117,6 +118,8 @@ on_timeout = "allow"
     expect(JSON.stringify(events)).not.toContain(token);
     // The decision deadline comes from the template.
     expect((await workerRecord(created.worker_id)).decision_policy).toEqual({ decision_timeout_s: 30, on_timeout: 'allow' });
+    // So does how the agent runs: the gateway refuses messages to a one-shot worker.
+    expect((await workerRecord(created.worker_id)).mode).toBe('one_shot');
     // The sidecar really started (it says so in the sandbox's logs, without the token).
     const log = await waitFor('the sidecar starting', async () => {
       const text = await readFile(path.join(sandboxDir(created.worker_id), 'sandbox.log'), 'utf8');

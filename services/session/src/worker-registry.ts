@@ -127,6 +127,7 @@ async function createWorker(
     ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),
     ...(request.model ? { model: request.model } : {}),
     ...(request.egress ? { egress: request.egress } : {}),
+    ...(request.mode ? { mode: request.mode } : {}),
     updated_at: new Date().toISOString(),
   };
   try {

@@ -20,6 +20,8 @@ export const ERROR_CODES = {
   worker_ended: 409,
   already_decided: 409,
   request_closed: 409,
+  /** A message to a worker whose session is not a conversation (`[session] mode = "one_shot"`). */
+  not_conversational: 409,
   conflict: 409,
   /** A decision link past its expiry. */
   link_expired: 410,

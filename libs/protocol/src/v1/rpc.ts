@@ -7,7 +7,7 @@ import { EventId, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema } from './model-proxy.js';
 import { EventSourceSchema } from './provenance.js';
-import { CreateSessionBody, DecisionPolicySchema, WorkerStatusSchema } from './sessions-api.js';
+import { CreateSessionBody, DecisionPolicySchema, SessionModeSchema, WorkerStatusSchema } from './sessions-api.js';
 
 /** What the gateway publishes to `svc.events.incoming.<partition>.<worker>` for each event. */
 const IncomingEventMessage = Type.Object(
@@ -101,6 +101,7 @@ export const CreateWorkerRequest = Type.Object(
     decision_policy: Type.Optional(DecisionPolicySchema),
     model: Type.Optional(ModelAccessSchema),
     egress: Type.Optional(EgressPolicySchema),
+    mode: Type.Optional(SessionModeSchema),
   },
   { additionalProperties: false },
 );

@@ -98,6 +98,15 @@ export const SessionLogsQuery = Type.Object({
 export const DEFAULT_DECISION_TIMEOUT_S = 600;
 
 /**
+ * How a session's agent runs (`[session] mode`, docs/conversations.md): `conversation`, up
+ * between turns, taking people's messages; `one_shot`, one prompt and one run.
+ */
+export const SESSION_MODES = ['one_shot', 'conversation'] as const;
+export const SessionModeSchema = Type.Enum(SESSION_MODES, {
+  description: "`conversation`: the agent stays up between turns and takes people's messages; `one_shot`: one prompt, one run.",
+});
+
+/**
  * A worker's decision deadline (from its template): after `decision_timeout_s` without a
  * decision, the control service decides `on_timeout` itself, as `decided_by: "policy:timeout"`.
  */
@@ -123,6 +132,8 @@ export const WorkerRecordSchema = Type.Object(
     model: Type.Optional(ModelAccessSchema),
     /** How the gateway decides its agent's tunnels (docs/egress.md); without it the worker has none. */
     egress: Type.Optional(EgressPolicySchema),
+    /** How its agent runs (docs/conversations.md); without it `one_shot` (a worker made before conversations, or a bare one). */
+    mode: Type.Optional(SessionModeSchema),
     /** When the worker's sidecar last polled for decisions (it is alive). */
     last_seen_at: Type.Optional(Timestamp),
     /** When it reached an ended status (`completed`, `failed`, `stopped`). */

@@ -34,6 +34,10 @@ export const SidecarConfigSchema = Type.Object(
     auth_token: Type.Optional(Type.String({ minLength: 1 })),
     auth_token_file: Type.Optional(Type.String({ minLength: 1 })),
     autonomous: Type.Boolean({ default: false, description: 'Nobody is asked: what is not denied is allowed.' }),
+    conversation: Type.Boolean({
+      default: false,
+      description: "The agent stays up between turns and takes people's messages (docs/conversations.md); otherwise its input closes after its one run.",
+    }),
     permissions: Type.Object(
       {
         auto_approve: ToolRules('Allowed silently.'),

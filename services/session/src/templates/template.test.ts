@@ -48,6 +48,13 @@ describe('templates', () => {
     expect(templateRefusal(`${minimal}\n[overrides]\nenv = "anyone"\n`).message).toMatch(/\/overrides\/env/);
   });
 
+  it('[session] mode: one_shot unless the template says conversation; anything else is named', () => {
+    expect(parseTemplate('t', minimal, 'x').session).toEqual({ mode: 'one_shot' });
+    expect(parseTemplate('t', `${minimal}\n[session]\nmode = "conversation"\n`, 'x').session).toEqual({ mode: 'conversation' });
+    expect(templateRefusal(`${minimal}\n[session]\nmode = "chat"\n`).message).toMatch(/^templates\/t\.toml: .*\/session\/mode/);
+    expect(templateRefusal(`${minimal}\n[session]\nidle = 3\n`).message).toMatch(/\/session\/idle/);
+  });
+
   it('[retention] events_days: whole days, 0 keeps them; a negative, fractional or unknown key is named', () => {
     expect(parseTemplate('t', `${minimal}\n[retention]\nevents_days = 7\n`, 'x').retention).toEqual({ events_days: 7 });
     expect(parseTemplate('t', `${minimal}\n[retention]\nevents_days = 0\n`, 'x').retention).toEqual({ events_days: 0 });

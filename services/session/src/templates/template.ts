@@ -11,6 +11,7 @@ import {
   EgressRuleSchema,
   EnvironmentVariables,
   ModelApiSchema,
+  SESSION_MODES,
   quoteRule,
   ruleLimitProblem,
   SIDECAR_ADAPTERS,
@@ -68,6 +69,17 @@ const TemplateSchema = Type.Object(
         },
         { additionalProperties: false },
       ),
+    ),
+    /** How the agent runs (docs/conversations.md). */
+    session: Type.Object(
+      {
+        /**
+         * `conversation`: the agent stays up between turns and takes people's messages;
+         * `one_shot` (the default, as every template ran before conversations): one prompt, one run.
+         */
+        mode: Type.Enum(SESSION_MODES, { default: 'one_shot' }),
+      },
+      { additionalProperties: false, default: {} },
     ),
     /** The sandbox's boundary. */
     sandbox: Type.Object(

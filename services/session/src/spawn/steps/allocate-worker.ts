@@ -40,6 +40,7 @@ export async function allocateWorker(
     ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}),
     ...(model ? { model } : {}),
     ...(egress ? { egress } : {}),
+    mode: template.session.mode,
   });
   const row = await deps.store.insert({
     id: sessionId,

@@ -99,6 +99,7 @@ function sidecarConfigOf(spawn: SpawnContext): SidecarConfig {
     auth_token: request.token,
     auth_token_file: box.resolvePath(SANDBOX_PATHS.token),
     autonomous: body.overrides?.autonomous ?? sidecar.autonomous,
+    conversation: template.session.mode === 'conversation',
     permissions: { auto_approve: sidecar.auto_approve, deny: sidecar.deny, ask: sidecar.ask },
     poll_interval_ms: sidecar.poll_interval_ms,
     agent: {
