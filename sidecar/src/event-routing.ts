@@ -3,7 +3,9 @@ import type { Adapter, AgentEvent } from './adapters/adapter.js';
 import type { PermissionEngine } from './permissions.js';
 
 export interface EventRoutingOptions {
-  adapter: Pick<Adapter, 'name' | 'formatDecision' | 'formatMessage' | 'endsAfterResult'>;
+  adapter: Pick<Adapter, 'name' | 'formatDecision' | 'formatMessage'>;
+  /** Close the agent's stdin after its result: its adapter's one run (`endsAfterResult`), unless the session is a conversation. */
+  endsAfterResult: boolean;
   engine: Pick<PermissionEngine, 'decide'>;
   /** Where every event goes (the outbox: to the control plane, in order). */
   record(event: AgentEvent): void;
@@ -56,7 +58,7 @@ export function createEventRouting(options: EventRoutingOptions) {
         if (withdrawn !== undefined) open.delete(withdrawn);
       }
       options.record(event);
-      if (event.type === 'result' && options.adapter.endsAfterResult) closeAgentInput();
+      if (event.type === 'result' && options.endsAfterResult) closeAgentInput();
     },
 
     fromPerson(decision: StoredEvent<'control_response'>): void {

@@ -133,6 +133,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   const agent = startAgentProcess({ command: plan.command, args: plan.args, cwd: config.agent.cwd, env: agentEnv, pgidFile });
   const routing = createEventRouting({
     adapter,
+    endsAfterResult: adapter.endsAfterResult && !config.conversation,
     engine,
     record: (event) => outbox.push(event),
     toAgent: (bytes) => agent.write(bytes),

@@ -40,7 +40,8 @@ export interface Adapter {
   readonly name: string;
   /**
    * One prompt, one run: after the turn's `result` the sidecar closes the agent's stdin, which
-   * ends a CLI that would otherwise wait for more input.
+   * ends a CLI that would otherwise wait for more input — unless the session is a conversation
+   * (the sidecar config's `conversation`), where the agent waits for a person's next message.
    */
   readonly endsAfterResult: boolean;
   launch(launch: AgentLaunch): LaunchPlan;
