@@ -13,7 +13,8 @@ import { createInterface } from 'node:readline';
  * needed), then asks to write `hello.txt` there. Allowed, it really writes the file (with the
  * input as decided, `updatedInput`) and asks the same once more to add a line (what "Always
  * allow" saves asking); denied, it reports the reason it got. Then it ends the turn with a
- * `result` carrying tokens and cost, and exits when its stdin closes.
+ * `result` carrying tokens and cost. Each further `user` message (a person's, in a conversation)
+ * is answered in a turn of its own; it exits when its stdin closes.
  */
 export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<number> {
   const stepMs = options.stepMs ?? Number(process.env['SVC_DEMO_STEP_MS'] ?? 400);
@@ -26,7 +27,7 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
   const io = { output, input };
   const { write, say, toolResult } = output;
 
-  const task = await input.prompt;
+  const task = (await input.nextMessage()) ?? '';
   write({
     type: 'system',
     subtype: 'init',
@@ -79,8 +80,22 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
     total_cost_usd: 0.0123,
     modelUsage: { demo: { inputTokens: 3600, outputTokens: 120, cacheReadInputTokens: 0, costUSD: 0.0123 } },
   });
-  // Like the real CLI in stream-json mode: wait for more input until stdin closes.
-  await input.stdinClosed;
+  // Like the real CLI in stream-json mode: every further message is a turn, until stdin closes.
+  for (let turn = 2, said = await input.nextMessage(); said !== undefined; turn++, said = await input.nextMessage()) {
+    await pause();
+    const answer = `You said: "${said.slice(0, 200)}". I am a script, so that is all I can do with it; turn ${turn} ends here.`;
+    say([{ type: 'text', text: answer }]);
+    write({
+      type: 'result',
+      subtype: 'success',
+      is_error: false,
+      num_turns: 1,
+      duration_ms: stepMs,
+      result: answer,
+      session_id: sessionId,
+      total_cost_usd: 0.0123 + 0.001 * (turn - 1),
+    });
+  }
   return 0;
 }
 
@@ -119,14 +134,19 @@ function demoOutput(sessionId: string) {
 
 /**
  * What the sidecar writes on the demo agent's stdin: the `initialize` handshake (answered at
- * once), the prompt, and the decisions on its requests.
+ * once), the prompt and people's messages (`user` lines, taken one at a time), and the
+ * decisions on its requests.
  */
 function demoInput(write: (line: Line) => void) {
   const input = createInterface({ input: process.stdin });
   const waiting = new Map<string, (message: Line) => void>();
-  let promptArrived: (text: string) => void = () => {};
-  const prompt = new Promise<string>((resolve) => (promptArrived = resolve));
-  const stdinClosed = new Promise<void>((resolve) => input.once('close', resolve));
+  const messages: string[] = [];
+  let messageArrived: (() => void) | undefined;
+  let closed = false;
+  input.once('close', () => {
+    closed = true;
+    messageArrived?.();
+  });
   input.on('line', (line) => {
     let message: Line;
     try {
@@ -143,7 +163,8 @@ function demoInput(write: (line: Line) => void) {
       });
     } else if (message['type'] === 'user') {
       const content = (message['message'] as { content?: unknown } | undefined)?.content;
-      promptArrived(Array.isArray(content) ? content.map((block: { text?: string }) => block.text ?? '').join('') : String(content ?? ''));
+      messages.push(Array.isArray(content) ? content.map((block: { text?: string }) => block.text ?? '').join('') : String(content ?? ''));
+      messageArrived?.();
     } else if (message['type'] === 'control_response') {
       const response = message['response'] as { request_id?: string; response?: Line } | undefined;
       const resolve = waiting.get(response?.request_id ?? '');
@@ -151,8 +172,11 @@ function demoInput(write: (line: Line) => void) {
     }
   });
   return {
-    prompt,
-    stdinClosed,
+    /** The next `user` message, in order; undefined once stdin has closed with none left. */
+    async nextMessage(): Promise<string | undefined> {
+      while (messages.length === 0 && !closed) await new Promise<void>((resolve) => (messageArrived = resolve));
+      return messages.shift();
+    },
     /** The answer to request `requestId`, once it arrives. */
     decisionOn: (requestId: string) => new Promise<Line>((resolve) => waiting.set(requestId, resolve)),
   };
