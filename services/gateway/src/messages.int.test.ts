@@ -12,7 +12,7 @@ describe("people's messages — POST …/messages stored once in the history and
   beforeAll(async () => {
     gw = await startGatewayFixture({}, [], { services: true });
     alice = await gw.userToken('alice');
-    workerToken = await gw.createWorker(workerId, 'alice');
+    workerToken = await gw.createWorker(workerId, 'alice', 'running', { mode: 'conversation' });
   }, 60_000);
   afterAll(() => gw?.stop());
 
@@ -57,7 +57,7 @@ describe("people's messages — POST …/messages stored once in the history and
     expect((await messagesInHistory()).filter((event) => event.data.details?.['client_message_id'] === 'c-42')).toHaveLength(1);
   });
 
-  it('bad input: unknown worker 404, empty text 400, too long 413, a worker token 403, an ended worker 409 — and nothing is stored', async () => {
+  it('bad input: unknown worker 404, empty text 400, too long 413, a worker token 403, an ended or one-shot worker 409 — and nothing is stored', async () => {
     const before = (await messagesInHistory()).length;
     const unknown = await send({ text: 'hello' }, alice, 'wrk_nobody');
     expect([unknown.statusCode, unknown.json().code]).toEqual([404, 'worker_not_found']);
@@ -79,9 +79,18 @@ describe("people's messages — POST …/messages stored once in the history and
     expect([worker.statusCode, worker.json().code]).toEqual([403, 'forbidden']);
     const image = await send({ text: 'look', images: [{ media_type: 'image/png', data: 'iVBORw0KGgo=' }] });
     expect([image.statusCode, image.json()]).toEqual([501, expect.objectContaining({ code: 'not_implemented', message: expect.stringContaining('images') })]);
-    await gw.createWorker('wrk_done', 'alice', 'completed');
+    await gw.createWorker('wrk_done', 'alice', 'completed', { mode: 'conversation' });
     const ended = await send({ text: 'hello?' }, alice, 'wrk_done');
     expect([ended.statusCode, ended.json().code]).toEqual([409, 'worker_ended']);
+    await gw.createWorker('wrk_one_shot', 'alice', 'running', { mode: 'one_shot' });
+    await gw.createWorker('wrk_bare', 'alice');
+    for (const id of ['wrk_one_shot', 'wrk_bare']) {
+      const oneShot = await send({ text: 'and then?' }, alice, id);
+      expect([oneShot.statusCode, oneShot.json()]).toEqual([
+        409,
+        expect.objectContaining({ code: 'not_conversational', message: expect.stringContaining('mode = "conversation"') }),
+      ]);
+    }
     expect((await messagesInHistory()).length).toBe(before);
   });
 

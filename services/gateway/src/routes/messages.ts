@@ -51,7 +51,7 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
       schema: {
         tags: ['conversations'],
         summary: "Send a message to the worker's agent",
-        description: `Answered 202 with its \`message_id\` once durable; it is stored in the history as a \`system\` event of subtype \`person_message\` and handed to the agent once. A repeated \`client_message_id\` is stored once and answered with the same \`message_id\`. For the worker's owner (and admins); a worker token gets 403. 400 when the text is empty (and no image), 413 \`payload_too_large\` beyond ${MESSAGE_LIMITS.textChars} characters, 409 \`worker_ended\` once the worker has ended. Images are not built yet: 501 \`not_implemented\`.`,
+        description: `Answered 202 with its \`message_id\` once durable; it is stored in the history as a \`system\` event of subtype \`person_message\` and handed to the agent once. A repeated \`client_message_id\` is stored once and answered with the same \`message_id\`. For the worker's owner (and admins); a worker token gets 403. 400 when the text is empty (and no image), 413 \`payload_too_large\` beyond ${MESSAGE_LIMITS.textChars} characters, 409 \`worker_ended\` once the worker has ended, 409 \`not_conversational\` when its session runs one prompt only. Images are not built yet: 501 \`not_implemented\`.`,
         params: WorkerParams,
         body: PostMessageBody,
         response: { 202: PostMessageResponse, ...errors },
@@ -63,6 +63,11 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
       const principal = request.principal!;
       if (principal.kind !== 'user') throw new CodedError('forbidden', 'messages are sent by people');
       if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more messages`);
+      if (record.mode !== 'conversation')
+        throw new CodedError(
+          'not_conversational',
+          `worker ${workerId} runs one prompt and no more (its template's [session] mode is "one_shot"): start a session whose template has mode = "conversation"`,
+        );
       const { text, images, client_message_id: clientMessageId } = request.body;
       if (text.length > MESSAGE_LIMITS.textChars)
         throw new CodedError('payload_too_large', `/body/text has ${text.length} characters; a message holds at most ${MESSAGE_LIMITS.textChars}`);
