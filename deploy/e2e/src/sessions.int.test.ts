@@ -41,6 +41,30 @@ args = ["-c", "echo to-stdout; echo to-stderr >&2"]
 [sidecar]
 adapter = "generic"
 `,
+  // A conversation with a line-reading agent: each message is a line on its stdin.
+  'line-reader': `
+[agent]
+command = "sh"
+args = ["-c", "while IFS= read -r line; do echo \\"got: $line\\"; done"]
+[session]
+mode = "conversation"
+[sidecar]
+adapter = "generic"
+`,
+  // The demo agent in a conversation: every further message is a turn of its own.
+  'demo-talk': `
+[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "20" }
+[session]
+mode = "conversation"
+[sidecar]
+adapter = "claude-code"
+auto_approve = ["Glob", "Write"]
+`,
   broken: `
 [agent]
 command = "/bin/true"
@@ -151,6 +175,37 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
       adapter: 'claude-code',
     });
     await viewer.disconnect();
+  });
+
+  it("a conversation: each person's message reaches the agent once and in order — a line-reading agent's stdin, the demo agent's next turn — and the worker stays up between turns", async () => {
+    const send = (workerId: string, body: Record<string, unknown>) => api('POST', `/v1/workers/${workerId}/messages`, body);
+    const reader = await createSession({ template: 'line-reader' });
+    await waitForStatus(reader, 'running');
+    for (const [text, id] of [
+      ['first', 'c-1'],
+      ['second', 'c-2'],
+      ['first', 'c-1'],
+    ] as const)
+      expect((await send(reader.worker_id, { text, client_message_id: id })).status).toBe(202);
+    const echoed = async () => systemLines(await eventsOf(reader.worker_id)).filter((line) => line.startsWith('got: '));
+    await waitFor('both messages echoed by the agent', async () => (await echoed()).length >= 2, 30_000, 100);
+    expect(await echoed()).toEqual(['got: first', 'got: second']);
+
+    const demo = await createSession({ template: 'demo-talk' });
+    const results = async () => (await eventsOf(demo.worker_id)).filter((e) => e.type === 'result');
+    await waitFor('the first turn ended', async () => (await results()).length === 1, 30_000, 100);
+    expect((await send(demo.worker_id, { text: 'what now?' })).status).toBe(202);
+    await waitFor('the second turn ended', async () => (await results()).length === 2, 30_000, 100);
+    const events = await eventsOf(demo.worker_id);
+    const asked = events.find((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'person_message')!;
+    const answered = events.filter((e) => e.type === 'result')[1]!;
+    expect(asked).toMatchObject({ source: 'user:api:e2e-user', data: { message: 'what now?' } });
+    expect(BigInt(asked.id)).toBeLessThan(BigInt(answered.id));
+    expect((answered.data as EventData<'result'>).text).toContain('You said: "what now?"');
+    for (const session of [reader, demo]) {
+      expect(((await api('GET', `/v1/sessions/${session.id}`)).body as unknown as Session).status).toBe('running');
+      expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
+    }
   });
 
   it('inside the local sandbox the spec paths are where the spec says, seen by the agent under the sidecar', async () => {
