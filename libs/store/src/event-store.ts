@@ -17,7 +17,7 @@ interface ListOptions {
   limit: number;
   /** Keep only these types; all when omitted or empty. */
   types?: readonly EventType[] | undefined;
-  /** Keep only what the sidecar hands to the agent: decisions and people's messages (`types` then unused). */
+  /** Keep only what the sidecar hands to the agent: decisions, people's messages and interrupts (`types` then unused). */
   agentInput?: boolean | undefined;
 }
 
@@ -114,7 +114,9 @@ function resultsOf(workerId: string, events: readonly EventToAppend[], rows: Rea
 /** A query of the events table narrowed to a selection. */
 function selected<Query extends SelectQueryBuilder<Database, 'events', object>>(query: Query, selection: EventSelection): Query {
   if (selection.agentInput)
-    return query.where(sql<boolean>`(type = 'control_response' OR (type = 'system' AND data->>'subtype' = ${SYSTEM_SUBTYPES.personMessage}))`) as Query;
+    return query.where(
+      sql<boolean>`(type = 'control_response' OR (type = 'system' AND data->>'subtype' IN (${SYSTEM_SUBTYPES.personMessage}, ${SYSTEM_SUBTYPES.personInterrupt})))`,
+    ) as Query;
   return (selection.types && selection.types.length > 0 ? query.where('type', 'in', [...selection.types]) : query) as Query;
 }
 

@@ -136,13 +136,14 @@ export type ControlRequestsRpcType = Static<typeof ControlRequestsRpc>;
 
 /**
  * Whether this stored event is on the control channel, repeated on core NATS as it is committed:
- * a request, a decision (the sidecar's policy posts its own), a withdrawal, a person's message.
+ * a request, a decision (the sidecar's policy posts its own), a withdrawal, a person's message
+ * or interrupt.
  */
 export function isControlEvent(event: Pick<StoredEvent, 'type' | 'data'>): boolean {
   if (event.type === 'control_request' || event.type === 'control_response') return true;
   if (event.type !== 'system') return false;
   const subtype = (event.data as EventData<'system'>).subtype;
-  return subtype === CONTROL_WITHDRAWN_SUBTYPE || subtype === SYSTEM_SUBTYPES.personMessage;
+  return subtype === CONTROL_WITHDRAWN_SUBTYPE || subtype === SYSTEM_SUBTYPES.personMessage || subtype === SYSTEM_SUBTYPES.personInterrupt;
 }
 
 /** The `request_id` a withdrawal event closes. */

@@ -70,12 +70,40 @@ export function personMessageData(text: string, messageId: string, clientMessage
 /** The uid of a person's message: one per `message_id`, so a retried message is stored once. */
 export const personMessageUid = (messageId: string) => `message:${messageId}`;
 
+/** `202` to `POST /v1/workers/{id}/interrupt`: the interrupt is durable and on its way to the agent. */
+export const PostInterruptResponse = Type.Object(
+  {
+    interrupt_id: Type.String({ description: 'Names the interrupt in the history (`details.interrupt_id` of its `person_interrupt` event).' }),
+    worker_id: WorkerId,
+  },
+  { additionalProperties: false },
+);
+export type PostInterruptResponseType = Static<typeof PostInterruptResponse>;
+
+/** A person's interrupt as the history holds it: a `system` event of subtype `person_interrupt`. */
+export function personInterruptData(interruptId: string): EventData<'system'> {
+  return {
+    level: 'info',
+    message: "Interrupt: end the agent's current turn.",
+    subtype: SYSTEM_SUBTYPES.personInterrupt,
+    details: { interrupt_id: interruptId },
+  };
+}
+
+/** The uid of a person's interrupt. */
+export const personInterruptUid = (interruptId: string) => `interrupt:${interruptId}`;
+
+/** Whether a stored event is a person's interrupt. */
+export function isPersonInterrupt(event: Pick<StoredEvent, 'type' | 'data'>): event is StoredEvent<'system'> {
+  return event.type === 'system' && (event.data as EventData<'system'>).subtype === SYSTEM_SUBTYPES.personInterrupt;
+}
+
 /** Whether a stored event is a person's message to the agent. */
 export function isPersonMessage(event: Pick<StoredEvent, 'type' | 'data'>): event is StoredEvent<'system'> {
   return event.type === 'system' && (event.data as EventData<'system'>).subtype === SYSTEM_SUBTYPES.personMessage;
 }
 
-/** What the sidecar hands to the agent from its control channel: decisions, and people's messages. */
+/** What the sidecar hands to the agent from its control channel: decisions, people's messages and interrupts. */
 export function isAgentInput(event: Pick<StoredEvent, 'type' | 'data'>): boolean {
-  return event.type === 'control_response' || isPersonMessage(event);
+  return event.type === 'control_response' || isPersonMessage(event) || isPersonInterrupt(event);
 }

@@ -68,7 +68,7 @@ export function parseSource(source: string | undefined): ParsedSource {
  * keeps one event per uid, so a worker that took a decision's uid first would decide in a
  * person's place.
  */
-const RESERVED_UID_NAMESPACES = ['control_response', 'egress', 'message', 'model-proxy', 'spawn', 'svc'] as const;
+const RESERVED_UID_NAMESPACES = ['control_response', 'egress', 'interrupt', 'message', 'model-proxy', 'spawn', 'svc'] as const;
 
 /** `system` subtypes only the control plane writes: a worker's event may not claim one. */
 const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
@@ -79,6 +79,7 @@ const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
   SYSTEM_SUBTYPES.modelUpstreamFailed,
   SYSTEM_SUBTYPES.modelRequestRefused,
   SYSTEM_SUBTYPES.personMessage,
+  SYSTEM_SUBTYPES.personInterrupt,
 ]);
 
 /** What a worker's own permission engine writes as `decided_by` (the sidecar's policy answers). */

@@ -60,7 +60,7 @@ export const ListEventsRequest = Type.Object(
     before_id: Type.Optional(EventBeforeId),
     limit: Type.Integer({ minimum: 1, maximum: EVENT_LIST_LIMIT.max }),
     types: Type.Optional(Type.Array(Type.Enum(EVENT_TYPES))),
-    /** Only what the sidecar hands to the agent: decisions and people's messages (`types` then unused). */
+    /** Only what the sidecar hands to the agent: decisions, people's messages and interrupts (`types` then unused). */
     agent_input: Type.Optional(Type.Boolean()),
     /**
      * Also answer `last_id`, the worker's highest id when `total` was counted, read before the

@@ -20,6 +20,10 @@ export const SYSTEM_SUBTYPES = {
   personMessage: 'person_message',
   /** The sidecar could not hand a person's message to the agent (`details.message_id`; `message` says why). */
   messageUndelivered: 'message_undelivered',
+  /** A person asked to end the agent's current turn (`details.interrupt_id`): docs/conversations.md. */
+  personInterrupt: 'person_interrupt',
+  /** The sidecar could not interrupt the agent (`details.interrupt_id`; `message` says why). */
+  interruptUndelivered: 'interrupt_undelivered',
   /** The model proxy refused a request: the session's budget is spent. */
   modelBudgetExhausted: 'model_budget_exhausted',
   /** The model proxy could not reach the model's API. */
