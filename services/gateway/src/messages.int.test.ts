@@ -94,6 +94,27 @@ describe("people's messages — POST …/messages stored once in the history and
     expect((await messagesInHistory()).length).toBe(before);
   });
 
+  it("an interrupt: 202 with its id, stored as the person's `person_interrupt`, handed to the sidecar in order; a worker token 403, an ended worker 409, a stranger 404", async () => {
+    const before = (await pending()).items.length;
+    const answer = await gw.app.inject({ method: 'POST', url: `/v1/workers/${workerId}/interrupt`, headers: { authorization: `Bearer ${alice}` } });
+    expect(answer.statusCode).toBe(202);
+    const { interrupt_id: interruptId } = answer.json() as { interrupt_id: string };
+    expect(interruptId).toMatch(/^int_/);
+    await waitFor('the interrupt in the pending poll', async () => (await pending()).items.length === before + 1);
+    expect((await pending()).items.at(-1)).toMatchObject({
+      uid: `interrupt:${interruptId}`,
+      source: 'user:api:alice',
+      data: { subtype: 'person_interrupt', details: { interrupt_id: interruptId } },
+    });
+    const interrupt = (id: string, token: string) =>
+      gw.app.inject({ method: 'POST', url: `/v1/workers/${id}/interrupt`, headers: { authorization: `Bearer ${token}` } });
+    expect((await interrupt(workerId, workerToken)).statusCode).toBe(403);
+    expect((await interrupt(workerId, await gw.userToken('bob'))).statusCode).toBe(404);
+    await gw.createWorker('wrk_over', 'alice', 'stopped', { mode: 'conversation' });
+    expect((await interrupt('wrk_over', alice)).json()).toMatchObject({ code: 'worker_ended' });
+    expect((await pending()).items.length).toBe(before + 1);
+  });
+
   it("a worker may not forge a person's message: the subtype and the `message:` uids are the control plane's", async () => {
     const forged = await gw.app.inject({
       method: 'POST',

@@ -4,16 +4,23 @@ import {
   CodedError,
   isEndedStatus,
   MESSAGE_LIMITS,
+  personInterruptData,
+  personInterruptUid,
   personMessageData,
   personMessageUid,
   personSource,
   PostMessageBody,
+  PostInterruptResponse,
   PostMessageResponse,
   WorkerParams,
   type IncomingEvent,
   type PersonChannel,
+  type PostInterruptResponseType,
   type PostMessageResponseType,
+  type WorkerRecord,
 } from '@svc/protocol';
+import type { FastifyRequest } from 'fastify';
+import type { WorkerDirectory } from '@svc/auth';
 import { authorizeWorker } from '../auth/authorization.js';
 import { channelOf } from './audit.js';
 import { routePlugin } from './route-plugin.js';
@@ -40,11 +47,28 @@ function messageIdOf(workerId: string, clientMessageId: string | undefined): str
 }
 
 /**
- * `POST /v1/workers/{id}/messages`: a person's message to the agent (docs/conversations.md). It is
- * published for the worker's one writer like the agent's own events, sourced to the person, and
- * answered 202 once durable; the sidecar takes it from its control channel.
+ * `POST /v1/workers/{id}/messages` and `…/interrupt`: a person's message to the agent, and their
+ * asking it to end its turn (docs/conversations.md). Each is published for the worker's one
+ * writer like the agent's own events, sourced to the person, and answered 202 once durable; the
+ * sidecar takes it from its control channel.
  */
+/** The worker a person may steer now: theirs (or an admin's to see), not ended; a worker token may not. */
+async function steerableWorker(request: FastifyRequest, workers: WorkerDirectory, workerId: string, what: string): Promise<WorkerRecord> {
+  const record = await authorizeWorker(request, workers, workerId);
+  if (request.principal!.kind !== 'user') throw new CodedError('forbidden', `${what} are sent by people`);
+  if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more ${what}`);
+  return record;
+}
+
 export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-directory', 'svc-incoming-events'], async (app) => {
+  /** Publishes a person's event for the worker's one writer, sourced to them; resolves once durable. */
+  const publishForPerson = (request: FastifyRequest, workerId: string, event: IncomingEvent) => {
+    const principal = request.principal!;
+    if (principal.kind !== 'user') throw new CodedError('forbidden', 'only a person writes as a person');
+    const source = personSource(channelOf(request) as PersonChannel, principal.sub);
+    return app.incomingEvents.publish(workerId, [event], { requestId: request.id, receivedAt: event.ts, trace: request.traceContext, sourceOf: () => source });
+  };
+
   app.post(
     '/v1/workers/:id/messages',
     {
@@ -59,10 +83,7 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
     },
     async (request, reply) => {
       const workerId = request.params.id;
-      const record = await authorizeWorker(request, app.workers, workerId);
-      const principal = request.principal!;
-      if (principal.kind !== 'user') throw new CodedError('forbidden', 'messages are sent by people');
-      if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more messages`);
+      const record = await steerableWorker(request, app.workers, workerId, 'messages');
       if (record.mode !== 'conversation')
         throw new CodedError(
           'not_conversational',
@@ -74,19 +95,41 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
       if (images !== undefined) throw new CodedError('not_implemented', 'images in messages are not built yet: send the text alone');
       if (text.trim() === '') throw new CodedError('invalid_request', '/body/text is empty: say something (or send an image)');
       const messageId = messageIdOf(workerId, clientMessageId);
-      const event: IncomingEvent = {
+      const ts = new Date().toISOString();
+      await publishForPerson(request, workerId, {
         type: 'system',
         uid: personMessageUid(messageId),
-        ts: new Date().toISOString(),
+        ts,
         data: personMessageData(text, messageId, clientMessageId),
-      };
-      const source = personSource(channelOf(request) as PersonChannel, principal.sub);
-      await app.incomingEvents.publish(workerId, [event], { requestId: request.id, receivedAt: event.ts, trace: request.traceContext, sourceOf: () => source });
+      });
       const answer: PostMessageResponseType = {
         message_id: messageId,
         worker_id: workerId,
         ...(clientMessageId === undefined ? {} : { client_message_id: clientMessageId }),
       };
+      return reply.code(202).send(answer);
+    },
+  );
+
+  app.post(
+    '/v1/workers/:id/interrupt',
+    {
+      schema: {
+        tags: ['conversations'],
+        summary: "End the agent's current turn, not the worker",
+        description:
+          "Answered 202 with its `interrupt_id` once durable; stored in the history as a `system` event of subtype `person_interrupt` and handed to the agent once: Claude Code's `interrupt` control request, SIGINT for a generic agent (Codex: not built yet, said in the history as `interrupt_undelivered`). The agent's open requests of the turn are withdrawn as it answers. For the worker's owner (and admins); a worker token gets 403; 409 `worker_ended` once the worker has ended.",
+        params: WorkerParams,
+        response: { 202: PostInterruptResponse, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const workerId = request.params.id;
+      await steerableWorker(request, app.workers, workerId, 'interrupts');
+      const interruptId = `int_${randomBytes(12).toString('base64url')}`;
+      const ts = new Date().toISOString();
+      await publishForPerson(request, workerId, { type: 'system', uid: personInterruptUid(interruptId), ts, data: personInterruptData(interruptId) });
+      const answer: PostInterruptResponseType = { interrupt_id: interruptId, worker_id: workerId };
       return reply.code(202).send(answer);
     },
   );
