@@ -24,6 +24,8 @@ export interface AgentProcess {
   exited: Promise<AgentExit>;
   /** SIGTERM to its process group, then SIGKILL after `graceMs`. */
   terminate(graceMs: number): void;
+  /** A signal to its process group (SIGINT: a person's interrupt), if it still runs. */
+  signal(signal: NodeJS.Signals): void;
 }
 
 /** The agent never outlives its sidecar unobserved: a group left by a previous run is killed first. */
@@ -96,6 +98,14 @@ export function startAgentProcess(options: {
       });
     },
     exited,
+    signal(signal) {
+      if (!agent.pid) return;
+      try {
+        process.kill(-agent.pid, signal);
+      } catch {
+        // Gone meanwhile.
+      }
+    },
     terminate(graceMs) {
       if (!agent.pid) return;
       try {

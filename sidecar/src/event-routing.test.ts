@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { personMessageData, type EventData, type EventSource, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import { personInterruptData, personMessageData, type EventData, type EventSource, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
 import { createEventRouting } from './event-routing.js';
 import { createPermissionEngine } from './permissions.js';
@@ -23,22 +23,26 @@ const personDecides = (
 });
 
 /** The routing with a real permission engine, an adapter that writes each decision as one line, and what reached each side. */
-function route(options: { autonomous?: boolean; endsAfterResult?: boolean; takesMessages?: boolean } = {}) {
+function route(options: { autonomous?: boolean; endsAfterResult?: boolean; takesMessages?: boolean; interrupts?: 'bytes' | 'signal' | 'none' } = {}) {
   const recorded: AgentEvent[] = [];
   const toAgent: string[] = [];
-  const seen = { closed: 0, rulesAdded: [] as PermissionRule[] };
+  const seen = { closed: 0, rulesAdded: [] as PermissionRule[], signals: [] as string[] };
+  const interrupts = options.interrupts ?? 'bytes';
   const engine = createPermissionEngine({ auto_approve: ['Bash(ls*)'], deny: ['Bash(rm *)'], ask: [] }, { autonomous: options.autonomous ?? false });
   const routing = createEventRouting({
     adapter: {
       name: 'test',
       formatDecision: (decision) => `${decision.request_id}:${decision.decision}\n`,
       ...(options.takesMessages === false ? {} : { formatMessage: ({ text }: { text: string }) => `say:${text}\n` }),
+      ...(interrupts === 'bytes' ? { formatInterrupt: () => 'stop!\n' } : {}),
+      interruptsBySignal: interrupts === 'signal',
     },
     endsAfterResult: options.endsAfterResult ?? false,
     engine,
     record: (event) => void recorded.push(event),
     toAgent: (bytes) => void toAgent.push(bytes),
     closeAgentInput: () => void seen.closed++,
+    signalAgent: (signal) => void seen.signals.push(signal),
     // As the runner does: the engine learns the rule at once.
     onRuleAdded: (rule) => {
       seen.rulesAdded.push(rule);
@@ -58,7 +62,34 @@ const personSays = (text: string, messageId = 'msg_1'): StoredEvent<'system'> =>
   source: 'user:api:alice',
 });
 
+const personInterrupts = (interruptId = 'int_1'): StoredEvent<'system'> => ({
+  id: '13',
+  worker_id: 'wrk_1',
+  type: 'system',
+  uid: `interrupt:${interruptId}`,
+  ts: '2026-11-27T00:00:00.000Z',
+  data: personInterruptData(interruptId),
+  source: 'user:cli:alice',
+});
+
 describe("the sidecar's event routing", () => {
+  it("a person's interrupt: the adapter's bytes to the agent, SIGINT for one interrupted by signal, else said in the history", () => {
+    const byBytes = route();
+    byBytes.routing.fromPersonInterrupt(personInterrupts());
+    expect([byBytes.toAgent, byBytes.seen.signals, byBytes.recorded]).toEqual([['stop!\n'], [], []]);
+    const bySignal = route({ interrupts: 'signal' });
+    bySignal.routing.fromPersonInterrupt(personInterrupts());
+    expect([bySignal.toAgent, bySignal.seen.signals, bySignal.recorded]).toEqual([[], ['SIGINT'], []]);
+    const deaf = route({ interrupts: 'none' });
+    deaf.routing.fromPersonInterrupt(personInterrupts('int_9'));
+    expect(deaf.toAgent).toEqual([]);
+    expect(deaf.recorded[0]!.data).toMatchObject({
+      subtype: 'interrupt_undelivered',
+      details: { interrupt_id: 'int_9' },
+      message: expect.stringContaining('no interrupt'),
+    });
+  });
+
   it("a person's message is written to the agent as its adapter formats it", () => {
     const { routing, toAgent, recorded } = route();
     routing.fromPersonMessage(personSays('run the tests'));

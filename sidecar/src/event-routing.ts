@@ -1,9 +1,19 @@
-import { parseSource, SYSTEM_SUBTYPES, withdrawnRequestId, WORKER_POLICY_SOURCE, type EventData, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import {
+  isPersonInterrupt,
+  isPersonMessage,
+  parseSource,
+  SYSTEM_SUBTYPES,
+  withdrawnRequestId,
+  WORKER_POLICY_SOURCE,
+  type EventData,
+  type PermissionRule,
+  type StoredEvent,
+} from '@svc/protocol';
 import type { Adapter, AgentEvent } from './adapters/adapter.js';
 import type { PermissionEngine } from './permissions.js';
 
 export interface EventRoutingOptions {
-  adapter: Pick<Adapter, 'name' | 'formatDecision' | 'formatMessage'>;
+  adapter: Pick<Adapter, 'name' | 'formatDecision' | 'formatMessage' | 'formatInterrupt' | 'interruptsBySignal'>;
   /** Close the agent's stdin after its result: its adapter's one run (`endsAfterResult`), unless the session is a conversation. */
   endsAfterResult: boolean;
   engine: Pick<PermissionEngine, 'decide'>;
@@ -13,8 +23,20 @@ export interface EventRoutingOptions {
   toAgent(bytes: string): void;
   /** The agent's stdin is done with (its adapter ends after a result). */
   closeAgentInput(): void;
+  /** A signal to the agent's process group. */
+  signalAgent(signal: NodeJS.Signals): void;
   /** A person added an "always" rule (the decision's id is the rule's, as the control plane lists it): the engine learns it before the agent asks again. */
   onRuleAdded(rule: PermissionRule): void;
+}
+
+/** The history's word that a person's message or interrupt could not reach the agent, and why. */
+function undelivered(kind: 'message' | 'interrupt', input: StoredEvent<'system'>, why: string): AgentEvent {
+  const subtype = kind === 'message' ? SYSTEM_SUBTYPES.messageUndelivered : SYSTEM_SUBTYPES.interruptUndelivered;
+  const idKey = `${kind}_id`;
+  return {
+    type: 'system',
+    data: { level: 'warn', message: `The ${kind} was not delivered: ${why}.`, subtype, details: { [idKey]: input.data.details?.[idKey] } },
+  };
 }
 
 /**
@@ -32,6 +54,10 @@ export function createEventRouting(options: EventRoutingOptions) {
     inputClosed = true;
     options.closeAgentInput();
   };
+  const whyNot = (what: string) =>
+    inputClosed
+      ? "the agent's input is closed (its run took one prompt)"
+      : `the ${options.adapter.name} adapter takes no ${what} from svc yet (docs/conversations.md)`;
 
   return {
     fromAgent(event: AgentEvent): void {
@@ -81,26 +107,29 @@ export function createEventRouting(options: EventRoutingOptions) {
         });
     },
 
+    /** A decision, a person's message or interrupt from the control channel, each to its own. */
+    fromControlChannel(input: StoredEvent): void {
+      if (input.type === 'control_response') this.fromPerson(input as StoredEvent<'control_response'>);
+      else if (isPersonMessage(input)) this.fromPersonMessage(input);
+      else if (isPersonInterrupt(input)) this.fromPersonInterrupt(input);
+    },
+
     /**
      * A person's message: written to the agent once (the poller's cursor sees to that), or, where
      * it cannot reach the agent, a warning in the history that says why.
      */
     fromPersonMessage(message: StoredEvent<'system'>): void {
-      const messageId = message.data.details?.['message_id'];
       const bytes = inputClosed ? undefined : options.adapter.formatMessage?.({ text: message.data.message });
       if (bytes) return options.toAgent(bytes);
-      const why = inputClosed
-        ? "the agent's input is closed (its run took one prompt)"
-        : `the ${options.adapter.name} adapter takes no messages from svc yet (docs/conversations.md)`;
-      options.record({
-        type: 'system',
-        data: {
-          level: 'warn',
-          message: `A message was not delivered: ${why}.`,
-          subtype: SYSTEM_SUBTYPES.messageUndelivered,
-          details: { message_id: messageId },
-        },
-      });
+      options.record(undelivered('message', message, whyNot('messages')));
+    },
+
+    /** A person's interrupt: the adapter's bytes, or SIGINT for an agent interrupted by signal, or a warning that says why neither. */
+    fromPersonInterrupt(interrupt: StoredEvent<'system'>): void {
+      const bytes = inputClosed ? undefined : options.adapter.formatInterrupt?.();
+      if (bytes) return options.toAgent(bytes);
+      if (options.adapter.interruptsBySignal) return options.signalAgent('SIGINT');
+      options.record(undelivered('interrupt', interrupt, whyNot('interrupts')));
     },
 
     /** Closes the agent's stdin (the launch plan's `closeStdin`); a message after it is not delivered. */

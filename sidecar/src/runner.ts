@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { apiPaths, isPersonMessage, LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import { apiPaths, LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
 import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
 import { killLeftoverAgent, startAgentProcess, type AgentExit } from './agent-process.js';
 import { createEventRouting } from './event-routing.js';
@@ -138,6 +138,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     record: (event) => outbox.push(event),
     toAgent: (bytes) => agent.write(bytes),
     closeAgentInput: () => agent.closeStdin(),
+    signalAgent: (signal) => agent.signal(signal),
     onRuleAdded: (rule) => {
       engine.addRule(rule);
       void refreshRules();
@@ -167,10 +168,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     waitMs: config.decision_wait_ms,
     pollIntervalMs: config.poll_interval_ms,
     warn,
-    onInput: (input) => {
-      if (input.type === 'control_response') routing.fromPerson(input as StoredEvent<'control_response'>);
-      else if (isPersonMessage(input)) routing.fromPersonMessage(input);
-    },
+    onInput: (input) => routing.fromControlChannel(input),
   });
 
   /** Set by SIGTERM: the sandbox is going away, so draining gets a deadline too. */

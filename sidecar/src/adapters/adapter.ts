@@ -53,6 +53,10 @@ export interface Adapter {
    * messages from svc yet (the sidecar then says so in the history).
    */
   formatMessage?(message: { text: string }): string;
+  /** A person's interrupt → the bytes that end the agent's current turn (its open requests withdrawn as it answers). */
+  formatInterrupt?(): string;
+  /** An agent with no protocol of its own is interrupted with SIGINT to its process group. */
+  readonly interruptsBySignal?: boolean;
   /**
    * For a protocol with a handshake: what the agent's last lines call for on its stdin (e.g.
    * Codex app-server's `turn/start` once the thread exists), taken after each `parseLine`.

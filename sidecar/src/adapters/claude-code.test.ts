@@ -99,6 +99,16 @@ describe('claude-code adapter — what it writes to the agent', () => {
     expect(JSON.parse(line)).toEqual(JSON.parse(secondTurn!));
   });
 
+  it("a person's interrupt is the `interrupt` control request the fixture sent (an id of the sidecar's own)", () => {
+    const sent = JSON.parse(readFileSync(path.join(FIXTURES, 'e-multiturn-interrupt.stdin.jsonl'), 'utf8').split('\n')[5]!) as Record<string, unknown>;
+    const line = claudeCodeAdapter.formatInterrupt!();
+    expect(line.endsWith('\n')).toBe(true);
+    const ours = JSON.parse(line) as Record<string, unknown>;
+    expect(ours['request_id']).toMatch(/^svc_interrupt_[0-9a-f]{12}$/);
+    expect({ ...ours, request_id: sent['request_id'] }).toEqual(sent);
+    expect(claudeCodeAdapter.formatInterrupt!()).not.toBe(line);
+  });
+
   it('launches stream-json in and out with the stdio permission tool, handshake then prompt on stdin', () => {
     const plan = claudeCodeAdapter.launch({ command: 'claude', args: ['--model', 'x'], prompt: 'Create out.txt', autonomous: false });
     expect(plan.args).toEqual([

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { controlWithdrawnData, DEFAULT_DENY_MESSAGE, SYSTEM_SUBTYPES, type EventData } from '@svc/protocol';
 import {
   isObject,
@@ -14,6 +15,8 @@ import {
 
 /** The id of the handshake the sidecar sends first; the CLI's answer is reported, not forwarded. */
 export const INITIALIZE_REQUEST_ID = 'svc_init';
+/** How the ids of the sidecar's interrupt requests begin (the CLI's answers are reported like the handshake's). */
+const INTERRUPT_REQUEST_PREFIX = 'svc_interrupt_';
 
 /** A tool result's content: a string, or blocks whose text parts are joined. */
 function contentText(content: unknown): string {
@@ -172,6 +175,10 @@ export const claudeCodeAdapter: Adapter = {
 
   /** A stream-json `user` message: the CLI takes it as the next turn, queued behind a running one. */
   formatMessage: ({ text }) => `${userLine(text)}\n`,
+
+  /** The `interrupt` control request (fixture e-multiturn-interrupt): the CLI cancels its open permission prompts and ends the turn. */
+  formatInterrupt: () =>
+    `${JSON.stringify({ type: 'control_request', request_id: `${INTERRUPT_REQUEST_PREFIX}${randomBytes(6).toString('hex')}`, request: { subtype: 'interrupt' } })}\n`,
 
   parseLine(line: string, stream: AgentStream): AgentEvent[] {
     const json = jsonLine(line, stream);

@@ -8,6 +8,7 @@ import type { Adapter, AgentEvent, AgentLaunch, AgentStream, LaunchPlan } from '
 export const genericAdapter: Adapter = {
   name: 'generic',
   endsAfterResult: false,
+  interruptsBySignal: true,
   launch(launch: AgentLaunch): LaunchPlan {
     return { command: launch.command, args: [...launch.args], stdinLines: launch.prompt === undefined ? [] : [launch.prompt] };
   },
