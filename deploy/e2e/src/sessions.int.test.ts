@@ -41,11 +41,12 @@ args = ["-c", "echo to-stdout; echo to-stderr >&2"]
 [sidecar]
 adapter = "generic"
 `,
-  // A conversation with a line-reading agent: each message is a line on its stdin.
+  // A conversation with a line-reading agent: each message is a line on its stdin; an interrupt
+  // is SIGINT, which it reports and carries on after.
   'line-reader': `
 [agent]
 command = "sh"
-args = ["-c", "while IFS= read -r line; do echo \\"got: $line\\"; done"]
+args = ["-c", '''trap 'echo interrupted; i=1' INT; while :; do i=; IFS= read -r line; s=$?; [ -n "$i" ] && continue; [ $s -ne 0 ] && exit 0; echo "got: $line"; done''']
 [session]
 mode = "conversation"
 [sidecar]
@@ -177,7 +178,7 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     await viewer.disconnect();
   });
 
-  it("a conversation: each person's message reaches the agent once and in order — a line-reading agent's stdin, the demo agent's next turn — and the worker stays up between turns", async () => {
+  it("a conversation: each person's message reaches the agent once and in order — a line-reading agent's stdin (and an interrupt its SIGINT), the demo agent's next turn — and the worker stays up between turns", async () => {
     const send = (workerId: string, body: Record<string, unknown>) => api('POST', `/v1/workers/${workerId}/messages`, body);
     const reader = await createSession({ template: 'line-reader' });
     await waitForStatus(reader, 'running');
@@ -187,9 +188,15 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
       ['first', 'c-1'],
     ] as const)
       expect((await send(reader.worker_id, { text, client_message_id: id })).status).toBe(202);
-    const echoed = async () => systemLines(await eventsOf(reader.worker_id)).filter((line) => line.startsWith('got: '));
+    const echoed = async () => systemLines(await eventsOf(reader.worker_id)).filter((line) => line.startsWith('got: ') || line === 'interrupted');
     await waitFor('both messages echoed by the agent', async () => (await echoed()).length >= 2, 30_000, 100);
     expect(await echoed()).toEqual(['got: first', 'got: second']);
+    // An interrupt reaches a generic agent as SIGINT: it ends what it does, not the worker.
+    expect((await api('POST', `/v1/workers/${reader.worker_id}/interrupt`)).status).toBe(202);
+    await waitFor('the agent interrupted', async () => (await echoed()).includes('interrupted'), 30_000, 100);
+    expect((await send(reader.worker_id, { text: 'third' })).status).toBe(202);
+    await waitFor('the message after the interrupt echoed', async () => (await echoed()).length === 4, 30_000, 100);
+    expect(await echoed()).toEqual(['got: first', 'got: second', 'interrupted', 'got: third']);
 
     const demo = await createSession({ template: 'demo-talk' });
     const results = async () => (await eventsOf(demo.worker_id)).filter((e) => e.type === 'result');
