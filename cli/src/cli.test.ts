@@ -16,6 +16,7 @@ describe('svc: commands, help, errors and exit codes', () => {
   let gateway: Server;
   let gatewayUrl: string;
   const seen: Array<{ method: string; url: string; authorization: string | undefined }> = [];
+  const sent: Array<{ url: string; body: Record<string, unknown> | undefined; channel: string | string[] | undefined }> = [];
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'svc-cli-'));
     process.env['SVC_CONFIG'] = path.join(dir, 'config.json');
@@ -49,6 +50,17 @@ describe('svc: commands, help, errors and exit codes', () => {
           if ((JSON.parse(body || '{}') as { code?: string }).code !== 'the-sign-in-code')
             return json(403, { code: 'forbidden', message: "local tokens are given for the stack's sign-in code" });
           json(200, { token: 'aaa.eyJzdWIiOiJsb2NhbC11c2VyIn0.ccc', token_type: 'Bearer', expires_in: 60 });
+        });
+        return;
+      }
+      if (request.method === 'POST' && (request.url === '/v1/workers/wrk_1/messages' || request.url === '/v1/workers/wrk_1/interrupt')) {
+        let body = '';
+        request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        request.on('end', () => {
+          sent.push({ url: request.url!, body: body ? (JSON.parse(body) as Record<string, unknown>) : undefined, channel: request.headers['x-svc-channel'] });
+          if (request.url?.endsWith('/interrupt')) return json(202, { interrupt_id: 'int_1', worker_id: 'wrk_1' });
+          if (body.includes('"images"')) return json(501, { code: 'not_implemented', message: 'images in messages are not built yet: send the text alone' });
+          json(202, { message_id: 'msg_1', worker_id: 'wrk_1' });
         });
         return;
       }
@@ -119,6 +131,32 @@ describe('svc: commands, help, errors and exit codes', () => {
     expect(unreachable.stderr).toBe(
       `error: cannot reach the gateway at http://127.0.0.1:${closed} (ECONNREFUSED); is it running? (\`svc up\` starts a local one)\n`,
     );
+  });
+
+  it('svc send and svc interrupt: a message (with its own id, an image attached) and an interrupt, said in a line or as JSON; a missing worker or a file that is no image exits 2', async () => {
+    const connection = ['--url', gatewayUrl, '--token', 't'];
+    expect(await svc('send', 'wrk_1', 'run', 'the', 'tests', '--id', 'c-1', ...connection)).toEqual({
+      code: EXIT.ok,
+      stdout: 'sent msg_1 to wrk_1\n',
+      stderr: '',
+    });
+    expect(sent.at(-1)).toEqual({ url: '/v1/workers/wrk_1/messages', body: { text: 'run the tests', client_message_id: 'c-1' }, channel: 'cli' });
+    expect(JSON.parse((await svc('interrupt', 'wrk_1', '--json', ...connection)).stdout)).toEqual({ interrupt_id: 'int_1', worker_id: 'wrk_1' });
+    expect(sent.at(-1)).toMatchObject({ url: '/v1/workers/wrk_1/interrupt', channel: 'cli' });
+    const png = path.join(dir, 'shot.png');
+    await writeFile(png, Buffer.from('89504e470d0a1a0a', 'hex'));
+    expect(await svc('send', 'wrk_1', 'look', '--image', png, ...connection)).toEqual({
+      code: EXIT.failed,
+      stdout: '',
+      stderr: 'error: images in messages are not built yet: send the text alone (not_implemented)\n',
+    });
+    expect(sent.at(-1)!.body).toEqual({ text: 'look', images: [{ media_type: 'image/png', data: 'iVBORw0KGgo=' }] });
+    expect(await svc('send')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('needs a worker id') as unknown as string });
+    expect(await svc('interrupt')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('needs a worker id') as unknown as string });
+    expect(await svc('send', 'wrk_1', 'x', '--image', path.join(dir, 'notes.txt'), ...connection)).toMatchObject({
+      code: EXIT.usage,
+      stderr: expect.stringContaining('--image takes a PNG, JPEG, GIF or WebP file') as unknown as string,
+    });
   });
 
   it("--json prints the API's answer; otherwise a table", async () => {

@@ -7,11 +7,14 @@ import { logsCommand } from './commands/logs.js';
 import { sessionsCommand } from './commands/sessions.js';
 import { statusCommand } from './commands/status.js';
 import { auditCommand } from './commands/audit.js';
+import { interruptCommand, sendCommand } from './commands/conversation.js';
 import { upCommand } from './commands/up.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 export const COMMANDS: Array<Command<AnyFlags>> = [
   attachCommand,
+  sendCommand,
+  interruptCommand,
   sessionsCommand,
   logsCommand,
   statusCommand,

@@ -12,5 +12,6 @@ describe('apiPaths', () => {
     expect(apiPaths.sessions({ status: undefined, limit: 1 })).toBe('/v1/sessions?limit=1');
     expect(apiPaths.sessionLogs('ses_1', { tail: 50 })).toBe('/v1/sessions/ses_1/logs?tail=50');
     expect(apiPaths.permissionRules('wrk_1')).toBe('/v1/workers/wrk_1/permission-rules');
+    expect([apiPaths.messages('wrk_1'), apiPaths.interrupt('wrk 1')]).toEqual(['/v1/workers/wrk_1/messages', '/v1/workers/wrk%201/interrupt']);
   });
 });

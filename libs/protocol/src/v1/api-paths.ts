@@ -35,4 +35,6 @@ export const apiPaths = {
     `${worker(workerId)}/control/pending${query(parameters)}`,
   controlRequests: (workerId: string, parameters: { state?: string } = {}) => `${worker(workerId)}/control/requests${query(parameters)}`,
   permissionRules: (workerId: string) => `${worker(workerId)}/permission-rules`,
+  messages: (workerId: string) => `${worker(workerId)}/messages`,
+  interrupt: (workerId: string) => `${worker(workerId)}/interrupt`,
 } as const;
