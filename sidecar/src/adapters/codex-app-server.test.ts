@@ -248,8 +248,29 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
   it('a cancelled turn (a denial with interrupt) is an interrupted result that says so', () => {
     const adapter = createCodexAppServerAdapter();
     expect(adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { status: 'interrupted' } } }), 'stdout')).toEqual([
-      { type: 'result', data: { subtype: 'interrupted', is_error: false, num_turns: 1, text: 'the turn was cancelled: a denial ended it' } },
+      {
+        type: 'result',
+        data: { subtype: 'interrupted', is_error: false, num_turns: 1, text: "the turn was cancelled: a denial or a person's interrupt ended it" },
+      },
     ]);
+  });
+
+  it("a person's message starts a turn when none runs and steers the one running; an interrupt ends the running turn (turn/interrupt of the schema)", () => {
+    const adapter = createCodexAppServerAdapter();
+    adapter.parseLine(JSON.stringify({ id: 1, result: { thread: { id: 'th_1' }, model: 'gpt' } }), 'stdout');
+    adapter.takeOutgoing!();
+    const sent = (line: string) => JSON.parse(line) as { method: string; id: number; params: Record<string, unknown> };
+    const input = (text: string) => [{ type: 'text', text, text_elements: [] }];
+    expect(sent(adapter.formatMessage!({ text: 'first' }))).toEqual({ method: 'turn/start', id: 100, params: { threadId: 'th_1', input: input('first') } });
+    adapter.parseLine(JSON.stringify({ method: 'turn/started', params: { threadId: 'th_1', turn: { id: 'turn_1', status: 'inProgress' } } }), 'stdout');
+    expect(sent(adapter.formatMessage!({ text: 'and also' }))).toEqual({
+      method: 'turn/steer',
+      id: 101,
+      params: { threadId: 'th_1', expectedTurnId: 'turn_1', input: input('and also') },
+    });
+    expect(sent(adapter.formatInterrupt!())).toEqual({ method: 'turn/interrupt', id: 102, params: { threadId: 'th_1', turnId: 'turn_1' } });
+    adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { id: 'turn_1', status: 'interrupted' } } }), 'stdout');
+    expect(sent(adapter.formatMessage!({ text: 'next' }))).toMatchObject({ method: 'turn/start', params: { threadId: 'th_1' } });
   });
 
   it("the preflight says which sandbox Codex runs with, and warns when Codex's own sandbox cannot start here", async () => {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { SYSTEM_SUBTYPES, type EventData } from '@svc/protocol';
-import { createCodexSession, INITIALIZE_ID, parseCodexLine, rpcLine, THREAD_START_ID } from './codex-messages.js';
+import { createCodexSession, INITIALIZE_ID, interruptLine, messageLine, parseCodexLine, rpcLine, THREAD_START_ID } from './codex-messages.js';
 import { codexProviderArgs } from './codex-provider.js';
 import { codexSettingsFor, type CodexSettings } from './codex-settings.js';
 import type { Adapter, AgentEvent, AgentLaunch, AgentStream, LaunchPlan } from './adapter.js';
@@ -67,8 +67,10 @@ function probeCodexSandbox(launch: AgentLaunch, settings: CodexSettings, spawn: 
  * permission engine decides — at once when the worker is autonomous — and a decision is answered
  * on the request's own id. Items become `tool_use`/`tool_result`/`assistant`; calls Codex made no
  * item for are found in its rollout when the turn ends; token usage is `progress`;
- * `turn/completed` is the `result`, after which stdin closes and app-server exits. What each
- * message becomes is `codex-messages.ts`'s table; which calls got their events, `codex-tool-calls.ts`.
+ * `turn/completed` is the `result`, after which stdin closes and app-server exits (in a
+ * conversation it stays: a person's message is `turn/start`, or `turn/steer` into a running turn,
+ * and an interrupt `turn/interrupt`). What each message becomes is `codex-messages.ts`'s table;
+ * which calls got their events, `codex-tool-calls.ts`.
  */
 export function createCodexAppServerAdapter(): Adapter {
   const session = createCodexSession();
@@ -100,6 +102,9 @@ export function createCodexAppServerAdapter(): Adapter {
     },
 
     parseLine: (line: string, stream: AgentStream): AgentEvent[] => parseCodexLine(line, stream, session),
+
+    formatMessage: ({ text }) => messageLine(session, text),
+    formatInterrupt: () => interruptLine(session),
 
     formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string {
       if (decision.decision === 'deny' && request.tool_use_id) {

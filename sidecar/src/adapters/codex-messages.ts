@@ -6,6 +6,7 @@ import { isObject, jsonLine, text, unparsedLine, type AgentEvent, type AgentStre
 export const INITIALIZE_ID = 0;
 export const THREAD_START_ID = 1;
 const TURN_START_ID = 2;
+const FIRST_PERSON_RPC_ID = 100;
 
 /** One JSON-RPC message as a line for Codex's stdin. */
 export const rpcLine = (body: Json) => `${JSON.stringify(body)}\n`;
@@ -16,6 +17,11 @@ export interface CodexSession {
   /** The first user message, sent with `turn/start` once the thread exists. */
   prompt: string | undefined;
   threadId: string;
+  /** The turn running now (from `turn/started` to `turn/completed`), and the last one that ran. */
+  activeTurnId: string | undefined;
+  lastTurnId: string | undefined;
+  /** The next id for a request of ours after the handshake's (a person's messages and interrupts). */
+  nextRpcId: number;
   /** Turns completed so far: the `result`'s `num_turns`. */
   turns: number;
   /** Lines Codex's last messages call for on its stdin, taken by the adapter's `takeOutgoing`. */
@@ -26,7 +32,35 @@ export interface CodexSession {
 }
 
 export function createCodexSession(): CodexSession {
-  return { prompt: undefined, threadId: 'thread', turns: 0, outgoing: [], rpcIds: new Map(), calls: new CodexToolCalls() };
+  return {
+    prompt: undefined,
+    threadId: 'thread',
+    activeTurnId: undefined,
+    lastTurnId: undefined,
+    nextRpcId: FIRST_PERSON_RPC_ID,
+    turns: 0,
+    outgoing: [],
+    rpcIds: new Map(),
+    calls: new CodexToolCalls(),
+  };
+}
+
+/**
+ * A person's message as Codex takes it: `turn/steer` into the turn running now (its input joins
+ * that turn), else `turn/start` of a new one.
+ */
+export function messageLine(session: CodexSession, message: string): string {
+  const input = [{ type: 'text', text: message, text_elements: [] }];
+  const id = session.nextRpcId++;
+  return session.activeTurnId
+    ? rpcLine({ method: 'turn/steer', id, params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input } })
+    : rpcLine({ method: 'turn/start', id, params: { threadId: session.threadId, input } });
+}
+
+/** A person's interrupt: `turn/interrupt` of the turn running now (of the last one, which Codex then refuses as ended). */
+export function interruptLine(session: CodexSession): string {
+  const turnId = session.activeTurnId ?? session.lastTurnId ?? 'none';
+  return rpcLine({ method: 'turn/interrupt', id: session.nextRpcId++, params: { threadId: session.threadId, turnId } });
 }
 
 /** A request (it has an `id`) or a notification from Codex, as its handler gets it. */
@@ -177,10 +211,11 @@ function tokenUsage({ params }: CodexMessage): AgentEvent[] {
 /** The turn's end: the calls Codex reported no item for, then the `result`. */
 function turnCompleted({ params }: CodexMessage, session: CodexSession): AgentEvent[] {
   session.turns++;
+  session.activeTurnId = undefined;
   const turn = isObject(params['turn']) ? params['turn'] : {};
   const status = text(turn['status']) ?? 'completed';
   const error = isObject(turn['error']) ? text(turn['error']['message']) : undefined;
-  const summary = error ?? (status === 'interrupted' ? 'the turn was cancelled: a denial ended it' : undefined);
+  const summary = error ?? (status === 'interrupted' ? "the turn was cancelled: a denial or a person's interrupt ended it" : undefined);
   return [
     ...session.calls.unreported(),
     {
@@ -213,6 +248,13 @@ function codexError({ params, line }: CodexMessage): AgentEvent[] {
 }
 
 const lifecycleNotice: Handler = ({ method }) => [{ type: 'system', data: { level: 'debug', message: method, subtype: method.replace('/', '_') } }];
+/** A turn began: a person's message now steers it, an interrupt ends it. */
+const turnStarted: Handler = (message, session) => {
+  const turn = isObject(message.params['turn']) ? message.params['turn'] : {};
+  session.activeTurnId = text(turn['id']) ?? session.activeTurnId;
+  session.lastTurnId = session.activeTurnId;
+  return lifecycleNotice(message, session);
+};
 /** A notification whose content arrives again whole (a completed item, a final status): nothing to add. */
 const superseded: Handler = () => [];
 
@@ -221,7 +263,7 @@ const HANDLERS: Record<string, Handler> = {
   'item/commandExecution/requestApproval': approvalRequest('command_execution'),
   'item/fileChange/requestApproval': approvalRequest('file_change'),
   'thread/started': lifecycleNotice,
-  'turn/started': lifecycleNotice,
+  'turn/started': turnStarted,
   'item/started': itemChanged('item/started'),
   'item/completed': itemChanged('item/completed'),
   'thread/tokenUsage/updated': tokenUsage,

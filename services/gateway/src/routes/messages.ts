@@ -118,7 +118,7 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
         tags: ['conversations'],
         summary: "End the agent's current turn, not the worker",
         description:
-          "Answered 202 with its `interrupt_id` once durable; stored in the history as a `system` event of subtype `person_interrupt` and handed to the agent once: Claude Code's `interrupt` control request, SIGINT for a generic agent (Codex: not built yet, said in the history as `interrupt_undelivered`). The agent's open requests of the turn are withdrawn as it answers. For the worker's owner (and admins); a worker token gets 403; 409 `worker_ended` once the worker has ended.",
+          "Answered 202 with its `interrupt_id` once durable; stored in the history as a `system` event of subtype `person_interrupt` and handed to the agent once: Claude Code's `interrupt` control request, Codex's `turn/interrupt`, SIGINT for a generic agent. The agent's open requests of the turn are withdrawn as it answers. For the worker's owner (and admins); a worker token gets 403; 409 `worker_ended` once the worker has ended.",
         params: WorkerParams,
         response: { 202: PostInterruptResponse, ...errors },
       },
