@@ -51,8 +51,8 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
   const api = () => controlClient(stack.gatewayUrl, userToken);
   const get = <T>(url: string) => api().get<T>(url);
 
-  async function run(name: string, extra: Record<string, unknown>) {
-    const worker = await stack.createWorker('e2e-user');
+  async function run(name: string, extra: Record<string, unknown>, mode: 'one_shot' | 'conversation' = 'one_shot') {
+    const worker = await stack.createWorker('e2e-user', { mode });
     const workspace = path.join(dir, name);
     const home = path.join(dir, `${name}-home`);
     await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
@@ -68,7 +68,7 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
     const sidecar = await startSidecarWith(dir, name, config);
     const events = () => api().events(worker.worker_id);
     const outFile = path.join(workspace, 'out.txt');
-    return { worker, exited: sidecar.exited, events, outFile, stderr: sidecar.stderr };
+    return { worker, exited: sidecar.exited, events, outFile, stderr: sidecar.stderr, pid: sidecar.pid };
   }
 
   const openRequests = (workerId: string) => api().openRequests(workerId);
@@ -89,6 +89,38 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
     const types = (await agent.events()).map((e) => e.type);
     expect(types).toEqual(expect.arrayContaining(['control_request', 'control_response', 'tool_use', 'tool_result', 'result', 'progress']));
   }, 90_000);
+
+  it("a conversation: three turns in one Claude Code process — a tool approved in the first, two people's messages after; the model's last request holds what was said in each", async () => {
+    const agent = await run('conversation', { conversation: true }, 'conversation');
+    const workerId = agent.worker.worker_id;
+    const results = async () => (await agent.events()).filter((e) => e.type === 'result').length;
+    const request = await api().oneOpenRequest(workerId);
+    expect((await decide(workerId, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('turn 1 ended', async () => (await results()) === 1, 60_000, 100);
+    const said = ['Now say something about the second turn.', 'And a third turn, please.'];
+    for (const [index, text] of said.entries()) {
+      const sent = await fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ text }),
+      });
+      expect(sent.status).toBe(202);
+      await waitFor(`turn ${index + 2} ended`, async () => (await results()) === index + 2, 60_000, 100);
+    }
+    // One conversation: the model's last request carries the first prompt and both messages.
+    const last = JSON.stringify(mock.requests().at(-1)!['messages']);
+    for (const text of ['Create out.txt containing hello', ...said]) expect(last).toContain(text);
+    // The history: each person's message, in order, before the turn that answered it.
+    const events = await agent.events();
+    const messages = events.filter((e) => e.type === 'system' && (e.data as { subtype?: string }).subtype === 'person_message');
+    expect(messages.map((e) => (e.data as { message: string }).message)).toEqual(said);
+    const resultIds = events.filter((e) => e.type === 'result').map((e) => BigInt(e.id));
+    expect(messages.map((e, n) => BigInt(e.id) > resultIds[n]! && BigInt(e.id) < resultIds[n + 1]!)).toEqual([true, true]);
+    expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
+    // Still up between turns: it ends when the sidecar is stopped.
+    process.kill(agent.pid, 'SIGTERM');
+    await agent.exited;
+  }, 120_000);
 
   it('the built-in claude template: POST /v1/sessions runs it in a sealed bubblewrap sandbox through the model proxy; allowed, the tool runs there; the session completes', async () => {
     const before = mock.requests().length;
