@@ -96,11 +96,11 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     name: string,
     turns: readonly ResponsesTurn[],
     extra: Record<string, unknown>,
-    options: { mock?: MockOpenAIOptions; prepare?: (workspace: string) => Promise<void>; command?: string } = {},
+    options: { mock?: MockOpenAIOptions; prepare?: (workspace: string) => Promise<void>; command?: string; mode?: 'one_shot' | 'conversation' } = {},
   ) {
     const mock = await startMockOpenAI(turns, options.mock);
     mocks.push(mock);
-    const worker = await stack.createWorker('e2e-user');
+    const worker = await stack.createWorker('e2e-user', { mode: options.mode ?? 'one_shot' });
     const workspace = path.join(dir, name);
     const agent = await codexAgent({
       cwd: workspace,
@@ -121,7 +121,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     };
     const sidecar = await startSidecarWith(dir, name, config);
     const events = () => api().events(worker.worker_id);
-    return { worker, workspace, exited: sidecar.exited, events, mock, outFile: path.join(workspace, 'out.txt'), stderr: sidecar.stderr };
+    return { worker, workspace, exited: sidecar.exited, events, mock, outFile: path.join(workspace, 'out.txt'), stderr: sidecar.stderr, pid: sidecar.pid };
   }
 
   const openRequests = (workerId: string) => api().openRequests(workerId);
@@ -145,6 +145,30 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     const types = (await agent.events()).map((e) => e.type);
     expect(types).toEqual(expect.arrayContaining(['control_request', 'control_response', 'tool_use', 'tool_result', 'result', 'progress']));
   }, 90_000);
+
+  it("a conversation: the same Codex thread takes a person's message after its first turn (turn/start), and the model's request holds both", async () => {
+    const agent = await run('conversation', ESCALATED, { autonomous: false, conversation: true }, { mode: 'conversation' });
+    const workerId = agent.worker.worker_id;
+    const results = async () => (await agent.events()).filter((e) => e.type === 'result').length;
+    const request = await api().oneOpenRequest(workerId);
+    expect((await decide(workerId, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('turn 1 ended', async () => (await results()) === 1, 60_000, 100);
+    const text = 'Now tell me what you did.';
+    const sent = await fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text }),
+    });
+    expect(sent.status).toBe(202);
+    await waitFor('turn 2 ended', async () => (await results()) === 2, 60_000, 100);
+    const last = JSON.stringify(agent.mock.requests().at(-1)!['input']);
+    for (const said of ['Create out.txt containing hello, using the shell.', text]) expect(last).toContain(said);
+    const events = await agent.events();
+    expect(events.filter((e) => e.type === 'system' && (e.data as { subtype?: string }).subtype === 'message_undelivered')).toEqual([]);
+    expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
+    process.kill(agent.pid, 'SIGTERM');
+    await agent.exited;
+  }, 120_000);
 
   it('through the session API in a sealed bubblewrap sandbox, via the model proxy: approved, the command runs; the upstream saw the real key; the meter matches it', async () => {
     const session = await api().createSession({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.' });
