@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requestJson } from '@svc/bus';
 import {
-  APIErrorSchema,
   AuditVerificationSchema,
   CHANNEL_HEADER,
   CodedError,
@@ -14,7 +13,7 @@ import {
   type ListAuditRpcType,
   type ListResponseOf,
 } from '@svc/protocol';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
 /** The channel a person came through: what the CLI and the console say they are (`X-Svc-Channel`), else the API. */
 export function channelOf(request: FastifyRequest): AuditChannel {
@@ -22,7 +21,7 @@ export function channelOf(request: FastifyRequest): AuditChannel {
   return named === 'cli' || named === 'console' ? named : 'api';
 }
 
-const errors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 429: APIErrorSchema, 503: APIErrorSchema, 504: APIErrorSchema };
+const errors = errorResponses(400, 401, 403, 429, 503, 504);
 
 /** The control service reads and checks the whole trail: far longer than a query, within what an HTTP client waits. */
 const VERIFY_TIMEOUT_MS = 4 * 60_000;

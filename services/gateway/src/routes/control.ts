@@ -2,7 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { signUserAssertion } from '@svc/auth';
 import { requestJson } from '@svc/bus';
 import {
-  APIErrorSchema,
   CodedError,
   ControlRequestsQuery,
   ControlRequestsResponse,
@@ -26,7 +25,7 @@ import { authorizeWorker } from '../auth/authorization.js';
 import { createDecisionFeeds } from '../decision-feeds.js';
 import { channelOf } from './audit.js';
 import { createPendingDecisions } from './pending-decisions.js';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
 /**
  * A person's decision on a request of `workerId`'s: who may make it is checked here, and signed
@@ -60,7 +59,7 @@ async function decide(
   return requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, rpc, { requestId: request.id });
 }
 
-const userErrors = { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema };
+const userErrors = errorResponses(400, 401, 403, 404, 409, 429);
 
 /**
  * The control channel: a person's decision (`POST …/control`), the sidecar's poll for decisions
@@ -85,7 +84,7 @@ export const controlRoutes = routePlugin(
             'Answered 201 with the stored `control_response`. 404 `worker_not_found` (also when you may not steer it), 409 `worker_ended`, 404 `request_not_found`, 409 `already_decided` (naming who and when), 409 `request_closed` (withdrawn or expired). A deny without a message gets a default one.',
           params: WorkerParams,
           body: PostControlBody,
-          response: { 201: PostControlResponse, ...userErrors, 503: APIErrorSchema, 504: APIErrorSchema },
+          response: { 201: PostControlResponse, ...userErrors, ...errorResponses(503, 504) },
         },
       },
       async (request, reply) => reply.code(201).send(await decide(app, request, request.params.id, request.body)),
@@ -101,7 +100,7 @@ export const controlRoutes = routePlugin(
           description: `What the agent is to be handed, after \`after_id\`, in id order: the \`control_response\` events (decisions) and people's messages (\`system\` events of subtype \`person_message\`, docs/conversations.md). With \`wait_ms\` the answer comes as soon as one is stored, or empty at the deadline; 429 \`too_many_long_polls\` (with Retry-After) past the long polls one worker may hold open. Every poll records the sidecar as alive. \`total\` is the number of the worker's decisions and messages. Default \`limit\` ${EVENT_LIST_LIMIT.default}.`,
           params: WorkerParams,
           querystring: PendingControlQuery,
-          response: { 200: PendingControlResponse, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema },
+          response: { 200: PendingControlResponse, ...errorResponses(401, 403, 404, 409, 429) },
         },
       },
       pendingDecisions,
@@ -138,7 +137,7 @@ export const controlRoutes = routePlugin(
           tags: ['control'],
           summary: 'The rules people added with scope "always": the sidecar applies them, the worker\'s owner may list them',
           params: WorkerParams,
-          response: { 200: PermissionRulesResponse, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 409: APIErrorSchema, 429: APIErrorSchema },
+          response: { 200: PermissionRulesResponse, ...errorResponses(401, 403, 404, 409, 429) },
         },
       },
       async (request) => {

@@ -1,11 +1,11 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { WebSocket } from 'ws';
 import { listStoredEvents } from '@svc/bus';
-import { APIErrorSchema, CodedError, EVENT_LIST_LIMIT, EventFollower, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type StreamFrame } from '@svc/protocol';
+import { CodedError, EVENT_LIST_LIMIT, EventFollower, STREAM_CLOSE, StreamSdkEventsQuery, WorkerParams, type StreamFrame } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import type { LiveFrame } from '../live-feeds.js';
 import { createSocketFlow } from '../stream-limits.js';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
 /** The close code for a viewer that is not reading what it is sent (a policy violation, RFC 6455). */
 const STREAM_CLOSE_NOT_READING = 1008;
@@ -166,7 +166,7 @@ export const eventStreamRoutes = routePlugin(
           'Upgrade to a WebSocket. Frames: `{kind:"event",event}` for each stored event in id order, one `{kind:"live",last_id}` when the replay is done. On shutdown the server closes with 1012 and `{"resume_after_id":"<id>"}`; a viewer that does not read what it is sent is closed with 1008 and `{"resume_after_id":"<id>","reason":"…"}`. 429 `too_many_streams` when the person already holds the most streams one may. See docs/event-stream.md.',
         params: WorkerParams,
         querystring: StreamSdkEventsQuery,
-        response: { 400: APIErrorSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 429: APIErrorSchema },
+        response: errorResponses(400, 401, 403, 404, 429),
       },
       // Checked before the upgrade, so a refusal is an ordinary HTTP APIError.
       preHandler: async (request) => {

@@ -1,14 +1,14 @@
 import Type from 'typebox';
 import { requestJson, trackConnection } from '@svc/bus';
-import { APIErrorSchema, CodedError, SERVICE_NAMES, StatusResponse, subjects, type ServiceHealth, type ServiceName } from '@svc/protocol';
+import { CodedError, SERVICE_NAMES, StatusResponse, subjects, type ServiceHealth, type ServiceName } from '@svc/protocol';
 import { metricsExposition, SVC_VERSION } from '@svc/service-kit';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
 /** A service that does not answer within this long shows as down; status itself still answers. */
 const SERVICE_HEALTH_TIMEOUT_MS = 1000;
 
 const Ok = Type.Object({ status: Type.Literal('ok') });
-const errors = { 401: APIErrorSchema, 403: APIErrorSchema, 429: APIErrorSchema, 503: APIErrorSchema };
+const errors = errorResponses(401, 403, 429, 503);
 
 /** `/healthz` (alive), `/readyz` (NATS connected) for Kubernetes probes, and `GET /v1/status`. */
 export const healthRoutes = routePlugin('svc-health-routes', ['svc-bus', 'svc-settings'], async (app) => {
@@ -27,7 +27,7 @@ export const healthRoutes = routePlugin('svc-health-routes', ['svc-bus', 'svc-se
     '/readyz',
     {
       config: { auth: 'public', rateLimit: false },
-      schema: { tags: ['health'], summary: 'Ready to serve: connected to NATS', response: { 200: Ok, 503: APIErrorSchema } },
+      schema: { tags: ['health'], summary: 'Ready to serve: connected to NATS', response: { 200: Ok, ...errorResponses(503) } },
     },
     async () => {
       if (!natsUp()) throw new CodedError('bus_unavailable', 'not connected to NATS');

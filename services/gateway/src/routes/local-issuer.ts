@@ -1,17 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { AuthenticationError, signedInAt } from '@svc/auth';
-import {
-  APIErrorSchema,
-  CodedError,
-  createChecker,
-  describeFieldErrors,
-  LOCAL_SIGN_IN_CODE_FILE,
-  LocalTokenBody,
-  type LocalTokenBodyType,
-} from '@svc/protocol';
+import { CodedError, createChecker, describeFieldErrors, LOCAL_SIGN_IN_CODE_FILE, LocalTokenBody, type LocalTokenBodyType } from '@svc/protocol';
 import { DEFAULT_LOCAL_TOKEN_TTL_S } from '../config.js';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
 /** How long renewals may carry a sign-in with the code on: after this the code is asked for again (a leaked token does not live for ever). */
 export const LOCAL_SIGN_IN_MAX_AGE_S = 7 * 86_400;
@@ -69,7 +61,7 @@ export const localIssuerRoutes = routePlugin('svc-local-issuer-routes', ['svc-se
         tags: ['local issuer'],
         summary: "A user token for the local user, for the stack's sign-in code (or to renew a valid token)",
         description: 'Body `{"code": "<the sign-in code>"}`; or no body, with `Authorization: Bearer <a valid token of this issuer>`, to renew it.',
-        response: { 200: TokenResponse, 400: APIErrorSchema, 403: APIErrorSchema, 429: APIErrorSchema },
+        response: { 200: TokenResponse, ...errorResponses(400, 403, 429) },
       },
     },
     async (request) => {

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
-  APIErrorSchema,
   CodedError,
   isEndedStatus,
   MESSAGE_LIMITS,
@@ -23,19 +22,9 @@ import type { FastifyRequest } from 'fastify';
 import type { WorkerDirectory } from '@svc/auth';
 import { authorizeWorker } from '../auth/authorization.js';
 import { channelOf } from './audit.js';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
-const errors = {
-  400: APIErrorSchema,
-  401: APIErrorSchema,
-  403: APIErrorSchema,
-  404: APIErrorSchema,
-  409: APIErrorSchema,
-  413: APIErrorSchema,
-  429: APIErrorSchema,
-  501: APIErrorSchema,
-  503: APIErrorSchema,
-};
+const errors = errorResponses(400, 401, 403, 404, 409, 413, 429, 501, 503);
 
 /**
  * A message's id: from the client's own id when it gave one (so a retry names the same message,

@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin';
+import { APIErrorSchema } from '@svc/protocol';
 import type { FastifyBaseLogger, RawServerDefault } from 'fastify';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 
@@ -26,4 +27,9 @@ export function routePlugin(name: string, parts: readonly GatewayPart[], routes:
     fastify: '5.x',
     encapsulate: true,
   });
+}
+
+/** A route's error answers for its schema: an `APIError` under each status. */
+export function errorResponses<Status extends number>(...statuses: Status[]): Record<Status, typeof APIErrorSchema> {
+  return Object.fromEntries(statuses.map((status) => [status, APIErrorSchema])) as Record<Status, typeof APIErrorSchema>;
 }

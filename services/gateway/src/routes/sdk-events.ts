@@ -1,7 +1,6 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { listStoredEvents } from '@svc/bus';
 import {
-  APIErrorSchema,
   CodedError,
   describeFieldErrors,
   EVENT_LIST_LIMIT,
@@ -22,7 +21,7 @@ import {
 } from '@svc/protocol';
 import { counter } from '@svc/service-kit';
 import { authorizeWorker } from '../auth/authorization.js';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
 /**
  * The body of `POST …/sdk-events` is checked by the protocol's own validator rather than Ajv:
@@ -59,16 +58,7 @@ const validateEventsBody: FastifySchemaCompiler<unknown> = () => (body: unknown)
 /** Who wrote what a worker posts: its own permission engine's decisions are the policy's, the rest the worker's. */
 const workerSourceOf = (event: IncomingEvent): EventSource => (event.type === 'control_response' ? WORKER_POLICY_SOURCE : WORKER_SOURCE);
 
-const errorResponses = {
-  400: APIErrorSchema,
-  401: APIErrorSchema,
-  403: APIErrorSchema,
-  404: APIErrorSchema,
-  409: APIErrorSchema,
-  413: APIErrorSchema,
-  415: APIErrorSchema,
-  429: APIErrorSchema,
-};
+const errorSchemas = errorResponses(400, 401, 403, 404, 409, 413, 415, 429);
 
 /** `POST` (sidecar) and `GET` (viewers) `/v1/workers/{id}/sdk-events`. */
 export const sdkEventRoutes = routePlugin('svc-sdk-event-routes', ['svc-bus', 'svc-worker-directory', 'svc-incoming-events'], async (app) => {
@@ -86,7 +76,7 @@ export const sdkEventRoutes = routePlugin('svc-sdk-event-routes', ['svc-bus', 's
           "Answered 202 once every event is durable. A uid already received is accepted again and stored once. The worker is the source of what it posts (its `control_response` events: its own policy's); 403 `forbidden` for what only the control plane or a person may write (a decision that names a person or adds a rule, a uid in a reserved namespace, a control-plane `system` subtype), and nothing of the POST is stored.",
         params: WorkerParams,
         body: PostSdkEventsBody,
-        response: { 202: PostSdkEventsResponse, ...errorResponses },
+        response: { 202: PostSdkEventsResponse, ...errorSchemas },
       },
     },
     async (request, reply) => {
@@ -110,7 +100,7 @@ export const sdkEventRoutes = routePlugin('svc-sdk-event-routes', ['svc-bus', 's
         description: `\`total\` is the number of the worker's stored events that match \`types\` (not only those in the page); there is no \`offset\`: page forwards with \`after_id\` = the last id you got, backwards with \`before_id\` = the first id you got (\`before_id=end\` reads the newest page: a viewer opening a long history at its end). With \`before_id\` the page is the \`limit\` events just before it, still in id order. Default \`limit\` ${EVENT_LIST_LIMIT.default}, maximum ${EVENT_LIST_LIMIT.max}.`,
         params: WorkerParams,
         querystring: ListSdkEventsQuery,
-        response: { 200: ListSdkEventsResponse, ...errorResponses },
+        response: { 200: ListSdkEventsResponse, ...errorSchemas },
       },
     },
     async (request) => {

@@ -1,7 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { requestJson } from '@svc/bus';
 import {
-  APIErrorSchema,
   CodedError,
   CreateSessionBody,
   ListSessionsQuery,
@@ -20,17 +19,9 @@ import {
   type CallerType,
 } from '@svc/protocol';
 import { channelOf } from './audit.js';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
-export const userErrors = {
-  400: APIErrorSchema,
-  401: APIErrorSchema,
-  403: APIErrorSchema,
-  404: APIErrorSchema,
-  429: APIErrorSchema,
-  503: APIErrorSchema,
-  504: APIErrorSchema,
-};
+export const userErrors = errorResponses(400, 401, 403, 404, 429, 503, 504);
 
 /** Deleting waits for the sandbox's programs to stop (their grace period), so it may take a while. */
 const DELETE_TIMEOUT_MS = 60_000;

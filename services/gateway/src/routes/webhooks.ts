@@ -1,7 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { requestJson } from '@svc/bus';
 import {
-  APIErrorSchema,
   CodedError,
   CreatedWebhookSchema,
   CreateWebhookRequest,
@@ -18,17 +17,9 @@ import {
   type WebhookRefRpcType,
 } from '@svc/protocol';
 import Type from 'typebox';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
-const errors = {
-  400: APIErrorSchema,
-  401: APIErrorSchema,
-  403: APIErrorSchema,
-  404: APIErrorSchema,
-  429: APIErrorSchema,
-  503: APIErrorSchema,
-  504: APIErrorSchema,
-};
+const errors = errorResponses(400, 401, 403, 404, 429, 503, 504);
 
 /** The signed-in person (a worker token may not manage webhooks). */
 function userOf(request: FastifyRequest) {

@@ -1,6 +1,6 @@
-import { APIErrorSchema, WorkerParams, WorkerSchema, type Worker } from '@svc/protocol';
+import { WorkerParams, WorkerSchema, type Worker } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
-import { routePlugin } from './route-plugin.js';
+import { errorResponses, routePlugin } from './route-plugin.js';
 
 /** `GET /v1/workers/{id}`: a worker's status (what `svc attach` checks to go read-only). */
 export const workerRoutes = routePlugin('svc-worker-routes', ['svc-worker-directory', 'svc-model-usage'], async (app) => {
@@ -13,7 +13,7 @@ export const workerRoutes = routePlugin('svc-worker-routes', ['svc-worker-direct
         description:
           '404 `worker_not_found` also when you may not see it. `model_usage` is what the model proxy measured (for workers whose template names a model API).',
         params: WorkerParams,
-        response: { 200: WorkerSchema, 401: APIErrorSchema, 403: APIErrorSchema, 404: APIErrorSchema, 429: APIErrorSchema },
+        response: { 200: WorkerSchema, ...errorResponses(401, 403, 404, 429) },
       },
     },
     async (request): Promise<Worker> => {
