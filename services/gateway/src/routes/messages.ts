@@ -19,7 +19,7 @@ import {
   type WorkerRecord,
 } from '@svc/protocol';
 import type { FastifyRequest } from 'fastify';
-import type { WorkerDirectory } from '@svc/auth';
+import type { UserPrincipal, WorkerDirectory } from '@svc/auth';
 import { authorizeWorker } from '../auth/authorization.js';
 import { channelOf } from './audit.js';
 import { errorResponses, routePlugin } from './route-plugin.js';
@@ -35,26 +35,30 @@ function messageIdOf(workerId: string, clientMessageId: string | undefined): str
   return `msg_${createHash('sha256').update(`${workerId}\n${clientMessageId}`).digest('base64url').slice(0, 22)}`;
 }
 
+/** The worker a person may steer now, and who they are: theirs (or an admin's to see), not ended; a worker token may not. */
+async function steerableWorker(
+  request: FastifyRequest,
+  workers: WorkerDirectory,
+  workerId: string,
+  what: string,
+): Promise<{ record: WorkerRecord; person: UserPrincipal }> {
+  const record = await authorizeWorker(request, workers, workerId);
+  const person = request.principal!;
+  if (person.kind !== 'user') throw new CodedError('forbidden', `${what} are sent by people`);
+  if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more ${what}`);
+  return { record, person };
+}
+
 /**
  * `POST /v1/workers/{id}/messages` and `…/interrupt`: a person's message to the agent, and their
  * asking it to end its turn (docs/conversations.md). Each is published for the worker's one
  * writer like the agent's own events, sourced to the person, and answered 202 once durable; the
  * sidecar takes it from its control channel.
  */
-/** The worker a person may steer now: theirs (or an admin's to see), not ended; a worker token may not. */
-async function steerableWorker(request: FastifyRequest, workers: WorkerDirectory, workerId: string, what: string): Promise<WorkerRecord> {
-  const record = await authorizeWorker(request, workers, workerId);
-  if (request.principal!.kind !== 'user') throw new CodedError('forbidden', `${what} are sent by people`);
-  if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more ${what}`);
-  return record;
-}
-
 export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-directory', 'svc-incoming-events'], async (app) => {
   /** Publishes a person's event for the worker's one writer, sourced to them; resolves once durable. */
-  const publishForPerson = (request: FastifyRequest, workerId: string, event: IncomingEvent) => {
-    const principal = request.principal!;
-    if (principal.kind !== 'user') throw new CodedError('forbidden', 'only a person writes as a person');
-    const source = personSource(channelOf(request) as PersonChannel, principal.sub);
+  const publishForPerson = (request: FastifyRequest, person: UserPrincipal, workerId: string, event: IncomingEvent) => {
+    const source = personSource(channelOf(request) as PersonChannel, person.sub);
     return app.incomingEvents.publish(workerId, [event], { requestId: request.id, receivedAt: event.ts, trace: request.traceContext, sourceOf: () => source });
   };
 
@@ -72,7 +76,7 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
     },
     async (request, reply) => {
       const workerId = request.params.id;
-      const record = await steerableWorker(request, app.workers, workerId, 'messages');
+      const { record, person } = await steerableWorker(request, app.workers, workerId, 'messages');
       if (record.mode !== 'conversation')
         throw new CodedError(
           'not_conversational',
@@ -85,7 +89,7 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
       if (text.trim() === '') throw new CodedError('invalid_request', '/body/text is empty: say something (or send an image)');
       const messageId = messageIdOf(workerId, clientMessageId);
       const ts = new Date().toISOString();
-      await publishForPerson(request, workerId, {
+      await publishForPerson(request, person, workerId, {
         type: 'system',
         uid: personMessageUid(messageId),
         ts,
@@ -114,10 +118,10 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
     },
     async (request, reply) => {
       const workerId = request.params.id;
-      await steerableWorker(request, app.workers, workerId, 'interrupts');
+      const { person } = await steerableWorker(request, app.workers, workerId, 'interrupts');
       const interruptId = `int_${randomBytes(12).toString('base64url')}`;
       const ts = new Date().toISOString();
-      await publishForPerson(request, workerId, { type: 'system', uid: personInterruptUid(interruptId), ts, data: personInterruptData(interruptId) });
+      await publishForPerson(request, person, workerId, { type: 'system', uid: personInterruptUid(interruptId), ts, data: personInterruptData(interruptId) });
       const answer: PostInterruptResponseType = { interrupt_id: interruptId, worker_id: workerId };
       return reply.code(202).send(answer);
     },
