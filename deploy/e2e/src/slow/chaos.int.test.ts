@@ -197,6 +197,55 @@ describe('chaos: one fault at a time under load', () => {
     await finish(running, 'gateway killed');
   }, 180_000);
 
+  it('the gateway killed while a person sends messages: every message answered 202 reaches the agent once, in order (a retry names it by its client id)', async () => {
+    const MESSAGES = 30;
+    const worker = await stack.createWorker(OWNER, { mode: 'conversation' });
+    const sidecar = await startSidecarWith(dir, 'messages-under-kill', {
+      adapter: 'generic',
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      conversation: true,
+      agent: { command: 'sh', args: ['-c', 'while IFS= read -r line; do echo "got: $line"; done'] },
+      decision_wait_ms: 2000,
+    });
+    const send = (n: number) =>
+      fetch(`${stack.gatewayUrl}/v1/workers/${worker.worker_id}/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ text: `message ${n}`, client_message_id: `chaos-${n}` }),
+        signal: AbortSignal.timeout(10_000),
+      }).then(
+        (response) => response.status,
+        () => 0,
+      );
+    let restarted: Promise<void> | undefined;
+    const failures: number[] = [];
+    for (let n = 0; n < MESSAGES; n++) {
+      // A third of the way in, the gateway dies for a while; the person's client asks again until it is back.
+      if (n === MESSAGES / 3) {
+        const restart = await stack.stopGateway('kill');
+        restarted = sleep(OUTAGE.serviceMs).then(restart);
+      }
+      for (let status = await send(n); status !== 202; status = await send(n)) {
+        failures.push(status);
+        await sleep(DECIDER_PAUSE_MS.afterFailure);
+      }
+    }
+    await restarted;
+    expect(failures.length).toBeGreaterThan(0);
+    expect(failures.every((status) => status === 0 || status === 503 || status === 504)).toBe(true);
+    const api = controlClient(stack.gatewayUrl, userToken);
+    const echoed = async () =>
+      (await api.events(worker.worker_id)).flatMap((e) =>
+        e.type === 'system' && (e.data as { message: string }).message.startsWith('got: ') ? [(e.data as { message: string }).message] : [],
+      );
+    await waitFor('every message echoed by the agent', async () => (await echoed()).length >= MESSAGES, 60_000, 200);
+    expect(await echoed()).toEqual(Array.from({ length: MESSAGES }, (_, n) => `got: message ${n}`));
+    process.kill(sidecar.pid, 'SIGTERM');
+    await sidecar.exited;
+  }, 180_000);
+
   for (const replica of [0, 1]) {
     it(`event-ingest replica ${replica} killed (SIGKILL) and started again: its partitions resume, nothing lost or doubled`, async () => {
       const running = await load();
