@@ -17,11 +17,12 @@ export interface DecisionPollerOptions {
 }
 
 /**
- * Long-polls `GET …/control/pending` (decisions and people's messages) from the cursor kept in
+ * Long-polls `GET …/control/pending` (decisions, people's messages and interrupts) from the cursor kept in
  * `decision-cursor` in the state directory. The cursor is saved (atomically: written aside, then
  * renamed) before an input is handed on, so a restarted sidecar never hands on one twice. A
  * decision whose hand-over was cut short by a crash belonged to the agent that died with the
- * sidecar; the new agent never asked for it.
+ * sidecar; the new agent never asked for it. A message's is lost with that agent too (at most
+ * once), until a restarted sidecar resumes the conversation (docs/conversations.md).
  */
 export function createDecisionPoller(options: DecisionPollerOptions) {
   const cursorPath = path.join(options.stateDir, 'decision-cursor');

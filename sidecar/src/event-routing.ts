@@ -126,8 +126,11 @@ export function createEventRouting(options: EventRoutingOptions) {
 
     /** A person's interrupt: the adapter's bytes, or SIGINT for an agent interrupted by signal, or a warning that says why neither. */
     fromPersonInterrupt(interrupt: StoredEvent<'system'>): void {
-      const bytes = inputClosed ? undefined : options.adapter.formatInterrupt?.();
-      if (bytes) return options.toAgent(bytes);
+      if (!inputClosed && options.adapter.formatInterrupt) {
+        const bytes = options.adapter.formatInterrupt();
+        // An adapter that knows its agent's turns says so when none runs.
+        return bytes ? options.toAgent(bytes) : options.record(undelivered('interrupt', interrupt, 'no turn was running'));
+      }
       if (options.adapter.interruptsBySignal) return options.signalAgent('SIGINT');
       options.record(undelivered('interrupt', interrupt, whyNot('interrupts')));
     },

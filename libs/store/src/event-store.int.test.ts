@@ -222,13 +222,15 @@ describe.each(backends)('event store on %s', (backend) => {
       ts: new Date().toISOString(),
       data: { request_id: 'r1', decision: 'allow' as const, decided_by: 'policy' },
     };
-    await store.append('w-input', [systemEvent('i1'), message, systemEvent('i2'), decision, systemEvent('i3')]);
+    // A worker's event of the subtype (stored before it was reserved) is no person's message.
+    const forged = { ...message, uid: 'message:forged', source: 'worker' as const };
+    await store.append('w-input', [systemEvent('i1'), message, systemEvent('i2'), decision, forged, systemEvent('i3')]);
     const page = await store.list('w-input', { afterId: '0', limit: 10, agentInput: true });
     expect(page.map((event) => [event.id, event.uid, event.source])).toEqual([
       ['2', 'message:m1', 'user:api:alice'],
       ['4', 'd1', 'worker'],
     ]);
-    expect(await store.head('w-input', { agentInput: true })).toEqual({ total: 2, lastId: '5' });
+    expect(await store.head('w-input', { agentInput: true })).toEqual({ total: 2, lastId: '6' });
     expect(await store.count('w-input', { agentInput: true })).toBe(2);
   });
 

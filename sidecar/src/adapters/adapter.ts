@@ -53,7 +53,7 @@ export interface Adapter {
    * messages from svc yet (the sidecar then says so in the history).
    */
   formatMessage?(message: { text: string }): string;
-  /** A person's interrupt → the bytes that end the agent's current turn (its open requests withdrawn as it answers). */
+  /** A person's interrupt → the bytes that end the agent's current turn (its open requests withdrawn as it answers); empty when no turn runs. */
   formatInterrupt?(): string;
   /** An agent with no protocol of its own is interrupted with SIGINT to its process group. */
   readonly interruptsBySignal?: boolean;

@@ -15,7 +15,7 @@ import {
 
 /** The id of the handshake the sidecar sends first; the CLI's answer is reported, not forwarded. */
 export const INITIALIZE_REQUEST_ID = 'svc_init';
-/** How the ids of the sidecar's interrupt requests begin (the CLI's answers are reported like the handshake's). */
+/** How the ids of the sidecar's interrupt requests begin: the CLI answers on them (reported as `agent_control_response`). */
 const INTERRUPT_REQUEST_PREFIX = 'svc_interrupt_';
 
 /** A tool result's content: a string, or blocks whose text parts are joined. */
@@ -151,15 +151,16 @@ function controlRequestEvent(line: Json): AgentEvent {
   };
 }
 
+/** A `user` message of stream-json input (the fixture e-multiturn-interrupt shows the CLI taking several in one process). */
+function userLine(prompt: string): string {
+  return JSON.stringify({ type: 'user', session_id: '', parent_tool_use_id: null, message: { role: 'user', content: [{ type: 'text', text: prompt }] } });
+}
+
 /**
  * Claude Code in stream-json mode (`claude -p --input-format stream-json --output-format
  * stream-json --verbose --permission-prompt-tool stdio`), as ../shared/AGENTS.md describes it
  * and the transcripts in ../shared/fixtures/claude-code show. One stdout line is one JSON object.
  */
-/** A `user` message of stream-json input (the fixture e-multiturn-interrupt shows the CLI taking several in one process). */
-function userLine(prompt: string): string {
-  return JSON.stringify({ type: 'user', session_id: '', parent_tool_use_id: null, message: { role: 'user', content: [{ type: 'text', text: prompt }] } });
-}
 
 export const claudeCodeAdapter: Adapter = {
   name: 'claude-code',

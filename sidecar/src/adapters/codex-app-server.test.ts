@@ -270,6 +270,8 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     });
     expect(sent(adapter.formatInterrupt!())).toEqual({ method: 'turn/interrupt', id: 102, params: { threadId: 'th_1', turnId: 'turn_1' } });
     adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { id: 'turn_1', status: 'interrupted' } } }), 'stdout');
+    // No turn runs: nothing to interrupt (the history says so), and a message starts the next turn.
+    expect(adapter.formatInterrupt!()).toBe('');
     expect(sent(adapter.formatMessage!({ text: 'next' }))).toMatchObject({ method: 'turn/start', params: { threadId: 'th_1' } });
   });
 

@@ -17,9 +17,8 @@ export interface CodexSession {
   /** The first user message, sent with `turn/start` once the thread exists. */
   prompt: string | undefined;
   threadId: string;
-  /** The turn running now (from `turn/started` to `turn/completed`), and the last one that ran. */
+  /** The turn running now (from `turn/started` to `turn/completed`). */
   activeTurnId: string | undefined;
-  lastTurnId: string | undefined;
   /** The next id for a request of ours after the handshake's (a person's messages and interrupts). */
   nextRpcId: number;
   /** Turns completed so far: the `result`'s `num_turns`. */
@@ -36,7 +35,6 @@ export function createCodexSession(): CodexSession {
     prompt: undefined,
     threadId: 'thread',
     activeTurnId: undefined,
-    lastTurnId: undefined,
     nextRpcId: FIRST_PERSON_RPC_ID,
     turns: 0,
     outgoing: [],
@@ -57,10 +55,10 @@ export function messageLine(session: CodexSession, message: string): string {
     : rpcLine({ method: 'turn/start', id, params: { threadId: session.threadId, input } });
 }
 
-/** A person's interrupt: `turn/interrupt` of the turn running now (of the last one, which Codex then refuses as ended). */
+/** A person's interrupt: `turn/interrupt` of the turn running now; nothing when none runs. */
 export function interruptLine(session: CodexSession): string {
-  const turnId = session.activeTurnId ?? session.lastTurnId ?? 'none';
-  return rpcLine({ method: 'turn/interrupt', id: session.nextRpcId++, params: { threadId: session.threadId, turnId } });
+  if (!session.activeTurnId) return '';
+  return rpcLine({ method: 'turn/interrupt', id: session.nextRpcId++, params: { threadId: session.threadId, turnId: session.activeTurnId } });
 }
 
 /** A request (it has an `id`) or a notification from Codex, as its handler gets it. */
@@ -252,7 +250,6 @@ const lifecycleNotice: Handler = ({ method }) => [{ type: 'system', data: { leve
 const turnStarted: Handler = (message, session) => {
   const turn = isObject(message.params['turn']) ? message.params['turn'] : {};
   session.activeTurnId = text(turn['id']) ?? session.activeTurnId;
-  session.lastTurnId = session.activeTurnId;
   return lifecycleNotice(message, session);
 };
 /** A notification whose content arrives again whole (a completed item, a final status): nothing to add. */

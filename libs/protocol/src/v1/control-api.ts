@@ -47,7 +47,7 @@ export const PendingControlQuery = Type.Object({
   }),
 });
 
-/** Decisions, and people's messages (`system` events of subtype `person_message`), in id order. */
+/** Decisions, and people's messages and interrupts (`system` events of subtype `person_message`, `person_interrupt`), in id order. */
 export const PendingControlResponse = ListResponse(Type.Union([storedEventSchemaOf('control_response'), storedEventSchemaOf('system')]));
 
 const CONTROL_REQUEST_STATES = ['open', 'closed', 'all'] as const;

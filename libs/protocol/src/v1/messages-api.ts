@@ -2,11 +2,12 @@ import Type, { type Static } from 'typebox';
 import type { EventData } from './events.js';
 import type { StoredEvent } from './envelope.js';
 import { WorkerId } from './primitives.js';
+import { parseSource } from './provenance.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 
 /**
  * How large a person's message may be (docs/conversations.md): beyond these the gateway answers
- * 413 `message_too_large`. Text is counted in characters as JSON gives them.
+ * 413 `payload_too_large`. Text is counted in characters as JSON gives them.
  */
 export const MESSAGE_LIMITS = {
   textChars: 32_768,
@@ -93,17 +94,24 @@ export function personInterruptData(interruptId: string): EventData<'system'> {
 /** The uid of a person's interrupt. */
 export const personInterruptUid = (interruptId: string) => `interrupt:${interruptId}`;
 
-/** Whether a stored event is a person's interrupt. */
-export function isPersonInterrupt(event: Pick<StoredEvent, 'type' | 'data'>): event is StoredEvent<'system'> {
-  return event.type === 'system' && (event.data as EventData<'system'>).subtype === SYSTEM_SUBTYPES.personInterrupt;
+/**
+ * Whether a stored event is a `system` event of `subtype` that a person wrote: the subtype is
+ * the control plane's, and the source says a person's (never a worker's, even one stored before
+ * the subtype was reserved).
+ */
+function isPersons(event: Pick<StoredEvent, 'type' | 'data' | 'source'>, subtype: string): event is StoredEvent<'system'> {
+  return event.type === 'system' && (event.data as EventData<'system'>).subtype === subtype && parseSource(event.source).kind === 'person';
 }
+
+/** Whether a stored event is a person's interrupt. */
+export const isPersonInterrupt = (event: Pick<StoredEvent, 'type' | 'data' | 'source'>): event is StoredEvent<'system'> =>
+  isPersons(event, SYSTEM_SUBTYPES.personInterrupt);
 
 /** Whether a stored event is a person's message to the agent. */
-export function isPersonMessage(event: Pick<StoredEvent, 'type' | 'data'>): event is StoredEvent<'system'> {
-  return event.type === 'system' && (event.data as EventData<'system'>).subtype === SYSTEM_SUBTYPES.personMessage;
-}
+export const isPersonMessage = (event: Pick<StoredEvent, 'type' | 'data' | 'source'>): event is StoredEvent<'system'> =>
+  isPersons(event, SYSTEM_SUBTYPES.personMessage);
 
 /** What the sidecar hands to the agent from its control channel: decisions, people's messages and interrupts. */
-export function isAgentInput(event: Pick<StoredEvent, 'type' | 'data'>): boolean {
+export function isAgentInput(event: Pick<StoredEvent, 'type' | 'data' | 'source'>): boolean {
   return event.type === 'control_response' || isPersonMessage(event) || isPersonInterrupt(event);
 }

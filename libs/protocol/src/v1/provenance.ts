@@ -64,7 +64,7 @@ export function parseSource(source: string | undefined): ParsedSource {
 
 /**
  * Uid namespaces the control plane writes in (`control_response:<request>` for every decision on a
- * request, `egress:…`, `model-proxy:…`, `spawn:…`). A worker's event may not take one: the store
+ * request, `egress:…`, `interrupt:…` and `message:…` for a person's, `model-proxy:…`, `spawn:…`, `svc:…`). A worker's event may not take one: the store
  * keeps one event per uid, so a worker that took a decision's uid first would decide in a
  * person's place.
  */

@@ -24,15 +24,16 @@ import { authorizeWorker } from '../auth/authorization.js';
 import { channelOf } from './audit.js';
 import { errorResponses, routePlugin } from './route-plugin.js';
 
-const errors = errorResponses(400, 401, 403, 404, 409, 413, 429, 501, 503);
+const errors = errorResponses(400, 401, 403, 404, 409, 413, 429, 501, 503, 504);
 
 /**
- * A message's id: from the client's own id when it gave one (so a retry names the same message,
- * and its uid makes the store keep it once), otherwise new.
+ * A message's id: from the person's own id for it when they gave one (so their retry names the
+ * same message, and its uid makes the store keep it once; another person's same id is another
+ * message), otherwise new.
  */
-function messageIdOf(workerId: string, clientMessageId: string | undefined): string {
+function messageIdOf(workerId: string, person: string, clientMessageId: string | undefined): string {
   if (clientMessageId === undefined) return `msg_${randomBytes(12).toString('base64url')}`;
-  return `msg_${createHash('sha256').update(`${workerId}\n${clientMessageId}`).digest('base64url').slice(0, 22)}`;
+  return `msg_${createHash('sha256').update(`${workerId}\n${person}\n${clientMessageId}`).digest('base64url').slice(0, 22)}`;
 }
 
 /** The worker a person may steer now, and who they are: theirs (or an admin's to see), not ended; a worker token may not. */
@@ -87,7 +88,7 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
         throw new CodedError('payload_too_large', `/body/text has ${text.length} characters; a message holds at most ${MESSAGE_LIMITS.textChars}`);
       if (images !== undefined) throw new CodedError('not_implemented', 'images in messages are not built yet: send the text alone');
       if (text.trim() === '') throw new CodedError('invalid_request', '/body/text is empty: say something (or send an image)');
-      const messageId = messageIdOf(workerId, clientMessageId);
+      const messageId = messageIdOf(workerId, person.sub, clientMessageId);
       const ts = new Date().toISOString();
       await publishForPerson(request, person, workerId, {
         type: 'system',
