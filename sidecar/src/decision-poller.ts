@@ -22,7 +22,7 @@ export interface DecisionPollerOptions {
  * renamed) before an input is handed on, so a restarted sidecar never hands on one twice. A
  * decision whose hand-over was cut short by a crash belonged to the agent that died with the
  * sidecar; the new agent never asked for it. A message's is lost with that agent too (at most
- * once), until a restarted sidecar resumes the conversation (docs/conversations.md).
+ * once: a sidecar started again resumes the conversation, without that message).
  */
 export function createDecisionPoller(options: DecisionPollerOptions) {
   const cursorPath = path.join(options.stateDir, 'decision-cursor');

@@ -14,30 +14,64 @@ import { createInterface } from 'node:readline';
  * input as decided, `updatedInput`) and asks the same once more to add a line (what "Always
  * allow" saves asking); denied, it reports the reason it got. Then it ends the turn with a
  * `result` carrying tokens and cost. Each further `user` message (a person's, in a conversation)
- * is answered in a turn of its own; it exits when its stdin closes.
+ * is answered in a turn of its own; it exits when its stdin closes. Started with `--resume
+ * <session>` (a conversation resumed), it skips the scripted turn and answers the next message
+ * as that session.
  */
 export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<number> {
   const stepMs = options.stepMs ?? Number(process.env['SVC_DEMO_STEP_MS'] ?? 400);
-  const sessionId = randomUUID();
-  const cwd = process.cwd();
-  const started = Date.now();
+  // `--resume <session>`, as Claude Code is started again on its conversation.
+  const resumeFlag = process.argv.indexOf('--resume');
+  const resumed = resumeFlag >= 0 ? process.argv[resumeFlag + 1] : undefined;
+  const sessionId = resumed ?? randomUUID();
   const pause = () => new Promise((resolve) => setTimeout(resolve, stepMs));
   const output = demoOutput(sessionId);
   const input = demoInput(output.write);
-  const io = { output, input };
-  const { write, say, toolResult } = output;
+  const init = () =>
+    output.write({
+      type: 'system',
+      subtype: 'init',
+      cwd: process.cwd(),
+      session_id: sessionId,
+      tools: ['Glob', 'Write'],
+      model: 'demo',
+      permissionMode: 'default',
+      claude_code_version: 'svc-demo',
+    });
+  if (resumed === undefined) {
+    const task = (await input.nextMessage()) ?? '';
+    init();
+    await firstTurn({ output, input }, task, pause);
+  }
+  // Like the real CLI in stream-json mode: every further message is a turn, until stdin closes.
+  for (let turn = 2, said = await input.nextMessage(); said !== undefined; turn++, said = await input.nextMessage()) {
+    init();
+    await pause();
+    const again = resumed !== undefined && turn === 2 ? `We pick up our conversation ${sessionId} again. ` : '';
+    const answer = `${again}You said: "${said.slice(0, 200)}". I am a script, so that is all I can do with it; turn ${turn} ends here.`;
+    output.say([{ type: 'text', text: answer }]);
+    output.write({
+      type: 'result',
+      subtype: 'success',
+      is_error: false,
+      num_turns: 1,
+      duration_ms: stepMs,
+      result: answer,
+      session_id: sessionId,
+      total_cost_usd: 0.0123 + 0.001 * (turn - 1),
+    });
+  }
+  return 0;
+}
 
-  const task = (await input.nextMessage()) ?? '';
-  write({
-    type: 'system',
-    subtype: 'init',
-    cwd,
-    session_id: sessionId,
-    tools: ['Glob', 'Write'],
-    model: 'demo',
-    permissionMode: 'default',
-    claude_code_version: 'svc-demo',
-  });
+/**
+ * The scripted first turn: hello, a look around (a read-only tool), a file written if allowed
+ * and a line added to it (the same request again), a `result` with tokens and cost.
+ */
+async function firstTurn(io: { output: ReturnType<typeof demoOutput>; input: ReturnType<typeof demoInput> }, task: string, pause: () => Promise<unknown>) {
+  const { write, say, toolResult } = io.output;
+  const cwd = process.cwd();
+  const started = Date.now();
   await pause();
   say([
     { type: 'text', text: `Hello! I am the svc demo agent: a script, no model, no API key. You asked: "${task.slice(0, 200)}". I will look around first.` },
@@ -76,27 +110,10 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
     num_turns: first.written ? 4 : 3,
     duration_ms: Date.now() - started,
     result: summary,
-    session_id: sessionId,
+    session_id: io.output.sessionId,
     total_cost_usd: 0.0123,
     modelUsage: { demo: { inputTokens: 3600, outputTokens: 120, cacheReadInputTokens: 0, costUSD: 0.0123 } },
   });
-  // Like the real CLI in stream-json mode: every further message is a turn, until stdin closes.
-  for (let turn = 2, said = await input.nextMessage(); said !== undefined; turn++, said = await input.nextMessage()) {
-    await pause();
-    const answer = `You said: "${said.slice(0, 200)}". I am a script, so that is all I can do with it; turn ${turn} ends here.`;
-    say([{ type: 'text', text: answer }]);
-    write({
-      type: 'result',
-      subtype: 'success',
-      is_error: false,
-      num_turns: 1,
-      duration_ms: stepMs,
-      result: answer,
-      session_id: sessionId,
-      total_cost_usd: 0.0123 + 0.001 * (turn - 1),
-    });
-  }
-  return 0;
 }
 
 type Line = Record<string, unknown>;
@@ -106,6 +123,7 @@ function demoOutput(sessionId: string) {
   const write = (line: Line) => process.stdout.write(`${JSON.stringify(line)}\n`);
   let messageCount = 0;
   return {
+    sessionId,
     write,
     say: (content: Line[]) =>
       write({

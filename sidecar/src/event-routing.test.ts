@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { personInterruptData, personMessageData, type EventData, type EventSource, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
+import { createActivity } from './activity.js';
 import { createEventRouting } from './event-routing.js';
 import { createPermissionEngine } from './permissions.js';
 
@@ -29,6 +30,14 @@ function route(options: { autonomous?: boolean; endsAfterResult?: boolean; takes
   const seen = { closed: 0, rulesAdded: [] as PermissionRule[], signals: [] as string[] };
   const interrupts = options.interrupts ?? 'bytes';
   const engine = createPermissionEngine({ auto_approve: ['Bash(ls*)'], deny: ['Bash(rm *)'], ask: [] }, { autonomous: options.autonomous ?? false });
+  const activities: string[] = [];
+  const activity = createActivity({
+    record: (event) => void activities.push(String(event.type === 'system' ? event.data.details?.['activity'] : event.type)),
+    hasTurns: true,
+    turnsAhead: 1,
+    endsAfterResult: options.endsAfterResult ?? false,
+  });
+  activity.started();
   const routing = createEventRouting({
     adapter: {
       name: 'test',
@@ -39,6 +48,7 @@ function route(options: { autonomous?: boolean; endsAfterResult?: boolean; takes
     },
     endsAfterResult: options.endsAfterResult ?? false,
     engine,
+    activity,
     record: (event) => void recorded.push(event),
     toAgent: (bytes) => void toAgent.push(bytes),
     closeAgentInput: () => void seen.closed++,
@@ -49,7 +59,7 @@ function route(options: { autonomous?: boolean; endsAfterResult?: boolean; takes
       engine.addRule(rule);
     },
   });
-  return { routing, recorded, toAgent, seen };
+  return { routing, recorded, toAgent, seen, activities };
 }
 
 const personSays = (text: string, messageId = 'msg_1'): StoredEvent<'system'> => ({
@@ -73,6 +83,34 @@ const personInterrupts = (interruptId = 'int_1'): StoredEvent<'system'> => ({
 });
 
 describe("the sidecar's event routing", () => {
+  it('reports the activity: working on the prompt, waiting while a person decides, idle after the result, working again on a message', () => {
+    const { routing, activities } = route();
+    routing.fromAgent({ type: 'assistant', data: { text: 'looking', kind: 'text' } });
+    routing.fromAgent(request('req_1', 'make build'));
+    routing.fromAgent(request('req_2', 'make test'));
+    routing.fromControlChannel(personDecides('req_1'));
+    routing.fromControlChannel(personDecides('req_2'));
+    routing.fromAgent({ type: 'result', data: { subtype: 'success', is_error: false } } as AgentEvent);
+    routing.fromControlChannel(personSays('and the docs'));
+    routing.fromAgent(request('req_3', 'ls docs'));
+    routing.fromAgent({ type: 'result', data: { subtype: 'success', is_error: false } } as AgentEvent);
+    // `ls` is the policy's at once: nobody waits for it.
+    expect(activities).toEqual(['working', 'waiting_for_decision', 'working', 'idle', 'working', 'idle']);
+  });
+
+  it('a withdrawn request stops the waiting; a one-shot run reports no idle (it exits)', () => {
+    const withdrawn = route();
+    withdrawn.routing.fromAgent(request('req_1', 'make build'));
+    withdrawn.routing.fromAgent({
+      type: 'system',
+      data: { level: 'info', message: 'withdrawn', subtype: 'control_withdrawn', details: { request_id: 'req_1' } },
+    });
+    expect(withdrawn.activities).toEqual(['working', 'waiting_for_decision', 'working']);
+    const oneShot = route({ endsAfterResult: true });
+    oneShot.routing.fromAgent({ type: 'result', data: { subtype: 'success', is_error: false } } as AgentEvent);
+    expect(oneShot.activities).toEqual(['working']);
+  });
+
   it("a person's interrupt: the adapter's bytes to the agent, SIGINT for one interrupted by signal, else said in the history", () => {
     const byBytes = route();
     byBytes.routing.fromPersonInterrupt(personInterrupts());

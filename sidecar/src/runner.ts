@@ -1,10 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { apiPaths, LIFECYCLE_SUBTYPES, type EventData, type ListResponseOf, type PermissionRule } from '@svc/protocol';
-import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
-import { killLeftoverAgent, startAgentProcess, type AgentExit } from './agent-process.js';
-import { createEventRouting } from './event-routing.js';
+import {
+  activityData,
+  apiPaths,
+  isPersonInterrupt,
+  isPersonMessage,
+  LIFECYCLE_SUBTYPES,
+  type ListResponseOf,
+  type PermissionRule,
+  type StoredEvent,
+} from '@svc/protocol';
+import type { Adapter, AgentEvent, AgentLaunch, LaunchPlan } from './adapters/adapter.js';
+import { agentConversation } from './agent-conversation.js';
+import { killLeftoverAgent } from './agent-process.js';
+import { agentExitEvent, startAgentRun, type AgentRun, type AgentRunEnd } from './agent-run.js';
+import { undeliveredEvent } from './event-routing.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
 import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
 import { genericAdapter } from './adapters/generic.js';
@@ -25,6 +36,12 @@ function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
   if (name === 'claude-code') return claudeCodeAdapter;
   if (name === 'codex') return createCodexAppServerAdapter();
   return genericAdapter;
+}
+
+/** A run's adapter and how it starts (throws when the adapter cannot do the run). */
+function planRun(name: LoadedSidecarConfig['adapter'], launch: AgentLaunch): { adapter: Adapter; plan: LaunchPlan } {
+  const adapter = adapterFor(name);
+  return { adapter, plan: adapter.launch(launch) };
 }
 
 export interface SidecarRun {
@@ -54,13 +71,13 @@ async function startProxies(config: LoadedSidecarConfig, client: ControlPlaneCli
 /** The lifecycle event that opens the run: what started, with which config. */
 function agentStartEvent(
   config: LoadedSidecarConfig,
-  started: { command: string; adapter: string; pid: number | undefined; modelBaseUrls: Record<string, string> | undefined },
+  started: { command: string; adapter: string; pid: number | undefined; modelBaseUrls: Record<string, string> | undefined; resumed: boolean },
 ): AgentEvent {
   return {
     type: 'system',
     data: {
       level: 'info',
-      message: `agent started: ${started.command}`,
+      message: `agent ${started.resumed ? 'started again on its conversation' : 'started'}: ${started.command}`,
       subtype: LIFECYCLE_SUBTYPES.agentStart,
       details: {
         pid: started.pid ?? null,
@@ -68,54 +85,57 @@ function agentStartEvent(
         config_file: config.source,
         ...(config.auth_token_file ? { token_file: config.auth_token_file } : {}),
         ...(started.modelBaseUrls ? { model_proxy: started.modelBaseUrls } : {}),
+        ...(started.resumed ? { resumed: true } : {}),
       },
     },
   };
 }
 
-/** The lifecycle event that closes the run: the agent's code or signal, or why it never started. */
-function agentExitEvent(exit: AgentExit): AgentEvent {
-  const data: EventData<'system'> =
-    exit.startError !== undefined
-      ? { level: 'error', message: `the agent could not start: ${exit.startError}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: 127 } }
-      : {
-          level: exit.exitCode === 0 ? 'info' : 'warn',
-          message: `agent exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`}`,
-          subtype: LIFECYCLE_SUBTYPES.agentExit,
-          details: { code: exit.code, signal: exit.signal },
-        };
-  return { type: 'system', data };
+/** What every run of the agent shares: the control plane, the proxies, the outbox, the rules. */
+interface SidecarParts {
+  config: LoadedSidecarConfig;
+  client: ControlPlaneClient;
+  proxies: Awaited<ReturnType<typeof startProxies>>;
+  outbox: ReturnType<typeof createOutbox>;
+  engine: ReturnType<typeof createPermissionEngine>;
+  refreshRules(): Promise<void>;
+  launch: AgentLaunch;
+  agentEnv: NodeJS.ProcessEnv;
+  pgidFile: string;
+  warn(message: string): void;
 }
 
 /**
- * Runs the agent under the sidecar: the agent's process (`agent-process.ts`), its lines turned
- * into events by the adapter and routed (`event-routing.ts`: to the outbox, tool requests
- * through the permission engine or to a person, decisions from the long poll back to its stdin
- * exactly once). `exited` resolves when the agent has exited and every event is delivered.
+ * Runs the agent under the sidecar: each run of the agent's process (`agent-run.ts`: its lines
+ * through the adapter and the routing, decisions and people's messages back to its stdin exactly
+ * once). In a conversation whose adapter can resume, an agent stopped after its idle timeout, or
+ * crashed, leaves the worker suspended: the next person's message starts it again on its own
+ * conversation, as does a sidecar started again (docs/conversations.md). `exited` resolves when
+ * the agent has exited for good and every event is delivered.
  */
 export async function runSidecar(config: LoadedSidecarConfig, warn: (message: string) => void): Promise<SidecarRun> {
-  const adapter = adapterFor(config.adapter);
   const client = createControlPlaneClient(config.control_plane_url, config.token, { socketPath: config.control_plane_socket });
   const proxies = await startProxies(config, client, warn);
-  const { modelBaseUrls } = proxies;
-  // Before the agent starts, so a run the adapter cannot do stops before anything starts.
-  let plan: LaunchPlan;
-  const launch = {
+  const launch: AgentLaunch = {
     command: config.agent.command,
     args: config.agent.args,
     prompt: config.agent.prompt,
     autonomous: config.autonomous,
     permissions: config.permissions,
-    modelBaseUrls,
+    modelBaseUrls: proxies.modelBaseUrls,
   };
+  mkdirSync(config.state_dir, { recursive: true });
+  const conversation = agentConversation(config.state_dir);
+  const resumeAtStart = config.conversation ? conversation.id() : undefined;
+  // Before the agent starts, so a run the adapter cannot do stops before anything starts.
+  let first: { adapter: Adapter; plan: LaunchPlan };
   try {
-    plan = adapter.launch(launch);
+    first = planRun(config.adapter, resumeAtStart ? { ...launch, prompt: undefined, resume: resumeAtStart } : launch);
   } catch (err) {
     await proxies.close();
     client.close();
     throw err;
   }
-  mkdirSync(config.state_dir, { recursive: true });
   const pgidFile = path.join(config.state_dir, 'agent.pgid');
   killLeftoverAgent(pgidFile, warn);
   const bootId = randomBytes(6).toString('base64url');
@@ -126,67 +146,138 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     if (outcome.ok) engine.setAddedRules((outcome.body as ListResponseOf<PermissionRule>).items);
   };
   void refreshRules();
-
   // The proxies' variables win: a template cannot point the agent past the model proxy.
   const agentEnv = { ...process.env, ...config.agent.env, ...proxies.agentEnv };
-  const preflight = (await adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? [];
-  const agent = startAgentProcess({ command: plan.command, args: plan.args, cwd: config.agent.cwd, env: agentEnv, pgidFile });
-  const routing = createEventRouting({
-    adapter,
-    endsAfterResult: adapter.endsAfterResult && !config.conversation,
-    engine,
-    record: (event) => outbox.push(event),
-    toAgent: (bytes) => agent.write(bytes),
-    closeAgentInput: () => agent.closeStdin(),
-    signalAgent: (signal) => agent.signal(signal),
-    onRuleAdded: (rule) => {
-      engine.addRule(rule);
-      void refreshRules();
-    },
-  });
-  for (const line of plan.stdinLines) agent.write(`${line}\n`);
-  if (plan.closeStdin) routing.closeAgentInput();
-  for (const event of preflight) outbox.push(event);
-  outbox.push(agentStartEvent(config, { command: plan.command, adapter: adapter.name, pid: agent.pid, modelBaseUrls }));
+  for (const event of (await first.adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? []) outbox.push(event);
+  const sidecar = new Sidecar({ config, client, proxies, outbox, engine, refreshRules, launch, agentEnv, pgidFile, warn }, conversation);
+  if (resumeAtStart === undefined) sidecar.begin(first);
+  else outbox.push({ type: 'system', data: activityData('suspended', 'the sidecar started again; a message resumes the conversation') });
+  return { exited: sidecar.finished, terminate: () => sidecar.terminate() };
+}
 
-  const readers = agent.readLines((line, stream) => {
-    // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
-    if (stream === 'stderr') warn(`agent stderr: ${line}`);
-    for (const event of adapter.parseLine(line, stream)) routing.fromAgent(event);
-    for (const reply of adapter.takeOutgoing?.() ?? []) agent.write(reply);
-    // A full disk buffer stops the reading: the agent waits on its pipe, nothing is lost.
-    if (!outbox.hasRoom()) {
-      for (const reader of readers) reader.pause();
-      void outbox.room().then(() => readers.forEach((reader) => reader.resume()));
-    }
-  });
-
-  const poller = createDecisionPoller({
-    client,
-    workerId: config.worker_id,
-    stateDir: config.state_dir,
-    waitMs: config.decision_wait_ms,
-    pollIntervalMs: config.poll_interval_ms,
-    warn,
-    onInput: (input) => routing.fromControlChannel(input),
-  });
-
+/** The runs of the agent, one at a time, and the control channel's inputs to the one running. */
+class Sidecar {
+  private run: AgentRun | undefined;
+  /** Inputs that came while the run was stopping (idle): the next run takes them. */
+  private readonly held: StoredEvent[] = [];
   /** Set by SIGTERM: the sandbox is going away, so draining gets a deadline too. */
-  let terminating = false;
-  const exited = agent.exited.then(async (exit) => {
-    outbox.push(agentExitEvent(exit));
-    await poller.stop();
-    await proxies.close();
-    await outbox.close(terminating ? config.kill_grace_ms : undefined);
-    client.close();
-    return exit.exitCode;
-  });
+  private terminating = false;
+  private finish: (code: number) => void = () => {};
+  readonly finished = new Promise<number>((resolve) => (this.finish = resolve));
+  private readonly poller;
 
-  return {
-    exited,
-    terminate() {
-      terminating = true;
-      agent.terminate(config.kill_grace_ms);
-    },
-  };
+  constructor(
+    private readonly parts: SidecarParts,
+    private readonly conversation: ReturnType<typeof agentConversation>,
+  ) {
+    const { config, client, warn } = parts;
+    this.poller = createDecisionPoller({
+      client,
+      workerId: config.worker_id,
+      stateDir: config.state_dir,
+      waitMs: config.decision_wait_ms,
+      pollIntervalMs: config.poll_interval_ms,
+      warn,
+      onInput: (input) => this.toAgent(input),
+    });
+  }
+
+  /** Starts a run; `resumed` by a person's message, which it is handed first (so it starts working, not idle). */
+  begin({ adapter, plan }: { adapter: Adapter; plan: LaunchPlan }, resumedBy?: StoredEvent): AgentRun {
+    const resumed = resumedBy !== undefined;
+    const { config, outbox, engine } = this.parts;
+    const run = startAgentRun({
+      adapter,
+      plan,
+      cwd: config.agent.cwd,
+      env: this.parts.agentEnv,
+      pgidFile: this.parts.pgidFile,
+      conversation: config.conversation,
+      turnsAhead: !resumed && this.parts.launch.prompt !== undefined ? 1 : 0,
+      idleTimeoutMs: config.conversation && config.idle_timeout_s !== undefined && adapter.resumes ? config.idle_timeout_s * 1000 : undefined,
+      canResume: () => this.conversation.id() !== undefined,
+      killGraceMs: config.kill_grace_ms,
+      engine,
+      record: (event) => outbox.push(event),
+      onRuleAdded: (rule) => {
+        engine.addRule(rule);
+        void this.parts.refreshRules();
+      },
+      onAgentEvent: (event) => config.conversation && this.conversation.learnFrom(event),
+      outboxRoom: () => (outbox.hasRoom() ? undefined : outbox.room()),
+      warn: this.parts.warn,
+    });
+    outbox.push(
+      agentStartEvent(config, { command: plan.command, adapter: adapter.name, pid: run.pid, modelBaseUrls: this.parts.proxies.modelBaseUrls, resumed }),
+    );
+    if (resumedBy) run.input(resumedBy);
+    run.activity.started();
+    this.run = run;
+    run.ended
+      .then((end) => this.ended(run, adapter, end))
+      .catch((err: unknown) => this.parts.warn(`ending the agent's run failed: ${String((err as Error).stack ?? err)}`));
+    return run;
+  }
+
+  /**
+   * A run ended: suspended when a message can start it again — a conversation's agent that began
+   * its conversation and was stopped when idle, or crashed — else the sidecar's work is done.
+   * Inputs held while it was stopping go to the next run, or are said undelivered.
+   */
+  private async ended(run: AgentRun, adapter: Adapter, { exit, idleStopped, began }: AgentRunEnd): Promise<void> {
+    const { config, outbox } = this.parts;
+    const resumable =
+      config.conversation &&
+      adapter.resumes === true &&
+      this.conversation.id() !== undefined &&
+      began &&
+      exit.startError === undefined &&
+      !this.terminating &&
+      (idleStopped || exit.exitCode !== 0);
+    const reason = idleStopped ? `idle for ${config.idle_timeout_s} s` : 'it crashed';
+    outbox.push(agentExitEvent(exit, resumable ? { reason } : undefined));
+    run.activity.stopped(resumable, `the agent stopped (${reason})`);
+    if (this.run === run) this.run = undefined;
+    const held = this.held.splice(0);
+    if (resumable) return held.forEach((input) => this.toAgent(input));
+    for (const input of held) this.undelivered(input, 'the agent exited');
+    await this.close(exit.exitCode);
+  }
+
+  /**
+   * An input from the control channel: to the running agent; held while it stops; a message while
+   * none runs starts it again on its conversation.
+   */
+  private toAgent(input: StoredEvent): void {
+    if (this.run?.input(input)) return;
+    if (this.run) return void this.held.push(input);
+    if (isPersonMessage(input) && !this.terminating) {
+      this.begin(planRun(this.parts.config.adapter, { ...this.parts.launch, prompt: undefined, resume: this.conversation.id() }), input);
+      return;
+    }
+    this.undelivered(input, this.terminating ? 'the sandbox is stopping' : 'the agent is suspended: no turn was running');
+  }
+
+  /** A message or interrupt that reached no agent, said in the history (a decision for a run that has ended reaches nobody: its agent is gone). */
+  private undelivered(input: StoredEvent, why: string): void {
+    if (isPersonMessage(input)) this.parts.outbox.push(undeliveredEvent('message', input, why));
+    else if (isPersonInterrupt(input)) this.parts.outbox.push(undeliveredEvent('interrupt', input, why));
+  }
+
+  terminate(): void {
+    if (this.terminating) return;
+    this.terminating = true;
+    if (this.run) this.run.terminate(this.parts.config.kill_grace_ms);
+    // Suspended: no agent to stop.
+    else void this.close(0);
+  }
+
+  private async close(code: number): Promise<void> {
+    const { config, proxies, outbox, client } = this.parts;
+    await this.poller.stop();
+    await proxies.close();
+    await outbox.close(this.terminating ? config.kill_grace_ms : undefined);
+    client.close();
+    this.finish(code);
+  }
 }

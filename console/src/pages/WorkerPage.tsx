@@ -1,6 +1,16 @@
 import { useEffect, useState } from 'react';
 import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, WORKER_POLICY_SOURCE, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
-import { earlierPages, followEventStream, formatCost, formatCount, openAtEnd, WorkerView, type FollowedStream, type HistoryReader } from '@svc/viewer';
+import {
+  activityText,
+  earlierPages,
+  followEventStream,
+  formatCost,
+  formatCount,
+  openAtEnd,
+  WorkerView,
+  type FollowedStream,
+  type HistoryReader,
+} from '@svc/viewer';
 import { useWorkerView } from '@svc/viewer/react';
 import { ApiError, type Api } from '../api.js';
 import { browserTransport } from '../browser-transport.js';
@@ -50,6 +60,7 @@ function historyReader(api: Api, workerId: string): HistoryReader {
       (await api.request<ListResponseOf<StoredEvent>>('GET', apiPaths.sdkEvents(workerId, { before_id: beforeId, limit }))).items,
     openRequests: async () =>
       (await api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(workerId, { state: 'open' }))).items,
+    activity: async () => (await api.request<Worker>('GET', apiPaths.worker(workerId))).activity,
   };
 }
 
@@ -135,6 +146,7 @@ function WorkerEvents({ worker }: { worker: Worker }) {
       <header className="page-header">
         <h1 id="worker-title">{workerId}</h1>
         <span className={`status status-${worker.status}`}>{worker.status}</span>
+        {view.activity && !isEndedStatus(worker.status) && <span className={`activity activity-${view.activity}`}>{activityText(view.activity)}</span>}
         <span className="connection" role="status">
           {connectionText(view.connection)}
         </span>

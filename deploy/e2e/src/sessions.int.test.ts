@@ -4,7 +4,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventData, ListResponseOf, Session, SessionLogMessageType, StoredEvent } from '@svc/protocol';
+import {
+  activityOf,
+  agentExitCodeOf,
+  type EventData,
+  type ListResponseOf,
+  type Session,
+  type SessionLogMessageType,
+  type StoredEvent,
+  type Worker,
+} from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { StreamViewer } from './readers.js';
 import { startStack, type E2eStack } from './stack.js';
@@ -62,6 +71,37 @@ prompt = "Show me what you can do."
 env = { SVC_DEMO_STEP_MS = "20" }
 [session]
 mode = "conversation"
+[sidecar]
+adapter = "claude-code"
+auto_approve = ["Glob", "Write"]
+`,
+  // The demo agent in a conversation stopped after 2 s idle, and resumed by a message.
+  'demo-resume': `
+[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "20" }
+[session]
+mode = "conversation"
+idle_timeout_s = 2
+[sidecar]
+adapter = "claude-code"
+auto_approve = ["Glob", "Write"]
+`,
+  // Suspended after 1 s idle, its sandbox kept 1 s more.
+  'demo-brief': `
+[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "20" }
+[session]
+mode = "conversation"
+idle_timeout_s = 1
+keep_sandbox_s = 1
 [sidecar]
 adapter = "claude-code"
 auto_approve = ["Glob", "Write"]
@@ -213,6 +253,46 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
       expect(((await api('GET', `/v1/sessions/${session.id}`)).body as unknown as Session).status).toBe('running');
       expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
     }
+  });
+
+  it("idle and resumed: the worker shows its agent's activity; idle past idle_timeout_s the agent stops and the worker is suspended; a message starts it again on its own conversation, the workspace as it was", async () => {
+    const session = await createSession({ template: 'demo-resume' });
+    const workerNow = async () => (await api('GET', `/v1/workers/${session.worker_id}`)).body as unknown as Worker;
+    const activities = (events: StoredEvent[]) => events.map((e) => activityOf(e)).filter((a) => a !== undefined);
+    await waitFor('the worker suspended', async () => (await workerNow()).activity === 'suspended', 30_000, 100);
+    const before = await eventsOf(session.worker_id);
+    expect(activities(before)).toEqual(['working', 'idle', 'suspended']);
+    const exit = before.find((e) => agentExitCodeOf(e) !== undefined)!;
+    expect(exit.data).toMatchObject({ details: { code: 0, resumable: true, reason: 'idle for 2 s' } });
+    expect(((await api('GET', `/v1/sessions/${session.id}`)).body as unknown as Session).status).toBe('running');
+    const conversation = (before.find((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'init')!.data as EventData<'system'>).details![
+      'session_id'
+    ] as string;
+
+    expect((await api('POST', `/v1/workers/${session.worker_id}/messages`, { text: 'are you back?' })).status).toBe(202);
+    const results = async () => (await eventsOf(session.worker_id)).filter((e) => e.type === 'result');
+    await waitFor('the resumed turn ended', async () => (await results()).length === 2, 30_000, 100);
+    const after = await eventsOf(session.worker_id);
+    const restarted = after.filter((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'agent_start');
+    expect(restarted.map((e) => (e.data as EventData<'system'>).details?.['resumed'] ?? false)).toEqual([false, true]);
+    expect(((await results())[1]!.data as EventData<'result'>).text).toBe(
+      `We pick up our conversation ${conversation} again. You said: "are you back?". I am a script, so that is all I can do with it; turn 2 ends here.`,
+    );
+    await waitFor('idle again', async () => (await workerNow()).activity === 'idle', 10_000, 100);
+    expect(activities(await eventsOf(session.worker_id))).toEqual(['working', 'idle', 'suspended', 'working', 'idle']);
+    // The file the first run wrote is still in the workspace.
+    expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/hello.txt'), 'utf8')).toContain('hello from the svc demo agent');
+    expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
+  });
+
+  it('suspended past keep_sandbox_s: the session completes, its sandbox goes, and a message is 409 worker_ended saying why', async () => {
+    const session = await createSession({ template: 'demo-brief' });
+    await waitForStatus(session, 'completed', 30_000);
+    expect(existsSync(path.join(stack.sandboxesDir, session.worker_id, 'root'))).toBe(false);
+    const refused = await api('POST', `/v1/workers/${session.worker_id}/messages`, { text: 'still there?' });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ code: 'worker_ended' });
+    expect(refused.body['message']).toContain('suspended longer than its keep_sandbox_s, 1 s: its sandbox is gone');
   });
 
   it('inside the local sandbox the spec paths are where the spec says, seen by the agent under the sidecar', async () => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signDecisionLink } from '@svc/auth';
 import { WEBHOOK_ACK_WAIT_MS } from '@svc/bus';
 import {
+  activityData,
   apiPaths,
   WEBHOOK_ATTEMPT_INTERRUPTED,
   type AuditRecord,
@@ -14,6 +15,7 @@ import {
   type Webhook,
   type WebhookAttempt,
   type WebhookPayload,
+  type WorkerActivity,
 } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { controlClient } from './sidecar-process.js';
@@ -210,6 +212,45 @@ describe('webhooks: signed, durable, retried, disabled when the receiver never a
     expect((await api(token, 'DELETE', `/v1/webhooks/${doomed.id}`)).status).toBe(204);
     expect((await api(token, 'DELETE', `/v1/webhooks/${doomed.id}`)).status).toBe(404);
   }, 240_000);
+
+  it("worker.idle: a conversation's agent that ends its turn is told once per idle spell, with its console page; an exit a message resumes is no worker.ended", async () => {
+    const token = await stack.userToken('idle-user');
+    const receiver = await startReceiver(() => 200);
+    servers.push(receiver.server);
+    expect((await api(token, 'POST', '/v1/webhooks', { url: receiver.url, kinds: ['worker.idle', 'worker.ended'] })).status).toBe(201);
+    const worker = await stack.createWorker('idle-user');
+    const activity = (uid: string, state: WorkerActivity) => ({ type: 'system' as const, uid, data: activityData(state, 'a test') });
+    const exit = (uid: string, details: Record<string, unknown>) => ({
+      type: 'system' as const,
+      uid,
+      data: { level: 'info' as const, subtype: 'agent_exit', message: 'the agent exited', details },
+    });
+    expect(
+      await postAsWorker(stack.gatewayUrl, worker, [
+        activity('a-1', 'working'),
+        activity('a-2', 'idle'),
+        exit('x-1', { code: 0, resumable: true, reason: 'idle for 2 s' }),
+        activity('a-3', 'suspended'),
+        activity('a-4', 'working'),
+        activity('a-5', 'idle'),
+        exit('x-2', { code: 0 }),
+      ]),
+    ).toBe(202);
+    const payloads = () => receiver.received.map((r) => JSON.parse(r.body) as WebhookPayload);
+    await waitFor('two idle spells and the end told', () => payloads().length >= 3, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, REPEAT_WATCH_MS));
+    expect(
+      payloads()
+        .map((p) => p.type)
+        .sort(),
+    ).toEqual(['worker.ended', 'worker.idle', 'worker.idle']);
+    expect(payloads().find((p) => p.type === 'worker.idle')!.data).toEqual({
+      worker_id: worker.worker_id,
+      owner: 'idle-user',
+      worker_url: `${stack.gatewayUrl}/workers/${worker.worker_id}`,
+    });
+    expect(new Set(receiver.received.map((r) => r.id)).size).toBe(3);
+  });
 
   it('a "needs a decision" link: GET shows what it decides and decides nothing; the POST decides once, as the subscriber, through the link channel; a second use, a tampered and an expired link are refused', async () => {
     const token = await stack.userToken('link-user');

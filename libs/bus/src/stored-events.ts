@@ -37,7 +37,7 @@ export interface StoredEventSubscriberOptions {
   /** Only this worker's events (default: every worker's). */
   workerId?: string;
   /**
-   * Only the events that end a worker's agent (`agent_exit`), from their own stream
+   * Only the events of a worker's life (`agent_exit`, `activity`), from their own stream
    * (`SVC_EVENTS_LIFECYCLE`): a subscriber that needs nothing else is not woken by every event.
    */
   lifecycleOnly?: boolean;

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '@svc/protocol';
+import type { StoredEvent, WorkerActivity } from '@svc/protocol';
 import type { WorkerView } from './worker-view.js';
 
 /** How a viewer reads a worker's past: pages backwards (`GET …/sdk-events?before_id=`) and the requests still open. */
@@ -7,6 +7,8 @@ export interface HistoryReader {
   before(beforeId: string, limit: number): Promise<readonly StoredEvent[]>;
   /** The worker's open requests, oldest first (`GET …/control/requests?state=open`). */
   openRequests(): Promise<readonly StoredEvent<'control_request'>[]>;
+  /** The agent's activity from the worker's record (`GET /v1/workers/{id}`): the tail may be younger than its last report. */
+  activity?(): Promise<WorkerActivity | undefined>;
 }
 
 /** How many events a view opened at the end holds at first: a screen or two, read in one request. */
@@ -19,9 +21,10 @@ const TAIL_EVENTS = 200;
  * decided in between has its decision in the tail, which closes it.
  */
 export async function openAtEnd(view: WorkerView, reader: HistoryReader, tailSize = TAIL_EVENTS): Promise<void> {
+  const activity = await reader.activity?.();
   const open = await reader.openRequests();
   const tail = await reader.before('end', tailSize);
-  view.startAt(open, tail);
+  view.startAt(open, tail, activity);
 }
 
 /**

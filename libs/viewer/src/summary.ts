@@ -1,3 +1,5 @@
+import type { WorkerActivity } from '@svc/protocol';
+
 /** How many lines of a tool's result the history shows (SPEC "Limits"). */
 const TOOL_RESULT_LINES = 3;
 
@@ -27,4 +29,16 @@ export function formatCost(usd: number): string {
 
 export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
+}
+
+const ACTIVITY_TEXT: Record<WorkerActivity, string> = {
+  working: 'working',
+  waiting_for_decision: 'waiting for a decision',
+  idle: 'idle: waiting for a message',
+  suspended: 'suspended: a message resumes it',
+};
+
+/** The agent's activity for a person to read (the status bar, the console's badge). */
+export function activityText(activity: WorkerActivity): string {
+  return ACTIVITY_TEXT[activity];
 }

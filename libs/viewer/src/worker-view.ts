@@ -1,4 +1,4 @@
-import { agentExitCodeOf, parseSource, withdrawnRequestId, type EventData, type StoredEvent } from '@svc/protocol';
+import { activityOf, parseSource, withdrawnRequestId, type EventData, type StoredEvent, type WorkerActivity, workerEndingExitCodeOf } from '@svc/protocol';
 
 export type ConnectionState =
   | { kind: 'connecting' }
@@ -43,8 +43,10 @@ export class WorkerView {
   private readonly closings = new Map<string, Closing>();
   progress: EventData<'progress'> | undefined;
   result: EventData<'result'> | undefined;
-  /** The agent has exited (the sidecar reported it). */
+  /** The agent has exited for good (the sidecar reported it; not an exit a message resumes). */
   agentExit: number | undefined;
+  /** What the agent is doing, as its sidecar last reported (docs/conversations.md, "Activity"); none once it has exited for good. */
+  activity: WorkerActivity | undefined;
   notices: Notice[] = [];
   connection: ConnectionState = { kind: 'connecting' };
   /** No prompts, no decisions: `--read-only`, or the worker has ended. */
@@ -91,8 +93,13 @@ export class WorkerView {
         const withdrawn = withdrawnRequestId(event);
         if (withdrawn !== undefined && !this.closings.has(withdrawn)) this.closings.set(withdrawn, { withdrawn: true });
         if (withdrawn !== undefined && this.open.delete(withdrawn)) this.notify(`request ${withdrawn} withdrawn by the agent`, 'info');
-        const code = agentExitCodeOf(event);
-        if (code !== undefined) this.agentExit = code;
+        // An exit a message resumes (a conversation's agent stopped when idle) ends nothing.
+        const code = workerEndingExitCodeOf(event);
+        if (code !== undefined) {
+          this.agentExit = code;
+          this.activity = undefined;
+        }
+        this.activity = activityOf(event) ?? this.activity;
         break;
       }
     }
@@ -125,7 +132,9 @@ export class WorkerView {
    * older than the tail), then the tail, applied as live events are. Nothing before the tail is
    * held; `prepend` adds it as it is read.
    */
-  startAt(openRequests: readonly StoredEvent<'control_request'>[], tail: readonly StoredEvent[]): void {
+  startAt(openRequests: readonly StoredEvent<'control_request'>[], tail: readonly StoredEvent[], activity?: WorkerActivity): void {
+    // The worker's record says the activity reported before the tail (the tail may say it again).
+    this.activity = activity;
     for (const request of openRequests) this.open.set(request.data.request_id, request);
     for (const event of tail) this.apply(event);
     this.hasEarlier = BigInt(this.events[0]?.id ?? '1') > 1n;

@@ -49,7 +49,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   const appendDecision = createDecisionAppender(nc, { waitMs: config.decisionWaitMs, tryMs: config.decisionTryMs }, log);
   const decisions = createDecisions({ requests, appendDecision, policyOf, userAssertionKey: config.userAssertionKey, logger: log });
   const publisher = createDurablePublisher(nc);
-  const notifier = createNotifier({ publisher, workers, logger: log });
+  const notifier = createNotifier({ publisher, workers, logger: log, publicUrl: config.publicUrl });
   const deadlines = createDeadlines({
     policyOf,
     expire: decisions.expire,

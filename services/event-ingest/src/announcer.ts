@@ -1,5 +1,5 @@
 import { publishJson, type DurablePublisher, type NatsConnection } from '@svc/bus';
-import { agentExitCodeOf, isControlEvent, storedBatchMessageId, subjects, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
+import { activityOf, agentExitCodeOf, isControlEvent, storedBatchMessageId, subjects, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { Context, Logger } from '@svc/service-kit';
 import type { Acknowledgements } from './acknowledgements.js';
 import { ingestMetrics } from './metrics.js';
@@ -57,7 +57,7 @@ export function createAnnouncer(deps: AnnouncerDeps): Announcer {
   async function announce(workerId: string, events: readonly StoredEvent[], trace?: Context): Promise<void> {
     const batch: StoredEventBatchType = { worker_id: workerId, events: after(events, announced.get(workerId)) };
     if (batch.events.length === 0) return;
-    const exits = batch.events.filter((event) => agentExitCodeOf(event) !== undefined);
+    const exits = batch.events.filter((event) => agentExitCodeOf(event) !== undefined || activityOf(event) !== undefined);
     const lifecycle: StoredEventBatchType = { worker_id: workerId, events: exits };
     const control = batch.events.filter(isControlEvent);
     if (!deps.dropAnnouncement?.(batch)) {

@@ -1,5 +1,5 @@
 import { subscribeStoredEvents, type NatsConnection } from '@svc/bus';
-import { agentExitCodeOf, CodedError } from '@svc/protocol';
+import { activityOf, CodedError, workerEndingExitCodeOf, type StoredEvent } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { SessionConfig } from './config.js';
 import type { SandboxProvider } from './sandbox/provider.js';
@@ -41,7 +41,9 @@ export function lifecycleTimingOf(
 /**
  * Ends workers the way their agents and sidecars say:
  * - the sidecar's `agent_exit` event, read durably from the lifecycle stream: exit code 0 →
- *   `completed`, anything else → `failed`, and the worker's token is revoked;
+ *   `completed`, anything else → `failed`, and the worker's token is revoked — unless a message
+ *   resumes it (`lifeEvent`); its `activity` events go into its record;
+ * - a suspended conversation past its `keep_sandbox_s` → `completed`, its sandbox destroyed;
  * - a watchdog (every replica; status changes are compare-and-set, so two replicas agree):
  *   a running worker's sidecar silent for `sidecarLostAfterMs` → `failed` (`sidecar_lost`), and
  *   its sandbox stopped; a spawn unfinished after `spawnTimeoutMs`, or silent for `spawnSilentMs`
@@ -55,24 +57,7 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
     lifecycleOnly: true,
     from: 'new',
     logger: log,
-    handler: async (event) => {
-      const code = agentExitCodeOf(event);
-      if (code === undefined) return;
-      const status = code === 0 ? 'completed' : 'failed';
-      const session = await deps.store.byWorker(event.worker_id);
-      // The session has ended: its token goes too (DESIGN.md). The exit is the sidecar's last
-      // event, so everything it had to send is stored by now.
-      try {
-        const failure = code === 0 ? undefined : { step: 'agent', reason: `the agent exited with code ${code}` };
-        // Already ended (stopped first): nothing to do.
-        if (!(await endSession(deps, { workerId: event.worker_id, sessionId: session?.session.id }, status, failure))) return;
-      } catch (err) {
-        // Not a worker of ours (gone): nothing to do.
-        if (err instanceof CodedError && err.code === 'worker_not_found') return;
-        throw err;
-      }
-      log.info({ worker_id: event.worker_id, code, status }, 'the agent exited; its token is revoked');
-    },
+    handler: (event) => lifeEvent(deps, log, event),
   });
 
   async function watch(): Promise<void> {
@@ -98,6 +83,12 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
       if (!row.hasSidecar) continue;
       const worker = await deps.registry.get(session.worker_id).catch(() => undefined);
       if (!worker || worker.status !== 'running') continue;
+      if (worker.activity === 'suspended' && worker.keep_sandbox_s !== undefined && now - Date.parse(worker.activity_at!) > worker.keep_sandbox_s * 1000) {
+        log.info(logKeys, 'suspended past keep_sandbox_s: the session ends and its sandbox goes');
+        await endSession(deps, ids, 'completed');
+        if (row.sandbox) await deps.provider.open(row.sandbox).destroy(deps.killGraceMs);
+        continue;
+      }
       const lastSeen = Math.max(Date.parse(worker.last_seen_at ?? worker.updated_at), Date.parse(worker.updated_at));
       if (now - lastSeen <= deps.sidecarLostAfterMs) continue;
       log.warn({ ...logKeys, last_seen: new Date(lastSeen).toISOString() }, 'the sidecar went silent');
@@ -118,4 +109,36 @@ export async function startLifecycle(deps: LifecycleDeps): Promise<{ stop(): Pro
       await exits.stop();
     },
   };
+}
+
+/**
+ * One event of a worker's life: its activity goes into its record; an agent's exit ends it —
+ * code 0 → `completed`, anything else → `failed` — unless the sidecar says a message resumes it
+ * (`details.resumable`: a conversation's agent stopped when idle, or crashed).
+ */
+async function lifeEvent(deps: LifecycleDeps, log: Logger, event: StoredEvent): Promise<void> {
+  const activity = activityOf(event);
+  if (activity !== undefined) {
+    await deps.registry.setActivity(event.worker_id, activity).catch((err: unknown) => {
+      // Not a worker of ours (gone): nothing to do.
+      if (!(err instanceof CodedError && err.code === 'worker_not_found')) throw err;
+    });
+    return;
+  }
+  const code = workerEndingExitCodeOf(event);
+  if (code === undefined) return;
+  const status = code === 0 ? 'completed' : 'failed';
+  const session = await deps.store.byWorker(event.worker_id);
+  // The session has ended: its token goes too (DESIGN.md). The exit is the sidecar's last
+  // event, so everything it had to send is stored by now.
+  try {
+    const failure = code === 0 ? undefined : { step: 'agent', reason: `the agent exited with code ${code}` };
+    // Already ended (stopped first): nothing to do.
+    if (!(await endSession(deps, { workerId: event.worker_id, sessionId: session?.session.id }, status, failure))) return;
+  } catch (err) {
+    // Not a worker of ours (gone): nothing to do.
+    if (err instanceof CodedError && err.code === 'worker_not_found') return;
+    throw err;
+  }
+  log.info({ worker_id: event.worker_id, code, status }, 'the agent exited; its token is revoked');
 }

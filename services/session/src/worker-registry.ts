@@ -13,6 +13,7 @@ import {
   type CreateWorkerRequestType,
   type CreateWorkerResultType,
   type SetWorkerStatusRequestType,
+  type WorkerActivity,
   type WorkerRecord,
   type WorkerStatus,
 } from '@svc/protocol';
@@ -45,12 +46,14 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
 
   /**
    * Compare-and-set on the revision: two concurrent changes cannot both win. A write that only
-   * records liveness may slip in between; then read again and retry.
+   * records liveness may slip in between; then read again and retry. An update that answers the
+   * record itself writes nothing.
    */
   async function change(workerId: string, update: (record: WorkerRecord) => WorkerRecord): Promise<WorkerRecord> {
     for (let attempt = 1; ; attempt++) {
       const { record, revision } = await read(workerId);
       const next = update(record);
+      if (next === record) return record;
       try {
         await kv.update(workerId, JSON.stringify(next), revision);
       } catch (err) {
@@ -86,6 +89,17 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
       });
       log.info({ worker_id: workerId, status }, 'worker status changed');
       return visible(next);
+    },
+
+    /**
+     * Records the activity its sidecar reported, at the service's time (the sandbox's clock is
+     * the agent's); the same again, or a report for an ended worker, writes nothing. Reports come
+     * one at a time, in each worker's order (the lifecycle stream's consumer).
+     */
+    async setActivity(workerId: string, activity: WorkerActivity): Promise<void> {
+      await change(workerId, (record) =>
+        isEndedStatus(record.status) || record.activity === activity ? record : { ...record, activity, activity_at: new Date().toISOString() },
+      );
     },
 
     /** Workers without a session that ended before `before` and still have events: retention's share. */
@@ -128,6 +142,7 @@ async function createWorker(
     ...(request.model ? { model: request.model } : {}),
     ...(request.egress ? { egress: request.egress } : {}),
     ...(request.mode ? { mode: request.mode } : {}),
+    ...(request.keep_sandbox_s ? { keep_sandbox_s: request.keep_sandbox_s } : {}),
     updated_at: new Date().toISOString(),
   };
   try {

@@ -19,6 +19,8 @@ export interface AgentLaunch {
   autonomous: boolean;
   /** The worker's permission lists (an adapter may set the agent's own guard rails from them). */
   permissions?: PermissionLists | undefined;
+  /** The agent's own conversation to continue (its `init` event's session or thread id): a resumed run, with no prompt. */
+  resume?: string | undefined;
   /** The sidecar's model proxy, per API: the base URL the agent must use (it holds no key of its own). */
   modelBaseUrls?: Partial<Record<ModelApi, string>> | undefined;
 }
@@ -49,7 +51,8 @@ export interface Adapter {
   /** A decision on a request → the bytes to write to the agent's stdin (one line, newline included). */
   formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string;
   /**
-   * A person's message → the bytes to write to the agent's stdin; absent when this agent takes no
+   * A person's message → the bytes to write to the agent's stdin (empty: the adapter holds it and
+   * sends it through `takeOutgoing` when the agent can take it); absent when this agent takes no
    * messages from svc yet (the sidecar then says so in the history).
    */
   formatMessage?(message: { text: string }): string;
@@ -57,6 +60,19 @@ export interface Adapter {
   formatInterrupt?(): string;
   /** An agent with no protocol of its own is interrupted with SIGINT to its process group. */
   readonly interruptsBySignal?: boolean;
+  /**
+   * An agent whose turns end with a `result` (its activity is reported, docs/conversations.md):
+   * whether a person's message sent now starts a turn of its own (Claude Code queues it behind the
+   * running turn: always) or joins the running one (Codex steers it in). Absent for an agent
+   * without turns (generic: no activity is reported).
+   */
+  readonly turns?: {
+    messageStartsTurn(): boolean;
+    /** A queued message may be taken into the running turn after all (Claude Code's "queued command"): no turn of its own follows. */
+    mayAbsorbQueued?: boolean;
+  };
+  /** `launch` honours `resume`: the agent can be started again on its own conversation. */
+  readonly resumes?: boolean;
   /**
    * For a protocol with a handshake: what the agent's last lines call for on its stdin (e.g.
    * Codex app-server's `turn/start` once the thread exists), taken after each `parseLine`.

@@ -168,11 +168,21 @@ export const claudeCodeAdapter: Adapter = {
   endsAfterResult: true,
 
   launch(launch: AgentLaunch): LaunchPlan {
-    const args = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio', ...launch.args];
+    const args = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio'];
+    // Its session's transcript is in the sandbox's home: the CLI reads it back and goes on.
+    if (launch.resume !== undefined) args.push('--resume', launch.resume);
+    args.push(...launch.args);
     const stdinLines = [JSON.stringify({ type: 'control_request', request_id: INITIALIZE_REQUEST_ID, request: { subtype: 'initialize', hooks: {} } })];
     if (launch.prompt !== undefined) stdinLines.push(userLine(launch.prompt));
     return { command: launch.command, args, stdinLines };
   },
+
+  /**
+   * A message is queued behind the running turn: a turn of its own, unless the turn has another
+   * model request to make, which takes it in (both 2.1.197 and 2.1.330).
+   */
+  turns: { messageStartsTurn: () => true, mayAbsorbQueued: true },
+  resumes: true,
 
   /** A stream-json `user` message: the CLI takes it as the next turn, queued behind a running one. */
   formatMessage: ({ text }) => `${userLine(text)}\n`,

@@ -275,6 +275,35 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     expect(sent(adapter.formatMessage!({ text: 'next' }))).toMatchObject({ method: 'turn/start', params: { threadId: 'th_1' } });
   });
 
+  it('a resumed run: thread/resume of the kept thread; a message before the thread exists goes with its first turn, one while that turn starts is steered in once it has its id; a refused turn/start ends the turn', () => {
+    const adapter = createCodexAppServerAdapter();
+    const plan = adapter.launch({ command: 'codex', args: [], autonomous: false, resume: 'th_kept' });
+    expect(JSON.parse(plan.stdinLines[2]!)).toMatchObject({ method: 'thread/resume', id: 1, params: { threadId: 'th_kept', excludeTurns: true } });
+    const sent = (line: string) => JSON.parse(line) as { method: string; id: number; params: Record<string, unknown> };
+    const input = (...texts: string[]) => texts.map((text) => ({ type: 'text', text, text_elements: [] }));
+    expect(adapter.turns!.messageStartsTurn()).toBe(true);
+    expect(adapter.formatMessage!({ text: 'are you back?' })).toBe('');
+    expect(adapter.turns!.messageStartsTurn()).toBe(false);
+    expect(adapter.formatMessage!({ text: 'and this' })).toBe('');
+    adapter.parseLine(JSON.stringify({ id: 1, result: { thread: { id: 'th_kept' }, model: 'gpt' } }), 'stdout');
+    expect(adapter.takeOutgoing!().map(sent)).toEqual([
+      { method: 'turn/start', id: 2, params: { threadId: 'th_kept', input: input('are you back?', 'and this') } },
+    ]);
+    // Our turn/start is not yet started: a message now waits to be steered in.
+    expect(adapter.formatMessage!({ text: 'one more' })).toBe('');
+    adapter.parseLine(JSON.stringify({ method: 'turn/started', params: { threadId: 'th_kept', turn: { id: 'turn_9', status: 'inProgress' } } }), 'stdout');
+    expect(adapter.takeOutgoing!().map(sent)).toEqual([
+      { method: 'turn/steer', id: 100, params: { threadId: 'th_kept', expectedTurnId: 'turn_9', input: input('one more') } },
+    ]);
+    adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { id: 'turn_9', status: 'completed' } } }), 'stdout');
+    const refused = sent(adapter.formatMessage!({ text: 'again' }));
+    expect(refused).toMatchObject({ method: 'turn/start', id: 101 });
+    const events = adapter.parseLine(JSON.stringify({ id: 101, error: { code: -32600, message: 'thread busy' } }), 'stdout');
+    expect(events.map((event) => event.type)).toEqual(['system', 'result']);
+    expect(events[1]!.data).toEqual({ subtype: 'error', is_error: true, text: 'Codex refused to start the turn: thread busy' });
+    expect(adapter.turns!.messageStartsTurn()).toBe(true);
+  });
+
   it("the preflight says which sandbox Codex runs with, and warns when Codex's own sandbox cannot start here", async () => {
     const adapter = createCodexAppServerAdapter();
     const launch = { command: 'false', args: [], prompt: 'x', autonomous: false };

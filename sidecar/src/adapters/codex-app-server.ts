@@ -1,6 +1,15 @@
 import { execFile } from 'node:child_process';
 import { SYSTEM_SUBTYPES, type EventData } from '@svc/protocol';
-import { createCodexSession, INITIALIZE_ID, interruptLine, messageLine, parseCodexLine, rpcLine, THREAD_START_ID } from './codex-messages.js';
+import {
+  createCodexSession,
+  INITIALIZE_ID,
+  interruptLine,
+  messageLine,
+  messageStartsTurn,
+  parseCodexLine,
+  rpcLine,
+  THREAD_START_ID,
+} from './codex-messages.js';
 import { codexProviderArgs } from './codex-provider.js';
 import { codexSettingsFor, type CodexSettings } from './codex-settings.js';
 import type { Adapter, AgentEvent, AgentLaunch, AgentStream, LaunchPlan } from './adapter.js';
@@ -85,6 +94,7 @@ export function createCodexAppServerAdapter(): Adapter {
 
     launch(launch: AgentLaunch): LaunchPlan {
       session.prompt = launch.prompt;
+      if (launch.resume !== undefined) session.threadId = launch.resume;
       settings = codexSettingsFor(launch.permissions ?? NO_LISTS, launch.autonomous);
       return {
         command: launch.command,
@@ -96,13 +106,23 @@ export function createCodexAppServerAdapter(): Adapter {
             params: { clientInfo: { name: 'svc-sidecar', title: 'svc', version: '0.1.0' }, capabilities: { experimentalApi: false } },
           }),
           JSON.stringify({ method: 'initialized' }),
-          JSON.stringify({ method: 'thread/start', id: THREAD_START_ID, params: { approvalPolicy: settings.approvalPolicy, sandbox: settings.sandbox } }),
+          // A resumed run takes up its thread again from the rollout Codex keeps in the sandbox's home.
+          launch.resume === undefined
+            ? JSON.stringify({ method: 'thread/start', id: THREAD_START_ID, params: { approvalPolicy: settings.approvalPolicy, sandbox: settings.sandbox } })
+            : JSON.stringify({
+                method: 'thread/resume',
+                id: THREAD_START_ID,
+                params: { threadId: launch.resume, approvalPolicy: settings.approvalPolicy, sandbox: settings.sandbox, excludeTurns: true },
+              }),
         ],
       };
     },
 
     parseLine: (line: string, stream: AgentStream): AgentEvent[] => parseCodexLine(line, stream, session),
 
+    /** A message is `turn/start` when no turn runs, else steered into the running (or starting) one. */
+    turns: { messageStartsTurn: () => messageStartsTurn(session) },
+    resumes: true,
     formatMessage: ({ text }) => messageLine(session, text),
     formatInterrupt: () => interruptLine(session),
 

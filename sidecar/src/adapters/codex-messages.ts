@@ -19,6 +19,14 @@ export interface CodexSession {
   threadId: string;
   /** The turn running now (from `turn/started` to `turn/completed`). */
   activeTurnId: string | undefined;
+  /** The thread exists (`thread/start` or `thread/resume` answered): before, a message cannot name it. */
+  threadReady: boolean;
+  /** Our `turn/start` is sent and Codex has not said `turn/started` yet: a message waits to be steered in. */
+  turnStarting: boolean;
+  /** People's messages held until the thread exists or the starting turn has its id. */
+  readonly held: string[];
+  /** The JSON-RPC ids of our `turn/start`s not yet answered: a refused one ends its turn. */
+  readonly turnStartIds: Set<number>;
   /** The next id for a request of ours after the handshake's (a person's messages and interrupts). */
   nextRpcId: number;
   /** Turns completed so far: the `result`'s `num_turns`. */
@@ -35,6 +43,10 @@ export function createCodexSession(): CodexSession {
     prompt: undefined,
     threadId: 'thread',
     activeTurnId: undefined,
+    threadReady: false,
+    turnStarting: false,
+    held: [],
+    turnStartIds: new Set(),
     nextRpcId: FIRST_PERSON_RPC_ID,
     turns: 0,
     outgoing: [],
@@ -43,16 +55,31 @@ export function createCodexSession(): CodexSession {
   };
 }
 
+const textInput = (texts: readonly string[]) => texts.map((text) => ({ type: 'text', text, text_elements: [] }));
+
 /**
  * A person's message as Codex takes it: `turn/steer` into the turn running now (its input joins
- * that turn), else `turn/start` of a new one.
+ * that turn), else `turn/start` of a new one. Before the thread exists, or while our `turn/start`
+ * waits for its `turn/started`, it is held (empty bytes): it goes with the first turn, or is
+ * steered in once that turn has its id.
  */
 export function messageLine(session: CodexSession, message: string): string {
-  const input = [{ type: 'text', text: message, text_elements: [] }];
+  if (!session.threadReady || session.turnStarting) {
+    session.held.push(message);
+    return '';
+  }
   const id = session.nextRpcId++;
-  return session.activeTurnId
-    ? rpcLine({ method: 'turn/steer', id, params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input } })
-    : rpcLine({ method: 'turn/start', id, params: { threadId: session.threadId, input } });
+  if (session.activeTurnId)
+    return rpcLine({ method: 'turn/steer', id, params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input: textInput([message]) } });
+  session.turnStarting = true;
+  session.turnStartIds.add(id);
+  return rpcLine({ method: 'turn/start', id, params: { threadId: session.threadId, input: textInput([message]) } });
+}
+
+/** Whether a message sent now starts a turn of its own (else it joins the running or starting turn, or the first). */
+export function messageStartsTurn(session: CodexSession): boolean {
+  if (!session.threadReady) return session.prompt === undefined && session.held.length === 0;
+  return !session.turnStarting && session.activeTurnId === undefined;
 }
 
 /** A person's interrupt: `turn/interrupt` of the turn running now; nothing when none runs. */
@@ -76,26 +103,32 @@ type Handler = (message: CodexMessage, session: CodexSession) => AgentEvent[];
 /** The answer to one of our requests: `thread/start`'s starts the turn; a refusal is an error event. */
 function response(parsed: Json, line: string, session: CodexSession): AgentEvent[] {
   if (isObject(parsed['error'])) {
-    return [
-      {
-        type: 'system',
-        data: {
-          level: 'error',
-          message: `Codex refused request ${String(parsed['id'])}: ${text(parsed['error']['message']) ?? line}`,
-          subtype: SYSTEM_SUBTYPES.agentError,
-        },
-      },
-    ];
+    const why = text(parsed['error']['message']) ?? line;
+    const refusal: AgentEvent = {
+      type: 'system',
+      data: { level: 'error', message: `Codex refused request ${String(parsed['id'])}: ${why}`, subtype: SYSTEM_SUBTYPES.agentError },
+    };
+    // A turn (or the thread) that never started ends here, so the worker does not wait on it.
+    if (parsed['id'] !== THREAD_START_ID && !session.turnStartIds.delete(parsed['id'] as number)) return [refusal];
+    session.turnStarting = false;
+    return [refusal, { type: 'result', data: { subtype: 'error', is_error: true, text: `Codex refused to start the turn: ${why}` } }];
   }
-  if (parsed['id'] !== THREAD_START_ID) return [];
+  if (parsed['id'] !== THREAD_START_ID) {
+    session.turnStartIds.delete(parsed['id'] as number);
+    return [];
+  }
   const result = isObject(parsed['result']) ? parsed['result'] : {};
   const thread = isObject(result['thread']) ? result['thread'] : {};
   session.threadId = text(thread['id']) ?? session.threadId;
   const rolloutPath = text(thread['path']);
   if (rolloutPath) session.calls.followRollout(rolloutPath);
-  if (session.prompt !== undefined) {
-    const input = [{ type: 'text', text: session.prompt, text_elements: [] }];
-    session.outgoing.push(rpcLine({ method: 'turn/start', id: TURN_START_ID, params: { threadId: session.threadId, input } }));
+  session.threadReady = true;
+  // The first turn: the prompt, and what people said before the thread existed.
+  const first = [...(session.prompt === undefined ? [] : [session.prompt]), ...session.held.splice(0)];
+  if (first.length > 0) {
+    session.turnStarting = true;
+    session.turnStartIds.add(TURN_START_ID);
+    session.outgoing.push(rpcLine({ method: 'turn/start', id: TURN_START_ID, params: { threadId: session.threadId, input: textInput(first) } }));
   }
   return [
     {
@@ -250,6 +283,17 @@ const lifecycleNotice: Handler = ({ method }) => [{ type: 'system', data: { leve
 const turnStarted: Handler = (message, session) => {
   const turn = isObject(message.params['turn']) ? message.params['turn'] : {};
   session.activeTurnId = text(turn['id']) ?? session.activeTurnId;
+  session.turnStarting = false;
+  // What people said while the turn was starting is steered into it.
+  const held = session.held.splice(0);
+  if (held.length > 0 && session.activeTurnId)
+    session.outgoing.push(
+      rpcLine({
+        method: 'turn/steer',
+        id: session.nextRpcId++,
+        params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input: textInput(held) },
+      }),
+    );
   return lifecycleNotice(message, session);
 };
 /** A notification whose content arrives again whole (a completed item, a final status): nothing to add. */

@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import type { WorkerView } from '@svc/viewer';
+import { activityText, type WorkerView } from '@svc/viewer';
 import type { Theme } from '../theme.js';
 import { visibleText } from '../visible-text.js';
 import { ProgressBar } from './ProgressBar.js';
@@ -31,7 +31,10 @@ export function StatusBar({ model, workerId, theme }: { model: WorkerView; worke
         <Text wrap="truncate-end">
           <Text bold>{visibleText(workerId)}</Text>
           {model.readOnly ? <Text color={theme.warning}> [read-only]</Text> : null}
-          {model.scroll > 0 ? <Text color={theme.muted}> [scrolled up {model.scroll}]</Text> : null}{' '}
+          {model.scroll > 0 ? <Text color={theme.muted}> [scrolled up {model.scroll}]</Text> : null}
+          {model.activity && !model.readOnly ? (
+            <Text color={model.activity === 'working' ? theme.muted : theme.warning}> {activityText(model.activity)}</Text>
+          ) : null}{' '}
           <Text color={model.connection.kind === 'live' ? theme.success : theme.warning}>{visibleText(connectionText(model))}</Text>
         </Text>
         <ProgressBar data={model.progress} theme={theme} />

@@ -22,9 +22,10 @@ export const subjects = {
   storedEvent: (workerId: string) => `svc.events.stored.${workerId}`,
   storedAll: 'svc.events.stored.>',
   /**
-   * The stored events that end a worker's agent (`agent_exit`), announced a second time, after
-   * commit, as a `StoredEventBatch` (JetStream `SVC_EVENTS_LIFECYCLE`): the session service needs
-   * only these, and a durable consumer of every stored event is woken for every event.
+   * The stored events of a worker's life — its agent's exits (`agent_exit`) and activity
+   * (`activity`) — announced a second time, after commit, as a `StoredEventBatch` (JetStream
+   * `SVC_EVENTS_LIFECYCLE`): the session service needs only these, and a durable consumer of
+   * every stored event is woken for every event.
    */
   lifecycleEvent: (workerId: string) => `svc.events.lifecycle.${workerId}`,
   lifecycleAll: 'svc.events.lifecycle.>',
@@ -103,7 +104,7 @@ export const streams = {
     maxAgeMs: 24 * 60 * 60 * 1000,
     maxBytes: 1024 * 1024 * 1024,
   },
-  /** Agent exits, kept a week: a subscriber down for a while still learns of every one. */
+  /** Agent exits and activity, kept a week: a subscriber down for a while still learns of every one. */
   lifecycleEvents: {
     name: 'SVC_EVENTS_LIFECYCLE',
     subjects: [subjects.lifecycleAll],

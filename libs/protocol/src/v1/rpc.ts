@@ -102,6 +102,7 @@ export const CreateWorkerRequest = Type.Object(
     model: Type.Optional(ModelAccessSchema),
     egress: Type.Optional(EgressPolicySchema),
     mode: Type.Optional(SessionModeSchema),
+    keep_sandbox_s: Type.Optional(Type.Integer({ minimum: 1 })),
   },
   { additionalProperties: false },
 );

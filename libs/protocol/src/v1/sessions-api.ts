@@ -4,6 +4,7 @@ import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema, ModelBudgetSchema, ModelUsageSchema } from './model-proxy.js';
 import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
+import { WorkerActivitySchema } from './activity.js';
 
 /** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
 export const WORKER_STATUSES = ['pending', 'provisioning', 'running', 'completed', 'failed', 'stopped'] as const;
@@ -102,6 +103,11 @@ export const DEFAULT_DECISION_TIMEOUT_S = 600;
  * between turns, taking people's messages; `one_shot`, one prompt and one run.
  */
 export const SESSION_MODES = ['one_shot', 'conversation'] as const;
+
+/** `[session] idle_timeout_s`: how long a conversation's agent waits idle before it is stopped (the worker suspended). */
+export const DEFAULT_IDLE_TIMEOUT_S = 1800;
+/** `[session] keep_sandbox_s`: how long a suspended worker's sandbox is kept for a message to resume it. */
+export const DEFAULT_KEEP_SANDBOX_S = 24 * 3600;
 export const SessionModeSchema = Type.Enum(SESSION_MODES, {
   description: "`conversation`: the agent stays up between turns and takes people's messages; `one_shot`: one prompt, one run.",
 });
@@ -134,6 +140,12 @@ export const WorkerRecordSchema = Type.Object(
     egress: Type.Optional(EgressPolicySchema),
     /** How its agent runs (docs/conversations.md); without it `one_shot` (a worker made before conversations, or a bare one). */
     mode: Type.Optional(SessionModeSchema),
+    /** What its agent is doing, as its sidecar last reported (docs/conversations.md, "Activity"); absent before the first report. */
+    activity: Type.Optional(WorkerActivitySchema),
+    /** When `activity` last changed. */
+    activity_at: Type.Optional(Timestamp),
+    /** A conversation's: how long its sandbox is kept while it is suspended; then it ends (`completed`). */
+    keep_sandbox_s: Type.Optional(Type.Integer({ minimum: 1 })),
     /** When the worker's sidecar last polled for decisions (it is alive). */
     last_seen_at: Type.Optional(Timestamp),
     /** When it reached an ended status (`completed`, `failed`, `stopped`). */
@@ -152,7 +164,8 @@ export type WorkerRecord = Static<typeof WorkerRecordSchema>;
 /**
  * `system` event subtypes of a worker's life: the sidecar reports the agent's start and exit
  * (`details: {code, signal}`), the session service each spawn step (`details: {step, status}`).
- * The session service ends a worker on `agent_exit`: code 0 → `completed`, else `failed`.
+ * The session service ends a worker on `agent_exit`: code 0 → `completed`, else `failed` —
+ * unless `details.resumable` (`workerEndingExitCodeOf`).
  */
 export const LIFECYCLE_SUBTYPES = {
   agentStart: SYSTEM_SUBTYPES.agentStart,
@@ -166,6 +179,15 @@ export function agentExitCodeOf(event: { type: string; data: unknown }): number 
   const data = event.data as { subtype?: string; details?: { code?: unknown } };
   if (data.subtype !== LIFECYCLE_SUBTYPES.agentExit) return undefined;
   return typeof data.details?.code === 'number' ? data.details.code : 1;
+}
+
+/**
+ * The agent's exit code when `event` is an exit that ends its worker: not one the sidecar reports
+ * `resumable` (a conversation's agent stopped when idle, or crashed: a message starts it again).
+ */
+export function workerEndingExitCodeOf(event: { type: string; data: unknown }): number | undefined {
+  const code = agentExitCodeOf(event);
+  return code === undefined || (event.data as { details?: { resumable?: unknown } }).details?.resumable === true ? undefined : code;
 }
 
 /** `GET /v1/workers/{id}`: a worker as its viewers see it (no token hash). */

@@ -38,6 +38,12 @@ export const SidecarConfigSchema = Type.Object(
       default: false,
       description: "The agent stays up between turns and takes people's messages (docs/conversations.md); otherwise its input closes after its one run.",
     }),
+    /**
+     * In a conversation, an agent idle this long is stopped (its stdin closed) and the worker
+     * suspended: the next message starts it again on its own conversation (docs/conversations.md).
+     * Unset: it waits for as long as it runs.
+     */
+    idle_timeout_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600 })),
     permissions: Type.Object(
       {
         auto_approve: ToolRules('Allowed silently.'),

@@ -6,7 +6,7 @@
 export const SYSTEM_SUBTYPES = {
   /** The sidecar started the agent (`details.pid`, `details.adapter`). */
   agentStart: 'agent_start',
-  /** The agent exited (`details.code`, `details.signal`): the worker's last event. */
+  /** The agent exited (`details.code`, `details.signal`): the worker's last event, unless `details.resumable` (a message starts it again). */
   agentExit: 'agent_exit',
   /** One step of the spawn pipeline (`details.step`, `details.status`, `details.duration_ms`). */
   spawnStep: 'spawn_step',
@@ -24,6 +24,8 @@ export const SYSTEM_SUBTYPES = {
   personInterrupt: 'person_interrupt',
   /** The sidecar could not interrupt the agent (`details.interrupt_id`; `message` says why). */
   interruptUndelivered: 'interrupt_undelivered',
+  /** The agent's activity changed (`details.activity`: `working`, `waiting_for_decision`, `idle`, `suspended`): the sidecar's word. */
+  activity: 'activity',
   /** The model proxy refused a request: the session's budget is spent. */
   modelBudgetExhausted: 'model_budget_exhausted',
   /** The model proxy could not reach the model's API. */

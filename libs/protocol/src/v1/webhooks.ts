@@ -6,9 +6,10 @@ import { ListResponse } from './lists.js';
 
 /**
  * What a subscription can be told of (docs/webhooks.md): a request waits for a person, it was
- * decided, its deadline is near, a worker's agent ended (or failed).
+ * decided, its deadline is near, a worker's agent ended (or failed), a conversation's agent
+ * finished its turn and waits for a message.
  */
-const WEBHOOK_KINDS = ['request.needs_decision', 'request.decided', 'request.deadline_near', 'worker.ended'] as const;
+const WEBHOOK_KINDS = ['request.needs_decision', 'request.decided', 'request.deadline_near', 'worker.ended', 'worker.idle'] as const;
 export type WebhookKind = (typeof WEBHOOK_KINDS)[number];
 
 /** `standard`: Standard Webhooks' JSON (`{type, timestamp, data}`); `slack`: a Slack incoming webhook's `{text, blocks}`. */
@@ -115,6 +116,8 @@ const WebhookDataSchema = Type.Object(
     deadline: Type.Optional(Timestamp),
     exit_code: Type.Optional(Type.Integer()),
     links: Type.Optional(DecisionLinksSchema),
+    /** The worker's page in the web console (`worker.idle`), when the control plane knows its public URL. */
+    worker_url: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );

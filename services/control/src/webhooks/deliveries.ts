@@ -71,8 +71,11 @@ function slackMessage(fact: WebhookFact): { text: string; blocks: unknown[] } {
     'request.decided': `svc: ${worker}: request ${request} ${data.decision === 'allow' ? 'allowed' : 'denied'} by ${mrkdwnText(data.decided_by ?? 'someone')}`,
     'request.deadline_near': `svc: ${worker}: request ${request} (${tool}) is decided by policy at ${deadline ?? 'its deadline'}`,
     'worker.ended': `svc: ${worker} ${data.exit_code === 0 ? 'ended' : `failed (exit code ${data.exit_code ?? '?'})`}`,
+    'worker.idle': `svc: ${worker} finished its turn and is waiting for you`,
   }[fact.kind];
   const blocks: unknown[] = [{ type: 'section', text: { type: 'mrkdwn', text } }];
+  if (data.worker_url)
+    blocks.push({ type: 'actions', elements: [{ type: 'button', text: { type: 'plain_text', text: 'Open in the console' }, url: data.worker_url }] });
   if (data.input !== undefined)
     blocks.push({ type: 'section', text: { type: 'mrkdwn', text: `\`\`\`${mrkdwnText(JSON.stringify(data.input), SLACK_INPUT_KEPT)}\`\`\`` } });
   if (data.links)

@@ -16,6 +16,8 @@ export interface Notifier {
   deadlineNear(request: StoredRequest, deadline: Date): Promise<void>;
   /** A worker's agent ended (`exit_code` 0) or failed. */
   ended(exit: StoredEvent, exitCode: number): Promise<void>;
+  /** A conversation's agent ended its turn: it waits for a message (its `activity` event). */
+  idle(activity: StoredEvent): Promise<void>;
 }
 
 /**
@@ -23,7 +25,8 @@ export interface Notifier {
  * `SVC_WEBHOOKS`). Every replica sees every request and decision, so each publishes the same
  * fact: its id is the message id, and JetStream keeps one.
  */
-export function createNotifier(deps: { publisher: DurablePublisher; workers: WorkerDirectory; logger: Logger }): Notifier {
+export function createNotifier(deps: { publisher: DurablePublisher; workers: WorkerDirectory; logger: Logger; publicUrl?: string | undefined }): Notifier {
+  const consoleBase = deps.publicUrl?.replace(/\/+$/, '');
   async function publish(kind: WebhookKind, event: { worker_id: string }, key: string, data: Omit<WebhookData, 'worker_id' | 'owner'>): Promise<void> {
     const owner = (await deps.workers.get(event.worker_id))?.owner;
     if (owner === undefined) return deps.logger.warn({ worker_id: event.worker_id, kind }, 'no notification: the worker is unknown');
@@ -58,6 +61,7 @@ export function createNotifier(deps: { publisher: DurablePublisher; workers: Wor
         deadline: deadline.toISOString(),
       }),
     ended: (exit, exitCode) => publish('worker.ended', exit, exit.id, { exit_code: exitCode }),
+    idle: (activity) => publish('worker.idle', activity, activity.id, consoleBase ? { worker_url: `${consoleBase}/workers/${activity.worker_id}` } : {}),
   };
 }
 

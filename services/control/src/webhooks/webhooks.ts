@@ -1,6 +1,6 @@
 import type { Subscription } from '@nats-io/transport-node';
 import { subscribeStoredEvents, type DurablePublisher, type NatsConnection } from '@svc/bus';
-import { agentExitCodeOf } from '@svc/protocol';
+import { activityOf, workerEndingExitCodeOf, type StoredEvent } from '@svc/protocol';
 import type { ConfigOf, Logger } from '@svc/service-kit';
 import type { Database, Kysely } from '@svc/store';
 import type { controlSettings } from '../config.js';
@@ -39,7 +39,7 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
     durableName: 'control-webhooks-ended',
     lifecycleOnly: true,
     from: 'new',
-    handler: (event) => deps.notifier.ended(event, agentExitCodeOf(event) ?? 1),
+    handler: (event) => notifyOfLife(deps.notifier, event),
     logger: log,
   });
   const fanOut = await fanOutFacts({
@@ -63,4 +63,14 @@ export async function startWebhooks(deps: WebhooksDeps): Promise<RunningWebhooks
       await Promise.all([ended.stop(), fanOut.stop(), deliveries.stop()]);
     },
   };
+}
+
+/**
+ * An event of a worker's life, told: the agent's exit (`worker.ended`), unless a message resumes
+ * it (`details.resumable`); the agent idle, waiting for a message (`worker.idle`).
+ */
+async function notifyOfLife(notifier: Notifier, event: StoredEvent): Promise<void> {
+  if (activityOf(event) === 'idle') return notifier.idle(event);
+  const code = workerEndingExitCodeOf(event);
+  if (code !== undefined) await notifier.ended(event, code);
 }

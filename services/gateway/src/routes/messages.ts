@@ -36,6 +36,14 @@ function messageIdOf(workerId: string, person: string, clientMessageId: string |
   return `msg_${createHash('sha256').update(`${workerId}\n${person}\n${clientMessageId}`).digest('base64url').slice(0, 22)}`;
 }
 
+/** Why a worker can take nothing more, beyond its status: a conversation whose sandbox was kept no longer, a session deleted. */
+function whyEnded(record: WorkerRecord): string {
+  if (record.status === 'stopped') return ' (its session was deleted)';
+  if (record.activity === 'suspended' && record.keep_sandbox_s !== undefined)
+    return ` (suspended longer than its keep_sandbox_s, ${record.keep_sandbox_s} s: its sandbox is gone, so its conversation cannot be resumed; start a new session)`;
+  return '';
+}
+
 /** The worker a person may steer now, and who they are: theirs (or an admin's to see), not ended; a worker token may not. */
 async function steerableWorker(
   request: FastifyRequest,
@@ -46,7 +54,7 @@ async function steerableWorker(
   const record = await authorizeWorker(request, workers, workerId);
   const person = request.principal!;
   if (person.kind !== 'user') throw new CodedError('forbidden', `${what} are sent by people`);
-  if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more ${what}`);
+  if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}${whyEnded(record)}; it takes no more ${what}`);
   return { record, person };
 }
 

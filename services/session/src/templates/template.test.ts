@@ -48,11 +48,17 @@ describe('templates', () => {
     expect(templateRefusal(`${minimal}\n[overrides]\nenv = "anyone"\n`).message).toMatch(/\/overrides\/env/);
   });
 
-  it('[session] mode: one_shot unless the template says conversation; anything else is named', () => {
-    expect(parseTemplate('t', minimal, 'x').session).toEqual({ mode: 'one_shot' });
-    expect(parseTemplate('t', `${minimal}\n[session]\nmode = "conversation"\n`, 'x').session).toEqual({ mode: 'conversation' });
+  it('[session] mode: one_shot unless the template says conversation; idle_timeout_s and keep_sandbox_s default to 30 min and a day; anything else is named', () => {
+    expect(parseTemplate('t', minimal, 'x').session).toEqual({ mode: 'one_shot', idle_timeout_s: 1800, keep_sandbox_s: 86_400 });
+    expect(parseTemplate('t', `${minimal}\n[session]\nmode = "conversation"\nidle_timeout_s = 2\nkeep_sandbox_s = 600\n`, 'x').session).toEqual({
+      mode: 'conversation',
+      idle_timeout_s: 2,
+      keep_sandbox_s: 600,
+    });
     expect(templateRefusal(`${minimal}\n[session]\nmode = "chat"\n`).message).toMatch(/^templates\/t\.toml: .*\/session\/mode/);
     expect(templateRefusal(`${minimal}\n[session]\nidle = 3\n`).message).toMatch(/\/session\/idle/);
+    expect(templateRefusal(`${minimal}\n[session]\nidle_timeout_s = 0\n`).message).toMatch(/\/session\/idle_timeout_s/);
+    expect(templateRefusal(`${minimal}\n[session]\nkeep_sandbox_s = 0\n`).message).toMatch(/\/session\/keep_sandbox_s/);
   });
 
   it('[retention] events_days: whole days, 0 keeps them; a negative, fractional or unknown key is named', () => {

@@ -11,6 +11,8 @@ import {
   EgressRuleSchema,
   EnvironmentVariables,
   ModelApiSchema,
+  DEFAULT_IDLE_TIMEOUT_S,
+  DEFAULT_KEEP_SANDBOX_S,
   SESSION_MODES,
   quoteRule,
   ruleLimitProblem,
@@ -78,6 +80,10 @@ const TemplateSchema = Type.Object(
          * `one_shot` (the default, as every template ran before conversations): one prompt, one run.
          */
         mode: Type.Enum(SESSION_MODES, { default: 'one_shot' }),
+        /** In a conversation, an agent idle this long is stopped and the worker suspended: a message resumes it. */
+        idle_timeout_s: Type.Integer({ minimum: 1, maximum: 30 * 24 * 3600, default: DEFAULT_IDLE_TIMEOUT_S }),
+        /** A suspended worker's sandbox (its workspace, the agent's conversation) is kept this long; then the worker ends. */
+        keep_sandbox_s: Type.Integer({ minimum: 1, maximum: 90 * 24 * 3600, default: DEFAULT_KEEP_SANDBOX_S }),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -41,6 +41,7 @@ export async function allocateWorker(
     ...(model ? { model } : {}),
     ...(egress ? { egress } : {}),
     mode: template.session.mode,
+    ...(template.session.mode === 'conversation' ? { keep_sandbox_s: template.session.keep_sandbox_s } : {}),
   });
   const row = await deps.store.insert({
     id: sessionId,

@@ -100,6 +100,7 @@ function sidecarConfigOf(spawn: SpawnContext): SidecarConfig {
     auth_token_file: box.resolvePath(SANDBOX_PATHS.token),
     autonomous: body.overrides?.autonomous ?? sidecar.autonomous,
     conversation: template.session.mode === 'conversation',
+    ...(template.session.mode === 'conversation' ? { idle_timeout_s: template.session.idle_timeout_s } : {}),
     permissions: { auto_approve: sidecar.auto_approve, deny: sidecar.deny, ask: sidecar.ask },
     poll_interval_ms: sidecar.poll_interval_ms,
     agent: {
