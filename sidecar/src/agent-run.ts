@@ -1,4 +1,4 @@
-import { LIFECYCLE_SUBTYPES, SYSTEM_SUBTYPES, type PermissionRule, type StoredEvent } from '@svc/protocol';
+import { LIFECYCLE_SUBTYPES, SYSTEM_SUBTYPES, type PermissionRule, type StoredEvent, type WorkerActivity } from '@svc/protocol';
 import { createActivity, type Activity } from './activity.js';
 import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
 import { startAgentProcess, type AgentExit } from './agent-process.js';
@@ -27,6 +27,8 @@ export interface AgentRunOptions {
   /** Where every event goes (the outbox). */
   record(event: AgentEvent): void;
   onRuleAdded(rule: PermissionRule): void;
+  /** Each activity reported. */
+  onActivity?(activity: WorkerActivity): void;
   /** Each of the agent's own events (the runner learns its conversation's id from `init`). */
   onAgentEvent?(event: AgentEvent): void;
   /** Called when the agent's output has to wait (the outbox is full); resolves when it may go on. */
@@ -73,6 +75,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
     endsAfterResult,
     queuedTurnWaitMs: adapter.turns?.mayAbsorbQueued ? QUEUED_TURN_WAIT_MS : undefined,
     onChange(now) {
+      options.onActivity?.(now);
       clearTimeout(idleTimer);
       if (now !== 'idle' || options.idleTimeoutMs === undefined || idleStopped) return;
       idleTimer = setTimeout(() => {

@@ -43,6 +43,12 @@ export function undeliveredEvent(kind: 'message' | 'interrupt', input: StoredEve
   };
 }
 
+/** A person's message as an adapter formats it: its text, and its id. */
+function messageOf(message: StoredEvent<'system'>): { text: string; id?: string } {
+  const id = message.data.details?.['message_id'];
+  return { text: message.data.message, ...(typeof id === 'string' ? { id } : {}) };
+}
+
 /** Why a message or interrupt cannot reach the agent. */
 function whyNotDelivered(inputClosed: boolean, adapter: string, what: string): string {
   return inputClosed ? "the agent's input is closed (its run took one prompt)" : `the ${adapter} adapter takes no ${what} from svc yet (docs/conversations.md)`;
@@ -136,7 +142,7 @@ export function createEventRouting(options: EventRoutingOptions) {
      */
     fromPersonMessage(message: StoredEvent<'system'>): void {
       const startsTurn = options.adapter.turns?.messageStartsTurn() ?? true;
-      const bytes = inputClosed ? undefined : options.adapter.formatMessage?.({ text: message.data.message });
+      const bytes = inputClosed ? undefined : options.adapter.formatMessage?.(messageOf(message));
       // Empty bytes: the adapter holds the message and sends it itself when its agent can take it.
       if (bytes !== undefined) {
         options.toAgent(bytes);

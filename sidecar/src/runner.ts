@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import {
   activityData,
@@ -13,6 +14,7 @@ import {
 } from '@svc/protocol';
 import type { Adapter, AgentEvent, AgentLaunch, LaunchPlan } from './adapters/adapter.js';
 import { agentConversation } from './agent-conversation.js';
+import { handedMessages, type HandedMessages } from './handed-messages.js';
 import { killLeftoverAgent } from './agent-process.js';
 import { agentExitEvent, startAgentRun, type AgentRun, type AgentRunEnd } from './agent-run.js';
 import { undeliveredEvent } from './event-routing.js';
@@ -102,6 +104,7 @@ interface SidecarParts {
   launch: AgentLaunch;
   agentEnv: NodeJS.ProcessEnv;
   pgidFile: string;
+  handed: HandedMessages;
   warn(message: string): void;
 }
 
@@ -149,9 +152,10 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   // The proxies' variables win: a template cannot point the agent past the model proxy.
   const agentEnv = { ...process.env, ...config.agent.env, ...proxies.agentEnv };
   for (const event of (await first.adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? []) outbox.push(event);
-  const sidecar = new Sidecar({ config, client, proxies, outbox, engine, refreshRules, launch, agentEnv, pgidFile, warn }, conversation);
+  const handed = handedMessages(config.state_dir);
+  const sidecar = new Sidecar({ config, client, proxies, outbox, engine, refreshRules, launch, agentEnv, pgidFile, handed, warn }, conversation);
   if (resumeAtStart === undefined) sidecar.begin(first);
-  else outbox.push({ type: 'system', data: activityData('suspended', 'the sidecar started again; a message resumes the conversation') });
+  else sidecar.startedAgain(first.adapter, resumeAtStart);
   return { exited: sidecar.finished, terminate: () => sidecar.terminate() };
 }
 
@@ -204,6 +208,7 @@ class Sidecar {
         void this.parts.refreshRules();
       },
       onAgentEvent: (event) => config.conversation && this.conversation.learnFrom(event),
+      onActivity: (activity) => activity === 'idle' && this.parts.handed.clear(),
       outboxRoom: () => (outbox.hasRoom() ? undefined : outbox.room()),
       warn: this.parts.warn,
     });
@@ -249,6 +254,8 @@ class Sidecar {
    * none runs starts it again on its conversation.
    */
   private toAgent(input: StoredEvent): void {
+    // Before its bytes go: a sidecar killed meanwhile finds it (`startedAgain`).
+    if (isPersonMessage(input) && this.parts.config.conversation) this.parts.handed.record(input);
     if (this.run?.input(input)) return;
     if (this.run) return void this.held.push(input);
     if (isPersonMessage(input) && !this.terminating) {
@@ -262,6 +269,24 @@ class Sidecar {
   private undelivered(input: StoredEvent, why: string): void {
     if (isPersonMessage(input)) this.parts.outbox.push(undeliveredEvent('message', input, why));
     else if (isPersonInterrupt(input)) this.parts.outbox.push(undeliveredEvent('interrupt', input, why));
+  }
+
+  /**
+   * Started again with a conversation to resume: the messages the killed sidecar handed over that
+   * the agent never took (its own record says) are handed over again, resuming it; else it waits
+   * suspended for a message.
+   */
+  startedAgain(adapter: Adapter, conversationId: string): void {
+    const home = this.parts.agentEnv['HOME'] ?? homedir();
+    const untaken = adapter.tookMessage
+      ? this.parts.handed.read().filter((message) => !adapter.tookMessage!(message.data.details?.['message_id'] as string, { conversationId, home }))
+      : [];
+    if (untaken.length === 0) {
+      this.parts.outbox.push({ type: 'system', data: activityData('suspended', 'the sidecar started again; a message resumes the conversation') });
+      return;
+    }
+    this.parts.warn(`${untaken.length} message(s) handed over before the restart never reached the agent: handing them over again`);
+    for (const message of untaken) this.toAgent(message);
   }
 
   terminate(): void {

@@ -288,7 +288,8 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
   it('suspended past keep_sandbox_s: the session completes, its sandbox goes, and a message is 409 worker_ended saying why', async () => {
     const session = await createSession({ template: 'demo-brief' });
     await waitForStatus(session, 'completed', 30_000);
-    expect(existsSync(path.join(stack.sandboxesDir, session.worker_id, 'root'))).toBe(false);
+    // Completed first, then destroyed.
+    await waitFor('the sandbox destroyed', async () => !existsSync(path.join(stack.sandboxesDir, session.worker_id, 'root')), 30_000, 100);
     const refused = await api('POST', `/v1/workers/${session.worker_id}/messages`, { text: 'still there?' });
     expect(refused.status).toBe(409);
     expect(refused.body).toMatchObject({ code: 'worker_ended' });

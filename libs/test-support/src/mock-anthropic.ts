@@ -28,9 +28,19 @@ function toolResultsIn(body: Record<string, unknown>): number {
  * A stand-in for the Anthropic Messages API on loopback, for running the real Claude Code CLI
  * offline (../shared/AGENTS.md): `POST /v1/messages` answers with a streamed (SSE) assistant
  * message — a conversation holding n tool results gets `turns[n]` (the last turn once they run
- * out): a script per conversation. `HEAD /` answers 200 (2.1.197 checks it).
+ * out): a script per conversation; `holdOpen` keeps an answer streaming. `HEAD /` answers 200
+ * (2.1.197 checks it).
  */
-export async function startMockAnthropic(turns: readonly ScriptedTurn[]): Promise<MockAnthropic> {
+export async function startMockAnthropic(
+  turns: readonly ScriptedTurn[],
+  options: {
+    /**
+     * Holds the answer to a request open after its first words (`n`: the request's number, from
+     * 0), as a model still streaming: the client's interrupt, not the model, ends it.
+     */
+    holdOpen?(body: Record<string, unknown>, n: number): boolean;
+  } = {},
+): Promise<MockAnthropic> {
   if (turns.length === 0) throw new Error('the Anthropic stand-in needs at least one turn to play');
   let messages = 0;
   return startModelStandIn({
@@ -59,6 +69,7 @@ export async function startMockAnthropic(turns: readonly ScriptedTurn[]): Promis
       });
       sse(response, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
       sse(response, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: turn.text } });
+      if (options.holdOpen?.(body, messages - 1)) return;
       sse(response, 'content_block_stop', { type: 'content_block_stop', index: 0 });
       if (turn.tool) {
         sse(response, 'content_block_start', {

@@ -55,7 +55,13 @@ export interface Adapter {
    * sends it through `takeOutgoing` when the agent can take it); absent when this agent takes no
    * messages from svc yet (the sidecar then says so in the history).
    */
-  formatMessage?(message: { text: string }): string;
+  formatMessage?(message: { text: string; /** Its `message_id`. */ id?: string }): string;
+  /**
+   * Whether the agent's own record of its conversation shows the message taken (a sidecar started
+   * again after a crash asks, for the messages it handed over last: one not taken is handed over
+   * again). Absent: the agent keeps no record the sidecar can read (at most once).
+   */
+  tookMessage?(messageId: string, where: { conversationId: string; home: string }): boolean;
   /** A person's interrupt → the bytes that end the agent's current turn (its open requests withdrawn as it answers); empty when no turn runs. */
   formatInterrupt?(): string;
   /** An agent with no protocol of its own is interrupted with SIGINT to its process group. */

@@ -12,6 +12,7 @@ import {
   type Json,
   type LaunchPlan,
 } from './adapter.js';
+import { messageUuid, transcriptHoldsMessage } from './claude-transcript.js';
 
 /** The id of the handshake the sidecar sends first; the CLI's answer is reported, not forwarded. */
 export const INITIALIZE_REQUEST_ID = 'svc_init';
@@ -152,8 +153,14 @@ function controlRequestEvent(line: Json): AgentEvent {
 }
 
 /** A `user` message of stream-json input (the fixture e-multiturn-interrupt shows the CLI taking several in one process). */
-function userLine(prompt: string): string {
-  return JSON.stringify({ type: 'user', session_id: '', parent_tool_use_id: null, message: { role: 'user', content: [{ type: 'text', text: prompt }] } });
+function userLine(prompt: string, messageId?: string): string {
+  return JSON.stringify({
+    type: 'user',
+    ...(messageId === undefined ? {} : { uuid: messageUuid(messageId) }),
+    session_id: '',
+    parent_tool_use_id: null,
+    message: { role: 'user', content: [{ type: 'text', text: prompt }] },
+  });
 }
 
 /**
@@ -185,7 +192,10 @@ export const claudeCodeAdapter: Adapter = {
   resumes: true,
 
   /** A stream-json `user` message: the CLI takes it as the next turn, queued behind a running one. */
-  formatMessage: ({ text }) => `${userLine(text)}\n`,
+  formatMessage: ({ text, id }) => `${userLine(text, id)}\n`,
+
+  /** Its transcript in the agent's home says whether it took a message (its uuid). */
+  tookMessage: (messageId, { conversationId, home }) => transcriptHoldsMessage(home, conversationId, messageId),
 
   /** The `interrupt` control request (fixture e-multiturn-interrupt): the CLI cancels its open permission prompts and ends the turn. */
   formatInterrupt: () =>

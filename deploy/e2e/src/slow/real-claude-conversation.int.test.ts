@@ -1,0 +1,237 @@
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { activityOf, type EventData, type StoredEvent, type Worker } from '@svc/protocol';
+import { waitFor } from '@svc/test-support';
+import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
+import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS } from '../real-agents.js';
+import { controlClient, startSidecarWith } from '../sidecar-process.js';
+import { startStack, type E2eStack } from '../stack.js';
+
+const TOOL_INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
+/** A prompt with this word gets an answer the stand-in holds open, as a model still streaming. */
+const HOLD = 'SLOWLY';
+
+/** The built-in `claude` template as a conversation whose agent is stopped after 3 s idle. */
+const CLAUDE_TALK = (builtIn: string) => `${builtIn.replace(/^description = .*$/m, 'description = "Claude Code in a conversation, stopped after 3 s idle"')}
+[session]
+mode = "conversation"
+idle_timeout_s = 3
+`;
+
+const subtypeOf = (event: StoredEvent) => (event.type === 'system' ? (event.data as EventData<'system'>).subtype : undefined);
+const lastUserText = (body: Record<string, unknown>) => JSON.stringify((body['messages'] as unknown[]).at(-1));
+
+/**
+ * The real Claude Code in a conversation under svc (issue 36's acceptance): interrupted in a
+ * running turn, a message sent while a turn runs, stopped when idle and resumed on its own
+ * conversation, and the sidecar killed while idle and started again. Only the model is a
+ * stand-in, reached through the model proxy.
+ */
+describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation', (version) => {
+  let stack: E2eStack;
+  let mock: MockAnthropic;
+  let dir: string;
+  let userToken: string;
+
+  beforeAll(async () => {
+    mock = await startMockAnthropic([{ text: 'I will create out.txt.', tool: { name: 'Bash', input: TOOL_INPUT } }, { text: 'Done.' }], {
+      // The first request of a conversation whose prompt says so: the interrupt ends it.
+      holdOpen: (body) => {
+        const messages = body['messages'] as Array<{ role?: string }>;
+        return !messages.some((message) => message.role === 'assistant') && JSON.stringify(messages).includes(HOLD);
+      },
+    });
+    dir = await mkdtemp(path.join(tmpdir(), `svc-real-claude-talk-${version}-`));
+    const templates = path.join(dir, 'templates');
+    await mkdir(templates);
+    const builtIn = await readFile(fileURLToPath(new URL('../../../../services/session/templates/claude.toml', import.meta.url)), 'utf8');
+    await writeFile(path.join(templates, 'claude-talk.toml'), CLAUDE_TALK(builtIn));
+    const installed = path.dirname(path.dirname(path.dirname(claudeBinary(version))));
+    stack = await startStack({
+      ingestReplicas: 1,
+      sessionEnv: {
+        SVC_TEMPLATES_DIR: templates,
+        SVC_SANDBOX_HOST_DIRS: installed,
+        SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin`,
+      },
+      gatewayEnv: { SVC_ANTHROPIC_API_KEY: 'sk-ant-e2e-talk', SVC_ANTHROPIC_UPSTREAM_URL: mock.url },
+    });
+    userToken = await stack.userToken('e2e-user');
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all([stack?.stop(), mock?.stop()]);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const api = () => controlClient(stack.gatewayUrl, userToken);
+  const post = async (url: string, body?: unknown) =>
+    fetch(`${stack.gatewayUrl}${url}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const activityNow = async (workerId: string) => (await api().get<Worker>(`/v1/workers/${workerId}`)).activity;
+  const results = async (workerId: string) => (await api().events(workerId)).filter((e): e is StoredEvent<'result'> => e.type === 'result');
+  /** Waits for the worker's `count`th result; on a timeout the error shows its history (and the sidecar's stderr when it is ours). */
+  /**
+   * Waits for the worker's `count`th result, allowing what the agent asks meanwhile (the
+   * stand-in plays its script by the tool results it is sent, which a resumed CLI may send
+   * differently); on a timeout the error shows the history, the model's last messages and the
+   * sidecar's stderr when it is ours.
+   */
+  const resultNumber = (workerId: string, count: number, stderr?: () => string) =>
+    waitFor(
+      `result ${count}`,
+      async () => {
+        for (const open of await api().openRequests(workerId)) await api().decide(workerId, { request_id: open.data.request_id, decision: 'allow' });
+        return (await results(workerId)).length >= count;
+      },
+      60_000,
+      100,
+    ).catch(async (err: unknown) => {
+      const history = (await api().events(workerId)).map((e) => `${e.id} ${e.type} ${JSON.stringify(e.data).slice(0, 300)}`);
+      const sent = mock.requests().map((body) =>
+        lastUserText(body)
+          .replace(/<system-reminder>[^]*?<\/system-reminder>/g, '')
+          .slice(0, 400),
+      );
+      throw new Error(`${String(err)}\n${history.join('\n')}\nthe model's last messages:\n${sent.join('\n')}\n${stderr?.().slice(-4000) ?? ''}`);
+    });
+
+  it('interrupted in a running turn: an interrupted result within 5 s, the message sent during the turn runs next in the same process, and the history is in the order the model saw', async () => {
+    const session = await api().createSession({ template: 'claude-talk', prompt: `Count to a million, ${HOLD}.` });
+    const workerId = session.worker_id;
+    const before = mock.requests().length;
+    await waitFor('the model streaming turn 1', async () => mock.requests().length > before && (await activityNow(workerId)) === 'working', 60_000, 100).catch(
+      async (err: unknown) => {
+        throw new Error(`${String(err)}: ${mock.requests().length - before} requests, activity ${await activityNow(workerId)}`);
+      },
+    );
+    expect((await post(`/v1/workers/${workerId}/messages`, { text: 'Then create out.txt.' })).status).toBe(202);
+    const asked = Date.now();
+    expect((await post(`/v1/workers/${workerId}/interrupt`)).status).toBe(202);
+    const interrupted = await waitFor('the interrupted result', async () => (await results(workerId))[0], 5_000, 50);
+    expect(Date.now() - asked).toBeLessThan(5_000);
+    expect(interrupted.data).toMatchObject({ is_error: true, subtype: 'error_during_execution' });
+    // The message queued behind the turn runs next, as a turn of its own.
+    await resultNumber(workerId, 2);
+    await waitFor('idle', async () => (await activityNow(workerId)) === 'idle', 10_000, 100);
+    const events = await api().events(workerId);
+    expect(events.filter((e) => subtypeOf(e) === 'agent_start')).toHaveLength(1);
+    const order = events
+      .filter((e) => ['person_message', 'person_interrupt'].includes(subtypeOf(e) ?? '') || e.type === 'result')
+      .map((e) => subtypeOf(e) ?? (e as StoredEvent<'result'>).data.subtype);
+    expect(order).toEqual(['person_message', 'person_interrupt', 'error_during_execution', 'success']);
+    // The model saw the message after the interrupted turn, in the same conversation.
+    const seen = mock
+      .requests()
+      .slice(before)
+      .map((body) => JSON.stringify(body['messages']));
+    expect(seen.findIndex((messages) => messages.includes('Then create out.txt.'))).toBeGreaterThan(0);
+    expect(seen.at(-1)).toContain(`Count to a million, ${HOLD}.`);
+    expect((await api().get<Worker>(`/v1/workers/${workerId}`)).status).toBe('running');
+  }, 150_000);
+
+  it('stopped after idle_timeout_s and resumed by a message: the same conversation (the model is sent turn 1), the workspace as it was', async () => {
+    const session = await api().createSession({ template: 'claude-talk', prompt: 'Create out.txt containing hello' });
+    const workerId = session.worker_id;
+    const request = await api().oneOpenRequest(workerId);
+    expect((await api().decide(workerId, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('suspended', async () => (await activityNow(workerId)) === 'suspended', 60_000, 100);
+    const exit = (await api().events(workerId)).find((e) => subtypeOf(e) === 'agent_exit')!;
+    expect(exit.data).toMatchObject({ details: { resumable: true, reason: 'idle for 3 s' } });
+    expect((await api().get<Worker>(`/v1/workers/${workerId}`)).status).toBe('running');
+
+    const before = mock.requests().length;
+    expect((await post(`/v1/workers/${workerId}/messages`, { text: 'What did you do before?' })).status).toBe(202);
+    await resultNumber(workerId, 2);
+    const resumedRequest = JSON.stringify(mock.requests().slice(before)[0]!['messages']);
+    for (const said of ['Create out.txt containing hello', 'What did you do before?']) expect(resumedRequest).toContain(said);
+    const events = await api().events(workerId);
+    expect(events.filter((e) => subtypeOf(e) === 'agent_start').map((e) => (e.data as EventData<'system'>).details?.['resumed'] ?? false)).toEqual([
+      false,
+      true,
+    ]);
+    expect(events.map((e) => activityOf(e)).filter(Boolean)).toEqual(['working', 'waiting_for_decision', 'working', 'idle', 'suspended', 'working', 'idle']);
+    expect(await readFile(path.join(stack.sandboxesDir, workerId, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
+  }, 150_000);
+
+  it('exactly once: the sidecar killed -9 right after a poll handed it a message; started again, the agent gets that message once (the model sees it once)', async () => {
+    const worker = await stack.createWorker('e2e-user', { mode: 'conversation' });
+    const workspace = path.join(dir, 'once');
+    const home = path.join(dir, 'once-home');
+    await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
+    const config = {
+      adapter: 'claude-code',
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      conversation: true,
+      agent: claudeAgent({ version, cwd: workspace, home, baseUrl: mock.url, prompt: 'Create out.txt containing hello' }),
+      decision_wait_ms: 5000,
+    };
+    const first = await startSidecarWith(dir, 'once', config);
+    const request = await api().oneOpenRequest(worker.worker_id);
+    expect((await api().decide(worker.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('idle', async () => (await activityNow(worker.worker_id)) === 'idle', 60_000, 100);
+
+    const text = 'Say this ONCE, please.';
+    const sent = await post(`/v1/workers/${worker.worker_id}/messages`, { text });
+    expect(sent.status).toBe(202);
+    const { message_id: messageId } = (await sent.json()) as { message_id: string };
+    const stored = await waitFor('the message stored', async () =>
+      (await api().events(worker.worker_id)).find(
+        (e) => subtypeOf(e) === 'person_message' && (e.data as EventData<'system'>).details?.['message_id'] === messageId,
+      ),
+    );
+    // The moment its poll has handed it on (the cursor saved), the sidecar is killed.
+    const cursorFile = path.join(dir, 'once-state', 'decision-cursor');
+    await waitFor('the message handed on', async () => (await readFile(cursorFile, 'utf8').catch(() => '')).trim() === stored.id, 30_000, 2);
+    process.kill(first.pid, 'SIGKILL');
+    await first.exited;
+
+    const again = await startSidecarWith(dir, 'once', config);
+    await resultNumber(worker.worker_id, 2, again.stderr);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(mock.requests().filter((body) => lastUserText(body).includes(text))).toHaveLength(1);
+    expect((await results(worker.worker_id)).length).toBe(2);
+    process.kill(again.pid, 'SIGTERM');
+    await again.exited;
+  }, 150_000);
+
+  it('the sidecar killed -9 while idle and started again: it starts suspended, and a message resumes the same conversation', async () => {
+    const worker = await stack.createWorker('e2e-user', { mode: 'conversation' });
+    const workspace = path.join(dir, 'killed');
+    const home = path.join(dir, 'killed-home');
+    await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
+    const config = {
+      adapter: 'claude-code',
+      worker_id: worker.worker_id,
+      control_plane_url: stack.gatewayUrl,
+      auth_token: worker.token,
+      conversation: true,
+      agent: claudeAgent({ version, cwd: workspace, home, baseUrl: mock.url, prompt: 'Create out.txt containing hello' }),
+      decision_wait_ms: 5000,
+    };
+    const first = await startSidecarWith(dir, 'killed', config);
+    const request = await api().oneOpenRequest(worker.worker_id);
+    expect((await api().decide(worker.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('idle', async () => (await activityNow(worker.worker_id)) === 'idle', 60_000, 100);
+    process.kill(first.pid, 'SIGKILL');
+    await first.exited;
+
+    const again = await startSidecarWith(dir, 'killed', config);
+    await waitFor('suspended', async () => (await activityNow(worker.worker_id)) === 'suspended', 30_000, 100);
+    const before = mock.requests().length;
+    expect((await post(`/v1/workers/${worker.worker_id}/messages`, { text: 'Still with me?' })).status).toBe(202);
+    await resultNumber(worker.worker_id, 2, again.stderr);
+    const resumedRequest = JSON.stringify(mock.requests().slice(before)[0]!['messages']);
+    for (const said of ['Create out.txt containing hello', 'Still with me?']) expect(resumedRequest).toContain(said);
+    expect(await readFile(path.join(workspace, 'out.txt'), 'utf8')).toBe('hello\n');
+    process.kill(again.pid, 'SIGTERM');
+    await again.exited;
+  }, 150_000);
+});
