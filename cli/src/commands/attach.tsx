@@ -1,18 +1,51 @@
+import { randomUUID } from 'node:crypto';
 import { render } from 'ink';
 import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
-import { ApiError, createApi } from '../api.js';
-import { AttachApp, type ExitReason } from '../attach/components/AttachApp.js';
+import { ApiError, createApi, type Api } from '../api.js';
+import { AttachApp, type AttachAppProps, type ConversationActions, type ExitReason } from '../attach/components/AttachApp.js';
 import { followEventStream } from '@svc/viewer';
 import { wsTransport } from '@svc/viewer/ws';
 import { WorkerView } from '@svc/viewer';
 import { createTheme } from '../attach/theme.js';
 import { visibleText } from '../attach/visible-text.js';
 import { CliError, EXIT } from '../exit-codes.js';
+import { interruptTurn, sendMessage } from '../conversation-api.js';
 import { colourEnabled } from '../output.js';
 import { resolveConnection } from '../settings.js';
 import { CONNECTION_HELP, connectionFlags, type Command } from './command.js';
 
 const flags = { ...connectionFlags, readOnly: { type: 'boolean', default: false }, raw: { type: 'boolean', default: false } } as const;
+
+/**
+ * What a person does from the screen: decide the prompt and, for a conversation, send a message
+ * or interrupt the turn. Each answers at once; a refusal arrives later as a notice (its code
+ * says why: `worker_ended`, `payload_too_large`…), and an ended worker turns the view read-only.
+ */
+export function personActions(
+  api: Api,
+  model: WorkerView,
+  worker: Worker,
+): { decide: AttachAppProps['decide']; conversation?: ConversationActions | undefined } {
+  const refused = (what: string) => (err: unknown) => {
+    if (err instanceof ApiError && err.code === 'worker_ended') model.setReadOnly('the worker has ended');
+    model.notify(`${what}: ${err instanceof Error ? err.message : String(err)}`, 'error');
+  };
+  const decide = (requestId: string, decision: 'allow' | 'deny') => {
+    model.decided(requestId);
+    api
+      .request<StoredEvent<'control_response'>>('POST', apiPaths.control(worker.worker_id), { request_id: requestId, decision })
+      .catch(refused('the decision was not taken'));
+  };
+  if (worker.mode !== 'conversation') return { decide };
+  return {
+    decide,
+    conversation: {
+      // An id of its own: the gateway stores a message sent twice (a retry) once.
+      send: (text) => void sendMessage(api, worker.worker_id, { text, client_message_id: randomUUID() }).catch(refused('the message was not sent')),
+      interrupt: () => void interruptTurn(api, worker.worker_id).catch(refused('the interrupt was not sent')),
+    },
+  };
+}
 
 const RAW_NOT_IMPLEMENTED = "not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)";
 
@@ -27,6 +60,8 @@ Keys
   ↑ ↓ PgUp PgDn    scroll the history
   q                quit (when no prompt is shown)
   ctrl+d, ctrl+c   detach: the worker keeps running
+  m                a conversation: write a message (enter sends, esc cancels)
+  x                a conversation: interrupt the agent's current turn
 
 Flags
   --read-only      replay from the start, no prompts (automatic for an ended worker)
@@ -69,16 +104,16 @@ Examples
         .catch(() => {});
     }, 1000);
 
-    const decide = (requestId: string, decision: 'allow' | 'deny') => {
-      model.decided(requestId);
-      api.request<StoredEvent<'control_response'>>('POST', apiPaths.control(workerId), { request_id: requestId, decision }).catch((err: unknown) => {
-        if (err instanceof ApiError && err.code === 'worker_ended') model.setReadOnly('the worker has ended');
-        model.notify(`the decision was not taken: ${err instanceof Error ? err.message : String(err)}`, 'error');
-      });
-    };
-
+    const { decide, conversation } = personActions(api, model, worker);
     const app = render(
-      <AttachApp model={model} workerId={workerId} theme={createTheme(colourEnabled())} decide={decide} onExit={(reason) => (exitReason = reason)} />,
+      <AttachApp
+        model={model}
+        workerId={workerId}
+        theme={createTheme(colourEnabled())}
+        decide={decide}
+        conversation={conversation}
+        onExit={(reason) => (exitReason = reason)}
+      />,
       {
         exitOnCtrlC: false,
         // A terminal is interactive even when CI=true is in the environment (Ink would then draw only the last frame).

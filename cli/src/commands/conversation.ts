@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { text as readAll } from 'node:stream/consumers';
-import { apiPaths, type PostInterruptResponseType, type PostMessageResponseType } from '@svc/protocol';
+import type { PostMessageBodyType } from '@svc/protocol';
 import { createApi } from '../api.js';
+import { interruptTurn, sendMessage } from '../conversation-api.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { printJson } from '../output.js';
 import { resolveConnection } from '../settings.js';
@@ -16,9 +17,16 @@ const sendFlags = {
 } as const;
 
 /** The image kinds a message takes, by file extension. */
-const IMAGE_TYPES: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp' };
+type MessageImage = NonNullable<PostMessageBodyType['images']>[number];
+const IMAGE_TYPES: Record<string, MessageImage['media_type']> = {
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+};
 
-async function imageOf(file: string): Promise<{ media_type: string; data: string }> {
+async function imageOf(file: string): Promise<MessageImage> {
   const mediaType = IMAGE_TYPES[path.extname(file).toLowerCase()];
   if (!mediaType) throw new CliError(`--image takes a PNG, JPEG, GIF or WebP file; "${file}" is none of these by its name`, EXIT.usage);
   const bytes = await readFile(file).catch((err: NodeJS.ErrnoException) => {
@@ -52,7 +60,7 @@ Examples
     const text = words.length > 0 ? words.join(' ') : (await readAll(process.stdin)).replace(/\n$/, '');
     const images = await Promise.all((cli.flags.image ?? []).map(imageOf));
     const api = createApi(await resolveConnection(cli.flags));
-    const sent = await api.request<PostMessageResponseType>('POST', apiPaths.messages(workerId), {
+    const sent = await sendMessage(api, workerId, {
       text,
       ...(images.length > 0 ? { images } : {}),
       ...(cli.flags.id !== undefined ? { client_message_id: cli.flags.id } : {}),
@@ -83,7 +91,7 @@ Examples
     const [workerId] = cli.input.slice(1);
     if (!workerId) throw new CliError('svc interrupt needs a worker id (svc sessions list shows them)', EXIT.usage);
     const api = createApi(await resolveConnection(cli.flags));
-    const sent = await api.request<PostInterruptResponseType>('POST', apiPaths.interrupt(workerId));
+    const sent = await interruptTurn(api, workerId);
     if (cli.flags.json) printJson(sent);
     else process.stdout.write(`interrupt ${sent.interrupt_id} sent to ${sent.worker_id}\n`);
     return EXIT.ok;

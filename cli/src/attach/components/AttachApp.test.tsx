@@ -5,15 +5,30 @@ import { eventFactory, waitFor } from '@svc/test-support';
 import { createTheme } from '../theme.js';
 import { AttachApp, type ExitReason } from './AttachApp.js';
 
-const KEYS = { up: '\u001B[A', down: '\u001B[B', pageUp: '\u001B[5~', pageDown: '\u001B[6~', ctrlC: '\u0003', ctrlD: '\u0004' };
+const KEYS = {
+  up: '\u001B[A',
+  down: '\u001B[B',
+  pageUp: '\u001B[5~',
+  pageDown: '\u001B[6~',
+  ctrlC: '\u0003',
+  ctrlD: '\u0004',
+  enter: '\r',
+  escape: '\u001B',
+  backspace: '\u007F',
+};
 /** For checks that a key or a change did nothing: Ink has drawn what they caused well within this. */
 const NOTHING_DRAWN_MS = 80;
 const nothingMore = () => new Promise((resolve) => setTimeout(resolve, NOTHING_DRAWN_MS));
+/** Whether the composer is on screen holding exactly `draft`. */
+const composerHolds = (frame: string, draft: string) => frame.split('\n').some((line) => line.trimEnd() === `message › ${draft}`.trimEnd());
 
-function mount(options: { readOnly?: boolean } = {}) {
+function mount(options: { readOnly?: boolean; conversation?: boolean } = {}) {
   const model = new WorkerView({ readOnly: options.readOnly ?? false });
   const decisions: Array<[string, string]> = [];
   const exits: ExitReason[] = [];
+  const sent: string[] = [];
+  let interrupts = 0;
+  const conversation = { send: (text: string) => sent.push(text), interrupt: () => interrupts++ };
   const app = render(
     <AttachApp
       model={model}
@@ -23,12 +38,18 @@ function mount(options: { readOnly?: boolean } = {}) {
         decisions.push([requestId, decision]);
         model.decided(requestId);
       }}
+      conversation={options.conversation ? conversation : undefined}
       onExit={(reason) => exits.push(reason)}
     />,
   );
   /** Waits until the screen shows what `check` looks for (Ink draws a change a moment after it). */
   const drawn = (what: string, check: (frame: string) => boolean) => waitFor(what, () => check(app.lastFrame() ?? ''), 5_000, 5);
-  return { model, decisions, exits, app, drawn, event: eventFactory() };
+  /** Sends `keys` once the screen has drawn what the last key did (a key read before its redraw would meet the old handler). */
+  const type = async (keys: string, after: (frame: string) => boolean) => {
+    app.stdin.write(keys);
+    await drawn(`the screen after ${JSON.stringify(keys)}`, after);
+  };
+  return { model, decisions, exits, sent, interrupts: () => interrupts, app, drawn, type, event: eventFactory() };
 }
 
 describe('svc attach: the screen and every key', () => {
@@ -158,6 +179,81 @@ describe('svc attach: the screen and every key', () => {
     expect(frame).toContain('✓ allowed by Bob\\x1b]52;c;eA==\\x07');
     expect(frame).toContain('» allowed: decided by Bob\\x1b]52;c;eA==\\x07');
     expect(frame).toContain('disconnected: gone\\x1b[2J');
+  });
+
+  it('a conversation — m opens the composer; y, n and q are text there, no decision and no quit; Enter sends the message and closes it', async () => {
+    const { model, decisions, exits, sent, app, drawn, type, event } = mount({ conversation: true });
+    model.apply(event('control_request', { request_id: 'r1', tool_name: 'Write', input: {} }));
+    await drawn('the prompt', (frame) => frame.includes('Allow [Write]?'));
+    expect(app.lastFrame()).toContain('y allow · n deny · m message · x interrupt');
+    await type('m', (frame) => composerHolds(frame, ''));
+    expect(app.lastFrame()).toContain('enter send · esc cancel');
+    for (const [key, shown] of [
+      ['y', 'y'],
+      [' ', 'y '],
+      ['n', 'y n'],
+      [' q', 'y n q'],
+      ['uit', 'y n quit'],
+    ] as const)
+      await type(key, (frame) => composerHolds(frame, shown));
+    await type(KEYS.backspace, (frame) => composerHolds(frame, 'y n qui'));
+    await type(KEYS.enter, (frame) => !frame.includes('message ›'));
+    expect(sent).toEqual(['y n qui']);
+    expect(decisions).toEqual([]);
+    expect(exits).toEqual([]);
+    expect(app.lastFrame()).toContain('Allow [Write]?');
+    // Closed again, the keys are back to theirs.
+    app.stdin.write('y');
+    await waitFor('the decision', () => decisions.length > 0);
+    expect(decisions).toEqual([['r1', 'allow']]);
+  });
+
+  it('a conversation — Esc leaves the composer without sending; Enter on nothing sends nothing; x interrupts the turn', async () => {
+    const { model, sent, interrupts, exits, app, drawn, type } = mount({ conversation: true });
+    model.setConnection({ kind: 'live' });
+    await drawn('the key hints', (frame) => frame.includes('↑↓ PgUp PgDn scroll · m message · x interrupt · q quit · ctrl+d detach'));
+    await type('m', (frame) => frame.includes('message ›'));
+    await type(KEYS.enter, () => true);
+    await type('never sent', (frame) => composerHolds(frame, 'never sent'));
+    await type(KEYS.escape, (frame) => !frame.includes('message ›'));
+    expect(sent).toEqual([]);
+    app.stdin.write('x');
+    await waitFor('the interrupt', () => interrupts() > 0);
+    expect(interrupts()).toBe(1);
+    expect(exits).toEqual([]);
+    // A chunk typed faster than it is read, Enter last, is one message sent.
+    await type('m', (frame) => frame.includes('message ›'));
+    await type('fast\r', (frame) => !frame.includes('message ›'));
+    expect(sent).toEqual(['fast']);
+  });
+
+  it('no composer and no interrupt for a one-shot worker or a read-only view: m and x do nothing, q still quits', async () => {
+    for (const options of [{}, { conversation: true, readOnly: true }]) {
+      const { model, sent, interrupts, exits, app, drawn } = mount(options);
+      model.setConnection({ kind: 'live' });
+      await drawn('the status bar', (frame) => frame.includes('q quit'));
+      app.stdin.write('m');
+      await nothingMore();
+      app.stdin.write('x');
+      await nothingMore();
+      expect(app.lastFrame()).not.toContain('message ›');
+      expect(app.lastFrame()).not.toContain('m message');
+      expect(sent).toEqual([]);
+      expect(interrupts()).toBe(0);
+      app.stdin.write('q');
+      await waitFor('the quit', () => exits.length > 0);
+    }
+  });
+
+  it('a conversation whose worker ends while a message is written: the composer goes, q quits again', async () => {
+    const { model, exits, app, drawn, type } = mount({ conversation: true });
+    await type('m', (frame) => frame.includes('message ›'));
+    await type('half a', (frame) => composerHolds(frame, 'half a'));
+    model.setReadOnly('the worker has ended');
+    await drawn('the composer gone', (frame) => !frame.includes('message ›'));
+    expect(app.lastFrame()).toContain('[read-only]');
+    app.stdin.write('q');
+    await waitFor('the quit', () => exits.length > 0);
   });
 
   it('renders only what fits: 100,000 events make one screen', async () => {

@@ -1,15 +1,24 @@
+import { useState } from 'react';
 import { Box, Text, useApp, useInput } from 'ink';
 import type { StoredEvent } from '@svc/protocol';
 import type { WorkerView } from '@svc/viewer';
+import { CONVERSATION_KEYS } from '../conversation-keys.js';
 import type { Theme } from '../theme.js';
 import { visibleText } from '../visible-text.js';
 import { useWorkerView } from '@svc/viewer/react';
 import { useTerminalSize } from '../use-terminal-size.js';
+import { Composer } from './Composer.js';
 import { EventRow, rowsOf } from './EventRow.js';
 import { PromptModal } from './PromptModal.js';
 import { StatusBar } from './StatusBar.js';
 
 export type ExitReason = 'detached' | 'quit';
+
+/** What a person can say to a conversation's agent (the caller reports a refusal as a notice). */
+export interface ConversationActions {
+  send(text: string): void;
+  interrupt(): void;
+}
 
 export interface AttachAppProps {
   model: WorkerView;
@@ -17,6 +26,8 @@ export interface AttachAppProps {
   theme: Theme;
   /** Sends a decision on the open request (the model is told by the caller). */
   decide(requestId: string, decision: 'allow' | 'deny'): void;
+  /** Given for a worker in `conversation` mode: the composer and the interrupt key. */
+  conversation?: ConversationActions | undefined;
   onExit(reason: ExitReason): void;
 }
 
@@ -36,20 +47,39 @@ function visibleEvents(events: readonly StoredEvent[], scroll: number, rows: num
 
 /**
  * `svc attach`: the history (only what fits on screen is rendered), notices, the open prompt,
- * and the status bar. Keys: y/n decide, ↑/↓/PgUp/PgDn scroll, q quits when no prompt is shown,
- * ctrl+c / ctrl+d detach (the worker keeps running).
+ * the composer, and the status bar. Keys: y/n decide, ↑/↓/PgUp/PgDn scroll, q quits when no
+ * prompt is shown, ctrl+c / ctrl+d detach (the worker keeps running); for a conversation, m
+ * opens the composer (where every printable key is text) and x interrupts the turn.
  */
-export function AttachApp({ model, workerId, theme, decide, onExit }: AttachAppProps) {
+export function AttachApp({ model, workerId, theme, decide, conversation, onExit }: AttachAppProps) {
   useWorkerView(model);
   const { exit } = useApp();
   const { rows, columns } = useTerminalSize();
+  const [composerOpen, setComposerOpen] = useState(false);
   const prompt = model.prompt();
   const page = Math.max(1, rows - 8);
+  // A worker that ends while a message is written takes no more: the composer goes with it.
+  const talk = model.readOnly ? undefined : conversation;
+  const composing = talk !== undefined && composerOpen;
 
   useInput((input, key) => {
     if (key.ctrl && (input === 'c' || input === 'd')) {
       onExit('detached');
       exit();
+      return;
+    }
+    if (key.upArrow) model.scrollBy(1);
+    else if (key.downArrow) model.scrollBy(-1);
+    else if (key.pageUp) model.scrollBy(page);
+    else if (key.pageDown) model.scrollBy(-page);
+    // The composer takes every other key.
+    if (composing) return;
+    if (talk && input === CONVERSATION_KEYS.compose) {
+      setComposerOpen(true);
+      return;
+    }
+    if (talk && input === CONVERSATION_KEYS.interrupt) {
+      talk.interrupt();
       return;
     }
     if (prompt && (input === 'y' || input === 'n')) {
@@ -59,15 +89,10 @@ export function AttachApp({ model, workerId, theme, decide, onExit }: AttachAppP
     if (input === 'q' && !prompt) {
       onExit('quit');
       exit();
-      return;
     }
-    if (key.upArrow) model.scrollBy(1);
-    else if (key.downArrow) model.scrollBy(-1);
-    else if (key.pageUp) model.scrollBy(page);
-    else if (key.pageDown) model.scrollBy(-page);
   });
 
-  const reserved = 3 + (prompt ? 5 : 0) + model.notices.length;
+  const reserved = 3 + (prompt ? 5 : 0) + (composing ? 1 : 0) + model.notices.length;
   const history = visibleEvents(model.events, model.scroll, Math.max(1, rows - reserved), columns);
   return (
     <Box flexDirection="column">
@@ -82,7 +107,8 @@ export function AttachApp({ model, workerId, theme, decide, onExit }: AttachAppP
         </Text>
       ))}
       {prompt ? <PromptModal request={prompt} open={model.openCount()} theme={theme} /> : null}
-      <StatusBar model={model} workerId={workerId} theme={theme} />
+      {composing ? <Composer theme={theme} onSend={(text) => talk.send(text)} onLeave={() => setComposerOpen(false)} /> : null}
+      <StatusBar model={model} workerId={workerId} theme={theme} conversation={talk === undefined ? 'none' : composing ? 'composing' : 'ready'} />
     </Box>
   );
 }

@@ -1,5 +1,6 @@
 import { Box, Text } from 'ink';
 import { activityText, type WorkerView } from '@svc/viewer';
+import { CONVERSATION_KEYS } from '../conversation-keys.js';
 import type { Theme } from '../theme.js';
 import { visibleText } from '../visible-text.js';
 import { ProgressBar } from './ProgressBar.js';
@@ -22,9 +23,29 @@ function connectionText(model: WorkerView): string {
   }
 }
 
-/** The bottom line: the worker, the connection, tokens and cost, and the keys. */
-export function StatusBar({ model, workerId, theme }: { model: WorkerView; workerId: string; theme: Theme }) {
-  const keys = model.prompt() ? 'y allow · n deny · ↑↓ PgUp PgDn scroll · ctrl+d detach' : `↑↓ PgUp PgDn scroll · q quit · ctrl+d detach`;
+/** Whether the person can talk to the agent (a conversation not read-only), and is writing to it now. */
+export type ConversationState = 'none' | 'ready' | 'composing';
+
+/** The keys that work now: the composer takes every printable key, a prompt takes y and n instead of q. */
+function keyHints(prompt: boolean, conversation: ConversationState): string {
+  if (conversation === 'composing') return 'enter send · esc cancel · ↑↓ PgUp PgDn scroll · ctrl+d detach';
+  const talk = conversation === 'ready' ? ` · ${CONVERSATION_KEYS.compose} message · ${CONVERSATION_KEYS.interrupt} interrupt` : '';
+  return prompt ? `y allow · n deny${talk} · ↑↓ PgUp PgDn scroll · ctrl+d detach` : `↑↓ PgUp PgDn scroll${talk} · q quit · ctrl+d detach`;
+}
+
+/** The bottom line: the worker, the connection, the agent's activity, tokens and cost, and the keys. */
+export function StatusBar({
+  model,
+  workerId,
+  theme,
+  conversation = 'none',
+}: {
+  model: WorkerView;
+  workerId: string;
+  theme: Theme;
+  conversation?: ConversationState;
+}) {
+  const keys = keyHints(model.prompt() !== undefined, conversation);
   return (
     <Box flexDirection="column">
       <Box justifyContent="space-between">

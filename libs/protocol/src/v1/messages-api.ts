@@ -46,6 +46,7 @@ export const PostMessageBody = Type.Object(
   },
   { additionalProperties: false },
 );
+export type PostMessageBodyType = Static<typeof PostMessageBody>;
 
 /** `202`: the message is durable and on its way to the agent. */
 export const PostMessageResponse = Type.Object(

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { WorkerView } from '@svc/viewer';
+import type { Worker } from '@svc/protocol';
+import { ApiError, type Api } from '../api.js';
+import { personActions } from './attach.js';
+
+const WORKER: Worker = { worker_id: 'wrk_1', owner: 'alice', status: 'running', updated_at: '2025-01-01T00:00:00.000Z' };
+
+/** The gateway's side: every request recorded, answered by `answer` (a throw is a refusal). */
+function fakeApi(answer: (path: string) => unknown) {
+  const requests: Array<{ method: string; path: string; body: unknown }> = [];
+  const api: Api = {
+    url: 'http://gateway.test',
+    request: <T>(method: string, path: string, body?: unknown) => {
+      requests.push({ method, path, body });
+      return Promise.resolve().then(() => answer(path) as T);
+    },
+    socket: () => {
+      throw new Error('no socket here');
+    },
+  };
+  return { api, requests };
+}
+const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe('svc attach — what a person does from the screen', () => {
+  it('a one-shot worker (or one with no mode) gets no composer and no interrupt', () => {
+    const { api } = fakeApi(() => ({}));
+    for (const worker of [WORKER, { ...WORKER, mode: 'one_shot' as const }])
+      expect(personActions(api, new WorkerView({ readOnly: false }), worker).conversation).toBeUndefined();
+  });
+
+  it('a conversation: a message goes to POST /messages with an id of its own, an interrupt to POST /interrupt', async () => {
+    const { api, requests } = fakeApi((path) => (path.endsWith('/interrupt') ? { interrupt_id: 'int_1' } : { message_id: 'msg_1' }));
+    const model = new WorkerView({ readOnly: false });
+    const { conversation } = personActions(api, model, { ...WORKER, mode: 'conversation' });
+    conversation!.send('run the tests');
+    conversation!.send('run the tests');
+    conversation!.interrupt();
+    await settled();
+    expect(requests.map(({ method, path }) => `${method} ${path}`)).toEqual([
+      'POST /v1/workers/wrk_1/messages',
+      'POST /v1/workers/wrk_1/messages',
+      'POST /v1/workers/wrk_1/interrupt',
+    ]);
+    const [first, second] = requests.map((request) => request.body as { text: string; client_message_id: string });
+    expect(first).toEqual({ text: 'run the tests', client_message_id: expect.stringMatching(/^[A-Za-z0-9._:-]+$/) as unknown as string });
+    // Two messages that read the same are two messages.
+    expect(second!.client_message_id).not.toBe(first!.client_message_id);
+    expect(model.notices).toEqual([]);
+  });
+
+  it("a refusal is a notice with the API's message and code; worker_ended turns the view read-only", async () => {
+    const refusals: Record<string, ApiError> = {
+      messages: new ApiError('payload_too_large', 'the message is longer than 32768 characters', 413),
+      interrupt: new ApiError('worker_ended', 'worker wrk_1 has ended', 409),
+    };
+    const { api } = fakeApi((path) => {
+      throw refusals[path.split('/').at(-1)!];
+    });
+    const model = new WorkerView({ readOnly: false });
+    const { conversation } = personActions(api, model, { ...WORKER, mode: 'conversation' });
+    conversation!.send('x'.repeat(40_000));
+    await settled();
+    expect(model.notices.at(-1)).toEqual({ text: 'the message was not sent: the message is longer than 32768 characters (payload_too_large)', level: 'error' });
+    expect(model.readOnly).toBe(false);
+    conversation!.interrupt();
+    await settled();
+    expect(model.readOnly).toBe(true);
+    expect(model.notices.map((notice) => notice.text).slice(-2)).toEqual([
+      'read-only: the worker has ended',
+      'the interrupt was not sent: worker wrk_1 has ended (worker_ended)',
+    ]);
+  });
+});
