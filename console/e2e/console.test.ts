@@ -1,10 +1,10 @@
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
-import { apiPaths } from '@svc/protocol';
+import { apiPaths, isPersonMessage, type EventData, type ListResponseOf, type StoredEvent } from '@svc/protocol';
 import { launchBrowser } from '@svc/test-support/browser';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 
@@ -15,18 +15,77 @@ async function startDemo(page: Page): Promise<string> {
   return page.url().split('/').at(-1)!;
 }
 
+/** Starts a session of `template` from the sessions page the browser is on, returns its worker id. */
+async function startFrom(page: Page, template: string): Promise<string> {
+  await page.getByLabel('Template').selectOption(template);
+  return startDemo(page);
+}
+
+/** The serious and critical violations axe finds on the page, each named with `where`. */
+async function seriousViolations(page: Page, where: string): Promise<string[]> {
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${where}: ${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+}
+
 /** How long the browser's network stays down while the agent goes on. */
 const OFFLINE_MS = 5_000;
+
+/** What a one-shot worker's page says instead of a message box. */
+const ONE_SHOT_NOTE = 'This session runs its first prompt only: it takes no messages.';
+
+/**
+ * Conversations with the demo agent (docs/conversations.md), in the stack's templates directory
+ * beside the built-in ones: the agent answers each message after its first turn with `You said: "…"`.
+ */
+const CONVERSATION_TEMPLATES: Record<string, string> = {
+  // Its first turn runs through, nobody asked; then it waits for a message.
+  'demo-talk': `
+description = "The demo agent in a conversation: it answers every message"
+[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "20" }
+[session]
+mode = "conversation"
+[sidecar]
+adapter = "claude-code"
+auto_approve = ["Glob", "Write"]
+`,
+  // Its first turn waits for a person to decide its Write: a turn to stop.
+  'demo-talk-asks': `
+description = "The demo agent in a conversation, asking before it writes"
+[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "20" }
+[session]
+mode = "conversation"
+[sidecar]
+adapter = "claude-code"
+auto_approve = ["Glob"]
+ask = ["Write"]
+`,
+};
 
 describe('the web console in a real Chromium, against the local stack', () => {
   let stack: RunningStack;
   let browser: Browser;
+  let templatesDir: string;
   beforeAll(async () => {
-    [stack, browser] = await Promise.all([startLocalStack(), launchBrowser()]);
+    templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-console-templates-'));
+    for (const [name, text] of Object.entries(CONVERSATION_TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
+    [stack, browser] = await Promise.all([startLocalStack({ SVC_TEMPLATES_DIR: templatesDir }), launchBrowser()]);
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
+    if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   }, 60_000);
 
   async function signedIn(path: string, viewport = { width: 1280, height: 800 }): Promise<Page> {
@@ -45,6 +104,9 @@ describe('the web console in a real Chromium, against the local stack', () => {
     const page = await signedIn('/sessions');
     await page.getByRole('link', { name: stack.demoWorker }).click();
     await expect.poll(() => page.url()).toBe(`${stack.url}/workers/${stack.demoWorker}`);
+    // A one-shot session takes no messages: no message box, a note instead.
+    await page.getByText(ONE_SHOT_NOTE).waitFor();
+    expect(await page.getByRole('textbox', { name: 'Message to the agent' }).count()).toBe(0);
     for (const _ of ['the first Write', 'the same Write again']) {
       await openCard(page).waitFor({ timeout: 20_000 });
       await openCard(page).getByRole('button', { name: 'Allow', exact: true }).click();
@@ -96,7 +158,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.getByRole('button', { name: 'Start session' }).click();
     await page.waitForURL(/\/workers\/wrk_/);
     const workerId = page.url().split('/').at(-1)!;
-    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByRole('link', { name: 'Inbox' }).click();
     // The first of its requests (the demo asks again once allowed).
     const card = page.getByRole('listitem').filter({ hasText: workerId }).first();
     await card.waitFor({ timeout: 30_000 });
@@ -258,6 +320,110 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.context().close();
   }, 90_000);
 
+  /** The worker's stored history, as the API lists it (its first 1,000 events). */
+  async function storedEvents(workerId: string): Promise<StoredEvent[]> {
+    const response = await fetch(`${stack.url}${apiPaths.sdkEvents(workerId, { limit: 1000 })}`, {
+      headers: { authorization: `Bearer ${await localUserToken()}` },
+    });
+    return ((await response.json()) as ListResponseOf<StoredEvent>).items;
+  }
+
+  it('a conversation on a phone (390×844): it waits in the inbox; the message box is at the foot of the page; a message whose answer was lost is sent again and stored once; the agent answers each message', async () => {
+    const phone = { width: 390, height: 844 };
+    const page = await signedIn('/sessions', phone);
+    const workerId = await startFrom(page, 'demo-talk');
+    // Its first turn runs through by itself; then the agent waits for a message.
+    await page.locator('header .activity-idle').waitFor({ timeout: 30_000 });
+
+    // The sessions list shows it among those waiting, and the inbox lists it, linking to its page.
+    await page.getByRole('link', { name: 'Sessions' }).click();
+    await page.getByLabel('Show').selectOption('waiting');
+    await page.locator('tr').filter({ hasText: workerId }).filter({ hasText: 'idle: waiting for a message' }).waitFor({ timeout: 10_000 });
+    await page.getByRole('link', { name: 'Inbox' }).click();
+    const waiting = page.getByRole('region', { name: 'Waiting for you' }).getByRole('listitem').filter({ hasText: workerId });
+    await waiting.filter({ hasText: 'idle: waiting for a message' }).waitFor({ timeout: 10_000 });
+    await waiting.getByRole('link', { name: workerId }).click();
+    await page.waitForURL(`**/workers/${workerId}`);
+
+    // The box sits at the foot of the screen, within a thumb's reach; its controls are at least 44 px tall.
+    const box = page.getByRole('textbox', { name: 'Message to the agent' });
+    const send = page.getByRole('button', { name: 'Send' });
+    const stop = page.getByRole('button', { name: 'Stop the turn' });
+    await box.waitFor();
+    const form = (await page.getByRole('form', { name: 'Talk to the agent' }).boundingBox())!;
+    expect(form.y + form.height).toBeLessThanOrEqual(phone.height);
+    expect(form.y + form.height).toBeGreaterThan(phone.height - 60);
+    for (const control of [box, send, stop]) expect((await control.boundingBox())!.height).toBeGreaterThanOrEqual(44);
+    // The agent is idle: no turn to stop.
+    expect(await stop.isDisabled()).toBe(true);
+
+    // The first send reaches the gateway, but its answer is lost on the way back.
+    const posted: Array<{ text: string; client_message_id?: string }> = [];
+    await page.route(`**${apiPaths.messages(workerId)}`, async (route) => {
+      posted.push(route.request().postDataJSON() as { text: string; client_message_id?: string });
+      if (posted.length > 1) return route.continue();
+      await route.fetch();
+      await route.abort('connectionreset');
+    });
+    await box.fill('hello from the phone');
+    await box.press('Enter');
+    await page.getByRole('alert').filter({ hasText: 'Not sent: the gateway could not be reached' }).waitFor();
+    expect(await box.inputValue()).toBe('hello from the phone');
+    // Sent again, the same text is the same message (its client_message_id): stored once.
+    await send.click();
+    await expect.poll(() => box.inputValue()).toBe('');
+    expect(posted.map((body) => body.client_message_id)).toEqual([posted[0]!.client_message_id, posted[0]!.client_message_id]);
+    await page.locator('.row.person').filter({ hasText: 'You: hello from the phone' }).waitFor({ timeout: 10_000 });
+    await page.locator('.row.assistant').filter({ hasText: 'You said: "hello from the phone"' }).waitFor({ timeout: 20_000 });
+
+    // Shift+Enter starts a new line, sending nothing; another text is another message, with an id of its own.
+    await box.fill('and again');
+    await box.press('Shift+Enter');
+    await box.pressSequentially('twice');
+    expect(posted).toHaveLength(2);
+    await send.click();
+    await page.locator('.row.assistant').filter({ hasText: 'You said: "and again twice"' }).waitFor({ timeout: 20_000 });
+    expect(posted[2]).toMatchObject({ text: 'and again\ntwice' });
+    expect(posted[2]!.client_message_id).not.toBe(posted[0]!.client_message_id);
+    // The second message is stored after any copy of the first would be: the first is there once, answered once.
+    const history = await storedEvents(workerId);
+    expect(history.filter((event) => isPersonMessage(event)).map((event) => (event.data as EventData<'system'>).message)).toEqual([
+      'hello from the phone',
+      'and again\ntwice',
+    ]);
+    expect(
+      history.filter((event) => event.type === 'result' && (event.data as EventData<'result'>).text?.includes('You said: "hello from the phone"')),
+    ).toHaveLength(1);
+
+    // No serious or critical axe violation on the page with its message box, phone and desktop.
+    for (const viewport of [phone, { width: 1280, height: 800 }]) {
+      await page.setViewportSize(viewport);
+      expect(await seriousViolations(page, `conversation ${viewport.width}px`)).toEqual([]);
+    }
+    await page.context().close();
+  }, 90_000);
+
+  it('"Stop the turn" while the agent waits for a decision: Tab goes from the text to Send to Stop; Stop posts an interrupt (202), which the history shows as the person\'s', async () => {
+    const page = await signedIn('/sessions');
+    const workerId = await startFrom(page, 'demo-talk-asks');
+    await openCard(page).waitFor({ timeout: 30_000 });
+    const stop = page.getByRole('button', { name: 'Stop the turn' });
+    await expect.poll(() => stop.isEnabled(), { timeout: 10_000 }).toBe(true);
+    await page.getByRole('textbox', { name: 'Message to the agent' }).fill('hold on');
+    const focused = () => page.evaluate(() => document.activeElement?.textContent);
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Send');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Stop the turn');
+    const [interrupted] = await Promise.all([
+      page.waitForResponse((response) => response.url().endsWith(apiPaths.interrupt(workerId)) && response.request().method() === 'POST'),
+      page.keyboard.press('Enter'),
+    ]);
+    expect(interrupted.status()).toBe(202);
+    await page.locator('.row.person.interrupt').filter({ hasText: 'You asked to stop the turn' }).waitFor({ timeout: 10_000 });
+    await page.context().close();
+  }, 60_000);
+
   it("the sandbox logs tab follows the worker's sandbox output over the logs WebSocket", async () => {
     const page = await signedIn('/sessions');
     await startDemo(page);
@@ -287,7 +453,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
         written.push(file);
       };
       await shoot('worker');
-      await page.getByRole('link', { name: 'Approvals' }).click();
+      await page.getByRole('link', { name: 'Inbox' }).click();
       await page.getByRole('article').first().waitFor({ timeout: 10_000 });
       await shoot('inbox');
       await page.getByRole('link', { name: 'Sessions' }).click();
@@ -324,22 +490,15 @@ describe('the web console in a real Chromium, against the local stack', () => {
         [
           'inbox',
           async () => {
-            await page.getByRole('link', { name: 'Approvals' }).click();
-            await page.getByRole('heading', { name: 'Approvals' }).waitFor();
+            await page.getByRole('link', { name: 'Inbox' }).click();
+            await page.getByRole('heading', { name: 'Inbox' }).waitFor();
             await page.getByRole('article').first().waitFor({ timeout: 10_000 });
           },
         ],
       ];
       for (const [name, open] of pages) {
         await open();
-        const { violations } = await new AxeBuilder({ page }).analyze();
-        const serious = violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-        expect(
-          serious.map(
-            (violation) =>
-              `${name} ${viewport.width}px: ${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
-          ),
-        ).toEqual([]);
+        expect(await seriousViolations(page, `${name} ${viewport.width}px`)).toEqual([]);
       }
       await page.context().close();
     }

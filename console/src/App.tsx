@@ -32,7 +32,7 @@ export function App() {
     document.title = title;
   }, [title]);
   useEffect(
-    () => setTitle(path.startsWith('/workers/') ? `${path.slice('/workers/'.length)} · svc` : path === '/inbox' ? 'Approvals · svc' : 'Sessions · svc'),
+    () => setTitle(path.startsWith('/workers/') ? `${path.slice('/workers/'.length)} · svc` : path === '/inbox' ? 'Inbox · svc' : 'Sessions · svc'),
     [path],
   );
 
@@ -47,7 +47,7 @@ export function App() {
             Sessions
           </Link>
           <Link href="/inbox" aria-current={path === '/inbox' ? 'page' : undefined}>
-            Approvals
+            Inbox
           </Link>
         </nav>
         {signedIn && (

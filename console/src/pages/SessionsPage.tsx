@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from 'react';
-import { formatCost } from '@svc/viewer';
+import { activityText, formatCost } from '@svc/viewer';
 import {
   apiPaths,
   isEndedStatus,
@@ -9,22 +9,38 @@ import {
   type Session,
   type StoredEvent,
   type TemplateSummary,
+  type Worker,
+  type WorkerActivity,
   type WorkerStatus,
 } from '@svc/protocol';
 import { ApiError } from '../api.js';
 import { useConsole } from '../console-context.js';
+import { formatAge } from '../format-age.js';
 import { Link, navigate } from '../router.js';
 import { usePolling } from '../use-polling.js';
+import { newestActivityFirst, WAITING_ACTIVITIES } from '../waiting-workers.js';
 
-/** Every session the user may see, newest first, with its cost and open approvals; a form to start one. */
+/** Which sessions the list shows: all, those of one status, or the running ones whose agent waits for the person. */
+type SessionFilter = WorkerStatus | '' | 'waiting';
+
+/** A running session's worker as the list last read it, and how many of its requests are open. */
+interface RunningWorker {
+  worker: Worker;
+  openCount: number;
+}
+
+/**
+ * Every session the user may see, newest first, with its agent's activity, its cost and open
+ * approvals (or only those waiting for the person, the latest to start waiting first); a form to start one.
+ */
 export function SessionsPage() {
   const { api } = useConsole();
-  const [status, setStatus] = useState<WorkerStatus | ''>('');
+  const [filter, setFilter] = useState<SessionFilter>('');
   // An ended worker's cost no longer moves: read once.
   const [endedCosts] = useState(() => new Map<string, number | undefined>());
   const { value, error } = usePolling(async () => {
+    const status = filter === 'waiting' ? 'running' : filter;
     const page = await api.request<ListResponseOf<Session>>('GET', apiPaths.sessions({ limit: 100, ...(status ? { status } : {}) }));
-    const running = page.items.filter((session) => session.status === 'running');
     const costOf = async (session: Session): Promise<number | undefined> => {
       if (endedCosts.has(session.worker_id)) return endedCosts.get(session.worker_id);
       // The cost so far is the latest progress event's (the sidecar reports the agent's running totals).
@@ -36,23 +52,34 @@ export function SessionsPage() {
       if (isEndedStatus(session.status)) endedCosts.set(session.worker_id, cost);
       return cost;
     };
-    const [counts, costs] = await Promise.all([
+    const [live, costs] = await Promise.all([
+      // What a running worker's agent is doing, and its open requests, move on their own.
       Promise.all(
-        running.map(async (session) => {
-          const open = await api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(session.worker_id, { state: 'open' }));
-          return [session.worker_id, open.total] as const;
-        }),
+        page.items
+          .filter((session) => session.status === 'running')
+          .map(async (session) => {
+            const [worker, open] = await Promise.all([
+              api.request<Worker>('GET', apiPaths.worker(session.worker_id)),
+              api.request<ListResponseOf<StoredEvent<'control_request'>>>('GET', apiPaths.controlRequests(session.worker_id, { state: 'open' })),
+            ]);
+            return [session.worker_id, { worker, openCount: open.total }] as const;
+          }),
       ),
       Promise.all(page.items.filter((session) => session.status !== 'pending').map(async (session) => [session.worker_id, await costOf(session)] as const)),
     ]);
+    const running = Object.fromEntries(live) as Record<string, RunningWorker | undefined>;
+    const workerOf = (session: Session): Pick<Worker, 'activity' | 'activity_at'> => running[session.worker_id]?.worker ?? {};
     return {
-      sessions: page.items,
-      openCounts: Object.fromEntries(counts) as Record<string, number>,
+      sessions:
+        filter === 'waiting'
+          ? page.items.filter((session) => WAITING_ACTIVITIES.has(workerOf(session).activity)).sort((a, b) => newestActivityFirst(workerOf(a), workerOf(b)))
+          : page.items,
+      running,
       costs: Object.fromEntries(costs) as Record<string, number | undefined>,
     };
-  }, [api, status]);
+  }, [api, filter]);
   const sessions = value?.sessions;
-  const openCounts = value?.openCounts ?? {};
+  const running = value?.running ?? {};
   const costs = value?.costs ?? {};
 
   return (
@@ -60,9 +87,10 @@ export function SessionsPage() {
       <header className="page-header">
         <h1 id="sessions-title">Sessions</h1>
         <label>
-          Status
-          <select value={status} onChange={(event) => setStatus(event.target.value as WorkerStatus | '')}>
+          Show
+          <select value={filter} onChange={(event) => setFilter(event.target.value as SessionFilter)}>
             <option value="">all</option>
+            <option value="waiting">waiting for you</option>
             {WORKER_STATUSES.map((value) => (
               <option key={value} value={value}>
                 {value}
@@ -76,7 +104,7 @@ export function SessionsPage() {
       {sessions === undefined ? (
         <p>Loading…</p>
       ) : sessions.length === 0 ? (
-        <p>No sessions{status ? ` ${status}` : ''} yet.</p>
+        <p>{filter === 'waiting' ? 'No session waits for you.' : `No sessions${filter ? ` ${filter}` : ''} yet.`}</p>
       ) : (
         <table className="sessions">
           <thead>
@@ -91,27 +119,37 @@ export function SessionsPage() {
             </tr>
           </thead>
           <tbody>
-            {sessions.map((session) => (
-              <tr key={session.id}>
-                <td>
-                  <Link href={`/workers/${session.worker_id}`}>{session.worker_id}</Link>
-                </td>
-                <td>
-                  <span className={`status status-${session.status}`}>{session.status}</span>
-                  {session.failure && (
-                    <span className="failure">
-                      {' '}
-                      ({session.failure.step}: {session.failure.reason})
-                    </span>
-                  )}
-                </td>
-                <td>{session.template}</td>
-                <td>{session.owner}</td>
-                <td>{age(session.created_at)}</td>
-                <td>{costs[session.worker_id] === undefined ? <span aria-label="no cost reported yet">—</span> : formatCost(costs[session.worker_id]!)}</td>
-                <td>{openCounts[session.worker_id] ? <span className="badge">{openCounts[session.worker_id]} open</span> : ''}</td>
-              </tr>
-            ))}
+            {sessions.map((session) => {
+              const live = running[session.worker_id];
+              const activity = live?.worker.activity;
+              return (
+                <tr key={session.id}>
+                  <td>
+                    <Link href={`/workers/${session.worker_id}`}>{session.worker_id}</Link>
+                  </td>
+                  <td>
+                    <span className={`status status-${session.status}`}>{session.status}</span>
+                    {activity && (
+                      <>
+                        {' '}
+                        <ActivityBadge activity={activity} since={live?.worker.activity_at} />
+                      </>
+                    )}
+                    {session.failure && (
+                      <span className="failure">
+                        {' '}
+                        ({session.failure.step}: {session.failure.reason})
+                      </span>
+                    )}
+                  </td>
+                  <td>{session.template}</td>
+                  <td>{session.owner}</td>
+                  <td>{formatAge(session.created_at)}</td>
+                  <td>{costs[session.worker_id] === undefined ? <span aria-label="no cost reported yet">—</span> : formatCost(costs[session.worker_id]!)}</td>
+                  <td>{live?.openCount ? <span className="badge">{live.openCount} open</span> : ''}</td>
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       )}
@@ -189,10 +227,12 @@ function StartSession() {
   );
 }
 
-function age(createdAt: string): string {
-  const seconds = Math.max(0, Math.round((Date.now() - Date.parse(createdAt)) / 1000));
-  if (seconds < 60) return `${seconds} s`;
-  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
-  if (seconds < 86_400) return `${Math.round(seconds / 3600)} h`;
-  return `${Math.round(seconds / 86_400)} d`;
+/** What a running worker's agent is doing, in words, and for how long when it waits for the person. */
+function ActivityBadge({ activity, since }: { activity: WorkerActivity; since: string | undefined }) {
+  return (
+    <span className={`activity activity-${activity}`}>
+      {activityText(activity)}
+      {since && WAITING_ACTIVITIES.has(activity) ? `, for ${formatAge(since)}` : ''}
+    </span>
+  );
 }

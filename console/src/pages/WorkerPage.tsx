@@ -13,10 +13,12 @@ import {
 } from '@svc/viewer';
 import { useWorkerView } from '@svc/viewer/react';
 import { ApiError, type Api } from '../api.js';
+import { tokenSubject } from '../auth.js';
 import { browserTransport } from '../browser-transport.js';
 import { useConsole } from '../console-context.js';
 import { ApprovalCard } from '../widgets/ApprovalCard.js';
 import { EventList } from '../widgets/EventList.js';
+import { MessageBox } from '../widgets/MessageBox.js';
 import { SandboxLogs } from '../widgets/SandboxLogs.js';
 import { NotFoundPage } from './NotFoundPage.js';
 
@@ -25,7 +27,7 @@ const SHOWN_CARDS = 10;
 /** How long a request stays open before it gets a card: longer than a render interval (33 ms), too short for a person to notice. */
 const CARD_DELAY_MS = 60;
 
-/** A worker: its live events and open approvals, its sandbox logs; read-only once it has ended. */
+/** A worker: its live events and open approvals, its sandbox logs, a conversation's message box; read-only once it has ended. */
 export function WorkerPage({ workerId }: { workerId: string }) {
   const { api } = useConsole();
   const [worker, setWorker] = useState<Worker>();
@@ -141,6 +143,8 @@ function WorkerEvents({ worker }: { worker: Worker }) {
   });
   const shownCards = [...cards.values()].filter((request) => view.closingOf(request.data.request_id)?.source !== WORKER_POLICY_SOURCE).slice(-SHOWN_CARDS);
   const usage = worker.model_usage;
+  const ended = view.readOnly || isEndedStatus(worker.status);
+  const signedIn = auth.signedIn;
   return (
     <section aria-labelledby="worker-title" className="worker">
       <header className="page-header">
@@ -186,7 +190,7 @@ function WorkerEvents({ worker }: { worker: Worker }) {
       </div>
       {tab === 'events' ? (
         <div role="tabpanel" id="panel-events" aria-labelledby="tab-events" className="panel">
-          <EventList view={view} readEarlier={readEarlier} />
+          <EventList view={view} readEarlier={readEarlier} you={signedIn && tokenSubject(signedIn.token)} />
           {view.notices.length > 0 && (
             <ul className="notices">
               {view.notices.map((notice, index) => (
@@ -202,6 +206,12 @@ function WorkerEvents({ worker }: { worker: Worker }) {
           {worker.session_id ? <SandboxLogs sessionId={worker.session_id} /> : <p>This worker has no session, so no sandbox of svc's: no logs here.</p>}
         </div>
       )}
+      {!ended &&
+        (worker.mode === 'conversation' ? (
+          <MessageBox workerId={workerId} activity={view.activity} />
+        ) : (
+          <p className="no-messages">This session runs its first prompt only: it takes no messages.</p>
+        ))}
     </section>
   );
 }

@@ -14,8 +14,9 @@ const FOLLOW_WITHIN_PX = 48;
  * The history, virtualized: only the rows on screen (and a few beyond) are in the page, however
  * many the view holds. It opens at the end and follows new events while the person is at the
  * bottom; scrolling up reads earlier pages (`readEarlier`) and keeps what is on screen in place.
+ * `you`: the signed-in person's `sub` (their own messages read "You").
  */
-export function EventList({ view, readEarlier }: { view: WorkerView; readEarlier: () => Promise<number> }) {
+export function EventList({ view, readEarlier, you }: { view: WorkerView; readEarlier: () => Promise<number>; you?: string | undefined }) {
   const scroller = useRef<HTMLDivElement>(null);
   const events = view.events;
   const virtualizer = useVirtualizer({
@@ -68,7 +69,7 @@ export function EventList({ view, readEarlier }: { view: WorkerView; readEarlier
                 ref={virtualizer.measureElement}
                 style={{ transform: `translateY(${item.start}px)` }}
               >
-                <EventRow event={event} />
+                <EventRow event={event} you={you} />
               </li>
             );
           })}

@@ -1,10 +1,13 @@
-import type { StoredEvent } from '@svc/protocol';
+import { isPersonInterrupt, isPersonMessage, parseSource, type StoredEvent } from '@svc/protocol';
 import { deciderOf, firstLines, formatCost, formatCount, summarizeInput } from '@svc/viewer';
 import { memo, useState } from 'react';
 import Markdown, { type Components } from 'react-markdown';
 
-/** One event of the history, as `svc attach` shows it (the same summaries, from `@svc/viewer`). */
-export function EventRow({ event }: { event: StoredEvent }) {
+/**
+ * One event of the history, as `svc attach` shows it (the same summaries, from `@svc/viewer`).
+ * `you`: the signed-in person's `sub`, whose own messages read "You".
+ */
+export function EventRow({ event, you }: { event: StoredEvent; you?: string | undefined }) {
   switch (event.type) {
     case 'assistant': {
       const data = (event as StoredEvent<'assistant'>).data;
@@ -30,6 +33,20 @@ export function EventRow({ event }: { event: StoredEvent }) {
       return <ToolResult data={(event as StoredEvent<'tool_result'>).data} />;
     case 'system': {
       const data = (event as StoredEvent<'system'>).data;
+      // Read before the checks below narrow `event` away.
+      const source = event.source;
+      if (isPersonMessage(event))
+        return (
+          <div className="row person">
+            <span className="tag">{personName(source, you)}:</span> {data.message}
+          </div>
+        );
+      if (isPersonInterrupt(event))
+        return (
+          <div className="row person interrupt">
+            <span className="tag">{personName(source, you)}</span> asked to stop the turn
+          </div>
+        );
       return (
         <div className={`row system level-${data.level}`}>
           <span className="tag">{data.level}</span> {data.message}
@@ -73,6 +90,13 @@ export function EventRow({ event }: { event: StoredEvent }) {
     default:
       return null;
   }
+}
+
+/** Who a person's event is from: "You" for the signed-in person, anyone else by their `sub`. */
+function personName(source: string | undefined, you: string | undefined): string {
+  const person = parseSource(source);
+  if (person.kind !== 'person') return 'someone';
+  return person.sub === you ? 'You' : person.sub;
 }
 
 /** Links in an agent's text leave the console in a new tab, telling the other site nothing. */
