@@ -27,6 +27,11 @@ export interface MockOpenAIOptions {
    * every later request gets HTTP 500.
    */
   failing?: boolean;
+  /**
+   * Holds a request's answer after its message (`n`: the request's number, from 0), as a model
+   * still streaming: `true` until the client goes away (its interrupt), a promise until it settles.
+   */
+  holdOpen?(body: Record<string, unknown>, n: number): boolean | Promise<void>;
 }
 
 function sse(response: ServerResponse, type: string, data: Record<string, unknown>): void {
@@ -52,7 +57,7 @@ const USAGE = {
  * (../shared/AGENTS.md: a `mock` model provider with `wire_api = "responses"`): `POST
  * /v1/responses` answers with a streamed (SSE) response. A conversation holding n tool outputs
  * gets `turns[n]` (the last turn once they run out): a script per conversation, whatever
- * else the stand-in serves meanwhile.
+ * else the stand-in serves meanwhile; `holdOpen` keeps an answer streaming.
  */
 export async function startMockOpenAI(turns: readonly ResponsesTurn[], options: MockOpenAIOptions = {}): Promise<MockOpenAI> {
   if (turns.length === 0) throw new Error('the OpenAI stand-in needs at least one turn to play');
@@ -84,28 +89,37 @@ export async function startMockOpenAI(turns: readonly ResponsesTurn[], options: 
         output_index: 0,
         item: { type: 'message', role: 'assistant', id: `msg_mock_${responses}`, content: [{ type: 'output_text', text: turn.text }] },
       });
-      if (turn.command) {
-        const args = {
-          cmd: turn.command.cmd,
-          login: false,
-          ...(turn.command.escalate
-            ? { sandbox_permissions: 'require_escalated', justification: turn.command.justification ?? 'The mock model needs to run this outside the sandbox' }
-            : {}),
-        };
-        sse(response, 'response.output_item.done', {
-          output_index: 1,
-          item: { type: 'function_call', id: `fc_mock_${responses}`, call_id: `call_mock_${responses}`, name: 'exec_command', arguments: JSON.stringify(args) },
-        });
-      }
-      if (turn.patch !== undefined) {
-        // apply_patch is a freeform ("custom") tool: its input is the patch text itself.
-        sse(response, 'response.output_item.done', {
-          output_index: 1,
-          item: { type: 'custom_tool_call', id: `ctc_mock_${responses}`, call_id: `call_mock_${responses}`, name: 'apply_patch', input: turn.patch },
-        });
-      }
-      sse(response, 'response.completed', { response: { id, usage: USAGE } });
-      response.end();
+      const held = options.holdOpen?.(body, responses - 1);
+      if (held === true) return;
+      const n = responses;
+      if (held) return void held.then(() => finish(response, id, n, turn));
+      finish(response, id, n, turn);
     },
   });
+}
+
+/** The rest of a turn's answer after its message (the `n`th response): its tool call, if any, and the end. */
+function finish(response: ServerResponse, id: string, n: number, turn: ResponsesTurn): void {
+  if (turn.command) {
+    const args = {
+      cmd: turn.command.cmd,
+      login: false,
+      ...(turn.command.escalate
+        ? { sandbox_permissions: 'require_escalated', justification: turn.command.justification ?? 'The mock model needs to run this outside the sandbox' }
+        : {}),
+    };
+    sse(response, 'response.output_item.done', {
+      output_index: 1,
+      item: { type: 'function_call', id: `fc_mock_${n}`, call_id: `call_mock_${n}`, name: 'exec_command', arguments: JSON.stringify(args) },
+    });
+  }
+  if (turn.patch !== undefined) {
+    // apply_patch is a freeform ("custom") tool: its input is the patch text itself.
+    sse(response, 'response.output_item.done', {
+      output_index: 1,
+      item: { type: 'custom_tool_call', id: `ctc_mock_${n}`, call_id: `call_mock_${n}`, name: 'apply_patch', input: turn.patch },
+    });
+  }
+  sse(response, 'response.completed', { response: { id, usage: USAGE } });
+  response.end();
 }

@@ -96,7 +96,13 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     name: string,
     turns: readonly ResponsesTurn[],
     extra: Record<string, unknown>,
-    options: { mock?: MockOpenAIOptions; prepare?: (workspace: string) => Promise<void>; command?: string; mode?: 'one_shot' | 'conversation' } = {},
+    options: {
+      mock?: MockOpenAIOptions;
+      prepare?: (workspace: string) => Promise<void>;
+      command?: string;
+      mode?: 'one_shot' | 'conversation';
+      prompt?: string;
+    } = {},
   ) {
     const mock = await startMockOpenAI(turns, options.mock);
     mocks.push(mock);
@@ -106,7 +112,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
       cwd: workspace,
       home: path.join(dir, `${name}-home`),
       baseUrl: mock.url,
-      prompt: 'Create out.txt containing hello, using the shell.',
+      prompt: options.prompt ?? 'Create out.txt containing hello, using the shell.',
     });
     await options.prepare?.(workspace);
     if (options.command) agent.command = options.command;
@@ -165,6 +171,103 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     for (const said of ['Create out.txt containing hello, using the shell.', text]) expect(last).toContain(said);
     const events = await agent.events();
     expect(events.filter((e) => e.type === 'system' && (e.data as { subtype?: string }).subtype === 'message_undelivered')).toEqual([]);
+    expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
+    process.kill(agent.pid, 'SIGTERM');
+    await agent.exited;
+  }, 120_000);
+
+  /** Sends a person's message (expecting 202). */
+  const say = async (workerId: string, text: string) => {
+    const sent = await fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text }),
+    });
+    expect(sent.status).toBe(202);
+  };
+  const activityNow = async (workerId: string) => (await api().get<Worker>(`/v1/workers/${workerId}`)).activity;
+  const resultsOf = async (agent: { events(): Promise<StoredEvent[]> }) => ofType(await agent.events(), 'result');
+  const inputOf = (mock: MockOpenAI, n: number) => JSON.stringify(mock.requests()[n]?.['input'] ?? []);
+
+  it('interrupted in a running turn (turn/interrupt): an interrupted result within 5 s, idle, and the next message is a turn of the same thread in the same process', async () => {
+    const agent = await run(
+      'interrupt',
+      [{ text: 'Sure.' }],
+      { conversation: true },
+      {
+        mode: 'conversation',
+        prompt: 'Count to a million, slowly.',
+        mock: { holdOpen: (_body, n) => n === 0 },
+      },
+    );
+    const workerId = agent.worker.worker_id;
+    await waitFor('the model streaming turn 1', async () => agent.mock.requests().length === 1 && (await activityNow(workerId)) === 'working', 60_000, 100);
+    const asked = Date.now();
+    const interrupted = await fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/interrupt`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}` },
+    });
+    expect(interrupted.status).toBe(202);
+    const [result] = await waitFor('the interrupted result', async () => ((await resultsOf(agent)).length === 1 ? resultsOf(agent) : undefined), 5_000, 50);
+    expect(Date.now() - asked).toBeLessThan(5_000);
+    expect(result!.data).toMatchObject({ subtype: 'interrupted' });
+    await waitFor('idle', async () => (await activityNow(workerId)) === 'idle', 10_000, 100);
+    await say(workerId, 'Just say hi instead.');
+    await waitFor('turn 2 ended', async () => (await resultsOf(agent)).length === 2, 60_000, 100);
+    expect((await resultsOf(agent))[1]!.data).toMatchObject({ subtype: 'success' });
+    for (const said of ['Count to a million, slowly.', 'Just say hi instead.']) expect(inputOf(agent.mock, 1)).toContain(said);
+    expect(systemOf(await agent.events(), 'agent_start')).toHaveLength(1);
+    process.kill(agent.pid, 'SIGTERM');
+    await agent.exited;
+  }, 120_000);
+
+  it('a message while a turn runs is steered into it (turn/steer): the model sees it within that turn, one result, and the history has it before', async () => {
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const agent = await run(
+      'steer',
+      [{ text: 'Working on it.' }],
+      { conversation: true },
+      {
+        mode: 'conversation',
+        prompt: 'Write a haiku.',
+        mock: { holdOpen: (_body, n) => (n === 0 ? released : false) },
+      },
+    );
+    const workerId = agent.worker.worker_id;
+    await waitFor('the model streaming turn 1', async () => agent.mock.requests().length === 1 && (await activityNow(workerId)) === 'working', 60_000, 100);
+    await say(workerId, 'Make it about the sea.');
+    await waitFor('the message stored', async () => systemOf(await agent.events(), 'person_message').length === 1, 10_000, 50);
+    // Give the sidecar its poll, then let the model finish: Codex asks it again with the steered input.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    release();
+    await waitFor('the turn ended', async () => (await resultsOf(agent)).length === 1 && (await activityNow(workerId)) === 'idle', 60_000, 100);
+    const seen = agent.mock.requests().map((body) => JSON.stringify(body['input']));
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    expect(seen[0]).not.toContain('Make it about the sea.');
+    expect(seen.at(-1)).toContain('Make it about the sea.');
+    const events = await agent.events();
+    expect(ofType(events, 'result')).toHaveLength(1);
+    expect(BigInt(systemOf(events, 'person_message')[0]!.id)).toBeLessThan(BigInt(ofType(events, 'result')[0]!.id));
+    process.kill(agent.pid, 'SIGTERM');
+    await agent.exited;
+  }, 120_000);
+
+  it('stopped after idle_timeout_s and resumed by a message (thread/resume): the same thread (the model is sent turn 1), the workspace as it was', async () => {
+    const agent = await run('resume', ESCALATED, { conversation: true, idle_timeout_s: 2 }, { mode: 'conversation' });
+    const workerId = agent.worker.worker_id;
+    const request = await api().oneOpenRequest(workerId);
+    expect((await decide(workerId, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('suspended', async () => (await activityNow(workerId)) === 'suspended', 60_000, 100);
+    expect(systemOf(await agent.events(), 'agent_exit')[0]!.data.details).toMatchObject({ resumable: true, reason: 'idle for 2 s' });
+    const before = agent.mock.requests().length;
+    await say(workerId, 'What did you do before?');
+    await waitFor('the resumed turn ended', async () => (await resultsOf(agent)).length === 2, 60_000, 100).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}\n${JSON.stringify(await agent.events(), null, 1).slice(-6000)}\n${agent.stderr().slice(-3000)}`);
+    });
+    const resumed = inputOf(agent.mock, before);
+    for (const said of ['Create out.txt containing hello, using the shell.', 'What did you do before?']) expect(resumed).toContain(said);
+    expect(systemOf(await agent.events(), 'agent_start').map((e) => e.data.details?.['resumed'] ?? false)).toEqual([false, true]);
     expect(await readFile(agent.outFile, 'utf8')).toBe('hello\n');
     process.kill(agent.pid, 'SIGTERM');
     await agent.exited;
