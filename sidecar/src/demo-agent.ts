@@ -24,9 +24,13 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
   const resumeFlag = process.argv.indexOf('--resume');
   const resumed = resumeFlag >= 0 ? process.argv[resumeFlag + 1] : undefined;
   const sessionId = resumed ?? randomUUID();
-  const pause = () => new Promise((resolve) => setTimeout(resolve, stepMs));
   const output = demoOutput(sessionId);
   const input = demoInput(output.write);
+  // Each step of a turn ends where a person's interrupt finds it (`Interrupted`).
+  const pause = async () => {
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
+    if (input.interrupted) throw new Interrupted();
+  };
   const init = () =>
     output.write({
       type: 'system',
@@ -41,24 +45,27 @@ export async function runDemoAgent(options: { stepMs?: number } = {}): Promise<n
   if (resumed === undefined) {
     const task = (await input.nextMessage()) ?? '';
     init();
-    await firstTurn({ output, input }, task, pause);
+    await inTurn({ output, input }, () => firstTurn({ output, input }, task, pause));
   }
   // Like the real CLI in stream-json mode: every further message is a turn, until stdin closes.
   for (let turn = 2, said = await input.nextMessage(); said !== undefined; turn++, said = await input.nextMessage()) {
     init();
-    await pause();
-    const again = resumed !== undefined && turn === 2 ? `We pick up our conversation ${sessionId} again. ` : '';
-    const answer = `${again}You said: "${said.slice(0, 200)}". I am a script, so that is all I can do with it; turn ${turn} ends here.`;
-    output.say([{ type: 'text', text: answer }]);
-    output.write({
-      type: 'result',
-      subtype: 'success',
-      is_error: false,
-      num_turns: 1,
-      duration_ms: stepMs,
-      result: answer,
-      session_id: sessionId,
-      total_cost_usd: 0.0123 + 0.001 * (turn - 1),
+    const number = turn;
+    await inTurn({ output, input }, async () => {
+      await pause();
+      const again = resumed !== undefined && number === 2 ? `We pick up our conversation ${sessionId} again. ` : '';
+      const answer = `${again}You said: "${said.slice(0, 200)}". I am a script, so that is all I can do with it; turn ${number} ends here.`;
+      output.say([{ type: 'text', text: answer }]);
+      output.write({
+        type: 'result',
+        subtype: 'success',
+        is_error: false,
+        num_turns: 1,
+        duration_ms: stepMs,
+        result: answer,
+        session_id: sessionId,
+        total_cost_usd: 0.0123 + 0.001 * (number - 1),
+      });
     });
   }
   return 0;
@@ -116,6 +123,28 @@ async function firstTurn(io: { output: ReturnType<typeof demoOutput>; input: Ret
   });
 }
 
+/** A person's interrupt reached a turn of the demo agent. */
+class Interrupted extends Error {}
+
+/** Runs one turn; an interrupt ends it as Claude Code ends one, with an `error_during_execution` result. */
+async function inTurn(io: { output: ReturnType<typeof demoOutput>; input: ReturnType<typeof demoInput> }, turn: () => Promise<void>): Promise<void> {
+  io.input.turnRunning = true;
+  try {
+    await turn();
+  } catch (err) {
+    if (!(err instanceof Interrupted)) throw err;
+    io.output.write({
+      type: 'user',
+      message: { role: 'user', content: [{ type: 'text', text: '[Request interrupted by user]' }] },
+      session_id: io.output.sessionId,
+    });
+    io.output.write({ type: 'result', subtype: 'error_during_execution', is_error: true, num_turns: 1, session_id: io.output.sessionId });
+  } finally {
+    io.input.turnRunning = false;
+    io.input.interrupted = false;
+  }
+}
+
 type Line = Record<string, unknown>;
 
 /** The lines the demo agent writes on stdout, in Claude Code's shapes, for one session. */
@@ -152,8 +181,8 @@ function demoOutput(sessionId: string) {
 
 /**
  * What the sidecar writes on the demo agent's stdin: the `initialize` handshake (answered at
- * once), the prompt and people's messages (`user` lines, taken one at a time), and the
- * decisions on its requests.
+ * once), the prompt and people's messages (`user` lines, taken one at a time), the decisions on
+ * its requests, and a person's `interrupt`.
  */
 function demoInput(write: (line: Line) => void) {
   const input = createInterface({ input: process.stdin });
@@ -174,7 +203,16 @@ function demoInput(write: (line: Line) => void) {
       return;
     }
     const request = message['request'] as { subtype?: string } | undefined;
-    if (message['type'] === 'control_request' && request?.subtype === 'initialize') {
+    if (message['type'] === 'control_request' && request?.subtype === 'interrupt') {
+      // As Claude Code: its open permission prompts are cancelled, and the turn ends at its next step.
+      if (state.turnRunning) state.interrupted = true;
+      for (const [requestId, resolve] of waiting) {
+        write({ type: 'control_cancel_request', request_id: requestId });
+        resolve({ behavior: 'deny', message: 'The user interrupted the turn.' });
+      }
+      waiting.clear();
+      write({ type: 'control_response', response: { subtype: 'success', request_id: message['request_id'] } });
+    } else if (message['type'] === 'control_request' && request?.subtype === 'initialize') {
       write({
         type: 'control_response',
         response: { subtype: 'success', request_id: message['request_id'], response: { commands: [], models: [{ value: 'demo' }] } },
@@ -189,7 +227,11 @@ function demoInput(write: (line: Line) => void) {
       if (resolve) resolve(response?.response ?? {});
     }
   });
-  return {
+  const state = {
+    /** A turn runs: an interrupt ends it. */
+    turnRunning: false,
+    /** A person interrupted the running turn. */
+    interrupted: false,
     /** The next `user` message, in order; undefined once stdin has closed with none left. */
     async nextMessage(): Promise<string | undefined> {
       while (messages.length === 0 && !closed) await new Promise<void>((resolve) => (messageArrived = resolve));
@@ -198,6 +240,7 @@ function demoInput(write: (line: Line) => void) {
     /** The answer to request `requestId`, once it arrives. */
     decisionOn: (requestId: string) => new Promise<Line>((resolve) => waiting.set(requestId, resolve)),
   };
+  return state;
 }
 
 /** Asks to write a file, as Claude Code asks: allowed, it writes what was decided (`updatedInput`); denied, it reports why. */
