@@ -36,10 +36,10 @@ const OFFLINE_MS = 5_000;
 const ONE_SHOT_NOTE = 'This session runs its first prompt only: it takes no messages.';
 
 /**
- * Conversations with the demo agent (docs/conversations.md), in the stack's templates directory
- * beside the built-in ones: the agent answers each message after its first turn with `You said: "…"`.
+ * The demo agent in the stack's templates directory beside the built-in ones: in conversations
+ * (docs/conversations.md) it answers each message after its first turn with `You said: "…"`.
  */
-const CONVERSATION_TEMPLATES: Record<string, string> = {
+const TEMPLATES: Record<string, string> = {
   // Its first turn runs through, nobody asked; then it waits for a message.
   'demo-talk': `
 description = "The demo agent in a conversation: it answers every message"
@@ -54,6 +54,22 @@ mode = "conversation"
 [sidecar]
 adapter = "claude-code"
 auto_approve = ["Glob", "Write"]
+`,
+  // The demo run once (the built-in one is a conversation): it ends after its turn.
+  'demo-once': `
+description = "The demo agent, one prompt and one run"
+[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "100" }
+[session]
+mode = "one_shot"
+[sidecar]
+adapter = "claude-code"
+auto_approve = ["Glob"]
+ask = ["Write"]
 `,
   // Its first turn waits for a person to decide its Write: a turn to stop.
   'demo-talk-asks': `
@@ -79,7 +95,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
   let templatesDir: string;
   beforeAll(async () => {
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-console-templates-'));
-    for (const [name, text] of Object.entries(CONVERSATION_TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
+    for (const [name, text] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
     [stack, browser] = await Promise.all([startLocalStack({ SVC_TEMPLATES_DIR: templatesDir }), launchBrowser()]);
   }, 120_000);
   afterAll(async () => {
@@ -104,9 +120,8 @@ describe('the web console in a real Chromium, against the local stack', () => {
     const page = await signedIn('/sessions');
     await page.getByRole('link', { name: stack.demoWorker }).click();
     await expect.poll(() => page.url()).toBe(`${stack.url}/workers/${stack.demoWorker}`);
-    // A one-shot session takes no messages: no message box, a note instead.
-    await page.getByText(ONE_SHOT_NOTE).waitFor();
-    expect(await page.getByRole('textbox', { name: 'Message to the agent' }).count()).toBe(0);
+    // The built-in demo is a conversation: the page has its message box.
+    await page.getByRole('textbox', { name: 'Message to the agent' }).waitFor();
     for (const _ of ['the first Write', 'the same Write again']) {
       await openCard(page).waitFor({ timeout: 20_000 });
       await openCard(page).getByRole('button', { name: 'Allow', exact: true }).click();
@@ -224,7 +239,10 @@ describe('the web console in a real Chromium, against the local stack', () => {
 
   it("deny with a message: the agent gets it as the tool's error; the ended worker then opens read-only", async () => {
     const page = await signedIn('/sessions');
-    const workerId = await startDemo(page);
+    const workerId = await startFrom(page, 'demo-once');
+    // A one-shot session takes no messages: no message box, a note instead.
+    await page.getByText(ONE_SHOT_NOTE).waitFor();
+    expect(await page.getByRole('textbox', { name: 'Message to the agent' }).count()).toBe(0);
     const card = page.getByRole('article').filter({ hasText: 'Write' });
     await card.waitFor({ timeout: 30_000 });
     await card.getByRole('button', { name: 'Deny…' }).click();
@@ -403,7 +421,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.context().close();
   }, 90_000);
 
-  it('"Stop the turn" while the agent waits for a decision: Tab goes from the text to Send to Stop; Stop posts an interrupt (202), which the history shows as the person\'s', async () => {
+  it('"Stop the turn" while the agent waits for a decision: Tab goes from the text to Send to Stop; Stop posts an interrupt (202), which the history shows as the person\'s; the turn ends, its request withdrawn', async () => {
     const page = await signedIn('/sessions');
     const workerId = await startFrom(page, 'demo-talk-asks');
     await openCard(page).waitFor({ timeout: 30_000 });
@@ -421,6 +439,9 @@ describe('the web console in a real Chromium, against the local stack', () => {
     ]);
     expect(interrupted.status()).toBe(202);
     await page.locator('.row.person.interrupt').filter({ hasText: 'You asked to stop the turn' }).waitFor({ timeout: 10_000 });
+    // The agent ends its turn: its open request is withdrawn (the card closes), the worker waits for a message.
+    await openCard(page).waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('.activity-idle').waitFor({ timeout: 10_000 });
     await page.context().close();
   }, 60_000);
 

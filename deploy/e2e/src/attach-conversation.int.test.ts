@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EventData, ListResponseOf, Session, StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
+import { writeOneShotDemo } from './built-in-templates.js';
 import { startStack, type E2eStack } from './stack.js';
 import { openTerminal, type Terminal } from './tmux.js';
 
@@ -38,6 +39,7 @@ describe('svc and a conversation: attach in a real terminal (tmux), send and int
   beforeAll(async () => {
     stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-attach-talk-'));
     await writeFile(path.join(stateDir, 'demo-talk.toml'), DEMO_TALK);
+    await writeOneShotDemo(stateDir);
     stack = await startStack({ ingestReplicas: 1, sessionEnv: { SVC_TEMPLATES_DIR: stateDir } });
     env = { SVC_URL: stack.gatewayUrl, SVC_TOKEN: await stack.userToken('e2e-talk'), SVC_CONFIG: path.join(stateDir, 'config.json') };
   }, 120_000);
@@ -129,7 +131,7 @@ describe('svc and a conversation: attach in a real terminal (tmux), send and int
     expect(stored).toMatchObject({ source: 'user:cli:e2e-talk', data: { details: { interrupt_id: interrupt.interrupt_id } } });
     await svc('sessions', 'delete', session.id);
 
-    const oneShot = await createSession('demo');
+    const oneShot = await createSession('demo-once');
     const refused = await svc('send', oneShot.worker_id, 'hello?');
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: .* \(not_conversational\)\n$/) as unknown as string });
     await svc('sessions', 'delete', oneShot.id);

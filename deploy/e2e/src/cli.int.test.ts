@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Session, Worker } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
+import { writeOneShotDemo } from './built-in-templates.js';
 import { startStack, type E2eStack } from './stack.js';
 import { openTerminal, type Terminal } from './tmux.js';
 
@@ -21,8 +22,10 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
   const terminals: Terminal[] = [];
 
   beforeAll(async () => {
-    stack = await startStack({ ingestReplicas: 1 });
     configDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-cli-'));
+    // Tests of a worker that ends by itself run the demo once (the built-in one is a conversation).
+    await writeOneShotDemo(configDir);
+    stack = await startStack({ ingestReplicas: 1, sessionEnv: { SVC_TEMPLATES_DIR: configDir } });
     env = { SVC_URL: stack.gatewayUrl, SVC_TOKEN: await stack.userToken('e2e-cli'), SVC_CONFIG: path.join(configDir, 'config.json') };
   }, 120_000);
   afterEach(async () => {
@@ -53,7 +56,7 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
 
   it("create a demo session; attach; the prompt; y; the tool's result; ctrl+d detaches and it keeps running; attach again: the history once; ended → read-only", async () => {
     // The demo asks its Write a second time and waits for that answer: detached after the first, it still runs.
-    const created = await svc('sessions', 'create', '--template', 'demo', '--wait', '--json');
+    const created = await svc('sessions', 'create', '--template', 'demo-once', '--wait', '--json');
     expect(created.code, created.stderr).toBe(0);
     const session = JSON.parse(created.stdout) as Session;
     expect(session.status).toBe('running');
@@ -120,7 +123,7 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
   }, 60_000);
 
   it('sessions list/get/delete, logs, status and errors, against the real gateway', async () => {
-    const created = JSON.parse((await svc('sessions', 'create', '--template', 'demo', '--wait', '--json')).stdout) as Session;
+    const created = JSON.parse((await svc('sessions', 'create', '--template', 'demo-once', '--wait', '--json')).stdout) as Session;
     const list = await svc('sessions', 'list', '--status', 'running');
     expect(list.stdout).toContain(created.id);
     expect(JSON.parse((await svc('sessions', 'get', created.id, '--json')).stdout)).toMatchObject({ id: created.id, status: 'running' });

@@ -169,7 +169,7 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     ((await api('GET', `/v1/workers/${workerId}/sdk-events?limit=1000`)).body as unknown as ListResponseOf<StoredEvent>).items;
   const systemLines = (events: StoredEvent[]) => events.filter((e) => e.type === 'system').map((e) => (e.data as EventData<'system'>).message);
 
-  it('demo: running → events stream → the prompt approved through the API → the tool really ran → completed', async () => {
+  it('demo: running → events stream → the prompt approved through the API → the tool really ran → idle, waiting for a message → deleted: stopped', async () => {
     const session = await createSession({ template: 'demo', prompt: 'Say hello.' });
     expect(session).toMatchObject({ status: 'pending', template: 'demo', owner: 'e2e-user' });
     const viewer = new StreamViewer('viewer', stack.gatewayUrl, token);
@@ -187,11 +187,13 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     // "Always": the demo then asks the same once more, and the sidecar's engine answers by the rule.
     const decided = await api('POST', `/v1/workers/${session.worker_id}/control`, { request_id: data.request_id, decision: 'allow', scope: 'always' });
     expect(decided.status).toBe(201);
-    await waitForStatus(session, 'completed');
-    const events = await waitFor('the agent exit on the stream', () => {
+    // A conversation (the built-in demo's mode): after its turn the agent waits for a message.
+    await waitFor('idle', async () => (await api('GET', `/v1/workers/${session.worker_id}`)).body['activity'] === 'idle', 30_000, 100);
+    const events = await waitFor('the idle activity on the stream', () => {
       const seen = viewer.received.byWorker.get(session.worker_id) ?? [];
-      return seen.some((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'agent_exit') ? seen : undefined;
+      return seen.some((e) => activityOf(e) === 'idle') ? seen : undefined;
     });
+    expect(((await api('GET', `/v1/sessions/${session.id}`)).body as unknown as Session).status).toBe('running');
     expect(viewer.received.violations).toEqual([]);
     const types = events.map((e) => e.type);
     for (const type of ['assistant', 'tool_use', 'tool_result', 'control_request', 'control_response', 'result', 'progress']) expect(types).toContain(type);
@@ -215,6 +217,7 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
       token_file: '/var/run/svc/token',
       adapter: 'claude-code',
     });
+    expect((await api('DELETE', `/v1/sessions/${session.id}`)).body).toMatchObject({ status: 'stopped' });
     await viewer.disconnect();
   });
 

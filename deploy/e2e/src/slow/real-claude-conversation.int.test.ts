@@ -14,12 +14,14 @@ const TOOL_INPUT = { command: 'echo hello > out.txt', description: 'Write hello 
 /** A prompt with this word gets an answer the stand-in holds open, as a model still streaming. */
 const HOLD = 'SLOWLY';
 
-/** The built-in `claude` template as a conversation whose agent is stopped after 3 s idle. */
-const CLAUDE_TALK = (builtIn: string) => `${builtIn.replace(/^description = .*$/m, 'description = "Claude Code in a conversation, stopped after 3 s idle"')}
-[session]
-mode = "conversation"
-idle_timeout_s = 3
-`;
+/** The built-in `claude` template (a conversation), its agent stopped after 3 s idle. */
+function claudeTalk(builtIn: string): string {
+  const talk = builtIn
+    .replace(/^description = .*$/m, 'description = "Claude Code in a conversation, stopped after 3 s idle"')
+    .replace('mode = "conversation"', 'mode = "conversation"\nidle_timeout_s = 3');
+  if (!talk.includes('idle_timeout_s = 3')) throw new Error('the built-in claude template is no longer a conversation');
+  return talk;
+}
 
 const subtypeOf = (event: StoredEvent) => (event.type === 'system' ? (event.data as EventData<'system'>).subtype : undefined);
 const lastUserText = (body: Record<string, unknown>) => JSON.stringify((body['messages'] as unknown[]).at(-1));
@@ -48,7 +50,7 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
     const templates = path.join(dir, 'templates');
     await mkdir(templates);
     const builtIn = await readFile(fileURLToPath(new URL('../../../../services/session/templates/claude.toml', import.meta.url)), 'utf8');
-    await writeFile(path.join(templates, 'claude-talk.toml'), CLAUDE_TALK(builtIn));
+    await writeFile(path.join(templates, 'claude-talk.toml'), claudeTalk(builtIn));
     const installed = path.dirname(path.dirname(path.dirname(claudeBinary(version))));
     stack = await startStack({
       ingestReplicas: 1,

@@ -122,7 +122,7 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
     await agent.exited;
   }, 120_000);
 
-  it('the built-in claude template: POST /v1/sessions runs it in a sealed bubblewrap sandbox through the model proxy; allowed, the tool runs there; the session completes', async () => {
+  it('the built-in claude template: POST /v1/sessions runs it in a sealed bubblewrap sandbox through the model proxy; allowed, the tool runs there; then it waits for a message', async () => {
     const before = mock.requests().length;
     const session = await api().createSession({ template: 'claude', prompt: 'Create out.txt containing hello' });
     const request = await api().oneOpenRequest(session.worker_id);
@@ -134,7 +134,9 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
     // The agent's holds the placeholder.
     expect(sandboxed.filter((environ) => environ.includes(`ANTHROPIC_API_KEY=${PLACEHOLDER_MODEL_KEY}`)).length).toBeGreaterThanOrEqual(1);
     expect((await decide(session.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
-    await waitFor('the session completed', async () => (await get<{ status: string }>(`/v1/sessions/${session.id}`)).status === 'completed', 60_000, 100);
+    // A conversation (the built-in template's mode): after its turn the agent waits, the session running.
+    await waitFor('idle', async () => (await get<Worker>(`/v1/workers/${session.worker_id}`)).activity === 'idle', 60_000, 100);
+    expect((await get<{ status: string }>(`/v1/sessions/${session.id}`)).status).toBe('running');
     expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
 
     // The upstream saw the real key on every request, and the proxy's meter matches its figures (100 in, 24 out per message).
@@ -167,12 +169,8 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
     const request = await api().oneOpenRequest(session.worker_id);
     const before = mock.requests().length;
     expect((await decide(session.worker_id, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
-    await waitFor(
-      'the session ended',
-      async () => ['completed', 'failed'].includes((await get<{ status: string }>(`/v1/sessions/${session.id}`)).status),
-      60_000,
-      100,
-    );
+    // The turn ends with the provider's error; the conversation waits for a message.
+    await waitFor('idle after the refused turn', async () => (await get<Worker>(`/v1/workers/${session.worker_id}`)).activity === 'idle', 60_000, 100);
     // The second turn never reached the model.
     expect(mock.requests().length).toBe(before);
     const history = await api().events(session.worker_id);

@@ -122,6 +122,12 @@ describe('templates', () => {
     await expect(catalog.load('../demo')).rejects.toMatchObject({ code: 'template_not_found' });
   });
 
+  it('the interactive built-ins (claude, codex, demo) are conversations; the autonomous codex-auto runs once', async () => {
+    const catalog = createTemplateCatalog({});
+    for (const name of ['claude', 'codex', 'demo']) expect([name, (await catalog.load(name)).session.mode]).toEqual([name, 'conversation']);
+    expect((await catalog.load('codex-auto')).session.mode).toBe('one_shot');
+  });
+
   it('lists every template by name: the configured directory shadows a built-in one; a broken file is listed with its problem', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'svc-templates-'));
     try {
