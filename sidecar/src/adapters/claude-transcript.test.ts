@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -26,15 +26,24 @@ describe("Claude Code's transcript: did the agent take a person's message", () =
     expect(JSON.parse(claudeCodeAdapter.formatMessage!({ text: 'hi', id: 'msg_a' }))).toMatchObject({ type: 'user', uuid: messageUuid('msg_a') });
   });
 
-  it("taken as a turn (a user line with its uuid) or into a running turn (an attachment's source_uuid): yes; only queued, or absent: no", () => {
+  it("taken and answered — as a turn (a user line with its uuid) or into a running turn (an attachment's source_uuid), an assistant line after it: yes; only queued, or absent: no", () => {
     const home = homeWith([
       { type: 'user', uuid: messageUuid('msg_turn'), message: { role: 'user', content: [{ type: 'text', text: 'a turn' }] } },
       { type: 'attachment', attachment: { type: 'queued_command', source_uuid: messageUuid('msg_absorbed') }, uuid: 'other' },
       { type: 'queue-operation', operation: 'enqueue', content: `queued ${messageUuid('msg_queued')}` },
+      { type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: 'an answer' }] } },
     ]);
     const took = (id: string) => claudeCodeAdapter.tookMessage!(id, { conversationId: 'conv-1', home });
     expect([took('msg_turn'), took('msg_absorbed'), took('msg_queued'), took('msg_never')]).toEqual([true, true, false, false]);
     expect(transcriptHoldsMessage(home, 'conv-2', 'msg_turn')).toBe(false);
     expect(transcriptHoldsMessage(path.join(home, 'nowhere'), 'conv-1', 'msg_turn')).toBe(false);
+  });
+
+  it('recorded but not answered (the CLI killed before the model answered): not taken, and cut from the transcript so that handed over again it is there once', () => {
+    const answered = { type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: 'turn 1 answered' }] } };
+    const home = homeWith([answered, { type: 'user', uuid: messageUuid('msg_cut'), message: { role: 'user', content: [{ type: 'text', text: 'cut' }] } }]);
+    expect(claudeCodeAdapter.tookMessage!('msg_cut', { conversationId: 'conv-1', home })).toBe(false);
+    const kept = readFileSync(path.join(home, '.claude', 'projects', '-workspace', 'conv-1.jsonl'), 'utf8');
+    expect(kept).toBe(`${JSON.stringify(answered)}\n`);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -14,27 +14,56 @@ export function messageUuid(messageId: string): string {
 }
 
 /**
- * Whether Claude Code's transcript of the conversation (`$HOME/.claude/projects/<cwd>/<id>.jsonl`)
- * shows the message taken: as a turn's `user` line with its uuid, or taken into a running turn
- * (an attachment whose `source_uuid` is its uuid). Queued but not yet taken is not taken: a
- * resumed CLI would not run it.
+ * Whether Claude Code took the message (`$HOME/.claude/projects/<cwd>/<id>.jsonl`, its
+ * transcript): taken as a turn's `user` line with its uuid, or into a running turn (an
+ * attachment whose `source_uuid` is its uuid), and answered (an `assistant` line after it). One
+ * recorded but not answered (the CLI killed between the two: the model may never have seen it)
+ * is cut from the transcript's end, so that handed over again the resumed CLI holds it once.
+ * Queued but not yet taken is not taken: a resumed CLI would not run it.
  */
 export function transcriptHoldsMessage(home: string, conversationId: string, messageId: string): boolean {
+  const file = transcriptOf(home, conversationId);
+  if (file === undefined) return false;
   const uuid = messageUuid(messageId);
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const at = lines.findIndex((line) => line.includes(uuid) && recordsMessage(line, uuid));
+  if (at < 0) return false;
+  if (lines.slice(at + 1).some((line) => typeOf(line) === 'assistant')) return true;
+  writeFileSync(
+    file,
+    lines
+      .slice(0, at)
+      .map((line) => `${line}\n`)
+      .join(''),
+  );
+  return false;
+}
+
+function transcriptOf(home: string, conversationId: string): string | undefined {
   const projects = path.join(home, '.claude', 'projects');
-  if (!existsSync(projects)) return false;
+  if (!existsSync(projects)) return undefined;
   for (const project of readdirSync(projects)) {
     const file = path.join(projects, project, `${conversationId}.jsonl`);
-    if (!existsSync(file)) continue;
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
-      if (!line.includes(uuid)) continue;
-      try {
-        const entry = JSON.parse(line) as { type?: unknown; uuid?: unknown; attachment?: { source_uuid?: unknown } };
-        if ((entry.type === 'user' && entry.uuid === uuid) || entry.attachment?.source_uuid === uuid) return true;
-      } catch {
-        // A line cut short by the crash: not a record of anything.
-      }
-    }
+    if (existsSync(file)) return file;
   }
-  return false;
+  return undefined;
+}
+
+/** A transcript line that records the message taken: its `user` line, or the attachment of a message taken into a running turn. */
+function recordsMessage(line: string, uuid: string): boolean {
+  try {
+    const entry = JSON.parse(line) as { type?: unknown; uuid?: unknown; attachment?: { source_uuid?: unknown } };
+    return (entry.type === 'user' && entry.uuid === uuid) || entry.attachment?.source_uuid === uuid;
+  } catch {
+    // A line cut short by the crash: not a record of anything.
+    return false;
+  }
+}
+
+function typeOf(line: string): unknown {
+  try {
+    return (JSON.parse(line) as { type?: unknown }).type;
+  } catch {
+    return undefined;
+  }
 }
