@@ -36,57 +36,32 @@ const OFFLINE_MS = 5_000;
 const ONE_SHOT_NOTE = 'This session runs its first prompt only: it takes no messages.';
 
 /**
- * The demo agent in the stack's templates directory beside the built-in ones: in conversations
+ * The demo agent as a template for the stack's templates directory beside the built-in ones:
+ * `mode`, and whether its Write is asked (else allowed by its lists). In a conversation
  * (docs/conversations.md) it answers each message after its first turn with `You said: "…"`.
  */
+const demo = (description: string, mode: 'conversation' | 'one_shot', writeAsked: boolean, stepMs: number) => `
+description = "${description}"
+[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "${stepMs}" }
+[session]
+mode = "${mode}"
+[sidecar]
+adapter = "claude-code"
+${writeAsked ? 'auto_approve = ["Glob"]\nask = ["Write"]' : 'auto_approve = ["Glob", "Write"]'}
+`;
+
 const TEMPLATES: Record<string, string> = {
   // Its first turn runs through, nobody asked; then it waits for a message.
-  'demo-talk': `
-description = "The demo agent in a conversation: it answers every message"
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "20" }
-[session]
-mode = "conversation"
-[sidecar]
-adapter = "claude-code"
-auto_approve = ["Glob", "Write"]
-`,
+  'demo-talk': demo('The demo agent in a conversation: it answers every message', 'conversation', false, 20),
   // The demo run once (the built-in one is a conversation): it ends after its turn.
-  'demo-once': `
-description = "The demo agent, one prompt and one run"
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "100" }
-[session]
-mode = "one_shot"
-[sidecar]
-adapter = "claude-code"
-auto_approve = ["Glob"]
-ask = ["Write"]
-`,
+  'demo-once': demo('The demo agent, one prompt and one run', 'one_shot', true, 100),
   // Its first turn waits for a person to decide its Write: a turn to stop.
-  'demo-talk-asks': `
-description = "The demo agent in a conversation, asking before it writes"
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "20" }
-[session]
-mode = "conversation"
-[sidecar]
-adapter = "claude-code"
-auto_approve = ["Glob"]
-ask = ["Write"]
-`,
+  'demo-talk-asks': demo('The demo agent in a conversation, asking before it writes', 'conversation', true, 20),
 };
 
 describe('the web console in a real Chromium, against the local stack', () => {

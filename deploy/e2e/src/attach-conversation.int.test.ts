@@ -1,34 +1,13 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EventData, ListResponseOf, Session, StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { writeOneShotDemo } from './built-in-templates.js';
+import { fastDemoConversation, writeOneShotDemo } from './built-in-templates.js';
+import { SVC, svcIn } from './svc-binary.js';
 import { startStack, type E2eStack } from './stack.js';
 import { openTerminal, type Terminal } from './tmux.js';
-
-/** The built `svc`, one bundled file (`nx run @svc/cli:build`). */
-const SVC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../cli/dist/svc.mjs');
-const run = promisify(execFile);
-
-// The demo agent in a conversation: a scripted first turn, then every message a turn of its own.
-const DEMO_TALK = `
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "20" }
-[session]
-mode = "conversation"
-[sidecar]
-adapter = "claude-code"
-auto_approve = ["Glob", "Write"]
-`;
 
 describe('svc and a conversation: attach in a real terminal (tmux), send and interrupt in a script, against the stack', () => {
   let stack: E2eStack;
@@ -38,7 +17,7 @@ describe('svc and a conversation: attach in a real terminal (tmux), send and int
 
   beforeAll(async () => {
     stateDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-attach-talk-'));
-    await writeFile(path.join(stateDir, 'demo-talk.toml'), DEMO_TALK);
+    await writeFile(path.join(stateDir, 'demo-talk.toml'), fastDemoConversation());
     await writeOneShotDemo(stateDir);
     stack = await startStack({ ingestReplicas: 1, sessionEnv: { SVC_TEMPLATES_DIR: stateDir } });
     env = { SVC_URL: stack.gatewayUrl, SVC_TOKEN: await stack.userToken('e2e-talk'), SVC_CONFIG: path.join(stateDir, 'config.json') };
@@ -51,15 +30,7 @@ describe('svc and a conversation: attach in a real terminal (tmux), send and int
     if (stateDir) await rm(stateDir, { recursive: true, force: true });
   });
 
-  const svc = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [SVC, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const failed = err as { code: number; stdout: string; stderr: string };
-      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-    }
-  };
+  const svc = svcIn(() => env);
   const createSession = async (template: string) => {
     const created = await svc('sessions', 'create', '--template', template, '--wait', '--json');
     expect(created.code, created.stderr).toBe(0);

@@ -15,3 +15,25 @@ export async function writeOneShotDemo(dir: string): Promise<string> {
   await writeFile(path.join(dir, 'demo-once.toml'), once);
   return 'demo-once';
 }
+
+/**
+ * The demo agent fast (20 ms a step) and unasked (its Glob and Write allowed by its lists), in a
+ * conversation with these `[session]` settings: a scripted first turn, then every message a turn
+ * of its own.
+ */
+export function fastDemoConversation(session: { idle_timeout_s?: number; keep_sandbox_s?: number } = {}): string {
+  const settings = Object.entries(session).map(([key, value]) => `${key} = ${value}\n`);
+  return `
+[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "20" }
+[session]
+mode = "conversation"
+${settings.join('')}[sidecar]
+adapter = "claude-code"
+auto_approve = ["Glob", "Write"]
+`;
+}

@@ -2,17 +2,15 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Session, Worker } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { writeOneShotDemo } from './built-in-templates.js';
+import { SVC, svcIn } from './svc-binary.js';
 import { startStack, type E2eStack } from './stack.js';
 import { openTerminal, type Terminal } from './tmux.js';
 
-/** The built `svc`, one bundled file (`nx run @svc/cli:build`). */
-const SVC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../cli/dist/svc.mjs');
 const run = promisify(execFile);
 
 describe('svc, the built binary, in a real terminal (tmux) against the stack (every service its own process)', () => {
@@ -36,15 +34,7 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     if (configDir) await rm(configDir, { recursive: true, force: true });
   });
 
-  const svc = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [SVC, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const failed = err as { code: number; stdout: string; stderr: string };
-      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-    }
-  };
+  const svc = svcIn(() => env);
   const attach = async (name: string, ...args: string[]) => {
     const terminal = await openTerminal({ name, command: [process.execPath, SVC, 'attach', ...args], env });
     terminals.push(terminal);

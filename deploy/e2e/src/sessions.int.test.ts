@@ -15,6 +15,7 @@ import {
   type Worker,
 } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
+import { fastDemoConversation } from './built-in-templates.js';
 import { StreamViewer } from './readers.js';
 import { startStack, type E2eStack } from './stack.js';
 
@@ -62,50 +63,11 @@ mode = "conversation"
 adapter = "generic"
 `,
   // The demo agent in a conversation: every further message is a turn of its own.
-  'demo-talk': `
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "20" }
-[session]
-mode = "conversation"
-[sidecar]
-adapter = "claude-code"
-auto_approve = ["Glob", "Write"]
-`,
-  // The demo agent in a conversation stopped after 2 s idle, and resumed by a message.
-  'demo-resume': `
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "20" }
-[session]
-mode = "conversation"
-idle_timeout_s = 2
-[sidecar]
-adapter = "claude-code"
-auto_approve = ["Glob", "Write"]
-`,
+  'demo-talk': fastDemoConversation(),
+  // Stopped after 2 s idle, and resumed by a message.
+  'demo-resume': fastDemoConversation({ idle_timeout_s: 2 }),
   // Suspended after 1 s idle, its sandbox kept 1 s more.
-  'demo-brief': `
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "20" }
-[session]
-mode = "conversation"
-idle_timeout_s = 1
-keep_sandbox_s = 1
-[sidecar]
-adapter = "claude-code"
-auto_approve = ["Glob", "Write"]
-`,
+  'demo-brief': fastDemoConversation({ idle_timeout_s: 1, keep_sandbox_s: 1 }),
   broken: `
 [agent]
 command = "/bin/true"
