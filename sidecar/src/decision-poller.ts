@@ -11,6 +11,8 @@ export interface DecisionPollerOptions {
   waitMs: number;
   /** Pause after an empty answer when not long-polling. */
   pollIntervalMs: number;
+  /** Called once per input before the cursor moves past it (what must survive a crash between the two). */
+  onReceived?(input: StoredEvent): void;
   /** Called once per decision or person's message, in id order, after the cursor has moved past it. */
   onInput(input: StoredEvent): void;
   warn(message: string): void;
@@ -21,8 +23,9 @@ export interface DecisionPollerOptions {
  * `decision-cursor` in the state directory. The cursor is saved (atomically: written aside, then
  * renamed) before an input is handed on, so a restarted sidecar never hands on one twice. A
  * decision whose hand-over was cut short by a crash belonged to the agent that died with the
- * sidecar; the new agent never asked for it. A message's is lost with that agent too (at most
- * once: a sidecar started again resumes the conversation, without that message).
+ * sidecar; the new agent never asked for it. A person's message is kept by the runner before the
+ * cursor moves (`onReceived`), so a sidecar started again can hand it over again where the agent
+ * never took it (docs/conversations.md, "Exactly once").
  */
 export function createDecisionPoller(options: DecisionPollerOptions) {
   const cursorPath = path.join(options.stateDir, 'decision-cursor');
@@ -59,6 +62,7 @@ export function createDecisionPoller(options: DecisionPollerOptions) {
       failures = 0;
       const page = outcome.body as ListResponseOf<StoredEvent>;
       for (const input of page.items) {
+        options.onReceived?.(input);
         save(input.id);
         options.onInput(input);
       }

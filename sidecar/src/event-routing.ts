@@ -3,6 +3,7 @@ import {
   isPersonInterrupt,
   isPersonMessage,
   parseSource,
+  personMessageId,
   SYSTEM_SUBTYPES,
   withdrawnRequestId,
   WORKER_POLICY_SOURCE,
@@ -45,8 +46,8 @@ export function undeliveredEvent(kind: 'message' | 'interrupt', input: StoredEve
 
 /** A person's message as an adapter formats it: its text, and its id. */
 function messageOf(message: StoredEvent<'system'>): { text: string; id?: string } {
-  const id = message.data.details?.['message_id'];
-  return { text: message.data.message, ...(typeof id === 'string' ? { id } : {}) };
+  const id = personMessageId(message);
+  return { text: message.data.message, ...(id === undefined ? {} : { id }) };
 }
 
 /** Why a message or interrupt cannot reach the agent. */

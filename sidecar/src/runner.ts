@@ -8,6 +8,7 @@ import {
   isPersonInterrupt,
   isPersonMessage,
   LIFECYCLE_SUBTYPES,
+  personMessageId,
   type ListResponseOf,
   type PermissionRule,
   type StoredEvent,
@@ -153,9 +154,11 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   const agentEnv = { ...process.env, ...config.agent.env, ...proxies.agentEnv };
   for (const event of (await first.adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? []) outbox.push(event);
   const handed = handedMessages(config.state_dir);
-  const sidecar = new Sidecar({ config, client, proxies, outbox, engine, refreshRules, launch, agentEnv, pgidFile, handed, warn }, conversation);
-  if (resumeAtStart === undefined) sidecar.begin(first);
-  else sidecar.startedAgain(first.adapter, resumeAtStart);
+  const sidecar = new Sidecar({ config, client, proxies, outbox, engine, refreshRules, launch, agentEnv, pgidFile, handed, warn }, conversation, first.adapter);
+  if (resumeAtStart === undefined) {
+    sidecar.begin(first);
+    sidecar.listen();
+  } else void sidecar.startedAgain(resumeAtStart).then(() => sidecar.listen());
   return { exited: sidecar.finished, terminate: () => sidecar.terminate() };
 }
 
@@ -168,13 +171,19 @@ class Sidecar {
   private terminating = false;
   private finish: (code: number) => void = () => {};
   readonly finished = new Promise<number>((resolve) => (this.finish = resolve));
-  private readonly poller;
+  private poller: ReturnType<typeof createDecisionPoller> | undefined;
 
   constructor(
     private readonly parts: SidecarParts,
     private readonly conversation: ReturnType<typeof agentConversation>,
-  ) {
-    const { config, client, warn } = parts;
+    /** The adapter of the sidecar's runs (what it can tell of the agent's record of its conversation). */
+    private readonly adapter: Adapter,
+  ) {}
+
+  /** Takes the control channel's inputs from now on. */
+  listen(): void {
+    const { config, client, warn } = this.parts;
+    if (this.terminating) return;
     this.poller = createDecisionPoller({
       client,
       workerId: config.worker_id,
@@ -182,6 +191,10 @@ class Sidecar {
       waitMs: config.decision_wait_ms,
       pollIntervalMs: config.poll_interval_ms,
       warn,
+      // Kept before the cursor moves past it, where the agent keeps a record to check it against.
+      onReceived: (input) => {
+        if (config.conversation && this.adapter.tookMessage && isPersonMessage(input)) this.parts.handed.record(input.id);
+      },
       onInput: (input) => this.toAgent(input),
     });
   }
@@ -254,8 +267,6 @@ class Sidecar {
    * none runs starts it again on its conversation.
    */
   private toAgent(input: StoredEvent): void {
-    // Before its bytes go: a sidecar killed meanwhile finds it (`startedAgain`).
-    if (isPersonMessage(input) && this.parts.config.conversation) this.parts.handed.record(input);
     if (this.run?.input(input)) return;
     if (this.run) return void this.held.push(input);
     if (isPersonMessage(input) && !this.terminating) {
@@ -273,20 +284,45 @@ class Sidecar {
 
   /**
    * Started again with a conversation to resume: the messages the killed sidecar handed over that
-   * the agent never took (its own record says) are handed over again, resuming it; else it waits
-   * suspended for a message.
+   * the agent never took (its own record says) are handed over again, read again from the control
+   * plane, resuming it; else it waits suspended for a message. Whatever goes wrong here leaves it
+   * suspended (at most once).
    */
-  startedAgain(adapter: Adapter, conversationId: string): void {
-    const home = this.parts.agentEnv['HOME'] ?? homedir();
-    const untaken = adapter.tookMessage
-      ? this.parts.handed.read().filter((message) => !adapter.tookMessage!(message.data.details?.['message_id'] as string, { conversationId, home }))
-      : [];
+  async startedAgain(conversationId: string): Promise<void> {
+    const untaken = await this.untakenMessages(conversationId).catch((err: unknown) => {
+      this.parts.warn(`could not tell which messages the agent took before the restart: ${String(err)}`);
+      return [];
+    });
     if (untaken.length === 0) {
       this.parts.outbox.push({ type: 'system', data: activityData('suspended', 'the sidecar started again; a message resumes the conversation') });
       return;
     }
     this.parts.warn(`${untaken.length} message(s) handed over before the restart never reached the agent: handing them over again`);
     for (const message of untaken) this.toAgent(message);
+  }
+
+  private async untakenMessages(conversationId: string): Promise<StoredEvent<'system'>[]> {
+    const { adapter } = this;
+    if (!adapter.tookMessage) return [];
+    const place = { conversationId, home: this.parts.agentEnv['HOME'] ?? homedir(), cwd: this.parts.config.agent.cwd ?? process.cwd() };
+    const untaken: StoredEvent<'system'>[] = [];
+    for (const id of this.parts.handed.read()) {
+      const message = await this.personMessage(id);
+      const messageId = message && personMessageId(message);
+      if (!message || messageId === undefined || adapter.tookMessage(messageId, place)) continue;
+      adapter.forgetUnansweredMessage?.(messageId, place);
+      untaken.push(message);
+    }
+    return untaken;
+  }
+
+  /** The person's message stored under `id`, as the control plane holds it (the state directory is the sandbox's: it only names it). */
+  private async personMessage(id: string): Promise<StoredEvent<'system'> | undefined> {
+    const { client, config } = this.parts;
+    const outcome = await client.send('GET', apiPaths.pendingDecisions(config.worker_id, { after_id: (BigInt(id) - 1n).toString(), wait_ms: 0, limit: 1 }));
+    if (!outcome.ok) return undefined;
+    const [input] = (outcome.body as ListResponseOf<StoredEvent>).items;
+    return input?.id === id && isPersonMessage(input) ? input : undefined;
   }
 
   terminate(): void {
@@ -299,7 +335,7 @@ class Sidecar {
 
   private async close(code: number): Promise<void> {
     const { config, proxies, outbox, client } = this.parts;
-    await this.poller.stop();
+    await this.poller?.stop();
     await proxies.close();
     await outbox.close(this.terminating ? config.kill_grace_ms : undefined);
     client.close();

@@ -61,7 +61,9 @@ export interface Adapter {
    * again after a crash asks, for the messages it handed over last: one not taken is handed over
    * again). Absent: the agent keeps no record the sidecar can read (at most once).
    */
-  tookMessage?(messageId: string, where: { conversationId: string; home: string }): boolean;
+  tookMessage?(messageId: string, where: ConversationPlace): boolean;
+  /** Before a message not taken is handed over again: what the record holds of it is cut, so the agent holds it once. */
+  forgetUnansweredMessage?(messageId: string, where: ConversationPlace): void;
   /** A person's interrupt → the bytes that end the agent's current turn (its open requests withdrawn as it answers); empty when no turn runs. */
   formatInterrupt?(): string;
   /** An agent with no protocol of its own is interrupted with SIGINT to its process group. */
@@ -89,6 +91,13 @@ export interface Adapter {
    * agent's own cwd and environment); what it finds becomes events of the run.
    */
   preflight?(launch: AgentLaunch, spawn: { cwd?: string | undefined; env: NodeJS.ProcessEnv }): Promise<AgentEvent[]>;
+}
+
+/** Where an agent keeps its record of a conversation: its home, its working directory, the conversation's id. */
+export interface ConversationPlace {
+  home: string;
+  cwd: string;
+  conversationId: string;
 }
 
 /** A raw line nobody could parse, kept whole for the viewers. */

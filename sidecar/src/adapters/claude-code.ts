@@ -12,7 +12,7 @@ import {
   type Json,
   type LaunchPlan,
 } from './adapter.js';
-import { messageUuid, transcriptHoldsMessage } from './claude-transcript.js';
+import { forgetUnansweredMessage, messageUuid, transcriptHoldsMessage } from './claude-transcript.js';
 
 /** The id of the handshake the sidecar sends first; the CLI's answer is reported, not forwarded. */
 export const INITIALIZE_REQUEST_ID = 'svc_init';
@@ -194,8 +194,9 @@ export const claudeCodeAdapter: Adapter = {
   /** A stream-json `user` message: the CLI takes it as the next turn, queued behind a running one. */
   formatMessage: ({ text, id }) => `${userLine(text, id)}\n`,
 
-  /** Its transcript in the agent's home says whether it took a message (its uuid). */
-  tookMessage: (messageId, { conversationId, home }) => transcriptHoldsMessage(home, conversationId, messageId),
+  /** Its transcript in the agent's home says whether it took a message (its uuid) and answered it. */
+  tookMessage: (messageId, place) => transcriptHoldsMessage(place, messageId),
+  forgetUnansweredMessage: (messageId, place) => forgetUnansweredMessage(place, messageId),
 
   /** The `interrupt` control request (fixture e-multiturn-interrupt): the CLI cancels its open permission prompts and ends the turn. */
   formatInterrupt: () =>

@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { ConversationPlace } from './adapter.js';
+
+/** The largest transcript read back: past it, what the agent took is not known. */
+const TRANSCRIPT_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
  * The uuid a person's message carries on Claude Code's stdin (a stream-json `user` line's
@@ -13,57 +17,81 @@ export function messageUuid(messageId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
+/** Where Claude Code keeps a conversation's transcript: its projects directory names the cwd with every other character than a letter or digit made `-`. */
+type TranscriptPlace = ConversationPlace;
+
 /**
- * Whether Claude Code took the message (`$HOME/.claude/projects/<cwd>/<id>.jsonl`, its
- * transcript): taken as a turn's `user` line with its uuid, or into a running turn (an
- * attachment whose `source_uuid` is its uuid), and answered (an `assistant` line after it). One
- * recorded but not answered (the CLI killed between the two: the model may never have seen it)
- * is cut from the transcript's end, so that handed over again the resumed CLI holds it once.
- * Queued but not yet taken is not taken: a resumed CLI would not run it.
+ * The transcript's lines, or undefined when it cannot be read as Claude Code writes it: not there,
+ * not a regular file (a link, a FIFO, a directory: the sandbox's files are the agent's to play
+ * with), or too large.
  */
-export function transcriptHoldsMessage(home: string, conversationId: string, messageId: string): boolean {
-  const file = transcriptOf(home, conversationId);
-  if (file === undefined) return false;
-  const uuid = messageUuid(messageId);
-  const lines = readFileSync(file, 'utf8').split('\n');
-  const at = lines.findIndex((line) => line.includes(uuid) && recordsMessage(line, uuid));
-  if (at < 0) return false;
-  if (lines.slice(at + 1).some((line) => typeOf(line) === 'assistant')) return true;
+function transcriptLines(place: TranscriptPlace): { file: string; lines: string[] } | undefined {
+  const project = path.join(place.home, '.claude', 'projects', place.cwd.replace(/[^A-Za-z0-9]/g, '-'));
+  const file = path.join(project, `${place.conversationId}.jsonl`);
+  let fd: number | undefined;
+  try {
+    if (!lstatSync(project).isDirectory()) return undefined;
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const stat = fstatSync(fd);
+    if (!stat.isFile() || stat.size > TRANSCRIPT_MAX_BYTES) return undefined;
+    return { file, lines: readFileSync(fd, 'utf8').split('\n') };
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** The index of the line recording the message taken — its `user` line, or the attachment of a message taken into a running turn — or -1. */
+function recordOf(lines: readonly string[], uuid: string): number {
+  return lines.findIndex((line) => {
+    if (!line.includes(uuid)) return false;
+    try {
+      const entry = JSON.parse(line) as { type?: unknown; uuid?: unknown; attachment?: { source_uuid?: unknown } };
+      return (entry.type === 'user' && entry.uuid === uuid) || entry.attachment?.source_uuid === uuid;
+    } catch {
+      // A line cut short by the crash: not a record of anything.
+      return false;
+    }
+  });
+}
+
+const isAnswer = (line: string) => {
+  try {
+    return (JSON.parse(line) as { type?: unknown }).type === 'assistant';
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Whether Claude Code took the message: recorded (as a turn's `user` line with its uuid, or an
+ * attachment whose `source_uuid` is its uuid) and answered (an `assistant` line after it). A
+ * transcript that cannot be read says nothing: taken, so nothing is handed over twice.
+ */
+export function transcriptHoldsMessage(place: TranscriptPlace, messageId: string): boolean {
+  const transcript = transcriptLines(place);
+  if (!transcript) return true;
+  const at = recordOf(transcript.lines, messageUuid(messageId));
+  return at >= 0 && transcript.lines.slice(at + 1).some(isAnswer);
+}
+
+/**
+ * Cuts a message recorded but never answered (the CLI killed between the two: the model may
+ * never have seen it) from the transcript's end, so that handed over again the resumed CLI holds
+ * it once. Written aside and renamed: a crash meanwhile leaves the transcript as it was.
+ */
+export function forgetUnansweredMessage(place: TranscriptPlace, messageId: string): void {
+  const transcript = transcriptLines(place);
+  if (!transcript) return;
+  const at = recordOf(transcript.lines, messageUuid(messageId));
+  if (at < 0 || transcript.lines.slice(at + 1).some(isAnswer)) return;
   writeFileSync(
-    file,
-    lines
+    `${transcript.file}.svc-tmp`,
+    transcript.lines
       .slice(0, at)
       .map((line) => `${line}\n`)
       .join(''),
   );
-  return false;
-}
-
-function transcriptOf(home: string, conversationId: string): string | undefined {
-  const projects = path.join(home, '.claude', 'projects');
-  if (!existsSync(projects)) return undefined;
-  for (const project of readdirSync(projects)) {
-    const file = path.join(projects, project, `${conversationId}.jsonl`);
-    if (existsSync(file)) return file;
-  }
-  return undefined;
-}
-
-/** A transcript line that records the message taken: its `user` line, or the attachment of a message taken into a running turn. */
-function recordsMessage(line: string, uuid: string): boolean {
-  try {
-    const entry = JSON.parse(line) as { type?: unknown; uuid?: unknown; attachment?: { source_uuid?: unknown } };
-    return (entry.type === 'user' && entry.uuid === uuid) || entry.attachment?.source_uuid === uuid;
-  } catch {
-    // A line cut short by the crash: not a record of anything.
-    return false;
-  }
-}
-
-function typeOf(line: string): unknown {
-  try {
-    return (JSON.parse(line) as { type?: unknown }).type;
-  } catch {
-    return undefined;
-  }
+  renameSync(`${transcript.file}.svc-tmp`, transcript.file);
 }

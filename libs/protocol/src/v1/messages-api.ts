@@ -112,6 +112,12 @@ export const isPersonInterrupt = (event: Pick<StoredEvent, 'type' | 'data' | 'so
 export const isPersonMessage = (event: Pick<StoredEvent, 'type' | 'data' | 'source'>): event is StoredEvent<'system'> =>
   isPersons(event, SYSTEM_SUBTYPES.personMessage);
 
+/** A person's message's `message_id` (`details.message_id`), if the event carries one. */
+export function personMessageId(event: StoredEvent<'system'>): string | undefined {
+  const id = event.data.details?.['message_id'];
+  return typeof id === 'string' ? id : undefined;
+}
+
 /** What the sidecar hands to the agent from its control channel: decisions, people's messages and interrupts. */
 export function isAgentInput(event: Pick<StoredEvent, 'type' | 'data' | 'source'>): boolean {
   return event.type === 'control_response' || isPersonMessage(event) || isPersonInterrupt(event);
