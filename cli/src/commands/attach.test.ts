@@ -34,8 +34,8 @@ describe('svc attach — what a person does from the screen', () => {
     const { api, requests } = fakeApi((path) => (path.endsWith('/interrupt') ? { interrupt_id: 'int_1' } : { message_id: 'msg_1' }));
     const model = new WorkerView({ readOnly: false });
     const { conversation } = personActions(api, model, { ...WORKER, mode: 'conversation' });
-    conversation!.send('run the tests');
-    conversation!.send('run the tests');
+    expect(await conversation!.send('run the tests')).toBe(true);
+    expect(await conversation!.send('run the tests')).toBe(true);
     conversation!.interrupt();
     await settled();
     expect(requests.map(({ method, path }) => `${method} ${path}`)).toEqual([
@@ -45,9 +45,23 @@ describe('svc attach — what a person does from the screen', () => {
     ]);
     const [first, second] = requests.map((request) => request.body as { text: string; client_message_id: string });
     expect(first).toEqual({ text: 'run the tests', client_message_id: expect.stringMatching(/^[A-Za-z0-9._:-]+$/) as unknown as string });
-    // Two messages that read the same are two messages.
+    // Two messages that read the same, each taken, are two messages.
     expect(second!.client_message_id).not.toBe(first!.client_message_id);
     expect(model.notices).toEqual([]);
+  });
+
+  it('a message not taken (the network, say) and sent again keeps its id: the gateway stores it once', async () => {
+    let failing = true;
+    const { api, requests } = fakeApi(() => {
+      if (failing) throw new Error('fetch failed');
+      return { message_id: 'msg_1' };
+    });
+    const { conversation } = personActions(api, new WorkerView({ readOnly: false }), { ...WORKER, mode: 'conversation' });
+    expect(await conversation!.send('deploy it')).toBe(false);
+    failing = false;
+    expect(await conversation!.send('deploy it')).toBe(true);
+    const [tried, again] = requests.map((request) => (request.body as { client_message_id: string }).client_message_id);
+    expect(again).toBe(tried);
   });
 
   it("a refusal is a notice with the API's message and code; worker_ended turns the view read-only", async () => {
@@ -60,8 +74,7 @@ describe('svc attach — what a person does from the screen', () => {
     });
     const model = new WorkerView({ readOnly: false });
     const { conversation } = personActions(api, model, { ...WORKER, mode: 'conversation' });
-    conversation!.send('x'.repeat(40_000));
-    await settled();
+    expect(await conversation!.send('x'.repeat(40_000))).toBe(false);
     expect(model.notices.at(-1)).toEqual({ text: 'the message was not sent: the message is longer than 32768 characters (payload_too_large)', level: 'error' });
     expect(model.readOnly).toBe(false);
     conversation!.interrupt();

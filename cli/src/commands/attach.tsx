@@ -37,11 +37,23 @@ export function personActions(
       .catch(refused('the decision was not taken'));
   };
   if (worker.mode !== 'conversation') return { decide };
+  /** The message last tried and not taken, and its id. */
+  let unsent: { text: string; id: string } | undefined;
   return {
     decide,
     conversation: {
-      // An id of its own: the gateway stores a message sent twice (a retry) once.
-      send: (text) => void sendMessage(api, worker.worker_id, { text, client_message_id: randomUUID() }).catch(refused('the message was not sent')),
+      send: async (text) => {
+        // The same text sent again after a failure keeps its id: the gateway stores a retry once.
+        if (unsent?.text !== text) unsent = { text, id: randomUUID() };
+        try {
+          await sendMessage(api, worker.worker_id, { text, client_message_id: unsent.id });
+          unsent = undefined;
+          return true;
+        } catch (err) {
+          refused('the message was not sent')(err);
+          return false;
+        }
+      },
       interrupt: () => void interruptTurn(api, worker.worker_id).catch(refused('the interrupt was not sent')),
     },
   };

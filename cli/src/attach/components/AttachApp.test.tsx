@@ -22,13 +22,14 @@ const nothingMore = () => new Promise((resolve) => setTimeout(resolve, NOTHING_D
 /** Whether the composer is on screen holding exactly `draft`. */
 const composerHolds = (frame: string, draft: string) => frame.split('\n').some((line) => line.trimEnd() === `message › ${draft}`.trimEnd());
 
-function mount(options: { readOnly?: boolean; conversation?: boolean } = {}) {
+function mount(options: { readOnly?: boolean; conversation?: boolean; refuse?: boolean } = {}) {
   const model = new WorkerView({ readOnly: options.readOnly ?? false });
   const decisions: Array<[string, string]> = [];
   const exits: ExitReason[] = [];
   const sent: string[] = [];
   let interrupts = 0;
-  const conversation = { send: (text: string) => sent.push(text), interrupt: () => interrupts++ };
+  // A refused message is tried (and counted) but not taken.
+  const conversation = { send: (text: string) => Promise.resolve(sent.push(text) > 0 && !options.refuse), interrupt: () => interrupts++ };
   const app = render(
     <AttachApp
       model={model}
@@ -225,6 +226,17 @@ describe('svc attach: the screen and every key', () => {
     await type('m', (frame) => frame.includes('message ›'));
     await type('fast\r', (frame) => !frame.includes('message ›'));
     expect(sent).toEqual(['fast']);
+  });
+
+  it('a message not taken stays in the composer for another try; taken, the composer closes', async () => {
+    const { model, sent, app, drawn, type } = mount({ conversation: true, refuse: true });
+    model.setConnection({ kind: 'live' });
+    await drawn('the key hints', (frame) => frame.includes('m message'));
+    await type('m', (frame) => frame.includes('message ›'));
+    await type('deploy it', (frame) => composerHolds(frame, 'deploy it'));
+    await type(KEYS.enter, () => sent.length === 1);
+    await nothingMore();
+    expect(composerHolds(app.lastFrame() ?? '', 'deploy it')).toBe(true);
   });
 
   it('no composer and no interrupt for a one-shot worker or a read-only view: m and x do nothing, q still quits', async () => {

@@ -16,7 +16,8 @@ export type ExitReason = 'detached' | 'quit';
 
 /** What a person can say to a conversation's agent (the caller reports a refusal as a notice). */
 export interface ConversationActions {
-  send(text: string): void;
+  /** Resolves true once the message is taken (false: refused or unsent; the draft stays for another try). */
+  send(text: string): Promise<boolean>;
   interrupt(): void;
 }
 

@@ -11,13 +11,16 @@ function typedText(input: string): string {
 
 /**
  * The message being written to the agent, one line: printable keys type (`y`, `n`, `q` are text
- * here), Backspace deletes, Enter sends, Esc leaves without sending. Mounted only while focused,
- * so leaving drops the draft.
+ * here), Backspace deletes, Enter sends (and leaves once the message is taken; a refused one stays
+ * for another try), Esc leaves without sending. Mounted only while focused, so leaving drops the
+ * draft.
  */
-export function Composer({ theme, onSend, onLeave }: { theme: Theme; onSend(text: string): void; onLeave(): void }) {
+export function Composer({ theme, onSend, onLeave }: { theme: Theme; onSend(text: string): Promise<boolean>; onLeave(): void }) {
   const [draft, setDraft] = useState('');
+  const [sending, setSending] = useState(false);
 
   useInput((input, key) => {
+    if (sending) return;
     if (key.escape) {
       onLeave();
       return;
@@ -35,14 +38,16 @@ export function Composer({ theme, onSend, onLeave }: { theme: Theme; onSend(text
     }
     const text = draft + typedText(key.return ? '' : input.slice(0, -1));
     if (text.trim() === '') return;
-    onSend(text);
-    onLeave();
+    setDraft(text);
+    setSending(true);
+    // Taken, it leaves; refused or unsent (the notice says why), the draft stays for another try.
+    void onSend(text).then((taken) => (taken ? onLeave() : setSending(false)));
   });
 
   return (
     <Text wrap="truncate-start">
       <Text color={theme.accent} bold>
-        message ›{' '}
+        {sending ? 'sending ›' : 'message ›'}{' '}
       </Text>
       {draft}
       <Text inverse> </Text>
