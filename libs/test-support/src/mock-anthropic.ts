@@ -39,6 +39,8 @@ export async function startMockAnthropic(
      * 0), as a model still streaming: the client's interrupt, not the model, ends it.
      */
     holdOpen?(body: Record<string, unknown>, n: number): boolean;
+    /** Picks the turn to play another way than by the tool results (undefined: by them). */
+    turnOf?(body: Record<string, unknown>, toolResults: number): number | undefined;
   } = {},
 ): Promise<MockAnthropic> {
   if (turns.length === 0) throw new Error('the Anthropic stand-in needs at least one turn to play');
@@ -51,7 +53,8 @@ export async function startMockAnthropic(
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"type":"error","error":{"type":"not_found_error","message":"not here"}}');
     },
     respond(body, response) {
-      const turn = turns[Math.min(toolResultsIn(body), turns.length - 1)]!;
+      const toolResults = toolResultsIn(body);
+      const turn = turns[Math.min(options.turnOf?.(body, toolResults) ?? toolResults, turns.length - 1)]!;
       const id = `msg_mock_${String(++messages).padStart(4, '0')}`;
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       sse(response, 'message_start', {

@@ -11,6 +11,13 @@ import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
 const TOOL_INPUT = { command: 'echo hello > out.txt', description: 'Write hello to out.txt' };
+/** A conversation opened with this prompt plays a tool-free first turn. */
+const THREE_TURNS = 'Say hello first.';
+/** How many of the request's messages a person wrote (text, not a tool's result). */
+const peopleSaid = (body: Record<string, unknown>) =>
+  (body['messages'] as Array<{ role?: string; content?: unknown }>).filter(
+    (message) => message.role === 'user' && Array.isArray(message.content) && message.content.some((block: { type?: string }) => block.type === 'text'),
+  ).length;
 /** A prompt with this word gets an answer the stand-in holds open, as a model still streaming. */
 const HOLD = 'SLOWLY';
 
@@ -39,7 +46,9 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
   let userToken: string;
 
   beforeAll(async () => {
-    mock = await startMockAnthropic([{ text: 'I will create out.txt.', tool: { name: 'Bash', input: TOOL_INPUT } }, { text: 'Done.' }], {
+    mock = await startMockAnthropic([{ text: 'I will create out.txt.', tool: { name: 'Bash', input: TOOL_INPUT } }, { text: 'Done.' }, { text: 'Hello!' }], {
+      // A conversation opened with THREE_TURNS: turn 1 says hello (the third step), turn 2 asks for Bash, then done.
+      turnOf: (body) => (JSON.stringify(body['messages']).includes(THREE_TURNS) && peopleSaid(body) === 1 ? 2 : undefined),
       // The first request of a conversation whose prompt says so: the interrupt ends it.
       holdOpen: (body) => {
         const messages = body['messages'] as Array<{ role?: string }>;
@@ -127,6 +136,33 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
     await waitFor('idle', async () => (await activityNow(worker.worker_id)) === 'idle', 60_000, 100);
     return { worker, config, first, workspace };
   }
+
+  it('the built-in claude template: three turns through POST /v1/sessions — a tool approved in turn 2, idle between turns, the model sent turns 1 and 2 in turn 3, the history has each message in order', async () => {
+    const session = await api().createSession({ template: 'claude', prompt: THREE_TURNS });
+    const workerId = session.worker_id;
+    const idle = (turns: number) =>
+      waitFor(`idle after turn ${turns}`, async () => (await results(workerId)).length === turns && (await activityNow(workerId)) === 'idle', 60_000, 100);
+    // Turn 1 says hello; turn 2's Bash call is asked, and allowed (resultNumber allows what is asked).
+    await resultNumber(workerId, 1);
+    await idle(1);
+    expect((await api().events(workerId)).filter((e) => e.type === 'control_request')).toHaveLength(0);
+    const said = ['Now say something about the second turn.', 'And a third turn, please.'];
+    for (const [index, text] of said.entries()) {
+      expect((await post(`/v1/workers/${workerId}/messages`, { text })).status).toBe(202);
+      await resultNumber(workerId, index + 2);
+      await idle(index + 2);
+    }
+    const last = JSON.stringify(mock.requests().at(-1)!['messages']);
+    for (const text of [THREE_TURNS, ...said]) expect(last).toContain(text);
+    const events = await api().events(workerId);
+    expect(events.filter((e) => subtypeOf(e) === 'person_message').map((e) => (e.data as EventData<'system'>).message)).toEqual(said);
+    expect(events.filter((e) => subtypeOf(e) === 'agent_start')).toHaveLength(1);
+    // The approval was turn 2's: after the first message, before the second.
+    const [approval] = events.filter((e) => e.type === 'control_response');
+    const messageIds = events.filter((e) => subtypeOf(e) === 'person_message').map((e) => BigInt(e.id));
+    expect(BigInt(approval!.id) > messageIds[0]! && BigInt(approval!.id) < messageIds[1]!).toBe(true);
+    expect((await api().get<Worker>(`/v1/workers/${workerId}`)).status).toBe('running');
+  }, 150_000);
 
   it('interrupted in a running turn: an interrupted result within 5 s, the message sent during the turn runs next in the same process, and the history is in the order the model saw', async () => {
     const session = await api().createSession({ template: 'claude-talk', prompt: `Count to a million, ${HOLD}.` });

@@ -68,6 +68,9 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
         '',
       ].join('\n'),
     );
+    // The same in a conversation: Codex's app-server stays up between turns.
+    const interactive = await readFile(path.join(templatesDir, 'codex-interactive.toml'), 'utf8');
+    await writeFile(path.join(templatesDir, 'codex-talk.toml'), interactive.replace('[sidecar]', '[session]\nmode = "conversation"\n[sidecar]'));
     const installed = path.dirname(path.dirname(path.dirname(codexBinary())));
     stack = await startStack({
       ingestReplicas: 1,
@@ -191,7 +194,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
 
   it('interrupted in a running turn (turn/interrupt): an interrupted result within 5 s, idle, and the next message is a turn of the same thread in the same process', async () => {
     const agent = await run(
-      'interrupt',
+      'turn-interrupt',
       [{ text: 'Sure.' }],
       { conversation: true },
       {
@@ -486,4 +489,23 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(decision!.data).toMatchObject({ decision: 'deny', decided_by: 'policy' });
     expect(await openRequests(agent.worker.worker_id)).toEqual([]);
   }, 90_000);
+  it('three turns through POST /v1/sessions in a sealed sandbox, via the model proxy: the command approved in turn 1, idle between turns, the model sent the whole thread in turn 3, the history has each message in order', async () => {
+    const session = await api().createSession({ template: 'codex-talk', prompt: 'Create out.txt containing hello, using the shell.' });
+    const workerId = session.worker_id;
+    const results = async () => ofType(await api().events(workerId), 'result');
+    const request = await api().oneOpenRequest(workerId);
+    expect((await decide(workerId, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    const said = ['Now tell me what you did.', 'And a third turn, please.'];
+    for (let turn = 1; turn <= 3; turn++) {
+      await waitFor(`idle after turn ${turn}`, async () => (await results()).length === turn && (await activityNow(workerId)) === 'idle', 60_000, 100);
+      if (turn <= said.length) await say(workerId, said[turn - 1]!);
+    }
+    const last = JSON.stringify(proxied.requests().at(-1)!['input']);
+    for (const text of ['Create out.txt containing hello, using the shell.', ...said]) expect(last).toContain(text);
+    const events = await api().events(workerId);
+    expect(systemOf(events, 'person_message').map((e) => e.data.message)).toEqual(said);
+    expect(systemOf(events, 'agent_start')).toHaveLength(1);
+    expect(await readFile(path.join(stack.sandboxesDir, workerId, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
+    expect((await api().get<Worker>(`/v1/workers/${workerId}`)).status).toBe('running');
+  }, 150_000);
 });
