@@ -6,8 +6,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@svc/protocol';
 import { standInAgent } from '@svc/test-support/stand-ins';
-import { controlClient, startSidecarWith } from './sidecar-process.js';
-import { startStack, type E2eStack } from './stack.js';
+import { controlClient, startSidecarWith } from '../sidecar-process.js';
+import { startStack, type E2eStack } from '../stack.js';
 
 const CHUNKS = 6;
 const CHUNK_GAP_MS = 200;
