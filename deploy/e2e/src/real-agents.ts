@@ -73,3 +73,12 @@ export async function codexAgent(options: { cwd: string; home: string; baseUrl: 
     env: { CODEX_HOME: options.home, OPENAI_API_KEY: 'sk-test' },
   };
 }
+
+/**
+ * The session service's settings that let local sandboxes run an agent installed under `.cache/agents`:
+ * its install directory mounted, its bin directory on the sandbox's PATH.
+ */
+export function sandboxEnvFor(binary: string): { SVC_SANDBOX_HOST_DIRS: string; SVC_SANDBOX_PATH: string } {
+  const installed = path.dirname(path.dirname(path.dirname(binary)));
+  return { SVC_SANDBOX_HOST_DIRS: installed, SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin` };
+}

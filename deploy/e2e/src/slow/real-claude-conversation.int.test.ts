@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activityOf, type EventData, type StoredEvent, type Worker } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
-import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS } from '../real-agents.js';
+import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS, sandboxEnvFor } from '../real-agents.js';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
@@ -60,13 +60,11 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
     await mkdir(templates);
     const builtIn = await readFile(fileURLToPath(new URL('../../../../services/session/templates/claude.toml', import.meta.url)), 'utf8');
     await writeFile(path.join(templates, 'claude-talk.toml'), claudeTalk(builtIn));
-    const installed = path.dirname(path.dirname(path.dirname(claudeBinary(version))));
     stack = await startStack({
       ingestReplicas: 1,
       sessionEnv: {
         SVC_TEMPLATES_DIR: templates,
-        SVC_SANDBOX_HOST_DIRS: installed,
-        SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin`,
+        ...sandboxEnvFor(claudeBinary(version)),
       },
       gatewayEnv: { SVC_ANTHROPIC_API_KEY: 'sk-ant-e2e-talk', SVC_ANTHROPIC_UPSTREAM_URL: mock.url },
     });

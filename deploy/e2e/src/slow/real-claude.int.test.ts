@@ -8,7 +8,7 @@ import { PLACEHOLDER_MODEL_KEY, type StoredEvent, type Worker } from '@svc/proto
 import { waitFor } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
 import { processesWithEnv } from '../host-processes.js';
-import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS } from '../real-agents.js';
+import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS, sandboxEnvFor } from '../real-agents.js';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
@@ -31,12 +31,10 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s under svc-sidecar',
     mock = await startMockAnthropic([{ text: 'I will create out.txt.', tool: { name: 'Bash', input: TOOL_INPUT } }, { text: 'Done.' }]);
     // The built-in `claude` template reaches this Claude Code through the session service's
     // settings; the model key is the gateway's alone (the model proxy adds it).
-    const installed = path.dirname(path.dirname(path.dirname(claudeBinary(version))));
     stack = await startStack({
       ingestReplicas: 1,
       sessionEnv: {
-        SVC_SANDBOX_HOST_DIRS: installed,
-        SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin`,
+        ...sandboxEnvFor(claudeBinary(version)),
       },
       gatewayEnv: { SVC_ANTHROPIC_API_KEY: MODEL_KEY, SVC_ANTHROPIC_UPSTREAM_URL: mock.url },
     });

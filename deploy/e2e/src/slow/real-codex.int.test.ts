@@ -8,7 +8,7 @@ import type { EventData, ListResponseOf, PermissionRule, StoredEvent, Worker } f
 import { waitFor } from '@svc/test-support';
 import { addFilePatch, startMockOpenAI, type MockOpenAI, type MockOpenAIOptions, type ResponsesTurn } from '@svc/test-support/stand-ins';
 import { processesWithEnv } from '../host-processes.js';
-import { codexAgent, codexBinary, CODEX_VERSION } from '../real-agents.js';
+import { codexAgent, codexBinary, CODEX_VERSION, sandboxEnvFor } from '../real-agents.js';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
@@ -71,13 +71,11 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     // The same in a conversation: Codex's app-server stays up between turns.
     const interactive = await readFile(path.join(templatesDir, 'codex-interactive.toml'), 'utf8');
     await writeFile(path.join(templatesDir, 'codex-talk.toml'), interactive.replace('[sidecar]', '[session]\nmode = "conversation"\n[sidecar]'));
-    const installed = path.dirname(path.dirname(path.dirname(codexBinary())));
     stack = await startStack({
       ingestReplicas: 1,
       sessionEnv: {
         SVC_TEMPLATES_DIR: templatesDir,
-        SVC_SANDBOX_HOST_DIRS: installed,
-        SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin`,
+        ...sandboxEnvFor(codexBinary()),
       },
       gatewayEnv: { SVC_OPENAI_API_KEY: MODEL_KEY, SVC_OPENAI_UPSTREAM_URL: new URL(proxied.url).origin },
     });
