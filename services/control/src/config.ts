@@ -1,6 +1,6 @@
 import { userAssertionKeySetting } from '@svc/auth';
 import { AUDIT_KEY_MIN_LENGTH } from '@svc/protocol';
-import { cidrListSetting, commonSettings, integerSetting, optionalStringSetting, type Setting } from '@svc/service-kit';
+import { cidrListSetting, commonSettings, decisionWaitSettings, integerSetting, optionalStringSetting, type Setting } from '@svc/service-kit';
 import { storeSettings } from '@svc/store';
 
 /**
@@ -63,16 +63,6 @@ const userAssertionSettings = {
   userAssertionKey: userAssertionKeySetting,
 };
 
-/**
- * How a decision waits for its worker's one writer (docs/architecture.md, "A decision"): while
- * the event-ingest replica owning the worker's partition is away, a decision is asked again
- * for at most `SVC_DECISION_WAIT_MS`, then answered 503; each try waits `SVC_DECISION_TRY_MS`.
- */
-const decisionAppendSettings = {
-  decisionWaitMs: integerSetting('SVC_DECISION_WAIT_MS', { default: 10_000, min: 100, max: 120_000 }),
-  decisionTryMs: integerSetting('SVC_DECISION_TRY_MS', { default: 2_000, min: 50, max: 60_000 }),
-};
-
 /** The control service's settings (docs/configuration.md). */
 export const controlSettings = {
   /** Webhooks (docs/webhooks.md): the pause after a delivery's first failed try; it doubles after each. */
@@ -88,5 +78,5 @@ export const controlSettings = {
   ...webhookAddressSettings,
   ...auditSettings,
   ...userAssertionSettings,
-  ...decisionAppendSettings,
+  ...decisionWaitSettings,
 };

@@ -2,7 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUserAssertion } from '@svc/auth';
 import { ensureStreams, requestJson } from '@svc/bus';
 import { start as startEventIngest } from '@svc/event-ingest';
-import { subjects, type ListResponseOf, type PermissionRule, type ServiceHealth, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
+import {
+  partitionOfWorker,
+  subjects,
+  type DecisionAppendRequestType,
+  type ListResponseOf,
+  type PermissionRule,
+  type ServiceHealth,
+  type SourcedEvent,
+  type StoredEvent,
+  type StoredEventBatchType,
+} from '@svc/protocol';
 import { createEventStore, migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
 import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { readConfig, type RunningService } from '@svc/service-kit';
@@ -105,6 +115,34 @@ describe('control — start and stop', () => {
       expect((await pending).data).toMatchObject({ request_id: 'rw', decided_by: 'alice' });
       expect(await createEventStore(database.db).count(workerId, { types: ['control_response'] })).toBe(1);
     } finally {
+      ingest ??= await startIngest();
+      await service.stop();
+    }
+  });
+
+  it('control — an owner that stored a decision and died before answering: the person is answered with it, and a second decision of theirs is refused', async () => {
+    const workerId = 'wrk_owner_died';
+    const service = await startWithRequest('control-owner-died', workerId, 'rd', 'ls', { SVC_DECISION_TRY_MS: '300' });
+    await ingest!.stop();
+    ingest = undefined;
+    // An owner that commits the decision it is asked for and dies before it answers.
+    const dying = bus.nc.subscribe(subjects.decisionAppend(partitionOfWorker(workerId)), {
+      max: 1,
+      callback: (_err, msg) => {
+        const asked = msg.json<DecisionAppendRequestType>();
+        void createEventStore(database.db).decide(workerId, 'rd', asked.person_timeout_s!, asked.decision as SourcedEvent);
+      },
+    });
+    try {
+      const pending = decide(workerId, 'rd');
+      await waitFor('the decision committed', async () => (await createEventStore(database.db).count(workerId, { types: ['control_response'] })) === 1);
+      await startIngest();
+      // The owner started again knows nothing of the try: it finds the decision, this very one.
+      expect((await pending).data).toMatchObject({ request_id: 'rd', decision: 'allow', decided_by: 'alice' });
+      await expect(decide(workerId, 'rd')).rejects.toMatchObject({ code: 'already_decided', details: { decided_by: 'alice' } });
+      expect(await createEventStore(database.db).count(workerId, { types: ['control_response'] })).toBe(1);
+    } finally {
+      dying.unsubscribe();
       ingest ??= await startIngest();
       await service.stop();
     }

@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { requestJson, type NatsConnection } from '@svc/bus';
-import { CodedError, partitionOfWorker, subjects, type DecisionAppendRequestType, type DecisionAppendResultType, type SourcedEvent } from '@svc/protocol';
+import {
+  CodedError,
+  partitionOfWorker,
+  subjects,
+  type DecisionAppendRequestType,
+  type DecisionAppendResultType,
+  type SourcedEvent,
+  type StoredEvent,
+} from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 
 export interface DecisionAppenderSettings {
@@ -22,8 +31,9 @@ const MAX_PAUSE_MS = 1000;
  * `waitMs`; past that the caller gets 503 with `Retry-After`. A try that went unanswered may
  * still have been stored: every try carries one `attempt_id`, by which the owner answers the
  * next try `stored` (decision-appends.ts), so a decision is never stored twice nor reported as
- * someone else's. (An owner that crashed between the commit and its answer forgot the attempt:
- * the next try is answered `decided`, with the decision it stored, naming the same person.)
+ * someone else's. An owner that crashed between the commit and its answer forgot the attempt and
+ * answers the next try `decided`, with the decision it stored: when that is this very event (its
+ * source, time and data) after a try that went unanswered, it was this decision's, so `stored`.
  */
 export function createDecisionAppender(nc: NatsConnection, settings: DecisionAppenderSettings, logger: Logger) {
   const log = logger.child({ component: 'decision-appender' });
@@ -38,17 +48,25 @@ export function createDecisionAppender(nc: NatsConnection, settings: DecisionApp
     };
     const subject = subjects.decisionAppend(partitionOfWorker(workerId));
     const giveUpAt = Date.now() + settings.waitMs;
+    let unanswered = false;
     for (let attempt = 1, pause = FIRST_PAUSE_MS; ; attempt++, pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
       try {
-        return await requestJson<DecisionAppendResultType>(nc, subject, request, { timeoutMs: settings.tryMs });
+        const result = await requestJson<DecisionAppendResultType>(nc, subject, request, { timeoutMs: settings.tryMs });
+        return unanswered && result.outcome === 'decided' && isThisDecision(result.decision, decision) ? { ...result, outcome: 'stored' } : result;
       } catch (err) {
         if (!(err instanceof CodedError && TRY_AGAIN.has(err.code))) throw err;
+        unanswered = true;
         if (Date.now() + pause >= giveUpAt) throw unavailable(workerId, settings.waitMs, err);
         log.warn({ worker_id: workerId, attempt, code: err.code }, "the worker's event writer did not take the decision; asking again");
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
     }
   };
+}
+
+/** The stored decision is the event this caller asked to append (not another try, even the same person's). */
+function isThisDecision(stored: StoredEvent<'control_response'> | undefined, asked: SourcedEvent): boolean {
+  return stored !== undefined && stored.source === asked.source && stored.ts === asked.ts && isDeepStrictEqual(stored.data, asked.data);
 }
 
 export type AppendDecision = ReturnType<typeof createDecisionAppender>;

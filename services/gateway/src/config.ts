@@ -4,6 +4,7 @@ import {
   booleanSetting,
   cidrListSetting,
   commonSettings,
+  decisionWaitSettings,
   integerSetting,
   listSetting,
   optionalStringSetting,
@@ -47,6 +48,8 @@ export const gatewaySettings = {
    * the same key (docs/nats-security.md). Unset: people's decisions are refused (503).
    */
   userAssertionKey: userAssertionKeySetting,
+  /** The control service's wait for a decision's writer, read to wait for its answer (not give up first). */
+  ...decisionWaitSettings,
   /** Proxies whose X-Forwarded-For is believed (addresses or CIDRs). */
   trustedProxies: listSetting('SVC_TRUSTED_PROXIES', { default: [] }),
   corsOrigins: listSetting('SVC_CORS_ORIGINS', { default: [] }),
@@ -132,5 +135,7 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'coalesceWindowMs'
       | 'coalesceMaxEvents'
       | 'coalesceMaxBytes'
+      | 'decisionWaitMs'
+      | 'decisionTryMs'
     >
   >;

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { signUserAssertion } from '@svc/auth';
 import { requestJson } from '@svc/bus';
+import { decisionAnswerWithinMs } from '@svc/service-kit';
 import {
   CodedError,
   ControlRequestsQuery,
@@ -56,7 +57,10 @@ async function decide(
   });
   const rpc: DecideRequestType = { worker_id: workerId, decision, assertion };
   // A sidecar polling any gateway hears it from event-ingest, which announces it once stored.
-  return requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, rpc, { requestId: request.id });
+  return requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, rpc, {
+    requestId: request.id,
+    timeoutMs: decisionAnswerWithinMs(app.settings),
+  });
 }
 
 const userErrors = errorResponses(400, 401, 403, 404, 409, 429);

@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { signUserAssertion, verifyDecisionLink, type DecisionLinkClaims } from '@svc/auth';
 import { requestJson } from '@svc/bus';
+import { decisionAnswerWithinMs } from '@svc/service-kit';
 import {
   CodedError,
   isEndedStatus,
@@ -129,7 +130,10 @@ export const decisionLinkRoutes = routePlugin('svc-decision-link-routes', ['svc-
           decision: { request_id: claims.requestId, decision: claims.decision },
           assertion,
         };
-        await requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, decide, { requestId: request.id });
+        await requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, decide, {
+          requestId: request.id,
+          timeoutMs: decisionAnswerWithinMs(app.settings),
+        });
         return page(
           reply,
           200,
