@@ -43,7 +43,7 @@ describe("gateway — a person's decision waits as long as the control service m
 
   it('a decision answered late within that wait is the 201 of the person who made it', async () => {
     const late = gw.bus.nc.subscribe(subjects.rpc.decide, {
-      callback: (_err, msg) =>
+      callback: (_err, msg) => {
         setTimeout(
           () =>
             msg.respond(
@@ -61,7 +61,8 @@ describe("gateway — a person's decision waits as long as the control service m
               }),
             ),
           WAIT.decisionWaitMs + WAIT.decisionTryMs / 2,
-        ),
+        );
+      },
     });
     try {
       const answer = await gw.app.inject({

@@ -55,12 +55,16 @@ async function decide(
     workerId,
     requestId: decision.request_id,
   });
-  const rpc: DecideRequestType = { worker_id: workerId, decision, assertion };
   // A sidecar polling any gateway hears it from event-ingest, which announces it once stored.
-  return requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, rpc, {
-    requestId: request.id,
-    timeoutMs: decisionAnswerWithinMs(app.settings),
-  });
+  return decideThroughControl(app, { worker_id: workerId, decision, assertion }, request.id);
+}
+
+/**
+ * Asks the control service to take a person's decision, waiting as long as it may take to store
+ * it (its writer away): a decision stored late is still this person's 201, not a 504.
+ */
+export function decideThroughControl(app: FastifyInstance, rpc: DecideRequestType, requestId: string): Promise<StoredEvent<'control_response'>> {
+  return requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, rpc, { requestId, timeoutMs: decisionAnswerWithinMs(app.settings) });
 }
 
 const userErrors = errorResponses(400, 401, 403, 404, 409, 429);

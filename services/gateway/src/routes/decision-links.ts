@@ -2,7 +2,6 @@ import type { FastifyReply } from 'fastify';
 import Type from 'typebox';
 import { signUserAssertion, verifyDecisionLink, type DecisionLinkClaims } from '@svc/auth';
 import { requestJson } from '@svc/bus';
-import { decisionAnswerWithinMs } from '@svc/service-kit';
 import {
   CodedError,
   isEndedStatus,
@@ -13,6 +12,7 @@ import {
   type ListResponseOf,
   type StoredEvent,
 } from '@svc/protocol';
+import { decideThroughControl } from './control.js';
 import { routePlugin } from './route-plugin.js';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -130,10 +130,7 @@ export const decisionLinkRoutes = routePlugin('svc-decision-link-routes', ['svc-
           decision: { request_id: claims.requestId, decision: claims.decision },
           assertion,
         };
-        await requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, decide, {
-          requestId: request.id,
-          timeoutMs: decisionAnswerWithinMs(app.settings),
-        });
+        await decideThroughControl(app, decide, request.id);
         return page(
           reply,
           200,
