@@ -59,7 +59,10 @@ describe('svc: commands, help, errors and exit codes', () => {
         request.on('end', () => {
           sent.push({ url: request.url!, body: body ? (JSON.parse(body) as Record<string, unknown>) : undefined, channel: request.headers['x-svc-channel'] });
           if (request.url?.endsWith('/interrupt')) return json(202, { interrupt_id: 'int_1', worker_id: 'wrk_1' });
-          if (body.includes('"images"')) return json(501, { code: 'not_implemented', message: 'images in messages are not built yet: send the text alone' });
+          // As the gateway: more images than a message holds is 413.
+          const images = (JSON.parse(body) as { images?: unknown[] }).images ?? [];
+          if (images.length > 4)
+            return json(413, { code: 'payload_too_large', message: `/body/images has ${images.length} images; a message holds at most 4` });
           json(202, { message_id: 'msg_1', worker_id: 'wrk_1' });
         });
         return;
@@ -133,7 +136,7 @@ describe('svc: commands, help, errors and exit codes', () => {
     );
   });
 
-  it('svc send and svc interrupt: a message (with its own id, an image attached) and an interrupt, said in a line or as JSON; a missing worker or a file that is no image exits 2', async () => {
+  it("svc send and svc interrupt: a message (with its own id, an image attached) and an interrupt, said in a line or as JSON; the gateway's refusal exits 1; a missing worker or a file that is no image exits 2", async () => {
     const connection = ['--url', gatewayUrl, '--token', 't'];
     expect(await svc('send', 'wrk_1', 'run', 'the', 'tests', '--id', 'c-1', ...connection)).toEqual({
       code: EXIT.ok,
@@ -145,12 +148,13 @@ describe('svc: commands, help, errors and exit codes', () => {
     expect(sent.at(-1)).toMatchObject({ url: '/v1/workers/wrk_1/interrupt', channel: 'cli' });
     const png = path.join(dir, 'shot.png');
     await writeFile(png, Buffer.from('89504e470d0a1a0a', 'hex'));
-    expect(await svc('send', 'wrk_1', 'look', '--image', png, ...connection)).toEqual({
+    expect(await svc('send', 'wrk_1', 'look', '--image', png, ...connection)).toEqual({ code: EXIT.ok, stdout: 'sent msg_1 to wrk_1\n', stderr: '' });
+    expect(sent.at(-1)!.body).toEqual({ text: 'look', images: [{ media_type: 'image/png', data: 'iVBORw0KGgo=' }] });
+    expect(await svc('send', 'wrk_1', 'look', ...Array.from({ length: 5 }, () => ['--image', png]).flat(), ...connection)).toEqual({
       code: EXIT.failed,
       stdout: '',
-      stderr: 'error: images in messages are not built yet: send the text alone (not_implemented)\n',
+      stderr: 'error: /body/images has 5 images; a message holds at most 4 (payload_too_large)\n',
     });
-    expect(sent.at(-1)!.body).toEqual({ text: 'look', images: [{ media_type: 'image/png', data: 'iVBORw0KGgo=' }] });
     expect(await svc('send')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('needs a worker id') as unknown as string });
     expect(await svc('interrupt')).toMatchObject({ code: EXIT.usage, stderr: expect.stringContaining('needs a worker id') as unknown as string });
     expect(await svc('send', 'wrk_1', 'x', '--image', path.join(dir, 'notes.txt'), ...connection)).toMatchObject({

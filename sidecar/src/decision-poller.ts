@@ -11,6 +11,11 @@ export interface DecisionPollerOptions {
   waitMs: number;
   /** Pause after an empty answer when not long-polling. */
   pollIntervalMs: number;
+  /**
+   * Readies an input before anything else is done with it (fetches a message's images); a
+   * rejection leaves the input and those after it for the next poll, after a pause.
+   */
+  prepare?(input: StoredEvent): Promise<void>;
   /** Called once per input before the cursor moves past it (what must survive a crash between the two). */
   onReceived?(input: StoredEvent): void;
   /** Called once per decision or person's message, in id order, after the cursor has moved past it. */
@@ -43,6 +48,24 @@ export function createDecisionPoller(options: DecisionPollerOptions) {
     cursor = id;
   }
 
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(options.pollIntervalMs, ms)));
+
+  /** Hands on a page's inputs in order; resolves with why it stopped early (an input not ready), the cursor before that input. */
+  async function handOn(inputs: readonly StoredEvent[]): Promise<Error | undefined> {
+    for (const input of inputs) {
+      try {
+        await options.prepare?.(input);
+      } catch (err) {
+        return err instanceof Error ? err : new Error(String(err));
+      }
+      if (abort.signal.aborted) return undefined;
+      options.onReceived?.(input);
+      save(input.id);
+      options.onInput(input);
+    }
+    return undefined;
+  }
+
   const loop = (async () => {
     for (let failures = 0; !abort.signal.aborted;) {
       const outcome = await options.client.send(
@@ -54,17 +77,16 @@ export function createDecisionPoller(options: DecisionPollerOptions) {
       if (abort.signal.aborted) return;
       if (!outcome.ok) {
         if (failures === 0) options.warn(`decision poll failed (${outcome.reason}); trying again`);
-        await new Promise((resolve) =>
-          setTimeout(resolve, Math.max(options.pollIntervalMs, backoffMs(failures++, outcome.ok ? undefined : outcome.retryAfterMs))),
-        );
+        await pause(backoffMs(failures++, outcome.retryAfterMs));
         continue;
       }
       failures = 0;
       const page = outcome.body as ListResponseOf<StoredEvent>;
-      for (const input of page.items) {
-        options.onReceived?.(input);
-        save(input.id);
-        options.onInput(input);
+      const unready = await handOn(page.items);
+      if (unready) {
+        options.warn(`${unready.message}; polling again`);
+        await pause(backoffMs(failures++, (unready as { retryAfterMs?: number }).retryAfterMs));
+        continue;
       }
       if (page.items.length === 0 && options.waitMs === 0) await new Promise((resolve) => setTimeout(resolve, options.pollIntervalMs));
     }

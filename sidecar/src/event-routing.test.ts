@@ -1,9 +1,14 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { personInterruptData, personMessageData, type EventData, type EventSource, type PermissionRule, type StoredEvent } from '@svc/protocol';
 import type { AgentEvent } from './adapters/adapter.js';
 import { createActivity } from './activity.js';
 import { createEventRouting } from './event-routing.js';
 import { createPermissionEngine } from './permissions.js';
+import { createControlPlaneClient } from './http-client.js';
+import { fetchMessageImages } from './message-images.js';
+import { pngOfSize } from '@svc/test-support';
+import { startControlPlaneStandIn } from '../test/control-plane-stand-in.js';
 
 const request = (requestId: string, command: string): AgentEvent => ({
   type: 'control_request',
@@ -139,6 +144,35 @@ describe("the sidecar's event routing", () => {
     routing.fromControlChannel({ ...personInterrupts(), source: 'worker' });
     expect(toAgent).toEqual(['say:run the tests\n']);
     expect(recorded).toEqual([]);
+  });
+
+  it("a person's message with images to an adapter that takes text only: the text goes, and the history says the images did not", async () => {
+    const { routing, toAgent, recorded } = route();
+    const message = personSays('look at this', 'msg_img');
+    const sha256 = createHash('sha256').update(pngOfSize(70)).digest('hex');
+    message.data.details = { ...message.data.details, images: [{ media_type: 'image/png', sha256, bytes: 70 }] };
+    const stand = await startControlPlaneStandIn();
+    stand.images.set(sha256, { media_type: 'image/png', bytes: pngOfSize(70) });
+    const client = createControlPlaneClient(stand.url, 'svc_wt_test');
+    try {
+      await fetchMessageImages(client, 'wrk_1', message, () => undefined);
+    } finally {
+      client.close();
+      await stand.close();
+    }
+    routing.fromPersonMessage(message);
+    expect(toAgent).toEqual(['say:look at this\n']);
+    expect(recorded).toEqual([
+      {
+        type: 'system',
+        data: expect.objectContaining({
+          level: 'warn',
+          subtype: 'message_undelivered',
+          details: { message_id: 'msg_img' },
+          message: expect.stringContaining('1 image(s) were not given'),
+        }),
+      },
+    ]);
   });
 
   it("a person's message that cannot reach the agent (its input closed after its one run, or an adapter that takes none) is said in the history, naming the message", () => {

@@ -12,11 +12,12 @@ import {
   type StoredEvent,
 } from '@svc/protocol';
 import type { Activity } from './activity.js';
-import type { Adapter, AgentEvent } from './adapters/adapter.js';
+import type { Adapter, AgentEvent, MessageForAgent } from './adapters/adapter.js';
+import { imagesNotGiven, imagesOf } from './message-images.js';
 import type { PermissionEngine } from './permissions.js';
 
 export interface EventRoutingOptions {
-  adapter: Pick<Adapter, 'name' | 'formatDecision' | 'formatMessage' | 'formatInterrupt' | 'interruptsBySignal' | 'turns'>;
+  adapter: Pick<Adapter, 'name' | 'formatDecision' | 'formatMessage' | 'formatInterrupt' | 'interruptsBySignal' | 'turns' | 'takesImages'>;
   /** Close the agent's stdin after its result: its adapter's one run (`endsAfterResult`), unless the session is a conversation. */
   endsAfterResult: boolean;
   engine: Pick<PermissionEngine, 'decide'>;
@@ -44,10 +45,11 @@ export function undeliveredEvent(kind: 'message' | 'interrupt', input: StoredEve
   };
 }
 
-/** A person's message as an adapter formats it: its text, and its id. */
-function messageOf(message: StoredEvent<'system'>): { text: string; id?: string } {
+/** A person's message as an adapter formats it: its text, its id, and the images fetched for it. */
+function messageOf(message: StoredEvent<'system'>): MessageForAgent {
   const id = personMessageId(message);
-  return { text: message.data.message, ...(id === undefined ? {} : { id }) };
+  const images = imagesOf(message);
+  return { text: message.data.message, ...(id === undefined ? {} : { id }), ...(images.length === 0 ? {} : { images }) };
 }
 
 /** Why a message or interrupt cannot reach the agent. */
@@ -137,15 +139,13 @@ export function createEventRouting(options: EventRoutingOptions) {
       else if (isPersonInterrupt(input)) this.fromPersonInterrupt(input);
     },
 
-    /**
-     * A person's message: written to the agent once (the poller's cursor sees to that), or, where
-     * it cannot reach the agent, a warning in the history that says why.
-     */
+    /** A person's message: written to the agent once (the poller's cursor sees to that), else a warning in the history saying why not. */
     fromPersonMessage(message: StoredEvent<'system'>): void {
       const startsTurn = options.adapter.turns?.messageStartsTurn() ?? true;
       const bytes = inputClosed ? undefined : options.adapter.formatMessage?.(messageOf(message));
       // Empty bytes: the adapter holds the message and sends it itself when its agent can take it.
       if (bytes !== undefined) {
+        if (!options.adapter.takesImages) imagesNotGiven(message, options.adapter.name).forEach(options.record);
         options.toAgent(bytes);
         return options.activity.messageDelivered(startsTurn);
       }

@@ -19,12 +19,17 @@ export function backoffMs(attempt: number, retryAfterMs?: number): number {
 interface RawResponse {
   status: number;
   retryAfter: string | undefined;
-  text: string;
+  contentType: string | undefined;
+  bytes: Buffer;
 }
+
+/** Bytes from the control plane (an image of a person's message), or why not and whether to retry. */
+export type BytesOutcome = { ok: true; bytes: Buffer; contentType: string | undefined } | Extract<HttpOutcome, { ok: false }>;
 
 /** What a response means to the caller: its parsed body, or why not and whether to retry (`request` is `METHOD path`). */
 function outcomeOf(request: string, response: RawResponse): HttpOutcome {
-  const { status, text } = response;
+  const { status } = response;
+  const text = response.bytes.toString('utf8');
   let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;
@@ -41,6 +46,15 @@ function outcomeOf(request: string, response: RawResponse): HttpOutcome {
     reason: `${request} answered ${status} ${code}`,
   };
 }
+
+/** A success's bytes as they came, else what the failure means (as `outcomeOf`). */
+function bytesOutcomeOf(request: string, response: RawResponse): BytesOutcome {
+  if (response.status >= 200 && response.status < 300) return { ok: true, bytes: response.bytes, contentType: response.contentType };
+  return outcomeOf(request, response) as Extract<HttpOutcome, { ok: false }>;
+}
+
+/** Nothing came back: the network (or the gateway's listener) failed, which a retry may get past. */
+const networkFailure = (err: unknown): Extract<HttpOutcome, { ok: false }> => ({ ok: false, retryable: true, reason: `network: ${(err as Error).message}` });
 
 /**
  * The sidecar's only way out of the sandbox: HTTP to the gateway with the worker token. Network
@@ -80,7 +94,12 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
           response.on('end', () =>
-            resolve({ status: response.statusCode ?? 0, retryAfter: response.headers['retry-after'], text: Buffer.concat(chunks).toString('utf8') }),
+            resolve({
+              status: response.statusCode ?? 0,
+              retryAfter: response.headers['retry-after'],
+              contentType: response.headers['content-type'],
+              bytes: Buffer.concat(chunks),
+            }),
           );
           response.on('error', reject);
         },
@@ -91,14 +110,13 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
   }
 
   return {
-    async send(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<HttpOutcome> {
-      let response: RawResponse;
-      try {
-        response = await exchange(method, path, body === undefined ? undefined : JSON.stringify(body), signal);
-      } catch (err) {
-        return { ok: false, retryable: true, reason: `network: ${(err as Error).message}` };
-      }
-      return outcomeOf(`${method} ${path}`, response);
+    send(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<HttpOutcome> {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      return exchange(method, path, payload, signal).then((response) => outcomeOf(`${method} ${path}`, response), networkFailure);
+    },
+    /** `GET path` for its bytes as they are (not JSON). */
+    fetchBytes(path: string, signal?: AbortSignal): Promise<BytesOutcome> {
+      return exchange('GET', path, undefined, signal).then((response) => bytesOutcomeOf(`GET ${path}`, response), networkFailure);
     },
     /**
      * A streamed request to the control plane with the worker token (the model proxy's hop):

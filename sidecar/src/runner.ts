@@ -23,6 +23,7 @@ import { claudeCodeAdapter } from './adapters/claude-code.js';
 import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
 import { genericAdapter } from './adapters/generic.js';
 import type { LoadedSidecarConfig } from './config.js';
+import { fetchMessageImages } from './message-images.js';
 import { createDecisionPoller } from './decision-poller.js';
 import { createControlPlaneClient, type ControlPlaneClient } from './http-client.js';
 import { createOutbox } from './outbox.js';
@@ -191,6 +192,8 @@ class Sidecar {
       waitMs: config.decision_wait_ms,
       pollIntervalMs: config.poll_interval_ms,
       warn,
+      // A message's images are fetched before it counts as received: the agent gets it with them.
+      prepare: (input) => fetchMessageImages(client, config.worker_id, input, (event) => this.parts.outbox.push(event)),
       // Kept before the cursor moves past it, where the agent keeps a record to check it against.
       onReceived: (input) => {
         if (config.conversation && this.adapter.tookMessage && isPersonMessage(input)) this.parts.handed.record(input.id);
@@ -322,7 +325,9 @@ class Sidecar {
     const outcome = await client.send('GET', apiPaths.pendingDecisions(config.worker_id, { after_id: (BigInt(id) - 1n).toString(), wait_ms: 0, limit: 1 }));
     if (!outcome.ok) return undefined;
     const [input] = (outcome.body as ListResponseOf<StoredEvent>).items;
-    return input?.id === id && isPersonMessage(input) ? input : undefined;
+    if (input?.id !== id || !isPersonMessage(input)) return undefined;
+    await fetchMessageImages(client, config.worker_id, input, (event) => this.parts.outbox.push(event));
+    return input;
   }
 
   terminate(): void {

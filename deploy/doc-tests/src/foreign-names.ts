@@ -3,7 +3,14 @@
 // here only with what it belongs to. A name of ours that is missing is fixed in the doc, never here.
 
 const groups: Record<string, string[]> = {
-  'Codex app-server: item types and approval decisions': ['agentMessage', 'commandExecution', 'fileChange', 'mcpToolCall', 'acceptForSession'],
+  'Codex app-server: item types, approval decisions and input items': [
+    'agentMessage',
+    'commandExecution',
+    'fileChange',
+    'mcpToolCall',
+    'acceptForSession',
+    'ImageUserInput',
+  ],
   "Claude Code's tool names": ['ToolSearch', 'WebSearch', 'WebFetch'],
   'JSON Schema keywords': ['additionalProperties'],
   'the browser: Web Storage': ['localStorage', 'sessionStorage'],

@@ -10,6 +10,7 @@ export * from './partition-consumer.js';
 export * from './lasting-consumer.js';
 export * from './worker-records.js';
 export * from './model-usage.js';
+export * from './message-images.js';
 export * from './nats-auth.js';
 export * from './service-main.js';
 export { traceContextOf } from './codec.js';

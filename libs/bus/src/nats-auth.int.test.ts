@@ -1,6 +1,6 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kvBuckets, streams, subjects, type AuditHead } from '@svc/protocol';
+import { kvBuckets, objectBuckets, streams, subjects, type AuditHead } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { connectBus, type NatsConnection } from './connection.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -21,6 +21,7 @@ import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
 import { ensureStreams } from './streams.js';
 import { publishAuditHead, readAuditHeads } from './audit-heads.js';
 import { openBucket } from './kv-buckets.js';
+import { openMessageImages } from './message-images.js';
 
 const logger = createLogger({ name: 'nats-auth-test', level: 'silent' });
 
@@ -275,6 +276,15 @@ describe('NATS: no service may destroy or rewrite a stream, and what the service
     const workers = await openBucket(users.session, kvBuckets.workers);
     await workers.put('wrk_1', '{}');
     expect((await (await openBucket(users.gateway, kvBuckets.workers)).get('wrk_1'))?.string()).toBe('{}');
+
+    // The message images' store, missing: made by the gateway, which keeps an image (once) and reads it back, a large one through flow control.
+    await jsm.streams.delete(`OBJ_${objectBuckets.messageImages}`);
+    const images = await openMessageImages(users.gateway, logger);
+    const large = { media_type: 'image/png' as const, bytes: new Uint8Array(3 * 1024 * 1024).fill(7) };
+    const kept = await images.put('wrk_1', large);
+    expect(await images.put('wrk_1', large)).toEqual(kept);
+    expect(Buffer.from((await images.get('wrk_1', kept.sha256))!.bytes).equals(Buffer.from(large.bytes))).toBe(true);
+    expect(await images.get('wrk_2', kept.sha256)).toBeUndefined();
 
     // The operator changes the heads' stream: control's start brings the others to svc's settings and leaves it, saying how it differs.
     const { config: heads } = await jsm.streams.info(streams.auditHeads.name);

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { kvBuckets, SERVICE_NAMES, streams, subjects } from '@svc/protocol';
+import { kvBuckets, objectBuckets, SERVICE_NAMES, streams, subjects } from '@svc/protocol';
 import { JS_STREAMS, NATS_PERMISSIONS, NATS_REQUESTS, NATS_SERVICE_USERS, natsAuthorization, type NatsPermissions, type NatsServiceUser } from './nats-auth.js';
 
 const repoFile = (relative: string) => readFile(fileURLToPath(new URL(`../../../${relative}`, import.meta.url)), 'utf8');
@@ -99,7 +99,11 @@ const mayPublish = (user: NatsServiceUser, subject: string) =>
   NATS_PERMISSIONS[user].publish.allow.some((pattern) => subjectMatches(pattern, subject)) &&
   !(NATS_PERMISSIONS[user].publish.deny ?? []).some((pattern) => subjectMatches(pattern, subject));
 
-const SVC_STREAMS = [...Object.values(streams).map((stream) => stream.name), ...Object.values(kvBuckets).map((bucket) => `KV_${bucket}`)];
+const SVC_STREAMS = [
+  ...Object.values(streams).map((stream) => stream.name),
+  ...Object.values(kvBuckets).map((bucket) => `KV_${bucket}`),
+  ...Object.values(objectBuckets).map((bucket) => `OBJ_${bucket}`),
+];
 
 /** docs/nats-security.md's "Streams" table: per user, the backticked streams it may create, update, delete or purge. */
 function streamTableOf(markdown: string): Record<string, { create: string[]; update: string[]; remove: string[] }> {

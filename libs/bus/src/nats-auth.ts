@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { kvBuckets, SERVICE_NAMES, streams, subjects } from '@svc/protocol';
+import { kvBuckets, objectBuckets, SERVICE_NAMES, streams, subjects } from '@svc/protocol';
 
 /**
  * NATS is internal and authenticated (docs/nats-security.md): every service connects as its own
@@ -118,8 +118,20 @@ const LOG_DELIVERIES = '_INBOX.logs.>';
 
 /** The stream that holds a KV bucket. */
 const kvStream = (bucket: string) => `KV_${bucket}`;
-/** Every stream svc keeps: the protocol's streams and the KV buckets' (what `ensureStreams` declares). */
-const SVC_STREAMS = [...Object.values(streams).map((stream) => stream.name), ...Object.values(kvBuckets).map(kvStream)];
+/** The stream that holds an object store, and the subjects of its objects' chunks and metadata. */
+const objectStream = (bucket: string) => `OBJ_${bucket}`;
+const OBJECTS = (bucket: string) => `$O.${bucket}.>`;
+/**
+ * Flow control of a push consumer: an object store's reader answers it (the server waits for
+ * the answer before it sends more of a large object).
+ */
+const FLOW_CONTROL = '$JS.FC.>';
+/** Every stream svc keeps: the protocol's streams, the KV buckets' and the object stores' (what `ensureStreams` declares). */
+const SVC_STREAMS = [
+  ...Object.values(streams).map((stream) => stream.name),
+  ...Object.values(kvBuckets).map(kvStream),
+  ...Object.values(objectBuckets).map(objectStream),
+];
 
 /**
  * JetStream's API as every service uses it: account info, streams' names and info, reading a
@@ -143,10 +155,10 @@ const JS_API = [
  * existing one brought to the current settings), but none updates `SVC_AUDIT_HEADS`: an update
  * could set limits that drop the heads it keeps (`max_msgs`, `max_age`), so once made it is left
  * as it is, and only NATS's operator changes it (docs/audit.md). The gateway and the session
- * service make the KV buckets they open if missing, and update nothing.
+ * service make the KV buckets (and the gateway the object store of message images) they open if missing, and update nothing.
  */
 export const JS_STREAMS: Readonly<Record<NatsServiceUser, { create: readonly string[]; update: readonly string[] }>> = {
-  gateway: { create: [kvStream(kvBuckets.workers), kvStream(kvBuckets.modelUsage)], update: [] },
+  gateway: { create: [kvStream(kvBuckets.workers), kvStream(kvBuckets.modelUsage), objectStream(objectBuckets.messageImages)], update: [] },
   'event-ingest': { create: SVC_STREAMS, update: SVC_STREAMS.filter((name) => name !== streams.auditHeads.name) },
   control: { create: SVC_STREAMS, update: SVC_STREAMS.filter((name) => name !== streams.auditHeads.name) },
   session: { create: [kvStream(kvBuckets.workers)], update: [] },
@@ -201,6 +213,9 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         subjects.logFollowStop('*'),
         wildcard(subjects.workerAliveAll),
         KV(kvBuckets.modelUsage),
+        // People's message images: written by the gateway that takes the message, read by any.
+        OBJECTS(objectBuckets.messageImages),
+        FLOW_CONTROL,
       ],
       deny: [
         ...STORED_ANNOUNCEMENTS,

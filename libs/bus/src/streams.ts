@@ -1,9 +1,10 @@
 import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { kvBuckets, streams } from '@svc/protocol';
+import { kvBuckets, objectBuckets, streams } from '@svc/protocol';
 import { integerSetting, retryWithBackoff, type Logger } from '@svc/service-kit';
 import { isBusUnavailable } from './connection.js';
 import { openBucket } from './kv-buckets.js';
+import { openMessageImageStore } from './message-images.js';
 
 /** The settings of the services that declare the streams (control, event-ingest). */
 export const streamSettings = {
@@ -86,7 +87,7 @@ const withReplicas = (replicas: number, configs: Array<Partial<StreamConfig> & {
 const MADE_ONCE: ReadonlySet<string> = new Set([streams.auditHeads.name]);
 
 /**
- * Declares every stream and KV bucket; safe to call from every replica at every start:
+ * Declares every stream, KV bucket and object store; safe to call from every replica at every start:
  * a missing stream is created, an existing one is updated to the current settings (its
  * replicas among them: JetStream moves it to more servers, or fewer, keeping its messages),
  * except the audit heads' stream, which is left as it is (a warning says how it differs).
@@ -113,6 +114,14 @@ export async function ensureStreams(nc: NatsConnection, options: StreamOptions =
     const { config } = status.streamInfo;
     if (status.replicas !== replicas)
       await jsm.streams.update(config.name, { ...config, num_replicas: replicas }).catch(explainReplicas(config.name, replicas));
+  }
+  // The same for the object store of message images.
+  const images = await openMessageImageStore(nc, replicas)
+    .then((store) => store.status())
+    .catch(explainReplicas(`OBJ_${objectBuckets.messageImages}`, replicas));
+  if (images.replicas !== replicas) {
+    const { config } = images.streamInfo;
+    await jsm.streams.update(config.name, { ...config, num_replicas: replicas }).catch(explainReplicas(config.name, replicas));
   }
   return { replicas };
 }

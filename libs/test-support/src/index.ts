@@ -8,3 +8,4 @@ export * from './service-process.js';
 export * from './pgbouncer.js';
 export * from './tcp-proxy.js';
 export * from './local-sign-in.js';
+export * from './images.js';

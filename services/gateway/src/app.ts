@@ -22,6 +22,7 @@ import { followersPlugin } from './plugins/followers.js';
 import { incomingEventsPlugin } from './plugins/incoming-events.js';
 import { listenersPlugin, workerPortPlugin } from './plugins/listeners.js';
 import { liveFeedsPlugin } from './plugins/live-feeds.js';
+import { messageImagesPlugin } from './plugins/message-images.js';
 import { modelUsagePlugin } from './plugins/model-usage.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
@@ -34,6 +35,7 @@ import { auditRoutes } from './routes/audit.js';
 import { consoleRoutes } from './routes/console.js';
 import { controlRoutes } from './routes/control.js';
 import { messageRoutes } from './routes/messages.js';
+import { messageImageRoutes } from './routes/message-images.js';
 import { decisionLinkRoutes } from './routes/decision-links.js';
 import { eventStreamRoutes } from './routes/event-stream.js';
 import { healthRoutes } from './routes/health.js';
@@ -93,6 +95,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(liveFeedsPlugin);
   await app.register(followersPlugin);
   await app.register(modelUsagePlugin, { logger: options.logger });
+  await app.register(messageImagesPlugin, { logger: options.logger });
   await app.register(incomingEventsPlugin);
 
   // Stage 2: what wraps every request.
@@ -114,6 +117,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     eventStreamRoutes,
     controlRoutes,
     messageRoutes,
+    messageImageRoutes,
     sessionRoutes,
     sessionLogRoutes,
     auditRoutes,

@@ -1,18 +1,29 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MESSAGE_LIMITS, type ListResponseOf, type PostMessageResponseType, type StoredEvent } from '@svc/protocol';
-import { waitFor } from '@svc/test-support';
+import { createHash } from 'node:crypto';
+import {
+  MESSAGE_BODY_LIMIT_BYTES,
+  MESSAGE_LIMITS,
+  personMessageImages,
+  type ListResponseOf,
+  type PostMessageResponseType,
+  type StoredEvent,
+} from '@svc/protocol';
+import { pngOfSize, TINY_PNG_BASE64, waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
 describe("people's messages — POST …/messages stored once in the history and handed to the sidecar through its control channel (real NATS, PGlite)", () => {
   let gw: GatewayFixture;
   let alice: string;
   let workerToken: string;
+  let otherWorker: string;
   const workerId = 'wrk_talk';
 
   beforeAll(async () => {
     gw = await startGatewayFixture({}, [], { services: true });
     alice = await gw.userToken('alice');
     workerToken = await gw.createWorker(workerId, 'alice', 'running', { mode: 'conversation' });
+    otherWorker = await gw.createWorker('wrk_other_talk', 'alice', 'running', { mode: 'conversation' });
+    await waitFor('the workers known to the gateway', () => gw.workers.known('wrk_other_talk') !== undefined && gw.workers.known(workerId) !== undefined);
   }, 60_000);
   afterAll(() => gw?.stop());
 
@@ -77,8 +88,6 @@ describe("people's messages — POST …/messages stored once in the history and
     expect([missing.statusCode, missing.json().code]).toEqual([400, 'invalid_request']);
     const worker = await send({ text: 'I am the agent' }, workerToken);
     expect([worker.statusCode, worker.json().code]).toEqual([403, 'forbidden']);
-    const image = await send({ text: 'look', images: [{ media_type: 'image/png', data: 'iVBORw0KGgo=' }] });
-    expect([image.statusCode, image.json()]).toEqual([501, expect.objectContaining({ code: 'not_implemented', message: expect.stringContaining('images') })]);
     await gw.createWorker('wrk_done', 'alice', 'completed', { mode: 'conversation' });
     const ended = await send({ text: 'hello?' }, alice, 'wrk_done');
     expect([ended.statusCode, ended.json().code]).toEqual([409, 'worker_ended']);
@@ -92,6 +101,71 @@ describe("people's messages — POST …/messages stored once in the history and
       ]);
     }
     expect((await messagesInHistory()).length).toBe(before);
+  });
+
+  const png = { media_type: 'image/png', data: TINY_PNG_BASE64 } as const;
+  const pngSha256 = createHash('sha256').update(Buffer.from(TINY_PNG_BASE64, 'base64')).digest('hex');
+  const image = (sha256: string, token = alice, id = workerId) =>
+    gw.app.inject({ url: `/v1/workers/${id}/messages/images/${sha256}`, headers: { authorization: `Bearer ${token}` } });
+
+  it('images: kept beside the history, which names each by its SHA-256; read back by the worker (its own only) and the owner, by nobody else', async () => {
+    const answer = await send({ text: 'what is this?', images: [png], client_message_id: 'with-image' });
+    expect(answer.statusCode).toBe(202);
+    const { message_id: messageId } = answer.json() as PostMessageResponseType;
+    await waitFor('the message stored', async () => (await messagesInHistory()).some((event) => event.data.details?.['message_id'] === messageId));
+    const stored = (await messagesInHistory()).find((event) => event.data.details?.['message_id'] === messageId)!;
+    expect(personMessageImages(stored)).toEqual([{ media_type: 'image/png', sha256: pngSha256, bytes: Buffer.from(TINY_PNG_BASE64, 'base64').length }]);
+    // The history holds what names the image, never its bytes.
+    expect(JSON.stringify(stored)).not.toContain(TINY_PNG_BASE64.slice(0, 40));
+    for (const token of [workerToken, alice]) {
+      const read = await image(pngSha256, token);
+      expect([read.statusCode, read.headers['content-type']]).toEqual([200, 'image/png']);
+      expect(read.rawPayload.toString('base64')).toBe(TINY_PNG_BASE64);
+    }
+    // An image-only message is a message too.
+    expect((await send({ text: '', images: [png] })).statusCode).toBe(202);
+    const bob = await image(pngSha256, await gw.userToken('bob'));
+    expect([bob.statusCode, bob.json().code]).toEqual([404, 'worker_not_found']);
+    const foreign = await image(pngSha256, otherWorker);
+    expect([foreign.statusCode, foreign.json().code]).toEqual([403, 'forbidden']);
+    // Kept under each worker: another worker's messages never named it.
+    const notHis = await image(pngSha256, otherWorker, 'wrk_other_talk');
+    expect([notHis.statusCode, notHis.json().code]).toEqual([404, 'image_not_found']);
+    const unknown = await image('0'.repeat(64));
+    expect([unknown.statusCode, unknown.json().code]).toEqual([404, 'image_not_found']);
+    const malformed = await image('not-a-sha256');
+    expect([malformed.statusCode, malformed.json().code]).toEqual([400, 'invalid_request']);
+  });
+
+  it("images beyond the limits: 413 (too large, too many, a body past the route's bound); not the kind said: 400 — and nothing is stored", async () => {
+    const before = (await messagesInHistory()).length;
+    const large = { media_type: 'image/png', data: pngOfSize(MESSAGE_LIMITS.imageBytes + 1).toString('base64') };
+    const tooLarge = await send({ text: 'look', images: [large] });
+    expect([tooLarge.statusCode, tooLarge.json()]).toEqual([
+      413,
+      expect.objectContaining({ code: 'payload_too_large', message: expect.stringContaining(`at most ${MESSAGE_LIMITS.imageBytes} bytes`) }),
+    ]);
+    // At the limit it is taken.
+    const atLimit = { media_type: 'image/png', data: pngOfSize(MESSAGE_LIMITS.imageBytes).toString('base64') };
+    expect((await send({ text: 'the largest', images: [atLimit] })).statusCode).toBe(202);
+    const tooMany = await send({ text: 'look', images: Array.from({ length: MESSAGE_LIMITS.images + 1 }, () => png) });
+    expect([tooMany.statusCode, tooMany.json()]).toEqual([
+      413,
+      expect.objectContaining({ code: 'payload_too_large', message: expect.stringContaining(`at most ${MESSAGE_LIMITS.images}`) }),
+    ]);
+    const body = await send({ text: 'look', images: [{ media_type: 'image/png', data: 'A'.repeat(MESSAGE_BODY_LIMIT_BYTES) }] });
+    expect([body.statusCode, body.json().code]).toEqual([413, 'payload_too_large']);
+    const notPng = await send({ text: 'look', images: [{ media_type: 'image/png', data: Buffer.from('GIF89a, not a PNG').toString('base64') }] });
+    expect([notPng.statusCode, notPng.json()]).toEqual([
+      400,
+      expect.objectContaining({ code: 'invalid_request', message: expect.stringContaining('/body/images/0/data is not image/png') }),
+    ]);
+    const notBase64 = await send({ text: 'look', images: [{ media_type: 'image/png', data: '<not base64>' }] });
+    expect([notBase64.statusCode, notBase64.json().code]).toEqual([400, 'invalid_request']);
+    const kind = await send({ text: 'look', images: [{ media_type: 'image/tiff', data: TINY_PNG_BASE64 }] });
+    expect([kind.statusCode, kind.json().code]).toEqual([400, 'invalid_request']);
+    await waitFor('the largest stored', async () => (await messagesInHistory()).length === before + 1);
+    expect((await messagesInHistory()).at(-1)!.data.message).toBe('the largest');
   });
 
   it("an interrupt: 202 with its id, stored as the person's `person_interrupt`, handed to the sidecar in order; a worker token 403, an ended worker 409, a stranger 404", async () => {

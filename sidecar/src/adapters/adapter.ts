@@ -1,8 +1,22 @@
-import { SYSTEM_SUBTYPES, type EventData, type EventType, type ModelApi } from '@svc/protocol';
+import { SYSTEM_SUBTYPES, type EventData, type EventType, type MessageImageType, type ModelApi } from '@svc/protocol';
 import type { PermissionLists } from '../permissions.js';
 
 /** An event as an adapter makes it; the sidecar adds `uid` (`<boot-id>:<n>`) and `ts` when it sends it. */
 export type AgentEvent = { [K in EventType]: { type: K; data: EventData<K> } }[EventType];
+
+/** An image of a person's message as an agent is given it: its kind and its bytes, base64. */
+export interface ImageForAgent {
+  media_type: MessageImageType;
+  data: string;
+}
+
+/** A person's message as an adapter formats it. */
+export interface MessageForAgent {
+  text: string;
+  /** Its `message_id`. */
+  id?: string;
+  images?: readonly ImageForAgent[];
+}
 
 /** Which of the agent's streams a line came from. */
 export type AgentStream = 'stdout' | 'stderr';
@@ -55,7 +69,9 @@ export interface Adapter {
    * sends it through `takeOutgoing` when the agent can take it); absent when this agent takes no
    * messages from svc yet (the sidecar then says so in the history).
    */
-  formatMessage?(message: { text: string; /** Its `message_id`. */ id?: string }): string;
+  formatMessage?(message: MessageForAgent): string;
+  /** The agent is given a message's images with it (else the history says they were not). */
+  readonly takesImages?: boolean;
   /**
    * Whether the agent's own record of its conversation shows the message taken (a sidecar started
    * again after a crash asks, for the messages it handed over last: one not taken is handed over

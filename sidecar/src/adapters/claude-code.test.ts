@@ -99,6 +99,18 @@ describe('claude-code adapter — what it writes to the agent', () => {
     expect(JSON.parse(line)).toEqual(JSON.parse(secondTurn!));
   });
 
+  it("a person's message with images: the Messages API's base64 image blocks, then its text; an image alone has no empty text block", () => {
+    const images = [{ media_type: 'image/png' as const, data: 'iVBORw0KGgo=' }];
+    const withText = JSON.parse(claudeCodeAdapter.formatMessage!({ text: 'what is this?', id: 'msg_i', images })) as { message: { content: unknown[] } };
+    expect(withText.message.content).toEqual([
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+      { type: 'text', text: 'what is this?' },
+    ]);
+    const alone = JSON.parse(claudeCodeAdapter.formatMessage!({ text: '', images })) as { message: { content: Array<{ type: string }> } };
+    expect(alone.message.content.map((block) => block.type)).toEqual(['image']);
+    expect(claudeCodeAdapter.takesImages).toBe(true);
+  });
+
   it("a person's interrupt is the `interrupt` control request the fixture sent (an id of the sidecar's own)", () => {
     const sent = JSON.parse(readFileSync(path.join(FIXTURES, 'e-multiturn-interrupt.stdin.jsonl'), 'utf8').split('\n')[5]!) as Record<string, unknown>;
     const line = claudeCodeAdapter.formatInterrupt!();

@@ -9,6 +9,7 @@ import {
   type AgentEvent,
   type AgentLaunch,
   type AgentStream,
+  type ImageForAgent,
   type Json,
   type LaunchPlan,
 } from './adapter.js';
@@ -152,14 +153,21 @@ function controlRequestEvent(line: Json): AgentEvent {
   };
 }
 
-/** A `user` message of stream-json input (the fixture e-multiturn-interrupt shows the CLI taking several in one process). */
-function userLine(prompt: string, messageId?: string): string {
+/**
+ * A `user` message of stream-json input (the fixture e-multiturn-interrupt shows the CLI taking
+ * several in one process): its images as the Messages API's image blocks, then its text.
+ */
+function userLine(prompt: string, messageId?: string, images: readonly ImageForAgent[] = []): string {
+  const content = [
+    ...images.map((image) => ({ type: 'image', source: { type: 'base64', media_type: image.media_type, data: image.data } })),
+    ...(prompt === '' && images.length > 0 ? [] : [{ type: 'text', text: prompt }]),
+  ];
   return JSON.stringify({
     type: 'user',
     ...(messageId === undefined ? {} : { uuid: messageUuid(messageId) }),
     session_id: '',
     parent_tool_use_id: null,
-    message: { role: 'user', content: [{ type: 'text', text: prompt }] },
+    message: { role: 'user', content },
   });
 }
 
@@ -192,7 +200,8 @@ export const claudeCodeAdapter: Adapter = {
   resumes: true,
 
   /** A stream-json `user` message: the CLI takes it as the next turn, queued behind a running one. */
-  formatMessage: ({ text, id }) => `${userLine(text, id)}\n`,
+  formatMessage: ({ text, id, images }) => `${userLine(text, id, images)}\n`,
+  takesImages: true,
 
   /** Its transcript in the agent's home says whether it took a message (its uuid) and answered it. */
   tookMessage: (messageId, place) => transcriptHoldsMessage(place, messageId),

@@ -275,6 +275,27 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     expect(sent(adapter.formatMessage!({ text: 'next' }))).toMatchObject({ method: 'turn/start', params: { threadId: 'th_1' } });
   });
 
+  it("a person's message with images: its text, then each image as an input item with a data URL (the schema's ImageUserInput), steered or starting a turn", () => {
+    const adapter = createCodexAppServerAdapter();
+    adapter.parseLine(JSON.stringify({ id: 1, result: { thread: { id: 'th_1' }, model: 'gpt' } }), 'stdout');
+    adapter.takeOutgoing!();
+    const images = [
+      { media_type: 'image/png' as const, data: 'iVBORw0KGgo=' },
+      { media_type: 'image/jpeg' as const, data: '/9j/' },
+    ];
+    const started = JSON.parse(adapter.formatMessage!({ text: 'compare these', images })) as { method: string; params: { input: unknown[] } };
+    expect(started.method).toBe('turn/start');
+    expect(started.params.input).toEqual([
+      { type: 'text', text: 'compare these', text_elements: [] },
+      { type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' },
+      { type: 'image', url: 'data:image/jpeg;base64,/9j/' },
+    ]);
+    adapter.parseLine(JSON.stringify({ method: 'turn/started', params: { threadId: 'th_1', turn: { id: 'turn_1', status: 'inProgress' } } }), 'stdout');
+    const steered = JSON.parse(adapter.formatMessage!({ text: '', images: images.slice(0, 1) })) as { method: string; params: { input: unknown[] } };
+    expect([steered.method, steered.params.input]).toEqual(['turn/steer', [{ type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' }]]);
+    expect(adapter.takesImages).toBe(true);
+  });
+
   it('a resumed run: thread/resume of the kept thread; a message before the thread exists goes with its first turn, one while that turn starts is steered in once it has its id; a refused turn/start ends the turn', () => {
     const adapter = createCodexAppServerAdapter();
     const plan = adapter.launch({ command: 'codex', args: [], autonomous: false, resume: 'th_kept' });

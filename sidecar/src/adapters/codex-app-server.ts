@@ -123,7 +123,8 @@ export function createCodexAppServerAdapter(): Adapter {
     /** A message is `turn/start` when no turn runs, else steered into the running (or starting) one. */
     turns: { messageStartsTurn: () => messageStartsTurn(session) },
     resumes: true,
-    formatMessage: ({ text }) => messageLine(session, text),
+    formatMessage: (message) => messageLine(session, message),
+    takesImages: true,
     formatInterrupt: () => interruptLine(session),
 
     formatDecision(decision: EventData<'control_response'>, request: EventData<'control_request'>): string {

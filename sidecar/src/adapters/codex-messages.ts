@@ -1,7 +1,7 @@
 import { SYSTEM_SUBTYPES } from '@svc/protocol';
 import { CodexToolCalls, toolOf } from './codex-tool-calls.js';
 import { modelCommandOf } from './shell-command.js';
-import { isObject, jsonLine, text, unparsedLine, type AgentEvent, type AgentStream, type Json } from './adapter.js';
+import { isObject, jsonLine, text, unparsedLine, type AgentEvent, type AgentStream, type Json, type MessageForAgent } from './adapter.js';
 
 export const INITIALIZE_ID = 0;
 export const THREAD_START_ID = 1;
@@ -24,7 +24,7 @@ export interface CodexSession {
   /** Our `turn/start` is sent and Codex has not said `turn/started` yet: a message waits to be steered in. */
   turnStarting: boolean;
   /** People's messages held until the thread exists or the starting turn has its id. */
-  readonly held: string[];
+  readonly held: MessageForAgent[];
   /** The JSON-RPC ids of our `turn/start`s not yet answered: a refused one ends its turn. */
   readonly turnStartIds: Set<number>;
   /** The next id for a request of ours after the handshake's (a person's messages and interrupts). */
@@ -55,7 +55,12 @@ export function createCodexSession(): CodexSession {
   };
 }
 
-const textInput = (texts: readonly string[]) => texts.map((text) => ({ type: 'text', text, text_elements: [] }));
+/** Messages as a turn's input items: each one's text, then its images (as data URLs). */
+const userInput = (messages: readonly MessageForAgent[]) =>
+  messages.flatMap(({ text, images = [] }) => [
+    ...(text === '' && images.length > 0 ? [] : [{ type: 'text', text, text_elements: [] }]),
+    ...images.map((image) => ({ type: 'image', url: `data:${image.media_type};base64,${image.data}` })),
+  ]);
 
 /**
  * A person's message as Codex takes it: `turn/steer` into the turn running now (its input joins
@@ -63,17 +68,17 @@ const textInput = (texts: readonly string[]) => texts.map((text) => ({ type: 'te
  * waits for its `turn/started`, it is held (empty bytes): it goes with the first turn, or is
  * steered in once that turn has its id.
  */
-export function messageLine(session: CodexSession, message: string): string {
+export function messageLine(session: CodexSession, message: MessageForAgent): string {
   if (!session.threadReady || session.turnStarting) {
     session.held.push(message);
     return '';
   }
   const id = session.nextRpcId++;
   if (session.activeTurnId)
-    return rpcLine({ method: 'turn/steer', id, params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input: textInput([message]) } });
+    return rpcLine({ method: 'turn/steer', id, params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input: userInput([message]) } });
   session.turnStarting = true;
   session.turnStartIds.add(id);
-  return rpcLine({ method: 'turn/start', id, params: { threadId: session.threadId, input: textInput([message]) } });
+  return rpcLine({ method: 'turn/start', id, params: { threadId: session.threadId, input: userInput([message]) } });
 }
 
 /** Whether a message sent now starts a turn of its own (else it joins the running or starting turn, or the first). */
@@ -124,11 +129,11 @@ function response(parsed: Json, line: string, session: CodexSession): AgentEvent
   if (rolloutPath) session.calls.followRollout(rolloutPath);
   session.threadReady = true;
   // The first turn: the prompt, and what people said before the thread existed.
-  const first = [...(session.prompt === undefined ? [] : [session.prompt]), ...session.held.splice(0)];
+  const first = [...(session.prompt === undefined ? [] : [{ text: session.prompt }]), ...session.held.splice(0)];
   if (first.length > 0) {
     session.turnStarting = true;
     session.turnStartIds.add(TURN_START_ID);
-    session.outgoing.push(rpcLine({ method: 'turn/start', id: TURN_START_ID, params: { threadId: session.threadId, input: textInput(first) } }));
+    session.outgoing.push(rpcLine({ method: 'turn/start', id: TURN_START_ID, params: { threadId: session.threadId, input: userInput(first) } }));
   }
   return [
     {
@@ -291,7 +296,7 @@ const turnStarted: Handler = (message, session) => {
       rpcLine({
         method: 'turn/steer',
         id: session.nextRpcId++,
-        params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input: textInput(held) },
+        params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input: userInput(held) },
       }),
     );
   return lifecycleNotice(message, session);

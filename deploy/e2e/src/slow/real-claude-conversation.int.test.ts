@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activityOf, type EventData, type StoredEvent, type Worker } from '@svc/protocol';
-import { waitFor } from '@svc/test-support';
+import { TINY_PNG_BASE64, waitFor } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
 import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS, sandboxEnvFor } from '../real-agents.js';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
@@ -164,6 +164,34 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
     const messageIds = events.filter((e) => subtypeOf(e) === 'person_message').map((e) => BigInt(e.id));
     expect(BigInt(approval!.id) > messageIds[0]! && BigInt(approval!.id) < messageIds[1]!).toBe(true);
     expect((await api().get<Worker>(`/v1/workers/${workerId}`)).status).toBe('running');
+  }, 150_000);
+
+  it('a PNG sent with a message reaches the model as an image block, with the text, through the worker port and the model proxy', async () => {
+    const session = await api().createSession({ template: 'claude', prompt: THREE_TURNS });
+    const workerId = session.worker_id;
+    await resultNumber(workerId, 1);
+    await waitFor('idle', async () => (await activityNow(workerId)) === 'idle', 60_000, 100);
+    const sent = await post(`/v1/workers/${workerId}/messages`, {
+      text: 'What is in this picture?',
+      images: [{ media_type: 'image/png', data: TINY_PNG_BASE64 }],
+    });
+    expect(sent.status).toBe(202);
+    await resultNumber(workerId, 2);
+    const withImage = mock.requests().find((body) => JSON.stringify(body['messages']).includes(TINY_PNG_BASE64));
+    expect(withImage, 'no model request carried the image').toBeDefined();
+    const message = (withImage!['messages'] as Array<{ role: string; content: unknown }>).find((m) => JSON.stringify(m.content).includes(TINY_PNG_BASE64))!;
+    expect(message.role).toBe('user');
+    expect(message.content).toEqual(
+      expect.arrayContaining([
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: TINY_PNG_BASE64 } },
+        // 2.1.330 ends the text with a newline and adds a block naming where it saved the image.
+        expect.objectContaining({ type: 'text', text: expect.stringContaining('What is in this picture?') }),
+      ]),
+    );
+    // The history names the image; it never holds its bytes.
+    const events = await api().events(workerId);
+    expect(JSON.stringify(events)).not.toContain(TINY_PNG_BASE64);
+    expect(events.filter((e) => subtypeOf(e) === 'message_undelivered')).toEqual([]);
   }, 150_000);
 
   it('interrupted in a running turn: an interrupted result within 5 s, the message sent during the turn runs next in the same process, and the history is in the order the model saw', async () => {

@@ -5,7 +5,7 @@ import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventData, ListResponseOf, PermissionRule, StoredEvent, Worker } from '@svc/protocol';
-import { waitFor } from '@svc/test-support';
+import { TINY_PNG_BASE64, waitFor } from '@svc/test-support';
 import { addFilePatch, startMockOpenAI, type MockOpenAI, type MockOpenAIOptions, type ResponsesTurn } from '@svc/test-support/stand-ins';
 import { processesWithEnv } from '../host-processes.js';
 import { codexAgent, codexBinary, CODEX_VERSION, sandboxEnvFor } from '../real-agents.js';
@@ -505,5 +505,33 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     expect(systemOf(events, 'agent_start')).toHaveLength(1);
     expect(await readFile(path.join(stack.sandboxesDir, workerId, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
     expect((await api().get<Worker>(`/v1/workers/${workerId}`)).status).toBe('running');
+  }, 150_000);
+
+  it('a PNG sent with a message reaches the Responses API as an image input of the same thread, from a sealed sandbox through the worker port', async () => {
+    const session = await api().createSession({ template: 'codex-talk', prompt: 'Create out.txt containing hello, using the shell.' });
+    const workerId = session.worker_id;
+    const results = async () => ofType(await api().events(workerId), 'result');
+    const request = await api().oneOpenRequest(workerId);
+    expect((await decide(workerId, { request_id: request.data.request_id, decision: 'allow' })).status).toBe(201);
+    await waitFor('idle after turn 1', async () => (await results()).length === 1 && (await activityNow(workerId)) === 'idle', 60_000, 100);
+    const sent = await fetch(`${stack.gatewayUrl}/v1/workers/${workerId}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'What is in this picture?', images: [{ media_type: 'image/png', data: TINY_PNG_BASE64 }] }),
+    });
+    expect(sent.status).toBe(202);
+    await waitFor('turn 2 ended', async () => (await results()).length === 2, 60_000, 100);
+    const withImage = proxied.requests().find((body) => JSON.stringify(body['input']).includes(TINY_PNG_BASE64));
+    expect(withImage, 'no model request carried the image').toBeDefined();
+    const items = (withImage!['input'] as Array<{ role?: string; content?: Array<Record<string, unknown>> }>).flatMap((item) => item.content ?? []);
+    expect(items).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'input_image', image_url: `data:image/png;base64,${TINY_PNG_BASE64}` }),
+        expect.objectContaining({ type: 'input_text', text: 'What is in this picture?' }),
+      ]),
+    );
+    const events = await api().events(workerId);
+    expect(JSON.stringify(events)).not.toContain(TINY_PNG_BASE64);
+    expect(systemOf(events, 'message_undelivered')).toEqual([]);
   }, 150_000);
 });

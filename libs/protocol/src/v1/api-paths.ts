@@ -36,5 +36,7 @@ export const apiPaths = {
   controlRequests: (workerId: string, parameters: { state?: string } = {}) => `${worker(workerId)}/control/requests${query(parameters)}`,
   permissionRules: (workerId: string) => `${worker(workerId)}/permission-rules`,
   messages: (workerId: string) => `${worker(workerId)}/messages`,
+  /** An image of a person's message, by its SHA-256 (hex). */
+  messageImage: (workerId: string, sha256: string) => `${worker(workerId)}/messages/images/${encodeURIComponent(sha256)}`,
   interrupt: (workerId: string) => `${worker(workerId)}/interrupt`,
 } as const;

@@ -138,6 +138,12 @@ export const kvBuckets = {
   modelUsage: 'svc_model_usage',
 } as const;
 
+/** JetStream object stores (each a stream named `OBJ_<bucket>`). */
+export const objectBuckets = {
+  /** `<worker id>/<sha256>` → an image a person sent with a message, kept `MESSAGE_IMAGES_KEPT_MS` (docs/conversations.md, "Images"). */
+  messageImages: 'svc_message_images',
+} as const;
+
 /** NATS header names. */
 export const headers = {
   /** The request id of the HTTP request that caused this message. */

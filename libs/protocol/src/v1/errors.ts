@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   session_not_found: 404,
   template_not_found: 404,
   request_not_found: 404,
+  /** No image of a person's message is kept under that name (never sent, or older than kept). */
+  image_not_found: 404,
   method_not_allowed: 405,
   worker_ended: 409,
   already_decided: 409,

@@ -8,6 +8,7 @@ export * from './lists.js';
 export * from './sdk-events-api.js';
 export * from './control-api.js';
 export * from './messages-api.js';
+export * from './message-images.js';
 export * from './activity.js';
 export * from './sessions-api.js';
 export * from './status-api.js';

@@ -1,23 +1,10 @@
 import Type, { type Static } from 'typebox';
 import type { EventData } from './events.js';
 import type { StoredEvent } from './envelope.js';
+import { MESSAGE_IMAGE_TYPES, MESSAGE_LIMITS, type MessageImageRefType } from './message-images.js';
 import { WorkerId } from './primitives.js';
 import { parseSource } from './provenance.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
-
-/**
- * How large a person's message may be (docs/conversations.md): beyond these the gateway answers
- * 413 `payload_too_large`. Text is counted in characters as JSON gives them.
- */
-export const MESSAGE_LIMITS = {
-  textChars: 32_768,
-  images: 4,
-  /** Per image, decoded. */
-  imageBytes: 3 * 1024 * 1024,
-} as const;
-
-/** The image kinds both model APIs take. */
-const MESSAGE_IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 
 const ClientMessageId = Type.String({
   minLength: 1,
@@ -39,7 +26,7 @@ export const PostMessageBody = Type.Object(
           },
           { additionalProperties: false },
         ),
-        { minItems: 1, description: `At most ${MESSAGE_LIMITS.images}, each at most ${MESSAGE_LIMITS.imageBytes} bytes decoded.` },
+        { minItems: 1, description: `At most ${MESSAGE_LIMITS.images}, each at most ${MESSAGE_LIMITS.imageBytes} bytes decoded (beyond: 413).` },
       ),
     ),
     client_message_id: Type.Optional(ClientMessageId),
@@ -60,12 +47,16 @@ export const PostMessageResponse = Type.Object(
 export type PostMessageResponseType = Static<typeof PostMessageResponse>;
 
 /** A person's message as the history holds it: a `system` event of subtype `person_message`, written by the control plane for that person. */
-export function personMessageData(text: string, messageId: string, clientMessageId?: string): EventData<'system'> {
+export function personMessageData(text: string, messageId: string, clientMessageId?: string, images: readonly MessageImageRefType[] = []): EventData<'system'> {
   return {
     level: 'info',
     message: text,
     subtype: SYSTEM_SUBTYPES.personMessage,
-    details: { message_id: messageId, ...(clientMessageId === undefined ? {} : { client_message_id: clientMessageId }) },
+    details: {
+      message_id: messageId,
+      ...(clientMessageId === undefined ? {} : { client_message_id: clientMessageId }),
+      ...(images.length === 0 ? {} : { images: images.map((image) => ({ ...image })) }),
+    },
   };
 }
 

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import {
   CodedError,
   isEndedStatus,
+  MESSAGE_BODY_LIMIT_BYTES,
   MESSAGE_LIMITS,
   personInterruptData,
   personInterruptUid,
@@ -22,6 +23,7 @@ import type { FastifyRequest } from 'fastify';
 import type { UserPrincipal, WorkerDirectory } from '@svc/auth';
 import { authorizeWorker } from '../auth/authorization.js';
 import { channelOf } from './audit.js';
+import { keptImages } from './message-images.js';
 import { errorResponses, routePlugin } from './route-plugin.js';
 
 const errors = errorResponses(400, 401, 403, 404, 409, 413, 429, 501, 503, 504);
@@ -64,7 +66,7 @@ async function steerableWorker(
  * writer like the agent's own events, sourced to the person, and answered 202 once durable; the
  * sidecar takes it from its control channel.
  */
-export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-directory', 'svc-incoming-events'], async (app) => {
+export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-directory', 'svc-incoming-events', 'svc-message-images'], async (app) => {
   /** Publishes a person's event for the worker's one writer, sourced to them; resolves once durable. */
   const publishForPerson = (request: FastifyRequest, person: UserPrincipal, workerId: string, event: IncomingEvent) => {
     const source = personSource(channelOf(request) as PersonChannel, person.sub);
@@ -74,10 +76,12 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
   app.post(
     '/v1/workers/:id/messages',
     {
+      // Images come base64 in the body: up to the message's own limits, not the gateway's default.
+      bodyLimit: MESSAGE_BODY_LIMIT_BYTES,
       schema: {
         tags: ['conversations'],
         summary: "Send a message to the worker's agent",
-        description: `Answered 202 with its \`message_id\` once durable; it is stored in the history as a \`system\` event of subtype \`person_message\` and handed to the agent once. A repeated \`client_message_id\` is stored once and answered with the same \`message_id\`. For the worker's owner (and admins); a worker token gets 403. 400 when the text is empty (and no image), 413 \`payload_too_large\` beyond ${MESSAGE_LIMITS.textChars} characters, 409 \`worker_ended\` once the worker has ended, 409 \`not_conversational\` when its session runs one prompt only. Images are not built yet: 501 \`not_implemented\`.`,
+        description: `Answered 202 with its \`message_id\` once durable; it is stored in the history as a \`system\` event of subtype \`person_message\` and handed to the agent once. A repeated \`client_message_id\` is stored once and answered with the same \`message_id\`. For the worker's owner (and admins); a worker token gets 403. Images (PNG, JPEG, GIF, WebP) are kept beside the history, which names each by its SHA-256 (\`details.images\`). 400 when the text is empty and there is no image, or an image's data is not the kind it is said to be; 413 \`payload_too_large\` beyond ${MESSAGE_LIMITS.textChars} characters, ${MESSAGE_LIMITS.images} images or ${MESSAGE_LIMITS.imageBytes} bytes an image (decoded); 409 \`worker_ended\` once the worker has ended, 409 \`not_conversational\` when its session runs one prompt only.`,
         params: WorkerParams,
         body: PostMessageBody,
         response: { 202: PostMessageResponse, ...errors },
@@ -91,18 +95,18 @@ export const messageRoutes = routePlugin('svc-message-routes', ['svc-worker-dire
           'not_conversational',
           `worker ${workerId} runs one prompt and no more (its template's [session] mode is "one_shot"): start a session whose template has mode = "conversation"`,
         );
-      const { text, images, client_message_id: clientMessageId } = request.body;
+      const { text, images = [], client_message_id: clientMessageId } = request.body;
       if (text.length > MESSAGE_LIMITS.textChars)
         throw new CodedError('payload_too_large', `/body/text has ${text.length} characters; a message holds at most ${MESSAGE_LIMITS.textChars}`);
-      if (images !== undefined) throw new CodedError('not_implemented', 'images in messages are not built yet: send the text alone');
-      if (text.trim() === '') throw new CodedError('invalid_request', '/body/text is empty: say something (or send an image)');
+      if (text.trim() === '' && images.length === 0) throw new CodedError('invalid_request', '/body/text is empty: say something (or send an image)');
+      const imageRefs = await keptImages(app.messageImages, workerId, images);
       const messageId = messageIdOf(workerId, person.sub, clientMessageId);
       const ts = new Date().toISOString();
       await publishForPerson(request, person, workerId, {
         type: 'system',
         uid: personMessageUid(messageId),
         ts,
-        data: personMessageData(text, messageId, clientMessageId),
+        data: personMessageData(text, messageId, clientMessageId, imageRefs),
       });
       const answer: PostMessageResponseType = {
         message_id: messageId,

@@ -13,6 +13,7 @@ export type GatewayPart =
   | 'svc-followers'
   | 'svc-websockets'
   | 'svc-model-usage'
+  | 'svc-message-images'
   | 'svc-incoming-events';
 
 /**
