@@ -1,10 +1,21 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { crc32, deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
-import { apiPaths, isPersonMessage, type EventData, type ListResponseOf, type StoredEvent } from '@svc/protocol';
+import {
+  apiPaths,
+  isPersonMessage,
+  MESSAGE_LIMITS,
+  personMessageImages,
+  type EventData,
+  type ListResponseOf,
+  type PostMessageBodyType,
+  type StoredEvent,
+} from '@svc/protocol';
+import { pngOfSize } from '@svc/test-support';
 import { launchBrowser } from '@svc/test-support/browser';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 
@@ -27,6 +38,29 @@ async function seriousViolations(page: Page, where: string): Promise<string[]> {
   return violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map((violation) => `${where}: ${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+}
+
+/** A PNG of `width`×`height` pixels of one colour (8-bit RGB, no filter): a real image for the browser to decode. */
+function solidPng(width: number, height: number, [red, green, blue]: [number, number, number]): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const typed = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const framed = Buffer.alloc(typed.length + 8);
+    framed.writeUInt32BE(data.length, 0);
+    typed.copy(framed, 4);
+    framed.writeUInt32BE(crc32(typed), typed.length + 4);
+    return framed;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: width }, () => [red, green, blue]).flat())]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(Buffer.concat(Array.from({ length: height }, () => row)))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** How long the browser's network stays down while the agent goes on. */
@@ -419,6 +453,121 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.locator('.activity-idle').waitFor({ timeout: 10_000 });
     await page.context().close();
   }, 60_000);
+
+  it('images in a message, on a phone: attached by the picker and by paste, refused in the page beyond the limit, kept when the gateway refuses, sent with the text; the history shows them loaded', async () => {
+    const phone = { width: 390, height: 844 };
+    const page = await signedIn('/sessions', phone);
+    const workerId = await startFrom(page, 'demo-talk');
+    await page.locator('header .activity-idle').waitFor({ timeout: 30_000 });
+    const form = page.getByRole('form', { name: 'Talk to the agent' });
+    const box = form.getByRole('textbox', { name: 'Message to the agent' });
+    const attachButton = form.getByRole('button', { name: 'Attach images' });
+    const attached = form.getByRole('list', { name: 'Attached images' });
+    const refusal = form.getByRole('alert');
+    const posted: PostMessageBodyType[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && request.url().endsWith(apiPaths.messages(workerId))) posted.push(request.postDataJSON() as PostMessageBodyType);
+    });
+    const pick = async (files: Array<{ name: string; mimeType: string; buffer: Buffer }>) => {
+      const [chooser] = await Promise.all([page.waitForEvent('filechooser'), attachButton.click()]);
+      expect(chooser.isMultiple()).toBe(true);
+      await chooser.setFiles(files);
+    };
+    // The picker's button is in reach of a thumb, at the foot of the screen, as tall as the others.
+    const buttonBox = (await attachButton.boundingBox())!;
+    expect(buttonBox.height).toBeGreaterThanOrEqual(44);
+    expect(buttonBox.y + buttonBox.height).toBeGreaterThan(phone.height - 80);
+
+    // Too large, and not an image: refused in the page, each by name; nothing attached, nothing sent.
+    await pick([
+      { name: 'huge.png', mimeType: 'image/png', buffer: pngOfSize(MESSAGE_LIMITS.imageBytes + 1) },
+      { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') },
+    ]);
+    await refusal
+      .filter({ hasText: 'Not attached: huge.png is 3.1 MiB; an image may be at most 3 MiB; notes.txt is not a PNG, JPEG, GIF, or WebP image' })
+      .waitFor();
+    expect(await attached.count()).toBe(0);
+
+    // One by the picker, one pasted (a screenshot on the clipboard), one picked and taken off again.
+    const red = solidPng(12, 8, [220, 30, 30]);
+    const blue = solidPng(10, 6, [30, 30, 220]);
+    await pick([{ name: 'red.png', mimeType: 'image/png', buffer: red }]);
+    const thumbnail = attached.getByRole('img', { name: 'Image 1: red.png' });
+    await expect.poll(() => thumbnail.evaluate((image: HTMLImageElement) => (image.complete ? image.naturalWidth : 0)).catch(() => 0)).toBe(12);
+    await box.evaluate((textarea, base64) => {
+      const clipboard = new DataTransfer();
+      clipboard.items.add(new File([Uint8Array.from(atob(base64), (character) => character.charCodeAt(0))], 'image.png', { type: 'image/png' }));
+      textarea.dispatchEvent(new ClipboardEvent('paste', { clipboardData: clipboard, bubbles: true, cancelable: true }));
+    }, blue.toString('base64'));
+    await attached.getByRole('img', { name: 'Image 2: image.png' }).waitFor();
+    await pick([{ name: 'extra.png', mimeType: 'image/png', buffer: red }]);
+    await form.getByRole('button', { name: 'Remove image 3 (extra.png)' }).click();
+    await expect.poll(() => attached.getByRole('listitem').count()).toBe(2);
+    expect(posted).toHaveLength(0);
+
+    // The gateway refuses the first send: its words are shown, the text and the images stay.
+    await page.route(
+      `**${apiPaths.messages(workerId)}`,
+      (route) => route.fulfill({ status: 400, json: { code: 'invalid_request', message: '/body/images/1/data is not image/png' } }),
+      { times: 1 },
+    );
+    await box.fill('what do you see?');
+    await box.press('Enter');
+    await refusal.filter({ hasText: 'Not sent: /body/images/1/data is not image/png' }).waitFor();
+    expect(await box.inputValue()).toBe('what do you see?');
+    expect(await attached.getByRole('listitem').count()).toBe(2);
+
+    // Sent again: the same message (its id), the images base64 in the order attached; the box empties.
+    await form.getByRole('button', { name: 'Send' }).click();
+    await expect.poll(() => box.inputValue()).toBe('');
+    expect(await attached.count()).toBe(0);
+    expect(posted).toHaveLength(2);
+    expect(posted[1]).toEqual({
+      text: 'what do you see?',
+      images: [
+        { media_type: 'image/png', data: red.toString('base64') },
+        { media_type: 'image/png', data: blue.toString('base64') },
+      ],
+      client_message_id: posted[0]!.client_message_id,
+    });
+
+    // The history names the images; the page reads each with the token and shows it decoded.
+    const row = page.locator('.row.person').filter({ hasText: 'You: what do you see?' });
+    await row.waitFor({ timeout: 10_000 });
+    const shownWidth = (number: number) =>
+      row
+        .getByRole('button', { name: new RegExp(`^Image ${number}, PNG`) })
+        .locator('img')
+        .evaluate((image: HTMLImageElement) => (image.complete ? image.naturalWidth : 0))
+        .catch(() => 0);
+    await expect.poll(() => shownWidth(1), { timeout: 10_000 }).toBe(12);
+    await expect.poll(() => shownWidth(2), { timeout: 10_000 }).toBe(10);
+    expect(await row.locator('img').first().getAttribute('src')).toMatch(/^blob:/);
+    const larger = row.getByRole('button', { name: /^Image 1, PNG, .*: show larger$/ });
+    await larger.click();
+    await row.getByRole('button', { name: /^Image 1, PNG, .*: show smaller$/ }).waitFor();
+    const stored = (await storedEvents(workerId)).find((event) => isPersonMessage(event) && (event.data as EventData<'system'>).message === 'what do you see?');
+    expect(personMessageImages(stored as StoredEvent<'system'>).map((image) => image.bytes)).toEqual([red.length, blue.length]);
+
+    // The agent got the message (its images beside the text): the demo answers the text.
+    await page.locator('.row.assistant').filter({ hasText: 'You said: "what do you see?"' }).waitFor({ timeout: 20_000 });
+
+    // No serious or critical axe violation with images attached and in the history, phone and desktop.
+    await pick([{ name: 'red.png', mimeType: 'image/png', buffer: red }]);
+    await attached.getByRole('img', { name: 'Image 1: red.png' }).waitFor();
+    for (const viewport of [phone, { width: 1280, height: 800 }]) {
+      await page.setViewportSize(viewport);
+      expect(await seriousViolations(page, `images ${viewport.width}px`)).toEqual([]);
+    }
+
+    // An image the control plane no longer keeps (older than kept): the history says so in its place.
+    await page.route('**/messages/images/*', (route) => route.fulfill({ status: 404, json: { code: 'image_not_found', message: 'no image kept' } }));
+    await page.getByRole('tab', { name: 'Sandbox logs' }).click();
+    await page.getByRole('tab', { name: 'Events' }).click();
+    await row.getByText(/^Image 1, PNG, .*: image no longer kept$/).waitFor({ timeout: 10_000 });
+    expect(await row.locator('img').count()).toBe(0);
+    await page.context().close();
+  }, 90_000);
 
   it("the sandbox logs tab follows the worker's sandbox output over the logs WebSocket", async () => {
     const page = await signedIn('/sessions');

@@ -16,24 +16,32 @@ export type Api = ReturnType<typeof createApi>;
 
 /** Calls the gateway's `/v1` API with the signed-in user's token; a 401 signs out (the page asks to sign in again). */
 export function createApi(auth: Auth) {
+  /** The gateway's answer when it is a success; its `APIError` thrown otherwise. */
+  const call = async (method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<Response> => {
+    const token = auth.signedIn?.token;
+    if (!token) throw new ApiError(401, 'unauthorized', 'sign in first');
+    const response = await fetch(path, {
+      method,
+      // The audit trail records that a person came through the console.
+      headers: { authorization: `Bearer ${token}`, [CHANNEL_HEADER]: 'console', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (response.ok) return response;
+    const text = await response.text();
+    const error = (text ? (JSON.parse(text) as unknown) : {}) as { code?: string; message?: string };
+    if (response.status === 401) auth.expired();
+    throw new ApiError(response.status, error.code ?? 'internal', error.message ?? `HTTP ${response.status}`);
+  };
+
   return {
     async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
-      const token = auth.signedIn?.token;
-      if (!token) throw new ApiError(401, 'unauthorized', 'sign in first');
-      const response = await fetch(path, {
-        method,
-        // The audit trail records that a person came through the console.
-        headers: { authorization: `Bearer ${token}`, [CHANNEL_HEADER]: 'console', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      const text = await response.text();
-      const parsed = text ? (JSON.parse(text) as unknown) : undefined;
-      if (!response.ok) {
-        const error = (parsed ?? {}) as { code?: string; message?: string };
-        if (response.status === 401) auth.expired();
-        throw new ApiError(response.status, error.code ?? 'internal', error.message ?? `HTTP ${response.status}`);
-      }
-      return parsed as T;
+      const text = await (await call(method, path, body)).text();
+      return (text ? JSON.parse(text) : undefined) as T;
+    },
+
+    /** What a path answers as bytes (an image of a message): a browser cannot send the token with an `<img src>`. */
+    async blob(path: string): Promise<Blob> {
+      return (await call('GET', path)).blob();
     },
   };
 }

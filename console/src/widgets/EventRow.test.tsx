@@ -70,6 +70,25 @@ describe('console widgets — agent text is text: React escapes markup, and an e
     expect(markupOf(<EventRow event={{ ...message, source: WORKER_SOURCE }} you="alice" />)).toContain('class="row system level-info"');
   });
 
+  it("EventRow — a person's message shows its images as thumbnails, named for a screen reader; the history holds no bytes, so each is read afterwards", () => {
+    const sha256 = 'a'.repeat(64);
+    const message = {
+      ...stored('system', personMessageData('look', 'msg_1', undefined, [{ media_type: 'image/png', sha256, bytes: 2048 }])),
+      source: personSource('console', 'alice'),
+    };
+    const html = markupOf(
+      <Console.Provider value={{ api: {} as Api, auth: {} as Auth }}>
+        <EventRow event={message} you="alice" />
+      </Console.Provider>,
+    );
+    expect(html).toContain('<span class="tag">You:</span> look');
+    expect(html).toContain(
+      '<ul class="message-images" aria-label="Images"><li><span class="message-image placeholder">Image 1, PNG, 2 KiB: loading…</span></li></ul>',
+    );
+    // Without images, a message renders as before: nothing to read, no list.
+    expect(markupOf(<EventRow event={{ ...message, data: personMessageData('look', 'msg_2') }} you="alice" />)).not.toContain('message-images');
+  });
+
   it('EventRow — an assistant text is Markdown without its HTML: no element, no script link; the text around stays', () => {
     const html = markupOf(
       <EventRow event={stored('assistant', { text: `Look ${MARKUP} here <script>alert(2)</script> [click](javascript:alert(3)) \u001b[8mhidden` })} />,

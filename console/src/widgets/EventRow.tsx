@@ -1,7 +1,8 @@
-import { isPersonInterrupt, isPersonMessage, parseSource, type StoredEvent } from '@svc/protocol';
+import { isPersonInterrupt, isPersonMessage, parseSource, personMessageImages, type StoredEvent } from '@svc/protocol';
 import { deciderOf, firstLines, formatCost, formatCount, summarizeInput } from '@svc/viewer';
 import { memo, useState } from 'react';
 import Markdown, { type Components } from 'react-markdown';
+import { MessageImages } from './MessageImages.js';
 
 /**
  * One event of the history, as `svc attach` shows it (the same summaries, from `@svc/viewer`).
@@ -35,12 +36,15 @@ export function EventRow({ event, you }: { event: StoredEvent; you?: string | un
       const data = (event as StoredEvent<'system'>).data;
       // Read before the checks below narrow `event` away.
       const source = event.source;
-      if (isPersonMessage(event))
+      if (isPersonMessage(event)) {
+        const images = personMessageImages(event);
         return (
           <div className="row person">
             <span className="tag">{personName(source, you)}:</span> {data.message}
+            {images.length > 0 && <MessageImages workerId={event.worker_id} images={images} />}
           </div>
         );
+      }
       if (isPersonInterrupt(event))
         return (
           <div className="row person interrupt">

@@ -25,7 +25,8 @@ export function consoleCsp(signIn: ConsoleSignIn): string {
     "default-src 'self'",
     "script-src 'self'",
     "style-src 'self'",
-    "img-src 'self' data:",
+    // blob: the images of people's messages, fetched with the person's token (an <img> cannot send it).
+    "img-src 'self' data: blob:",
     "font-src 'self'",
     `connect-src 'self'${provider}`,
     "object-src 'none'",
