@@ -252,7 +252,7 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
     expect(await readFile(path.join(stack.sandboxesDir, workerId, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
   }, 150_000);
 
-  it('exactly once: the sidecar killed -9 right after a poll handed it a message; started again, the agent gets that message once (the model sees it once)', async () => {
+  it('exactly once: the sidecar killed -9 right after a poll handed it a message; started again, the conversation holds it once, and the model is asked about it once (once more only if the killed CLI had asked)', async () => {
     const { worker, config, first } = await idleConversation('once');
 
     const text = 'Say this ONCE, please.';
@@ -269,11 +269,18 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
     await waitFor('the message handed on', async () => (await readFile(cursorFile, 'utf8').catch(() => '')).trim() === stored.id, 30_000, 2);
     process.kill(first.pid, 'SIGKILL');
     await first.exited;
+    const askedAbout = () => mock.requests().filter((body) => lastUserText(body).includes(text)).length;
+    // What the killed CLI sent before it died has reached the stand-in by now (the model proxy
+    // that carried it died with the sidecar).
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const askedBeforeTheKill = askedAbout();
 
     const again = await startSidecarWith(dir, 'once', config);
-    // Whether the killed CLI's model request went out before the kill or the restarted sidecar
-    // handed the message over again, the model is asked about it once...
-    const askedAbout = () => mock.requests().filter((body) => lastUserText(body).includes(text)).length;
+    // The restarted sidecar hands the message over again only where the agent never took it, or
+    // took it and was killed before it recorded the model's answer (docs/conversations.md,
+    // "Exactly once": its transcript is cut, so it holds the message once). So the model is
+    // asked about it once — once more only when the killed CLI's request was out before the kill...
+    expect(askedBeforeTheKill).toBeLessThanOrEqual(1);
     await waitFor(
       'the model asked about the message',
       async () => {
@@ -286,7 +293,9 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
       throw new Error(`${String(err)}\n${again.stderr().slice(-4000)}`);
     });
     await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(askedAbout()).toBe(1);
+    // (once more when that answer had not been recorded: with it recorded, the message counts as taken).
+    expect(askedAbout()).toBeGreaterThanOrEqual(1);
+    expect(askedAbout()).toBeLessThanOrEqual(1 + askedBeforeTheKill);
     // ...and the conversation holds it once: the next turn's request carries it once.
     expect((await post(`/v1/workers/${worker.worker_id}/messages`, { text: 'And now?' })).status).toBe(202);
     // (A resumed 2.1.197 may be played the script's tool step again: what it asks is allowed.)
