@@ -27,6 +27,7 @@ import { fetchMessageImages } from './message-images.js';
 import { createDecisionPoller } from './decision-poller.js';
 import { createControlPlaneClient, type ControlPlaneClient } from './http-client.js';
 import { createOutbox } from './outbox.js';
+import { markFinished, markStarted } from './state-marks.js';
 import { startEgressProxy } from './egress-proxy.js';
 import { startModelProxy } from './model-proxy.js';
 import { createPermissionEngine } from './permissions.js';
@@ -130,6 +131,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     modelBaseUrls: proxies.modelBaseUrls,
   };
   mkdirSync(config.state_dir, { recursive: true });
+  markStarted(config.state_dir);
   const conversation = agentConversation(config.state_dir);
   const resumeAtStart = config.conversation ? conversation.id() : undefined;
   // Before the agent starts, so a run the adapter cannot do stops before anything starts.
@@ -139,6 +141,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   } catch (err) {
     await proxies.close();
     client.close();
+    markFinished(config.state_dir, 2);
     throw err;
   }
   const pgidFile = path.join(config.state_dir, 'agent.pgid');
@@ -344,6 +347,7 @@ class Sidecar {
     await proxies.close();
     await outbox.close(this.terminating ? config.kill_grace_ms : undefined);
     client.close();
+    markFinished(config.state_dir, code);
     this.finish(code);
   }
 }

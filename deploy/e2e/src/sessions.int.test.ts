@@ -17,6 +17,7 @@ import {
 import { waitFor } from '@svc/test-support';
 import { fastDemoConversation } from './built-in-templates.js';
 import { StreamViewer } from './readers.js';
+import { sidecarPidOf } from './sandbox-processes.js';
 import { startStack, type E2eStack } from './stack.js';
 
 /** What a template might smuggle in, if anything ever went through a shell. */
@@ -246,6 +247,28 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     await waitFor('idle again', async () => (await workerNow()).activity === 'idle', 10_000, 100);
     expect(activities(await eventsOf(session.worker_id))).toEqual(['working', 'idle', 'suspended', 'working', 'idle']);
     // The file the first run wrote is still in the workspace.
+    expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/hello.txt'), 'utf8')).toContain('hello from the svc demo agent');
+    expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
+  });
+
+  it('the sidecar killed (SIGKILL) while idle: its supervisor starts it again, it starts suspended, and a message resumes the conversation, the workspace as it was', async () => {
+    const session = await createSession({ template: 'demo-talk' });
+    const workerNow = async () => (await api('GET', `/v1/workers/${session.worker_id}`)).body as unknown as Worker;
+    await waitFor('idle', async () => (await workerNow()).activity === 'idle', 30_000, 100);
+    const killed = (await sidecarPidOf(stack.sandboxesDir, session.worker_id))!;
+    expect(killed).toBeGreaterThan(0);
+    process.kill(killed, 'SIGKILL');
+    await waitFor('suspended by the sidecar started again', async () => (await workerNow()).activity === 'suspended', 30_000, 100);
+    const again = await sidecarPidOf(stack.sandboxesDir, session.worker_id);
+    expect(again).toBeDefined();
+    expect(again).not.toBe(killed);
+    expect((await api('POST', `/v1/workers/${session.worker_id}/messages`, { text: 'still there?' })).status).toBe(202);
+    const results = async () => (await eventsOf(session.worker_id)).filter((e) => e.type === 'result');
+    await waitFor('the resumed turn ended', async () => (await results()).length === 2, 30_000, 100);
+    expect(((await results())[1]!.data as EventData<'result'>).text).toContain('You said: "still there?"');
+    const starts = (await eventsOf(session.worker_id)).filter((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'agent_start');
+    expect(starts.map((e) => (e.data as EventData<'system'>).details?.['resumed'] ?? false)).toEqual([false, true]);
+    expect(((await api('GET', `/v1/sessions/${session.id}`)).body as unknown as Session).status).toBe('running');
     expect(await readFile(path.join(stack.sandboxesDir, session.worker_id, 'root/workspace/hello.txt'), 'utf8')).toContain('hello from the svc demo agent');
     expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
   });

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -307,5 +308,8 @@ describe('svc-sidecar under the real control plane (every service its own proces
     expect(await second.exited).toBe(0);
     // a2 was for the agent that died with the first sidecar: never written to the new one.
     expect(await delivered()).toEqual([a1, b1, b2]);
+    // Its supervisor would have started it again, as the test did; this one finished, so no more.
+    expect(existsSync(path.join(dir, 'restart-state', 'started'))).toBe(true);
+    expect((await readFile(path.join(dir, 'restart-state', 'finished'), 'utf8')).trim()).toBe('0');
   }, 60_000);
 });

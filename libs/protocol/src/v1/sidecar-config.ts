@@ -80,3 +80,11 @@ export const SidecarConfigSchema = Type.Object(
   { additionalProperties: false },
 );
 export type SidecarConfig = Static<typeof SidecarConfigSchema>;
+
+/**
+ * Files the sidecar keeps in its state directory that its supervisor reads (docs/sidecar.md,
+ * "Started again"): `started` once it has started, `finished` once its work is done and every
+ * event delivered. A sidecar that exits with `started` and without `finished` died before its
+ * work was done, and is started again.
+ */
+export const SIDECAR_STATE_MARKS = { started: 'started', finished: 'finished' } as const;

@@ -2,6 +2,7 @@ import { access, constants } from 'node:fs/promises';
 import type { SidecarConfig } from '@svc/protocol';
 import { baseEnv, resolveCommand, SANDBOX_PATHS, SANDBOX_TARGET } from '../sandbox-layout.js';
 import { madeBefore, type SpawnContext, type SpawnStep } from '../spawn-step.js';
+import { supervisedSidecar } from '../sidecar-supervisor.js';
 import { egressPolicyOf } from '../worker-policy.js';
 
 /** 6.5.1: the svc-sidecar single executable built for the sandbox's architecture. */
@@ -72,7 +73,8 @@ const start: SpawnStep = {
   name: 'sidecar.start',
   async run(spawn) {
     const box = madeBefore(spawn, 'sandbox');
-    await box.startBackground([box.resolvePath(SANDBOX_PATHS.sidecarBinary)], {
+    // Under its supervisor: a sidecar that dies before its work is done is started again on its state.
+    await box.startBackground(supervisedSidecar(box.resolvePath(SANDBOX_PATHS.sidecarBinary), box.resolvePath(SANDBOX_PATHS.sidecarState)), {
       ...baseEnv(spawn.deps.sandboxPath, {}),
       SVC_SIDECAR_CONFIG: box.resolvePath(SANDBOX_PATHS.sidecarConfig),
     });
