@@ -5,7 +5,7 @@ const EVENT_ID = /^[1-9][0-9]{0,19}$/;
 
 /**
  * The ids of the people's messages handed to the agent since it was last idle, kept in the state
- * directory (`handed-messages`), each written before the decision cursor moves past it. A
+ * directory (`handed-messages`), each written before the control channel cursor moves past it. A
  * sidecar started again asks the agent's own record of its conversation which of these it took,
  * and hands the others over again (docs/conversations.md, "Exactly once"). The state directory
  * is the sandbox's: only ids are kept, and the messages themselves are read again from the

@@ -121,7 +121,7 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
     /**
      * A streamed request to the control plane with the worker token (the model proxy's hop):
      * the caller writes the body and reads the response. It gets its own connections, so a long
-     * model stream never holds up the event posts or the decision poll.
+     * model stream never holds up the event posts or the control channel poll.
      */
     open(method: string, path: string, headers: http.OutgoingHttpHeaders): http.ClientRequest {
       return transport.request({

@@ -6,7 +6,7 @@ import type { StoredEvent } from '@svc/protocol';
 import { pngOfSize, TINY_PNG_BASE64, waitFor } from '@svc/test-support';
 import { startControlPlaneStandIn } from '../test/control-plane-stand-in.js';
 import type { AgentEvent } from './adapters/adapter.js';
-import { createDecisionPoller } from './decision-poller.js';
+import { createControlChannelPoller } from './control-channel-poller.js';
 import { createControlPlaneClient } from './http-client.js';
 import { fetchMessageImages, imagesOf } from './message-images.js';
 
@@ -25,7 +25,7 @@ describe("a person's message images, fetched by the sidecar before the message g
     const handed: StoredEvent[] = [];
     const recorded: AgentEvent[] = [];
     const warnings: string[] = [];
-    const poller = createDecisionPoller({
+    const poller = createControlChannelPoller({
       client,
       workerId: 'wrk_1',
       stateDir,

@@ -24,7 +24,7 @@ import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
 import { genericAdapter } from './adapters/generic.js';
 import type { LoadedSidecarConfig } from './config.js';
 import { fetchMessageImages } from './message-images.js';
-import { createDecisionPoller } from './decision-poller.js';
+import { createControlChannelPoller } from './control-channel-poller.js';
 import { createControlPlaneClient, type ControlPlaneClient } from './http-client.js';
 import { createOutbox } from './outbox.js';
 import { markFinished, markStarted } from './state-marks.js';
@@ -175,7 +175,7 @@ class Sidecar {
   private terminating = false;
   private finish: (code: number) => void = () => {};
   readonly finished = new Promise<number>((resolve) => (this.finish = resolve));
-  private poller: ReturnType<typeof createDecisionPoller> | undefined;
+  private poller: ReturnType<typeof createControlChannelPoller> | undefined;
 
   constructor(
     private readonly parts: SidecarParts,
@@ -188,7 +188,7 @@ class Sidecar {
   listen(): void {
     const { config, client, warn } = this.parts;
     if (this.terminating) return;
-    this.poller = createDecisionPoller({
+    this.poller = createControlChannelPoller({
       client,
       workerId: config.worker_id,
       stateDir: config.state_dir,
@@ -325,7 +325,7 @@ class Sidecar {
   /** The person's message stored under `id`, as the control plane holds it (the state directory is the sandbox's: it only names it). */
   private async personMessage(id: string): Promise<StoredEvent<'system'> | undefined> {
     const { client, config } = this.parts;
-    const outcome = await client.send('GET', apiPaths.pendingDecisions(config.worker_id, { after_id: (BigInt(id) - 1n).toString(), wait_ms: 0, limit: 1 }));
+    const outcome = await client.send('GET', apiPaths.pendingInputs(config.worker_id, { after_id: (BigInt(id) - 1n).toString(), wait_ms: 0, limit: 1 }));
     if (!outcome.ok) return undefined;
     const [input] = (outcome.body as ListResponseOf<StoredEvent>).items;
     if (input?.id !== id || !isPersonMessage(input)) return undefined;

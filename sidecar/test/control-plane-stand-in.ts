@@ -7,7 +7,7 @@ import { personMessageData, type IncomingEvent, type MessageImageType, type Stor
 const EMPTY_POLL_ANSWER_MS = 20;
 
 /**
- * The gateway routes a sidecar's outbox and decision poller use, on loopback: `POST
+ * The gateway routes a sidecar's outbox and control channel poller use, on loopback: `POST
  * …/sdk-events` (stores by uid, once), `GET …/control/pending` (the decisions and people's
  * messages after the cursor) and `GET …/messages/images/{sha256}` (a message's image). `down`
  * answers 503 with Retry-After, as the gateway does when a dependency is away.

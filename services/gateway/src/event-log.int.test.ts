@@ -69,7 +69,7 @@ async function runWorkload(fixtureOptions: FixtureOptions) {
   });
   stop.unshift(() => subscription.stop());
 
-  // The sidecar's decision polls, each from its own cursor, as a sidecar polls.
+  // The sidecar's control channel polls, each from its own cursor, as a sidecar polls.
   let polling = true;
   const polls = Array.from({ length: POLLS }, () => {
     const decisions: string[] = [];
@@ -148,7 +148,7 @@ describe('one stored-event log: every reader sees every event once, in id order'
   it("one announcement lost: every follower (each viewer, the long polls' log, the bus subscriber) refills the hole from the store", async () => {
     let dropped = false;
     // A batch of the agent's events, not one holding a decision: the gateway that took a decision
-    // offers it to the decision log from the control service's answer, so a lost announcement of
+    // offers it to the input log from the control service's answer, so a lost announcement of
     // a decision alone (decisions are handed over on their own now) is no hole for that log.
     const dropAnnouncement = (batch: StoredEventBatchType) => {
       if (dropped || BigInt(batch.events[0]!.id) < 500n || batch.events.some((event) => event.type === 'control_response')) return false;
@@ -158,7 +158,7 @@ describe('one stored-event log: every reader sees every event once, in id order'
     const run = await runWorkload({ dropAnnouncement });
     cleanups.push(run.stop);
     expect(dropped).toBe(true);
-    // Five viewers and the one decision log of the worker that the polls share.
+    // Five viewers and the one input log of the worker that the polls share.
     expect(run.gateway).toBeGreaterThanOrEqual(VIEWERS + 1);
     expect(run.bus).toBeGreaterThanOrEqual(1);
   }, 120_000);

@@ -44,7 +44,7 @@ describe('gateway listeners — the worker port serves the sidecar routes alone;
   it("listeners — through the worker port a sidecar's routes answer as on the public listener", async () => {
     const posted = await fromSandbox(apiPaths.sdkEvents(worker.worker_id), { method: 'POST', token: worker.token, body: systemEvent('via-worker-port') });
     expect(posted.status).toBe(202);
-    expect((await fromSandbox(apiPaths.pendingDecisions(worker.worker_id, { after_id: '0' }), { token: worker.token })).status).toBe(200);
+    expect((await fromSandbox(apiPaths.pendingInputs(worker.worker_id, { after_id: '0' }), { token: worker.token })).status).toBe(200);
     expect((await fromSandbox(apiPaths.permissionRules(worker.worker_id), { token: worker.token })).status).toBe(200);
   });
 

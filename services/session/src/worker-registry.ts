@@ -212,14 +212,14 @@ const LIVENESS_WRITE_INTERVAL_MS = 10_000;
 
 /**
  * How often liveness is written for a liveness deadline: at most every quarter of it. With the
- * sidecar's decision polls (also under a quarter), only a silent sidecar is lost.
+ * sidecar's control channel polls (also under a quarter), only a silent sidecar is lost.
  */
 export function livenessWriteIntervalOf(sidecarLostAfterMs: number): number {
   return Math.min(LIVENESS_WRITE_INTERVAL_MS, Math.floor(sidecarLostAfterMs / 4));
 }
 
 /**
- * Every decision poll says the sidecar is alive (`svc.workers.alive.<worker>`); the worker's
+ * Every control channel poll says the sidecar is alive (`svc.workers.alive.<worker>`); the worker's
  * `last_seen_at` records it, at most every 10 s. A failed or raced write is simply skipped: the
  * next poll brings another chance.
  */

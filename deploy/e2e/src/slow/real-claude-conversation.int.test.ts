@@ -265,7 +265,7 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
       ),
     );
     // The moment its poll has handed it on (the cursor saved), the sidecar is killed.
-    const cursorFile = path.join(dir, 'once-state', 'decision-cursor');
+    const cursorFile = path.join(dir, 'once-state', 'control-cursor');
     await waitFor('the message handed on', async () => (await readFile(cursorFile, 'utf8').catch(() => '')).trim() === stored.id, 30_000, 2);
     process.kill(first.pid, 'SIGKILL');
     await first.exited;

@@ -6,7 +6,7 @@ describe('apiPaths', () => {
     expect(apiPaths.sdkEvents('wrk_1')).toBe('/v1/workers/wrk_1/sdk-events');
     expect(apiPaths.sdkEvents('wrk_1', { after_id: '5', limit: 1000 })).toBe('/v1/workers/wrk_1/sdk-events?after_id=5&limit=1000');
     expect(apiPaths.eventStream('a/b', '0')).toBe('/v1/workers/a%2Fb/sdk-events/stream?after_id=0');
-    expect(apiPaths.pendingDecisions('wrk_1', { after_id: '7', wait_ms: 25_000, limit: 100 })).toBe(
+    expect(apiPaths.pendingInputs('wrk_1', { after_id: '7', wait_ms: 25_000, limit: 100 })).toBe(
       '/v1/workers/wrk_1/control/pending?after_id=7&wait_ms=25000&limit=100',
     );
     expect(apiPaths.sessions({ status: undefined, limit: 1 })).toBe('/v1/sessions?limit=1');

@@ -31,7 +31,7 @@ export const apiPaths = {
     `${worker(workerId)}/sdk-events${query(parameters)}`,
   eventStream: (workerId: string, afterId: string) => `${worker(workerId)}/sdk-events/stream${query({ after_id: afterId })}`,
   control: (workerId: string) => `${worker(workerId)}/control`,
-  pendingDecisions: (workerId: string, parameters: { after_id: string; wait_ms?: number; limit?: number }) =>
+  pendingInputs: (workerId: string, parameters: { after_id: string; wait_ms?: number; limit?: number }) =>
     `${worker(workerId)}/control/pending${query(parameters)}`,
   controlRequests: (workerId: string, parameters: { state?: string } = {}) => `${worker(workerId)}/control/requests${query(parameters)}`,
   permissionRules: (workerId: string) => `${worker(workerId)}/permission-rules`,

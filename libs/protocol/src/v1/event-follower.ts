@@ -28,7 +28,7 @@ export interface EventFollowerOptions<Live> {
 /**
  * Follows one worker's events from a cursor: replay from the store, then live, refilling any hole
  * from the store. The one way svc reads a worker's events in order: the gateway's WebSocket
- * stream and long-poll decision log, internal bus subscribers and the CLI's client all use it.
+ * stream and long-poll input log, internal bus subscribers and the CLI's client all use it.
  *
  * Live events must be `heard` from before the replay's first read (so that nothing falls between
  * the two); they wait while the store is read. Event-ingest announces each worker's events after

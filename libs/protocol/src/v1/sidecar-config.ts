@@ -56,7 +56,7 @@ export const SidecarConfigSchema = Type.Object(
       minimum: 10,
       maximum: 60_000,
       default: 1000,
-      description: 'Pause between decision polls after an error or an empty answer.',
+      description: 'Pause between control channel polls after an error or an empty answer.',
     }),
     agent: Type.Object(
       {
@@ -68,9 +68,9 @@ export const SidecarConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    /** Where the sidecar keeps its boot id, decision cursor and unsent events; never shared by two workers. */
+    /** Where the sidecar keeps its boot id, control channel cursor and unsent events; never shared by two workers. */
     state_dir: Type.String({ minLength: 1, default: '/var/lib/svc-sidecar' }),
-    /** How long each decision poll waits for a decision (the long poll's `wait_ms`). */
+    /** How long each control channel poll waits for an input (the long poll's `wait_ms`). */
     decision_wait_ms: Type.Integer({ minimum: 0, maximum: 30_000, default: 25_000 }),
     /** The most events unsent events may take on disk while the control plane is unreachable. */
     buffer_max_bytes: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024 }),

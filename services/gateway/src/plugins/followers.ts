@@ -3,7 +3,7 @@ import { createFollowerStats, type FollowerStats } from '@svc/protocol';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The refills of this gateway's event followers (WebSocket streams, long-poll decision logs). */
+    /** The refills of this gateway's event followers (WebSocket streams, long-poll input logs). */
     followers: FollowerStats;
   }
 }

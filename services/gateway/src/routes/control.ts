@@ -23,9 +23,9 @@ import {
   type StoredEvent,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
-import { createDecisionFeeds } from '../decision-feeds.js';
+import { createAgentInputFeeds } from '../agent-input-feeds.js';
 import { channelOf } from './audit.js';
-import { createPendingDecisions } from './pending-decisions.js';
+import { createPendingInputs } from './pending-inputs.js';
 import { errorResponses, routePlugin } from './route-plugin.js';
 
 /**
@@ -80,8 +80,8 @@ export const controlRoutes = routePlugin(
   async (app) => {
     // People's decisions carry an assertion of who decides, signed with this key (docs/nats-security.md).
     if (!app.settings.userAssertionKey) app.log.warn("SVC_USER_ASSERTION_KEY is not set: people's decisions are refused (503) until it is");
-    const decisions = createDecisionFeeds(app.bus, app.liveFeeds, { stats: app.followers });
-    const pendingDecisions = createPendingDecisions(app, decisions);
+    const agentInputs = createAgentInputFeeds(app.bus, app.liveFeeds, { stats: app.followers });
+    const pendingInputs = createPendingInputs(app, agentInputs);
     app.post(
       '/v1/workers/:id/control',
       {
@@ -111,7 +111,7 @@ export const controlRoutes = routePlugin(
           response: { 200: PendingControlResponse, ...errorResponses(401, 403, 404, 409, 429) },
         },
       },
-      pendingDecisions,
+      pendingInputs,
     );
 
     app.get(

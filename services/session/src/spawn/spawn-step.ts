@@ -16,7 +16,7 @@ export interface SpawnDeps {
   sidecarBinaries: Readonly<Record<string, string>>;
   /** The gateway's address as a sandbox reaches it. */
   controlPlaneUrl: string;
-  /** How long each of the sidecar's decision polls waits (under the liveness deadline). */
+  /** How long each of the sidecar's control channel polls waits (under the liveness deadline). */
   decisionWaitMs: number;
   /** The variables a template's `pass_env` may copy (the session service's environment). */
   hostEnv: Readonly<Record<string, string | undefined>>;

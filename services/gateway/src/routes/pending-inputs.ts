@@ -3,7 +3,7 @@ import type { Static } from 'typebox';
 import { listStoredEvents, publishJson, type NatsConnection } from '@svc/bus';
 import { CodedError, EVENT_LIST_LIMIT, subjects, type PendingControlQuery, type WorkerParams } from '@svc/protocol';
 import { gauge } from '@svc/service-kit';
-import type { DecisionFeeds, DecisionPage } from '../decision-feeds.js';
+import type { AgentInputFeeds, AgentInputPage } from '../agent-input-feeds.js';
 import { createConcurrencyCap } from '../stream-limits.js';
 
 type PendingRequest = FastifyRequest<{ Params: Static<typeof WorkerParams>; Querystring: Static<typeof PendingControlQuery> }>;
@@ -32,18 +32,15 @@ function createAliveReporter(nc: NatsConnection, windowMs = 1000): (workerId: st
 
 const longPolls = gauge({
   name: 'svc_long_polls_in_flight',
-  help: 'Sidecar long polls for decisions (GET …/control/pending with wait_ms) this gateway holds open.',
+  help: 'Sidecar long polls for agent inputs (GET …/control/pending with wait_ms) this gateway holds open.',
 });
 
 /**
- * `GET …/control/pending`: the sidecar's poll for decisions after a cursor, a long poll with
- * `wait_ms`, answered from the worker's decision log when it can prove the answer, else from the
- * store. Returns the handler.
+ * `GET …/control/pending`: the sidecar's poll for agent inputs (decisions, people's messages and
+ * interrupts) after a cursor, a long poll with `wait_ms`, answered from the worker's input log when
+ * it can prove the answer, else from the store. Returns the handler.
  */
-export function createPendingDecisions(
-  app: FastifyInstance,
-  decisions: DecisionFeeds,
-): (request: PendingRequest, reply: FastifyReply) => Promise<DecisionPage> {
+export function createPendingInputs(app: FastifyInstance, inputs: AgentInputFeeds): (request: PendingRequest, reply: FastifyReply) => Promise<AgentInputPage> {
   const nc = app.bus;
   const reportAlive = createAliveReporter(nc);
   // A sidecar holds one long poll at a time: a few more cover a restart's overlap, not a flood.
@@ -64,9 +61,9 @@ export function createPendingDecisions(
         `worker ${workerId} already holds ${longPollsPerWorker.max} long polls on this gateway, the most one worker may; poll again once one is answered`,
       );
     }
-    let feed: ReturnType<typeof decisions.open>;
+    let feed: ReturnType<typeof inputs.open>;
     try {
-      feed = decisions.open(workerId);
+      feed = inputs.open(workerId);
     } catch (err) {
       releaseLongPoll();
       throw err;
@@ -74,7 +71,7 @@ export function createPendingDecisions(
     longPolls.inc();
     // The store's page also tells the log where the worker's head is; announcements heard
     // meanwhile (the feed watched before the read) may prove more than the page holds.
-    const readStore = async (): Promise<DecisionPage> => {
+    const readStore = async (): Promise<AgentInputPage> => {
       const page = await listStoredEvents(nc, query, { requestId: request.id });
       feed.log.seeded(afterId, page, limit);
       return page.items.length > 0 ? { items: page.items, total: page.total } : (feed.log.after(afterId, limit) ?? { items: [], total: page.total });
@@ -86,11 +83,11 @@ export function createPendingDecisions(
       const known = (request.query.wait_ms ? feed.log.after(afterId, limit) : undefined) ?? (await readStore());
       const remaining = deadline - Date.now();
       if (known.items.length > 0 || remaining <= 0) return known;
-      const decided = await feed.nextDecision(afterId, remaining, reply.raw);
+      const arrived = await feed.nextInput(afterId, remaining, reply.raw);
       if (request.raw.socket?.destroyed) return known;
-      const proven = decided ? feed.log.after(afterId, limit) : undefined;
+      const proven = arrived ? feed.log.after(afterId, limit) : undefined;
       // Nothing proven: an announcement is missing (or none came by the deadline; one may be
-      // lost), and the store has every decision after the cursor.
+      // lost), and the store has every input after the cursor.
       return proven && proven.items.length > 0 ? proven : await readStore();
     } finally {
       longPolls.dec();

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { apiPaths, type ListResponseOf, type StoredEvent } from '@svc/protocol';
 import { backoffMs, type ControlPlaneClient } from './http-client.js';
 
-export interface DecisionPollerOptions {
+export interface ControlChannelPollerOptions {
   client: ControlPlaneClient;
   workerId: string;
   stateDir: string;
@@ -18,22 +18,22 @@ export interface DecisionPollerOptions {
   prepare?(input: StoredEvent): Promise<void>;
   /** Called once per input before the cursor moves past it (what must survive a crash between the two). */
   onReceived?(input: StoredEvent): void;
-  /** Called once per decision or person's message, in id order, after the cursor has moved past it. */
+  /** Called once per input, in id order, after the cursor has moved past it. */
   onInput(input: StoredEvent): void;
   warn(message: string): void;
 }
 
 /**
  * Long-polls `GET …/control/pending` (decisions, people's messages and interrupts) from the cursor kept in
- * `decision-cursor` in the state directory. The cursor is saved (atomically: written aside, then
+ * `control-cursor` in the state directory. The cursor is saved (atomically: written aside, then
  * renamed) before an input is handed on, so a restarted sidecar never hands on one twice. A
  * decision whose hand-over was cut short by a crash belonged to the agent that died with the
  * sidecar; the new agent never asked for it. A person's message is kept by the runner before the
  * cursor moves (`onReceived`), so a sidecar started again can hand it over again where the agent
  * never took it (docs/conversations.md, "Exactly once").
  */
-export function createDecisionPoller(options: DecisionPollerOptions) {
-  const cursorPath = path.join(options.stateDir, 'decision-cursor');
+export function createControlChannelPoller(options: ControlChannelPollerOptions) {
+  const cursorPath = path.join(options.stateDir, 'control-cursor');
   let cursor = '0';
   try {
     cursor = readFileSync(cursorPath, 'utf8').trim() || '0';
@@ -70,13 +70,13 @@ export function createDecisionPoller(options: DecisionPollerOptions) {
     for (let failures = 0; !abort.signal.aborted;) {
       const outcome = await options.client.send(
         'GET',
-        apiPaths.pendingDecisions(options.workerId, { after_id: cursor, wait_ms: options.waitMs, limit: 100 }),
+        apiPaths.pendingInputs(options.workerId, { after_id: cursor, wait_ms: options.waitMs, limit: 100 }),
         undefined,
         abort.signal,
       );
       if (abort.signal.aborted) return;
       if (!outcome.ok) {
-        if (failures === 0) options.warn(`decision poll failed (${outcome.reason}); trying again`);
+        if (failures === 0) options.warn(`control channel poll failed (${outcome.reason}); trying again`);
         await pause(backoffMs(failures++, outcome.retryAfterMs));
         continue;
       }

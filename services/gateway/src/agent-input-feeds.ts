@@ -2,39 +2,39 @@ import { listStoredEvents, type NatsConnection } from '@svc/bus';
 import { EVENT_LIST_LIMIT, EventFollower, isAgentInput, subjects, type FollowerStats, type StoredEvent, type StoredEventBatchType } from '@svc/protocol';
 import type { LiveFeeds } from './live-feeds.js';
 
-/** A page of decisions as the pending poll answers it. */
-export interface DecisionPage {
+/** A page of agent inputs as the pending poll answers it. */
+export interface AgentInputPage {
   items: StoredEvent[];
   total: number;
 }
 
-/** Decisions kept in memory per worker: a sidecar's cursor is at most this far behind in practice. */
-const KEPT_DECISIONS = 256;
+/** Inputs kept in memory per worker: a sidecar's cursor is at most this far behind in practice. */
+const KEPT_INPUTS = 256;
 
-export interface DecisionLogOptions {
+export interface AgentInputLogOptions {
   /** The worker's stored events after `afterId` (a page of at most `EVENT_LIST_LIMIT.max`): fills a hole. */
   read(afterId: string): Promise<readonly StoredEvent[]>;
-  /** Each decision once delivered in order. */
-  onDecision?(decision: StoredEvent): void;
+  /** Each input once delivered in order. */
+  onInput?(input: StoredEvent): void;
   stats?: FollowerStats;
 }
 
 /**
- * What this gateway knows of one worker's decisions: a store read (the worker's head id and its
- * decision count, taken with the page), then the worker's announced events in order through an
+ * What this gateway knows of one worker's agent inputs (`isAgentInput`: decisions, people's messages
+ * and interrupts): a store read (the worker's head id and its input count, taken with the page), then the worker's announced events in order through an
  * `EventFollower` (which refills from the store should an announcement be lost).
  *
  * Invariant while seeded: every event with id ≤ the follower's `lastId` has been accounted for,
- * `total` is the number of decisions among them, and `kept` holds every decision with id > `floor`.
+ * `total` is the number of inputs among them, and `kept` holds every input with id > `floor`.
  */
-export class DecisionLog {
+export class AgentInputLog {
   private follower: EventFollower;
   private isSeeded = false;
   private total = 0;
   private floor = 0n;
   private kept: Array<{ id: bigint; event: StoredEvent }> = [];
 
-  constructor(private readonly options: DecisionLogOptions) {
+  constructor(private readonly options: AgentInputLogOptions) {
     this.follower = this.newFollower();
   }
 
@@ -44,11 +44,11 @@ export class DecisionLog {
   }
 
   /**
-   * A store read: `page` holds the decisions after `afterId` (at most `limit`), `last_id` the
+   * A store read: `page` holds the inputs after `afterId` (at most `limit`), `last_id` the
    * worker's head when `total` was counted, read before the page. The first read starts the log;
    * later ones add nothing (announcements carry it on from there).
    */
-  seeded(afterId: string, page: DecisionPage & { last_id?: string | undefined }, limit: number): void {
+  seeded(afterId: string, page: AgentInputPage & { last_id?: string | undefined }, limit: number): void {
     if (this.isSeeded || page.last_id === undefined) return;
     this.isSeeded = true;
     const head = BigInt(page.last_id);
@@ -56,7 +56,7 @@ export class DecisionLog {
     const cursor = BigInt(afterId);
     this.kept = [];
     if (page.items.length < limit && cursor <= head) {
-      // The page holds every decision after the cursor, so every one up to the head.
+      // The page holds every input after the cursor, so every one up to the head.
       this.floor = cursor;
       for (const event of page.items) {
         const id = BigInt(event.id);
@@ -70,10 +70,10 @@ export class DecisionLog {
   }
 
   /**
-   * The decisions after `afterId` up to what the follower has delivered, when this log can prove
+   * The inputs after `afterId` up to what the follower has delivered, when this log can prove
    * them all; undefined when only the store can say (nothing read yet, or a cursor outside what is kept).
    */
-  after(afterId: string, limit: number): DecisionPage | undefined {
+  after(afterId: string, limit: number): AgentInputPage | undefined {
     if (!this.isSeeded) return undefined;
     const cursor = BigInt(afterId);
     if (cursor < this.floor || cursor > this.follower.lastId) return undefined;
@@ -86,8 +86,8 @@ export class DecisionLog {
   }
 
   /** An event of the worker heard before its announcement on the stored-event stream: see `EventFollower.offer`. */
-  offer(decision: StoredEvent): void {
-    if (this.isSeeded) this.follower.offer(decision);
+  offer(event: StoredEvent): void {
+    if (this.isSeeded) this.follower.offer(event);
   }
 
   /** Start over from the store (announcements may have been lost, or a refill failed). */
@@ -107,27 +107,27 @@ export class DecisionLog {
         if (!isAgentInput(event)) return;
         this.total += 1;
         this.keep(event);
-        this.options.onDecision?.(event);
+        this.options.onInput?.(event);
       },
       onError: () => this.forget(),
       ...(this.options.stats ? { stats: this.options.stats } : {}),
     });
   }
 
-  private keep(decision: StoredEvent, id = BigInt(decision.id)): void {
-    this.kept.push({ id, event: decision });
-    if (this.kept.length > KEPT_DECISIONS) this.floor = this.kept.shift()!.id;
+  private keep(input: StoredEvent, id = BigInt(input.id)): void {
+    this.kept.push({ id, event: input });
+    if (this.kept.length > KEPT_INPUTS) this.floor = this.kept.shift()!.id;
   }
 }
 
-/** One worker's decisions while its polls come: the log, and a way to wait for the next decision. */
-interface DecisionFeed {
-  readonly log: DecisionLog;
+/** One worker's agent inputs while its polls come: the log, and a way to wait for the next input. */
+interface AgentInputFeed {
+  readonly log: AgentInputLog;
   /**
-   * Resolves true as soon as a decision with id > `afterId` is delivered in order, false after `waitMs` or
+   * Resolves true as soon as an input with id > `afterId` is delivered in order, false after `waitMs` or
    * when `hangUp` fires.
    */
-  nextDecision(
+  nextInput(
     afterId: string,
     waitMs: number,
     hangUp: { once(event: 'close', listener: () => void): unknown; off(event: 'close', listener: () => void): unknown },
@@ -136,22 +136,22 @@ interface DecisionFeed {
   release(): void;
 }
 
-export interface DecisionFeeds {
+export interface AgentInputFeeds {
   /** The worker's feed; watching starts before this returns, so a read made after it misses nothing. */
-  open(workerId: string): DecisionFeed;
+  open(workerId: string): AgentInputFeed;
 }
 
 /**
- * Keeps a `DecisionLog` per worker whose sidecar polls this gateway, so that a poll is answered
+ * Keeps an `AgentInputLog` per worker whose sidecar polls this gateway, so that a poll is answered
  * from memory: a sidecar polls again the moment it is answered, and reading the store for every
- * poll cost the next decision a NATS round trip to event-ingest and a query. A worker's log is
+ * poll cost the next input a NATS round trip to event-ingest and a query. A worker's log is
  * kept `lingerMs` after its last poll ends (the next poll usually follows within milliseconds).
  */
-export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options: { lingerMs?: number; stats?: FollowerStats } = {}): DecisionFeeds {
+export function createAgentInputFeeds(nc: NatsConnection, live: LiveFeeds, options: { lingerMs?: number; stats?: FollowerStats } = {}): AgentInputFeeds {
   const lingerMs = options.lingerMs ?? 30_000;
   const feeds = new Map<
     string,
-    { log: DecisionLog; waiters: Set<(decision: StoredEvent) => void>; polls: number; stopWatching(): void; linger?: NodeJS.Timeout }
+    { log: AgentInputLog; waiters: Set<(input: StoredEvent) => void>; polls: number; stopWatching(): void; linger?: NodeJS.Timeout }
   >();
   // Announcements sent while the connection is down, or dropped for a slow consumer, are lost:
   // what the logs hold is proven no longer.
@@ -164,10 +164,10 @@ export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options
   function feedOf(workerId: string) {
     let feed = feeds.get(workerId);
     if (!feed) {
-      const waiters = new Set<(decision: StoredEvent) => void>();
-      const log = new DecisionLog({
+      const waiters = new Set<(input: StoredEvent) => void>();
+      const log = new AgentInputLog({
         read: async (afterId) => (await listStoredEvents(nc, { worker_id: workerId, after_id: afterId, limit: EVENT_LIST_LIMIT.max })).items,
-        onDecision: (decision) => waiters.forEach((waiter) => waiter(decision)),
+        onInput: (input) => waiters.forEach((waiter) => waiter(input)),
         ...(options.stats ? { stats: options.stats } : {}),
       });
       const stopWatching = live.watch(workerId, (event) => log.heard(event));
@@ -177,9 +177,9 @@ export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options
     return feed;
   }
 
-  // Control events (requests, withdrawals, decisions) as event-ingest repeats them on core NATS
-  // the moment they are committed, before the stored-event stream has them: a poll waiting here
-  // gets a decision one hop sooner, on whichever gateway it waits. In order or not at all
+  // Control events (requests, withdrawals, decisions, people's messages and interrupts) as
+  // event-ingest repeats them on core NATS the moment they are committed, before the stored-event
+  // stream has them: a poll waiting here gets an input one hop sooner, on whichever gateway it waits. In order or not at all
   // (`EventFollower.offer`); the stream's announcement then is a repeat, or brings what this missed.
   nc.subscribe(subjects.controlEventsAll, {
     callback: (err, msg) => {
@@ -196,16 +196,16 @@ export function createDecisionFeeds(nc: NatsConnection, live: LiveFeeds, options
       feed.polls += 1;
       return {
         log: feed.log,
-        nextDecision(afterId, waitMs, hangUp) {
+        nextInput(afterId, waitMs, hangUp) {
           const cursor = BigInt(afterId);
           return new Promise<boolean>((resolve) => {
-            const done = (decided: boolean) => {
+            const done = (arrived: boolean) => {
               clearTimeout(timer);
               feed.waiters.delete(waiter);
               hangUp.off('close', hungUp);
-              resolve(decided);
+              resolve(arrived);
             };
-            const waiter = (decision: StoredEvent) => BigInt(decision.id) > cursor && done(true);
+            const waiter = (input: StoredEvent) => BigInt(input.id) > cursor && done(true);
             const hungUp = () => done(false);
             const timer = setTimeout(() => done(false), waitMs);
             feed.waiters.add(waiter);

@@ -5,10 +5,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startControlPlaneStandIn } from '../test/control-plane-stand-in.js';
-import { createDecisionPoller } from './decision-poller.js';
+import { createControlChannelPoller } from './control-channel-poller.js';
 import { createControlPlaneClient } from './http-client.js';
 
-describe('the decision poller', () => {
+describe('the control channel poller', () => {
   const cleanups: Array<() => unknown> = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -23,15 +23,15 @@ describe('the decision poller', () => {
     );
     const start = (handed: string[], warnings: string[] = []) => {
       const client = createControlPlaneClient(stand.url, 'svc_wt_test');
-      const poller = createDecisionPoller({
+      const poller = createControlChannelPoller({
         client,
         workerId: 'wrk_1',
         stateDir,
         waitMs: 1000,
         pollIntervalMs: 10,
         warn: (message) => void warnings.push(message),
-        // The cursor on disk has moved past a decision before it is handed on.
-        onInput: (input: StoredEvent) => void handed.push(`${input.id}@${readFileSync(path.join(stateDir, 'decision-cursor'), 'utf8')}`),
+        // The cursor on disk has moved past an input before it is handed on.
+        onInput: (input: StoredEvent) => void handed.push(`${input.id}@${readFileSync(path.join(stateDir, 'control-cursor'), 'utf8')}`),
       });
       cleanups.push(() => client.close());
       return poller;
@@ -69,6 +69,6 @@ describe('the decision poller', () => {
     stand.state.down = false;
     await waitFor('the decision', () => handed.length === 1);
     await poller.stop();
-    expect(warnings).toEqual([expect.stringMatching(/^decision poll failed \(.*503.*\); trying again$/)]);
+    expect(warnings).toEqual([expect.stringMatching(/^control channel poll failed \(.*503.*\); trying again$/)]);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createFollowerStats, type StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { DecisionLog } from './decision-feeds.js';
+import { AgentInputLog } from './agent-input-feeds.js';
 
 const event = (id: number, type: StoredEvent['type'] = 'assistant') =>
   ({ id: String(id), worker_id: 'w', type, uid: `u${id}`, ts: '2026-11-22T00:00:00.000Z', data: {} }) as StoredEvent;
@@ -19,16 +19,16 @@ function storeOf(events: StoredEvent[]) {
   };
 }
 
-/** A log seeded by a store read at head `lastId` that found `decisions` after `afterId`. */
-function seededLog(afterId: string, lastId: string, decisions: StoredEvent[], total = decisions.length, limit = 100): DecisionLog {
-  const log = new DecisionLog({ read: storeOf([]).read });
-  log.seeded(afterId, { items: decisions, total, last_id: lastId }, limit);
+/** A log seeded by a store read at head `lastId` that found `inputs` after `afterId`. */
+function seededLog(afterId: string, lastId: string, inputs: StoredEvent[], total = inputs.length, limit = 100): AgentInputLog {
+  const log = new AgentInputLog({ read: storeOf([]).read });
+  log.seeded(afterId, { items: inputs, total, last_id: lastId }, limit);
   return log;
 }
 
-describe('DecisionLog — what a long poll may answer without reading the store', () => {
+describe('AgentInputLog — what a long poll may answer without reading the store', () => {
   it('knows nothing before a store read, and nothing when the read gave no head', () => {
-    const log = new DecisionLog({ read: storeOf([]).read });
+    const log = new AgentInputLog({ read: storeOf([]).read });
     log.heard(decision(1));
     expect(log.after('0', 10)).toBeUndefined();
     log.seeded('0', { items: [], total: 0 }, 10);
@@ -44,7 +44,7 @@ describe('DecisionLog — what a long poll may answer without reading the store'
   });
 
   it('announcements heard during the read count from the head the read returned', () => {
-    const log = new DecisionLog({ read: storeOf([]).read });
+    const log = new AgentInputLog({ read: storeOf([]).read });
     log.heard(decision(10));
     log.heard(decision(11));
     log.seeded('0', { items: [decision(10)], total: 1, last_id: '10' }, 100);
@@ -55,7 +55,7 @@ describe('DecisionLog — what a long poll may answer without reading the store'
     const store = storeOf([event(11), decision(12)]);
     const stats = createFollowerStats();
     const delivered: string[] = [];
-    const log = new DecisionLog({ read: store.read, stats, onDecision: (d) => void delivered.push(d.id) });
+    const log = new AgentInputLog({ read: store.read, stats, onInput: (input) => void delivered.push(input.id) });
     log.seeded('0', { items: [], total: 0, last_id: '10' }, 100);
     log.heard(decision(12));
     expect(log.after('0', 10)).toEqual({ items: [], total: 0 });
@@ -98,7 +98,7 @@ describe('DecisionLog — what a long poll may answer without reading the store'
     expect(log.after('11', 10)).toEqual({ items: [], total: 2 });
   });
 
-  it('keeps the latest 256 decisions: a cursor older than those goes to the store', () => {
+  it('keeps the latest 256 inputs: a cursor older than those goes to the store', () => {
     const log = seededLog('0', '0', []);
     for (let id = 1; id <= 300; id++) log.heard(decision(id));
     expect(log.after('43', 1000)).toBeUndefined();
@@ -107,7 +107,7 @@ describe('DecisionLog — what a long poll may answer without reading the store'
   });
 
   it('a refill that fails: the log starts over from the store', async () => {
-    const log = new DecisionLog({ read: () => Promise.reject(new Error('bus_unavailable')) });
+    const log = new AgentInputLog({ read: () => Promise.reject(new Error('bus_unavailable')) });
     log.seeded('0', { items: [], total: 0, last_id: '0' }, 10);
     log.heard(event(2));
     expect(log.after('0', 10)).toEqual({ items: [], total: 0 });
