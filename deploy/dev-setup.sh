@@ -4,7 +4,8 @@
 #                    pgbouncer (a test runs the services through a transaction-mode pooler),
 #                    bubblewrap (local sandboxes), tmux (terminal e2e tests), curl (the
 #                    red-team agent calls the sandbox's socket with it),
-#                    chromium (the web console's browser tests, driven by playwright-core)
+#                    chromium (the web console's browser tests, driven by playwright-core),
+#                    git (the tests' git server is its smart-HTTP CGI, git-http-backend)
 #   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
 #   helm             via `go install`, pinned in .ci/versions.env (the chart's tests)
 #   node_modules     via `npm ci`, re-run only when package-lock.json changed
@@ -36,6 +37,8 @@ command -v chromium >/dev/null 2>&1 || packages+=(chromium)
 command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || packages+=(postgresql)
 [ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || packages+=(pgbouncer)
+# The tests' git server (libs/test-support/src/git-server.ts) is git's own smart-HTTP CGI.
+[ -x /usr/lib/git-core/git-http-backend ] || packages+=(git)
 if [ "${#packages[@]}" -gt 0 ]; then
   say "installing ${packages[*]}"
   # Tests start their own servers: the package's default cluster would only hold port 5432.

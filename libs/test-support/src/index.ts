@@ -9,3 +9,4 @@ export * from './pgbouncer.js';
 export * from './tcp-proxy.js';
 export * from './local-sign-in.js';
 export * from './images.js';
+export * from './git-server.js';
