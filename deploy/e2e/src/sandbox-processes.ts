@@ -35,3 +35,9 @@ export async function sidecarPidOf(sandboxesDir: string, workerId: string): Prom
   const processes = await sandboxProcesses(sandboxesDir, workerId);
   return processes.find(({ argv }) => argv[0]?.endsWith('svc-sidecar') && !argv.includes('demo-agent'))?.pid;
 }
+
+/** The environments of every process in the local sandbox of `workerId`, as the host reads them (`/proc/<pid>/environ`). */
+export async function sandboxEnvironments(sandboxesDir: string, workerId: string): Promise<string[]> {
+  const processes = await sandboxProcesses(sandboxesDir, workerId);
+  return Promise.all(processes.map(({ pid }) => readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '')));
+}

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,10 +15,10 @@ import {
   type StoredEvent,
   type Worker,
 } from '@svc/protocol';
-import { waitFor } from '@svc/test-support';
+import { startGitServer, waitFor, type GitServer } from '@svc/test-support';
 import { fastDemoConversation } from './built-in-templates.js';
 import { StreamViewer } from './readers.js';
-import { sidecarPidOf } from './sandbox-processes.js';
+import { sandboxEnvironments, sidecarPidOf } from './sandbox-processes.js';
 import { startStack, type E2eStack } from './stack.js';
 
 /** What a template might smuggle in, if anything ever went through a shell. */
@@ -87,20 +88,52 @@ adapter = "generic"
 `,
 };
 
+/** Templates on the forge's repositories: one that shows what the agent finds in /workspace, and two that cannot be cloned. */
+function repositoryTemplates(forgeUrl: string): Record<string, string> {
+  const workspace = (section: string) => `
+[agent]
+command = "sh"
+args = ["-c", "cat README.md; git status --short --branch; git config --get remote.origin.url; sleep 30"]
+[workspace]
+${section}
+[sidecar]
+adapter = "generic"
+`;
+  return {
+    'repo-work': workspace(`repo = "${forgeUrl}/app.git"`),
+    'repo-unknown': workspace(`repo = "${forgeUrl}/nothing-here.git"`),
+    'repo-bad-ref': workspace(`repo = "${forgeUrl}/app.git"\nref = "no-such-branch"`),
+  };
+}
+
 describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → agent (every service its own process)', () => {
   let stack: E2eStack;
   let templatesDir: string;
   let token: string;
+  /** A forge on loopback whose token only the session service is given (SVC_GIT_CREDENTIALS). */
+  let forge: GitServer;
+  let firstCommit: string;
 
   beforeAll(async () => {
     await rm(PWNED, { force: true });
+    forge = await startGitServer();
+    firstCommit = forge.createRepository('app', { 'README.md': 'the app\n', 'src/main.txt': 'main\n' });
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-templates-'));
-    for (const [name, toml] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), toml);
-    stack = await startStack({ ingestReplicas: 1, sessionEnv: { SVC_TEMPLATES_DIR: templatesDir, SVC_SANDBOX_KILL_GRACE_MS: '3000' } });
+    const templates = { ...TEMPLATES, ...repositoryTemplates(forge.url) };
+    for (const [name, toml] of Object.entries(templates)) await writeFile(path.join(templatesDir, `${name}.toml`), toml);
+    stack = await startStack({
+      ingestReplicas: 1,
+      sessionEnv: {
+        SVC_TEMPLATES_DIR: templatesDir,
+        SVC_SANDBOX_KILL_GRACE_MS: '3000',
+        SVC_GIT_CREDENTIALS: JSON.stringify({ [new URL(forge.url).host]: forge.token }),
+      },
+    });
     token = await stack.userToken('e2e-user');
   }, 120_000);
   afterAll(async () => {
     await stack?.stop();
+    await forge?.stop();
     if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   });
 
@@ -282,6 +315,48 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect(refused.status).toBe(409);
     expect(refused.body).toMatchObject({ code: 'worker_ended' });
     expect(refused.body['message']).toContain('suspended longer than its keep_sandbox_s, 1 s: its sandbox is gone');
+  });
+
+  it("[workspace]: the repository cloned into /workspace with the control plane's token, on its work branch; the token in no file, environment or event of the sandbox", async () => {
+    const session = await createSession({ template: 'repo-work' });
+    await waitForStatus(session, 'running');
+    const lines = await waitFor('the agent shows its workspace', async () => {
+      const shown = systemLines(await eventsOf(session.worker_id));
+      return shown.some((line) => line.startsWith('## ')) ? shown : undefined;
+    });
+    expect(lines).toContain('the app');
+    expect(lines).toContain(`## svc/${session.id}`);
+    // The remote is named without a credential.
+    expect(lines).toContain(`${forge.url}/app.git`);
+    const cloned = (await eventsOf(session.worker_id)).find(
+      (e) =>
+        e.type === 'system' &&
+        (e.data as EventData<'system'>).subtype === 'spawn_step' &&
+        (e.data as EventData<'system'>).details?.['step'] === 'clone_repository',
+    );
+    expect(cloned?.data).toMatchObject({ details: { status: 'done', base_commit: firstCommit, branch: `svc/${session.id}` } });
+    // Nowhere in the sandbox: not its files (.git/config included), not its processes' environments, not the history.
+    const root = path.join(stack.sandboxesDir, session.worker_id);
+    const found = spawnSync('grep', ['-rl', '--binary-files=text', forge.token, root], { encoding: 'utf8' });
+    expect(found.stdout).toBe('');
+    const environments = await sandboxEnvironments(stack.sandboxesDir, session.worker_id);
+    expect(environments.length).toBeGreaterThan(1);
+    for (const environment of environments) expect(environment).not.toContain(forge.token);
+    expect(JSON.stringify(await eventsOf(session.worker_id))).not.toContain(forge.token);
+    expect(await readFile(path.join(root, 'root/workspace/.git/config'), 'utf8')).not.toContain(forge.token);
+    expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
+  });
+
+  it('[workspace] that cannot be cloned — an unknown repository, a ref that does not exist: the session fails at clone_repository saying why', async () => {
+    for (const [template, why] of [
+      ['repo-unknown', /git fetch of .*nothing-here\.git failed/],
+      ['repo-bad-ref', /no-such-branch/],
+    ] as const) {
+      const session = await createSession({ template });
+      const failed = await waitForStatus(session, 'failed');
+      expect(failed.failure, template).toMatchObject({ step: 'clone_repository', reason: expect.stringMatching(why) });
+      expect(failed.failure!.reason).not.toContain(forge.token);
+    }
   });
 
   it('inside the local sandbox the spec paths are where the spec says, seen by the agent under the sidecar', async () => {

@@ -61,7 +61,8 @@ export async function startGitServer(): Promise<GitServer> {
         ...(request.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: request.headers['content-encoding'] } : {}),
         ...(request.headers['git-protocol'] ? { GIT_PROTOCOL: String(request.headers['git-protocol']) } : {}),
       },
-      stdio: ['pipe', 'pipe', 'inherit'],
+      // What it says of a refused request (a repository that is not there) is the test's to judge, not its output's.
+      stdio: ['pipe', 'pipe', 'ignore'],
     });
     request.pipe(cgi.stdin);
     relayCgi(cgi.stdout, response);

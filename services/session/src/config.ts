@@ -31,7 +31,7 @@ export const sessionSettings = {
   sandboxPath: stringSetting('SVC_SANDBOX_PATH', { default: DEFAULT_SANDBOX_PATH }),
   /** kubernetes: the namespace of sandbox Pods. */
   sandboxNamespace: stringSetting('SVC_SANDBOX_NAMESPACE', { default: 'svc-sandboxes' }),
-  /** kubernetes: the sandbox image when a template names none (it needs /bin/sh, dd, mkdir, chmod, mv, cat). */
+  /** kubernetes: the sandbox image when a template names none (it needs /bin/sh, dd, mkdir, chmod, mv, cat, and tar for a [workspace] repository). */
   sandboxImage: stringSetting('SVC_SANDBOX_IMAGE', { default: 'ghcr.io/svc-dev/svc-sandbox:0.1.0' }),
   /** kubernetes: a kubeconfig file; unset, the Pod's own service account is used (in-cluster). */
   kubeconfig: optionalStringSetting('SVC_KUBECONFIG'),
@@ -47,6 +47,11 @@ export const sessionSettings = {
   retentionSweepIntervalMs: integerSetting('SVC_RETENTION_SWEEP_INTERVAL_MS', { default: 3_600_000, min: 100 }),
   /** How long a sandbox's programs get between SIGTERM and SIGKILL. */
   killGraceMs: integerSetting('SVC_SANDBOX_KILL_GRACE_MS', { default: 10_000, min: 0, max: 600_000 }),
+  /**
+   * The tokens the control plane holds for git hosts: a JSON object of `host` (or `host:port`) →
+   * token, used to clone a template's `[workspace] repo` (docs/workspace.md); none enters a sandbox.
+   */
+  gitCredentials: optionalStringSetting('SVC_GIT_CREDENTIALS'),
   /** Sessions one person (their `sub`, admins too) may have not yet ended; one more is refused (429 `too_many_sessions`). */
   maxRunningSessionsPerUser: integerSetting('SVC_MAX_RUNNING_SESSIONS_PER_USER', { default: 20, min: 1 }),
 };

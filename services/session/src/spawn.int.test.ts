@@ -48,6 +48,7 @@ describe('session service — sessions and the spawn pipeline', () => {
       'allocate_worker:done',
       'create_sandbox:done',
       'prepare_workspace:done',
+      'clone_repository:skipped',
       'env_and_files:done',
       'credential_proxy:done',
       'sidecar:skipped',
@@ -82,7 +83,7 @@ on_timeout = "allow"
       const stored = await fixture.events(created.worker_id);
       return stepsOf(stored).includes('finalize:done') ? stored : undefined;
     });
-    expect(stepsOf(events).slice(6)).toEqual([
+    expect(stepsOf(events).slice(7)).toEqual([
       'sidecar.select_binary:done',
       'sidecar.upload_binary:done',
       'sidecar.read_token:done',

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
@@ -39,6 +40,7 @@ export function openPod(clients: PodClients, handle: SandboxHandle): Sandbox {
     resolvePath: (sandboxPath) => sandboxPath,
     upload,
     exec: (argv, execOptions = {}) => run(argv, null, execOptions.timeoutMs ?? 30_000),
+    importDirectory: (hostDir, sandboxPath) => importIntoPod(run, hostDir, sandboxPath),
     async startBackground(argv, env) {
       const lines = [...Object.entries(env).map(([name, value]) => `${name}=${value}`), ...argv];
       const bad = lines.find((line) => line.includes('\n'));
@@ -54,6 +56,13 @@ export function openPod(clients: PodClients, handle: SandboxHandle): Sandbox {
     stop: remove,
     destroy: remove,
   };
+}
+
+/** A host directory's tree into the Pod: the host's `tar` streamed to the Pod's (on exec's stdin: no shell, nothing spliced). */
+async function importIntoPod(run: RunInPod, hostDir: string, sandboxPath: string): Promise<void> {
+  const packer = spawn('tar', ['-C', hostDir, '-c', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const unpacked = await run(['tar', '-x', '-C', sandboxPath], packer.stdout, 10 * 60_000);
+  if (unpacked.code !== 0) throw new Error(`tar -x into ${sandboxPath} failed (${unpacked.code}): ${unpacked.stderr.trim()}`);
 }
 
 async function execInPod(exec: Exec, handle: PodHandle, argv: readonly string[], stdin: Readable | null, timeoutMs: number): Promise<ExecResult> {

@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
-import { chmod, copyFile, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, cp, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, type Logger } from '@svc/service-kit';
@@ -226,6 +226,10 @@ class LocalSandbox implements Sandbox {
     if (content instanceof Uint8Array) await writeFile(target, content, { mode });
     else await copyFile(content.fromFile, target);
     await chmod(target, mode);
+  }
+
+  async importDirectory(hostDir: string, sandboxPath: string): Promise<void> {
+    await cp(hostDir, this.hostPath(sandboxPath), { recursive: true, verbatimSymlinks: true });
   }
 
   exec(argv: readonly string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {

@@ -53,6 +53,8 @@ export interface Sandbox {
   resolvePath(sandboxPath: string): string;
   /** Writes `content` at `sandboxPath` (absolute, inside the sandbox), making parent directories. */
   upload(sandboxPath: string, content: Uint8Array | { fromFile: string }, mode?: number): Promise<void>;
+  /** Copies a host directory's tree (a clone, `.git` included) into `sandboxPath`, an existing directory of the sandbox. */
+  importDirectory(hostDir: string, sandboxPath: string): Promise<void>;
   /** Runs `argv` in the sandbox and waits for it (no shell). */
   exec(argv: readonly string[], options?: { timeoutMs?: number }): Promise<ExecResult>;
   /**

@@ -4,6 +4,7 @@ import type { Template } from '../templates/template.js';
 import type { SkippedStep, SpawnContext, SpawnDeps, SpawnRequest, SpawnStep, StepDetails } from './spawn-step.js';
 import { reportFailedStep, reportStep } from './step-events.js';
 import { reportAllocated } from './steps/allocate-worker.js';
+import { cloneRepository, cloneSkipped } from './steps/clone-repository.js';
 import { createSandbox } from './steps/create-sandbox.js';
 import { credentialProxy } from './steps/credential-proxy.js';
 import { envAndFiles } from './steps/env-and-files.js';
@@ -29,7 +30,7 @@ class StepFailure extends Error {
 /** Steps 3 to 7 for a template, in order (docs/sessions.md "The spawn pipeline"). */
 function stepsOf(template: Template): ReadonlyArray<SpawnStep | SkippedStep> {
   const deploy = template.sidecar === undefined ? [sidecarSkipped, startAgent] : sidecarSteps;
-  return [createSandbox, prepareWorkspace, envAndFiles, credentialProxy, ...deploy, finalize];
+  return [createSandbox, prepareWorkspace, template.workspace ? cloneRepository : cloneSkipped, envAndFiles, credentialProxy, ...deploy, finalize];
 }
 
 /**

@@ -5,6 +5,7 @@ import type { SessionStore } from '../session-store.js';
 import type { SessionIds } from '../session-status.js';
 import type { Template } from '../templates/template.js';
 import type { WorkerRegistry } from '../worker-registry.js';
+import type { GitCredentials } from './git-credentials.js';
 
 export interface SpawnDeps {
   provider: SandboxProvider;
@@ -24,6 +25,8 @@ export interface SpawnDeps {
   killGraceMs: number;
   /** The PATH every sandboxed program starts with. */
   sandboxPath: string;
+  /** The tokens the control plane holds for git hosts (step 4.5 clones with them; none enters a sandbox). */
+  gitCredentials: GitCredentials;
   logger: Logger;
 }
 
@@ -41,6 +44,8 @@ export interface SpawnRequest {
 export interface SpawnMade {
   /** Step 3. */
   sandbox?: Sandbox;
+  /** Step 4.5: the commit the work starts from. */
+  baseCommit?: string;
   /** Step 5: the agent's environment. */
   agentEnv?: Record<string, string>;
   /** Step 6.5.1: the sidecar executable to upload. */

@@ -1,4 +1,5 @@
 import type { SessionConfig } from '../config.js';
+import { parseGitCredentials } from './git-credentials.js';
 import { runSpawn } from './pipeline.js';
 import { SANDBOX_TARGET } from './sandbox-layout.js';
 import type { SpawnDeps, SpawnRequest } from './spawn-step.js';
@@ -11,7 +12,7 @@ export const SPAWN_SILENT_MS = 20_000;
 /** The spawn pipeline's settings, from the session service's. */
 export function spawnSettingsOf(
   config: SessionConfig,
-): Pick<SpawnDeps, 'sidecarBinaries' | 'controlPlaneUrl' | 'decisionWaitMs' | 'killGraceMs' | 'sandboxPath'> {
+): Pick<SpawnDeps, 'sidecarBinaries' | 'controlPlaneUrl' | 'decisionWaitMs' | 'killGraceMs' | 'sandboxPath' | 'gitCredentials'> {
   return {
     sidecarBinaries: { [SANDBOX_TARGET]: config.sidecarBinary },
     controlPlaneUrl: config.sandboxControlPlaneUrl.replace(/\/+$/, ''),
@@ -19,6 +20,7 @@ export function spawnSettingsOf(
     decisionWaitMs: Math.min(25_000, Math.floor(config.sidecarLostAfterMs / 4)),
     killGraceMs: config.killGraceMs,
     sandboxPath: config.sandboxPath,
+    gitCredentials: parseGitCredentials(config.gitCredentials),
   };
 }
 

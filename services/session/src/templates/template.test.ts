@@ -48,6 +48,21 @@ describe('templates', () => {
     expect(templateRefusal(`${minimal}\n[overrides]\nenv = "anyone"\n`).message).toMatch(/\/overrides\/env/);
   });
 
+  it('[workspace]: a repository by an http(s) URL with no credential in it, a ref and branch git takes as names; anything else is named', () => {
+    const workspace = parseTemplate('t', `${minimal}\n[workspace]\nrepo = "https://git.example.com/org/app.git"\nref = "v1.2"\ndepth = 1\n`, 'x').workspace;
+    expect(workspace).toEqual({ repo: 'https://git.example.com/org/app.git', ref: 'v1.2', depth: 1 });
+    expect(parseTemplate('t', minimal, 'x').workspace).toBeUndefined();
+    const refused = (section: string) => () => parseTemplate('t', `${minimal}\n[workspace]\n${section}\n`, 'templates/t.toml');
+    expect(refused('repo = "https://bot:s3cret@git.example.com/org/app.git"')).toThrow(
+      /templates\/t\.toml: \/workspace\/repo must not hold a user or password/,
+    );
+    expect(refused('repo = "git@git.example.com:org/app.git"')).toThrow(/\/workspace\/repo (is no URL|must be an https)/);
+    expect(refused('repo = "file:///etc"')).toThrow(/\/workspace\/repo must be an https:\/\/ URL/);
+    expect(refused('repo = "https://git.example.com/a.git"\nref = "--upload-pack=touch /tmp/x"')).toThrow(/\/workspace\/ref/);
+    expect(refused('repo = "https://git.example.com/a.git"\nbranch = "has space"')).toThrow(/\/workspace\/branch/);
+    expect(refused('repo = "https://git.example.com/a.git"\ntoken = "x"')).toThrow(/\/workspace/);
+  });
+
   it('[session] mode: one_shot unless the template says conversation; idle_timeout_s and keep_sandbox_s default to 30 min and a day; anything else is named', () => {
     expect(parseTemplate('t', minimal, 'x').session).toEqual({ mode: 'one_shot', idle_timeout_s: 1800, keep_sandbox_s: 86_400 });
     expect(parseTemplate('t', `${minimal}\n[session]\nmode = "conversation"\nidle_timeout_s = 2\nkeep_sandbox_s = 600\n`, 'x').session).toEqual({

@@ -28,6 +28,9 @@ const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { d
 /** A path inside the sandbox: absolute, without `.`, `..` or empty segments. */
 const SandboxPath = Type.String({ pattern: '^(/(?!\\.\\.?(/|$))[A-Za-z0-9._@+-]+)+$', maxLength: 1024 });
 
+/** A ref or branch name as git takes it on a command line: never an option (a leading `-`), no spaces or control characters. */
+const GitName = Type.String({ pattern: '^[A-Za-z0-9._/+@^~][A-Za-z0-9._/+@^~-]*$', maxLength: 255 });
+
 /** Who may make an override of a template's (docs/sessions.md "Overrides"): everyone, people with the admin claim, or no one. */
 const OVERRIDE_PERMISSIONS = ['anyone', 'admins', 'nobody'] as const;
 
@@ -104,6 +107,25 @@ const TemplateSchema = Type.Object(
         egress: Type.Array(EgressRuleSchema, { default: [] }),
       },
       { additionalProperties: false, default: {} },
+    ),
+    /**
+     * A repository cloned into /workspace before the agent starts (docs/workspace.md), with the
+     * credential the control plane holds for its host (`SVC_GIT_CREDENTIALS`): none enters the sandbox.
+     */
+    workspace: Type.Optional(
+      Type.Object(
+        {
+          /** `https://host/path` (`http://` too, for a server on loopback); never with a user or password in it. */
+          repo: Type.String({ minLength: 1, maxLength: 2048 }),
+          /** A branch, tag or commit; unset: the remote's default branch. */
+          ref: Type.Optional(GitName),
+          /** The branch the work goes to; unset: `svc/<session id>`. */
+          branch: Type.Optional(GitName),
+          /** A shallow clone of this many commits; unset: the whole history. */
+          depth: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+        },
+        { additionalProperties: false },
+      ),
     ),
     /** Files written into the sandbox before the agent starts (e.g. a workspace's README). */
     files: Type.Array(
@@ -207,6 +229,19 @@ function cidrProblem(hostPort: string | undefined): string | undefined {
   return parseCidr(host.replace(/[[\]]/g, '')) ? undefined : `names "${host}", which is no CIDR (10.0.0.0/8, [fd00::]/8)`;
 }
 
+/** What is wrong with a repository URL, or undefined: http(s) only, and no credential in it (it would reach the sandbox's .git/config). */
+function repositoryUrlProblem(repo: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(repo);
+  } catch {
+    return `is no URL: ${JSON.stringify(repo)}`;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return `must be an https:// URL (git's smart HTTP), not ${url.protocol}`;
+  if (url.username || url.password) return 'must not hold a user or password: the control plane adds the credential for its host (SVC_GIT_CREDENTIALS)';
+  return undefined;
+}
+
 /**
  * Parses and validates one template. Errors are `invalid_template` and name the file and each
  * bad key (`templates/x.toml: /sidecar/adapter must be …`), so the author can fix it at once.
@@ -228,6 +263,8 @@ export function parseTemplate(name: string, text: string, source: string): Templ
   if (overCap.length > 0) {
     throw new CodedError('invalid_template', `${source}: ${describeFieldErrors(overCap)}`, { file: source, fields: overCap });
   }
+  const repoProblem = checked.value.workspace && repositoryUrlProblem(checked.value.workspace.repo);
+  if (repoProblem) throw new CodedError('invalid_template', `${source}: /workspace/repo ${repoProblem}`, { file: source });
   if (checked.value.model && !checked.value.sidecar) {
     throw new CodedError('invalid_template', `${source}: /model needs a [sidecar] section (the sidecar serves the agent's model proxy)`, { file: source });
   }
