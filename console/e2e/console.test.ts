@@ -533,7 +533,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
 
     // The history names the images; the page reads each with the token and shows it decoded.
     const row = page.locator('.row.person').filter({ hasText: 'You: what do you see?' });
-    await row.waitFor({ timeout: 10_000 });
+    await row.waitFor({ timeout: 30_000 });
     const shownWidth = (number: number) =>
       row
         .getByRole('button', { name: new RegExp(`^Image ${number}, PNG`) })
