@@ -351,10 +351,11 @@ on_timeout = "allow"
     const follow = async (caller: typeof ALICE, tail: number, followId: string, following: () => Promise<void> = async () => {}) => {
       const inbox = fixture.bus.nc.subscribe(`_INBOX.test.${followId}`);
       await requestJson(fixture.bus.nc, subjects.rpc.followLogs, { caller, session_id: created.id, tail, deliver_to: inbox.getSubject(), follow_id: followId });
-      await following();
       const messages: SessionLogMessageType[] = [];
       for await (const msg of inbox) {
         messages.push(msg.json<SessionLogMessageType>());
+        // The tail is read after the answer: the next line comes only once it has been delivered.
+        if (messages.length === 1) await following();
         if (messages.at(-1)!.kind === 'end') break;
       }
       inbox.unsubscribe();
