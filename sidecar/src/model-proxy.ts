@@ -1,16 +1,11 @@
-import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MODEL_PROXY_UNFORWARDED_HEADERS, modelProxyPath, PLACEHOLDER_MODEL_KEY, SANDBOX_MODEL_BASE_PATHS, type ModelApi } from '@svc/protocol';
 import type { ControlPlaneClient } from './http-client.js';
+import { forwardToControlPlane } from './loopback-forward.js';
 
 /** Headers that end at this hop, and the agent's own credentials (a placeholder): never forwarded. */
 const DROPPED = new Set(MODEL_PROXY_UNFORWARDED_HEADERS);
-
-function forwarded(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !DROPPED.has(name)) out[name] = value;
-  return out;
-}
 
 /** A refusal in the shape the agent's client expects of its provider. */
 function providerError(api: ModelApi | undefined, status: number, message: string): string {
@@ -48,23 +43,19 @@ export async function startModelProxy(options: {
         .end(providerError(undefined, 404, `svc model proxy: ${url.split('?')[0]} is not a model API of this worker (${apis.join(', ')})`));
       return;
     }
-    const upstream = client.open(request.method ?? 'GET', `${modelProxyPath(workerId, api)}${url.slice(api.length + 1) || '/'}`, forwarded(request.headers));
-    upstream.on('response', (answer) => {
-      response.writeHead(answer.statusCode ?? 502, forwarded(answer.headers));
-      answer.pipe(response);
-      answer.on('error', () => response.destroy());
+    forwardToControlPlane({
+      client,
+      path: `${modelProxyPath(workerId, api)}${url.slice(api.length + 1) || '/'}`,
+      request,
+      response,
+      dropped: DROPPED,
+      unreachable(reason) {
+        options.warn(`model proxy: the control plane could not be reached (${reason})`);
+        response
+          .writeHead(502, { 'content-type': 'application/json' })
+          .end(providerError(api, 502, `svc model proxy: the control plane could not be reached (${reason})`));
+      },
     });
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
-      if (response.headersSent) return void response.destroy();
-      options.warn(`model proxy: the control plane could not be reached (${err.code ?? err.message})`);
-      response
-        .writeHead(502, { 'content-type': 'application/json' })
-        .end(providerError(api, 502, `svc model proxy: the control plane could not be reached (${err.code ?? err.message})`));
-    });
-    response.on('close', () => {
-      if (!response.writableFinished) upstream.destroy();
-    });
-    request.pipe(upstream);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

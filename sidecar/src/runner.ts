@@ -29,6 +29,7 @@ import { createControlPlaneClient, type ControlPlaneClient } from './http-client
 import { createOutbox } from './outbox.js';
 import { markFinished, markStarted } from './state-marks.js';
 import { startEgressProxy } from './egress-proxy.js';
+import { startGitProxy } from './git-proxy.js';
 import { startModelProxy } from './model-proxy.js';
 import { createPermissionEngine } from './permissions.js';
 
@@ -63,12 +64,14 @@ async function startProxies(config: LoadedSidecarConfig, client: ControlPlaneCli
   const modelBaseUrls = modelProxy ? Object.fromEntries(config.model_proxy!.apis.map((api) => [api, modelProxy.baseUrl(api)])) : undefined;
   // Everything else it reaches, it reaches through the gateway, which decides each tunnel.
   const egressProxy = config.egress_proxy ? await startEgressProxy({ workerId: config.worker_id, client, warn }) : undefined;
+  // The repository's fetches and pushes go through the control plane, which holds its credential and decides pushes.
+  const gitProxy = config.workspace ? await startGitProxy({ workspace: config.workspace, workerId: config.worker_id, client, warn }) : undefined;
   return {
     modelBaseUrls,
     /** For the agent's environment; the model proxy's variables win over the egress proxy's. */
     agentEnv: { ...egressProxy?.agentEnv, ...modelProxy?.agentEnv },
     async close(): Promise<void> {
-      await Promise.all([modelProxy?.close(), egressProxy?.close()]);
+      await Promise.all([modelProxy?.close(), egressProxy?.close(), gitProxy?.close()]);
     },
   };
 }

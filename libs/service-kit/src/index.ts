@@ -9,3 +9,4 @@ export * from './retry.js';
 export * from './metrics.js';
 export * from './tracing.js';
 export * from './outbound-addresses.js';
+export * from './git-credentials.js';

@@ -41,6 +41,7 @@ import { eventStreamRoutes } from './routes/event-stream.js';
 import { healthRoutes } from './routes/health.js';
 import { localIssuerRoutes } from './routes/local-issuer.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
+import { gitProxyRoutes } from './routes/git-proxy.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 import { sessionLogRoutes } from './routes/session-logs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -127,6 +128,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     await app.register(routes);
   await app.register(workerRoutes);
   await app.register(modelProxyRoutes);
+  await app.register(gitProxyRoutes);
   // The worker port closes before the parts the routes above use (close hooks run last-registered first).
   await app.register(workerPortPlugin);
   await app.register(egressTunnelsPlugin);

@@ -5,6 +5,7 @@ import {
   cidrListSetting,
   commonSettings,
   decisionWaitSettings,
+  gitCredentialSettings,
   integerSetting,
   listSetting,
   optionalStringSetting,
@@ -85,6 +86,10 @@ export const gatewaySettings = {
   anthropicUpstreamUrl: stringSetting('SVC_ANTHROPIC_UPSTREAM_URL', { default: 'https://api.anthropic.com', pattern: /^https?:\/\/\S+$/ }),
   openaiApiKey: optionalStringSetting('SVC_OPENAI_API_KEY'),
   openaiUpstreamUrl: stringSetting('SVC_OPENAI_UPSTREAM_URL', { default: 'https://api.openai.com', pattern: /^https?:\/\/\S+$/ }),
+  /** Tokens for git hosts (`SVC_GIT_CREDENTIALS`): the git proxy adds them to the agents' fetches and pushes (docs/workspace.md). */
+  ...gitCredentialSettings,
+  /** The most one push through the git proxy may carry (its pack is read before it is decided). */
+  gitPushMaxBytes: integerSetting('SVC_GIT_PUSH_MAX_BYTES', { default: 512 * 1024 * 1024, min: 1024 }),
   /**
    * Endpoints no egress tunnel may reach whatever any rule says, beside NATS (SVC_NATS_URL), the
    * store (SVC_DATABASE_URL) and the gateway's own ports: other internal services (`host:port`,
@@ -117,6 +122,8 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'openaiApiKey'
       | 'openaiUpstreamUrl'
       | 'egressRefused'
+      | 'gitCredentials'
+      | 'gitPushMaxBytes'
       | 'egressAllowedCidrs'
       | 'databaseUrl'
       | 'natsUrl'

@@ -1,6 +1,15 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { booleanSetting, choiceSetting, integerSetting, listSetting, optionalStringSetting, stringSetting, type ConfigOf } from '@svc/service-kit';
+import {
+  booleanSetting,
+  choiceSetting,
+  gitCredentialSettings,
+  integerSetting,
+  listSetting,
+  optionalStringSetting,
+  stringSetting,
+  type ConfigOf,
+} from '@svc/service-kit';
 import { DEFAULT_SANDBOX_PATH } from './sandbox/provider.js';
 
 /** Where `npx nx run @svc/sidecar:executable` leaves the single executable in a checkout. */
@@ -47,11 +56,7 @@ export const sessionSettings = {
   retentionSweepIntervalMs: integerSetting('SVC_RETENTION_SWEEP_INTERVAL_MS', { default: 3_600_000, min: 100 }),
   /** How long a sandbox's programs get between SIGTERM and SIGKILL. */
   killGraceMs: integerSetting('SVC_SANDBOX_KILL_GRACE_MS', { default: 10_000, min: 0, max: 600_000 }),
-  /**
-   * The tokens the control plane holds for git hosts: a JSON object of `host` (or `host:port`) →
-   * token, used to clone a template's `[workspace] repo` (docs/workspace.md); none enters a sandbox.
-   */
-  gitCredentials: optionalStringSetting('SVC_GIT_CREDENTIALS'),
+  ...gitCredentialSettings,
   /** Sessions one person (their `sub`, admins too) may have not yet ended; one more is refused (429 `too_many_sessions`). */
   maxRunningSessionsPerUser: integerSetting('SVC_MAX_RUNNING_SESSIONS_PER_USER', { default: 20, min: 1 }),
 };

@@ -141,6 +141,7 @@ async function createWorker(
     ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),
     ...(request.model ? { model: request.model } : {}),
     ...(request.egress ? { egress: request.egress } : {}),
+    ...(request.workspace ? { workspace: request.workspace } : {}),
     ...(request.mode ? { mode: request.mode } : {}),
     ...(request.keep_sandbox_s ? { keep_sandbox_s: request.keep_sandbox_s } : {}),
     updated_at: new Date().toISOString(),

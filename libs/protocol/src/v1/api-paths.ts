@@ -39,4 +39,13 @@ export const apiPaths = {
   /** An image of a person's message, by its SHA-256 (hex). */
   messageImage: (workerId: string, sha256: string) => `${worker(workerId)}/messages/images/${encodeURIComponent(sha256)}`,
   interrupt: (workerId: string) => `${worker(workerId)}/interrupt`,
+  /** The workspace's changes (docs/workspace.md): GET for people, PUT for the worker's sidecar. */
+  changes: (workerId: string) => `${worker(workerId)}/changes`,
+  changesDiff: (workerId: string, parameters: { path?: string } = {}) => `${worker(workerId)}/changes/diff${query(parameters)}`,
+  changesPush: (workerId: string) => `${worker(workerId)}/changes/push`,
+  pullRequest: (workerId: string) => `${worker(workerId)}/changes/pull-request`,
+  /** A file of the workspace (a path relative to it, its segments encoded one by one). */
+  workspaceFile: (workerId: string, filePath: string) => `${worker(workerId)}/files/${filePath.split('/').map(encodeURIComponent).join('/')}`,
+  /** The git proxy's base, for the worker's sidecar: git's smart-HTTP paths follow it. */
+  gitProxy: (workerId: string) => `${worker(workerId)}/git`,
 } as const;

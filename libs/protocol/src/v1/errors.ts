@@ -18,6 +18,12 @@ export const ERROR_CODES = {
   request_not_found: 404,
   /** No image of a person's message is kept under that name (never sent, or older than kept). */
   image_not_found: 404,
+  /** The worker has no repository (its template has no `[workspace]`): docs/workspace.md. */
+  no_repository: 404,
+  /** Its sidecar has not reported the workspace's changes yet. */
+  changes_not_found: 404,
+  /** No such file in the workspace. */
+  file_not_found: 404,
   method_not_allowed: 405,
   worker_ended: 409,
   already_decided: 409,
@@ -27,6 +33,8 @@ export const ERROR_CODES = {
   conflict: 409,
   /** A decision link past its expiry. */
   link_expired: 410,
+  /** The worker's sandbox is gone: its files are no longer there (the stored changes are). */
+  sandbox_gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
@@ -39,6 +47,10 @@ export const ERROR_CODES = {
   internal: 500,
   /** A part of the API that is documented but not built yet: the message says which. */
   not_implemented: 501,
+  /** The repository's host refused the control plane's request or could not be reached (the message says which). */
+  repository_unreachable: 502,
+  /** The forge's API (pull requests) refused or could not be reached. */
+  forge_failed: 502,
   unavailable: 503,
   /** The database does not answer (down, restarting, unreachable): retry after `Retry-After`. */
   store_unavailable: 503,

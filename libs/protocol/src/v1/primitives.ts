@@ -29,6 +29,9 @@ export const EventUid = Type.String({
   examples: ['b7f3c2e1:17'],
 });
 
+/** A git commit id: forty hex digits (SHA-1), or sixty-four (SHA-256). */
+export const CommitId = Type.String({ pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$', description: 'A git commit id, hex.' });
+
 /** An RFC 3339 timestamp. */
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 timestamp.' });
 

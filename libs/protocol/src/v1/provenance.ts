@@ -18,7 +18,7 @@ import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 export type EventSource = 'worker' | 'worker:policy' | 'policy' | `svc:${ComponentName}` | `user:${PersonChannel}:${string}`;
 
 /** The control-plane components that write events of their own. */
-const COMPONENT_NAMES = ['model-proxy', 'egress', 'spawn'] as const;
+const COMPONENT_NAMES = ['model-proxy', 'egress', 'spawn', 'git', 'workspace'] as const;
 export type ComponentName = (typeof COMPONENT_NAMES)[number];
 
 /** The channels through which a person decides (a subset of the audit trail's channels). */
@@ -64,11 +64,11 @@ export function parseSource(source: string | undefined): ParsedSource {
 
 /**
  * Uid namespaces the control plane writes in (`control_response:<request>` for every decision on a
- * request, `egress:…`, `interrupt:…` and `message:…` for a person's, `model-proxy:…`, `spawn:…`, `svc:…`). A worker's event may not take one: the store
+ * request, `egress:…`, `interrupt:…` and `message:…` for a person's, `git:…` and `workspace:…` for the workspace's, `model-proxy:…`, `spawn:…`, `svc:…`). A worker's event may not take one: the store
  * keeps one event per uid, so a worker that took a decision's uid first would decide in a
  * person's place.
  */
-const RESERVED_UID_NAMESPACES = ['control_response', 'egress', 'interrupt', 'message', 'model-proxy', 'spawn', 'svc'] as const;
+const RESERVED_UID_NAMESPACES = ['control_response', 'egress', 'git', 'interrupt', 'message', 'model-proxy', 'spawn', 'svc', 'workspace'] as const;
 
 /** `system` subtypes only the control plane writes: a worker's event may not claim one. */
 const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
@@ -80,6 +80,9 @@ const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
   SYSTEM_SUBTYPES.modelRequestRefused,
   SYSTEM_SUBTYPES.personMessage,
   SYSTEM_SUBTYPES.personInterrupt,
+  SYSTEM_SUBTYPES.gitPush,
+  SYSTEM_SUBTYPES.workspaceChanges,
+  SYSTEM_SUBTYPES.workspacePushed,
 ]);
 
 /** What a worker's own permission engine writes as `decided_by` (the sidecar's policy answers). */

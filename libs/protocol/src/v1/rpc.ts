@@ -5,6 +5,7 @@ import { StoredEventSchema } from './envelope.js';
 import { EVENT_LIST_LIMIT, EventBeforeId, LIST_LIMIT } from './lists.js';
 import { EventId, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { EgressPolicySchema } from './egress.js';
+import { WorkerWorkspaceSchema } from './workspace.js';
 import { ModelAccessSchema } from './model-proxy.js';
 import { EventSourceSchema } from './provenance.js';
 import { CreateSessionBody, DecisionPolicySchema, SessionModeSchema, WorkerStatusSchema } from './sessions-api.js';
@@ -101,6 +102,7 @@ export const CreateWorkerRequest = Type.Object(
     decision_policy: Type.Optional(DecisionPolicySchema),
     model: Type.Optional(ModelAccessSchema),
     egress: Type.Optional(EgressPolicySchema),
+    workspace: Type.Optional(WorkerWorkspaceSchema),
     mode: Type.Optional(SessionModeSchema),
     keep_sandbox_s: Type.Optional(Type.Integer({ minimum: 1 })),
   },

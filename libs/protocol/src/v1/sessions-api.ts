@@ -4,6 +4,7 @@ import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema, ModelBudgetSchema, ModelUsageSchema } from './model-proxy.js';
 import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
+import { WorkerWorkspaceSchema } from './workspace.js';
 import { WorkerActivitySchema } from './activity.js';
 
 /** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
@@ -138,6 +139,8 @@ export const WorkerRecordSchema = Type.Object(
     model: Type.Optional(ModelAccessSchema),
     /** How the gateway decides its agent's tunnels (docs/egress.md); without it the worker has none. */
     egress: Type.Optional(EgressPolicySchema),
+    /** Its repository, for the gateway's git proxy (docs/workspace.md); without it the worker has none. */
+    workspace: Type.Optional(WorkerWorkspaceSchema),
     /** How its agent runs (docs/conversations.md); without it `one_shot` (a worker made before conversations, or a bare one). */
     mode: Type.Optional(SessionModeSchema),
     /** What its agent is doing, as its sidecar last reported (docs/conversations.md, "Activity"); absent before the first report. */

@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { ModelApiSchema } from './model-proxy.js';
 import { WorkerId } from './primitives.js';
+import { SidecarWorkspaceSchema } from './workspace.js';
 
 export const SIDECAR_ADAPTERS = ['claude-code', 'codex', 'generic'] as const;
 
@@ -30,6 +31,11 @@ export const SidecarConfigSchema = Type.Object(
      * the gateway, which decides each (docs/egress.md).
      */
     egress_proxy: Type.Boolean({ default: false }),
+    /**
+     * The repository cloned into the sandbox (docs/workspace.md): the sidecar points git at its
+     * loopback git proxy for it, and reports the changes against `base_commit` after each turn.
+     */
+    workspace: Type.Optional(SidecarWorkspaceSchema),
     /** The worker token (the spec's field). When `auth_token_file` is given too, the file is read instead. */
     auth_token: Type.Optional(Type.String({ minLength: 1 })),
     auth_token_file: Type.Optional(Type.String({ minLength: 1 })),

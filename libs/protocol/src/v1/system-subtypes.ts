@@ -26,6 +26,12 @@ export const SYSTEM_SUBTYPES = {
   interruptUndelivered: 'interrupt_undelivered',
   /** The agent's activity changed (`details.activity`: `working`, `waiting_for_decision`, `idle`, `suspended`): the sidecar's word. */
   activity: 'activity',
+  /** A push through the git proxy, made or refused (`details.ref`, `details.request_id`): docs/workspace.md. */
+  gitPush: 'git_push',
+  /** The workspace's changes against its base, as its sidecar reported them (`details.files`, `details.additions`, `details.deletions`). */
+  workspaceChanges: 'workspace_changes',
+  /** A person pushed the work branch (`details.branch`, `details.commit`, `details.by`), or opened a pull request (`details.pull_request_url`). */
+  workspacePushed: 'workspace_pushed',
   /** The model proxy refused a request: the session's budget is spent. */
   modelBudgetExhausted: 'model_budget_exhausted',
   /** The model proxy could not reach the model's API. */

@@ -1,4 +1,5 @@
 import { EGRESS_GLOB, EGRESS_TOOL, compileGlob, splitEgressRule, splitToolRule, type EgressPolicy, type PermissionRule } from '@svc/protocol';
+import type { Verdict } from '../raised-requests.js';
 import { addressInCidr, classRefusalReason, normaliseHost, parseCidr, type InspectedAddress } from '@svc/service-kit';
 
 /**
@@ -24,13 +25,6 @@ export interface ResolvedTarget {
 export function resolvedTarget(port: number, found: { name: string | undefined; addresses: readonly InspectedAddress[] }): ResolvedTarget {
   const host = found.name ?? found.addresses[0]!.address;
   return { target: found.name === undefined ? addressTarget(host, port) : `${host}:${port}`, host, port, name: found.name, addresses: found.addresses };
-}
-
-/** A decision, and who made it. */
-export interface Verdict {
-  allow: boolean;
-  by: string;
-  reason: string;
 }
 
 /** `address:port` as rules and requests write it (IPv6 in brackets). */

@@ -1,27 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { requestJson, type NatsConnection } from '@svc/bus';
 import {
-  controlWithdrawnData,
-  DEFAULT_DECISION_TIMEOUT_S,
   EGRESS_TOOL,
-  parseSource,
-  POLICY_SOURCE,
   subjects,
   type EgressRequestInput,
   type EgressTarget,
   type EventData,
   type ListResponseOf,
   type PermissionRule,
-  type StoredEvent,
   type WorkerRecord,
 } from '@svc/protocol';
 import type { OutboundAddressCheck } from '@svc/service-kit';
 import type { LiveFeeds } from '../live-feeds.js';
-import { peopleVerdict, resolvedTarget, templateVerdict, type ResolvedTarget, type Verdict } from './egress-rules.js';
-import type { TunnelRecords } from './tunnel-records.js';
-
-/** How long past the worker's decision deadline a tunnel still waits (the control service decides at the deadline). */
-const DEADLINE_SLACK_MS = 30_000;
+import { allowAutonomously, askPerson, type ComponentRecords, type Verdict } from '../raised-requests.js';
+import { peopleVerdict, resolvedTarget, templateVerdict, type ResolvedTarget } from './egress-rules.js';
 
 /** A tunnel refused before anyone decides, and the status its CONNECT is answered with. */
 export interface TunnelRefusal {
@@ -59,7 +51,7 @@ export interface TunnelPolicy {
 interface PolicyDeps {
   nc: NatsConnection;
   live: LiveFeeds;
-  records: TunnelRecords;
+  records: ComponentRecords;
 }
 
 export function createTunnelPolicy(deps: PolicyDeps): TunnelPolicy {
@@ -89,65 +81,4 @@ function networkRequest(target: ResolvedTarget): EventData<'control_request'> {
     addresses: target.addresses.map(({ address }) => address),
   };
   return { request_id: `net_${randomUUID()}`, tool_name: EGRESS_TOOL, input: { ...input } };
-}
-
-/** The autonomous policy's answer, recorded with the request as for a tool call. */
-async function allowAutonomously(records: TunnelRecords, workerId: string, request: EventData<'control_request'>): Promise<Verdict> {
-  const requestId = request.request_id;
-  const data: EventData<'control_response'> = {
-    request_id: requestId,
-    decision: 'allow',
-    message: 'autonomous: what is not denied is allowed',
-    decided_by: 'policy',
-  };
-  await records.record(workerId, { type: 'control_request', uid: `egress:${requestId}:request`, data: request });
-  await records.record(workerId, { type: 'control_response', uid: `egress:${requestId}:decision`, data }, POLICY_SOURCE);
-  return { allow: true, by: 'policy', reason: data.message! };
-}
-
-/** Stores the request and holds the tunnel until a person (or the deadline's policy) decides, or the agent gives up. */
-async function askPerson(deps: PolicyDeps, worker: WorkerRecord, request: EventData<'control_request'>, gone: AbortSignal): Promise<Verdict> {
-  const requestId = request.request_id;
-  const deadlineMs = (worker.decision_policy?.decision_timeout_s ?? DEFAULT_DECISION_TIMEOUT_S) * 1000 + DEADLINE_SLACK_MS;
-  // Watched before the request is stored, so a decision that follows at once is not missed.
-  const decided = awaitDecision(deps.live, worker.worker_id, requestId, deadlineMs, gone);
-  await deps.records.record(worker.worker_id, { type: 'control_request', uid: `egress:${requestId}:request`, data: request });
-  const decisionEvent = await decided;
-  if (!decisionEvent) {
-    // The agent gave up (or nobody decided, not even the deadline's policy): the request goes.
-    await deps.records.record(worker.worker_id, { type: 'system', uid: `egress:${requestId}:withdrawn`, data: controlWithdrawnData(requestId) });
-    return { allow: false, by: 'policy', reason: gone.aborted ? 'the agent closed the connection before a decision' : 'no decision before the deadline' };
-  }
-  // Who decided is the stored event's source (a person's, or the deadline's policy), not a name in its data.
-  const { data, source } = decisionEvent;
-  const decider = parseSource(source);
-  const by = decider.kind === 'person' ? decider.sub : data.decided_by;
-  return { allow: data.decision === 'allow', by, reason: data.message ?? `${data.decision === 'allow' ? 'allowed' : 'denied'} by ${by}` };
-}
-
-/** Waits for the decision on `requestId` (announced as the worker's events are stored). */
-function awaitDecision(
-  live: LiveFeeds,
-  workerId: string,
-  requestId: string,
-  timeoutMs: number,
-  gone: AbortSignal,
-): Promise<StoredEvent<'control_response'> | undefined> {
-  return new Promise((resolve) => {
-    const finish = (value: StoredEvent<'control_response'> | undefined) => {
-      stop();
-      clearTimeout(timer);
-      gone.removeEventListener('abort', onGone);
-      resolve(value);
-    };
-    const stop = live.watch(workerId, (event) => {
-      // A person's decision or the deadline's: a worker's own "policy" answer to a tunnel request is no decision.
-      if (event.type !== 'control_response' || (event.data as EventData<'control_response'>).request_id !== requestId) return;
-      const decider = parseSource(event.source).kind;
-      if (decider === 'person' || decider === 'policy') finish(event as StoredEvent<'control_response'>);
-    });
-    const timer = setTimeout(() => finish(undefined), timeoutMs);
-    const onGone = () => finish(undefined);
-    gone.addEventListener('abort', onGone);
-  });
 }

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { IncomingEvent, WorkerRecord } from '@svc/protocol';
 import { createOutboundAddressCheck, type HostLookup } from '@svc/service-kit';
-import type { Verdict } from './egress-rules.js';
+import type { Verdict } from '../raised-requests.js';
 import type { TunnelPolicy } from './tunnel-policy.js';
 import { acceptTunnels } from './tunnel-sockets.js';
 
@@ -105,7 +105,7 @@ function tunnelHarness() {
           lookup: tableLookup({ 'echo.test': ['127.0.0.3', '127.0.0.1'], 'nobody.test': ['127.0.0.3'] }),
         }),
         policy: { decide: (...args) => harness.decide(...args) },
-        records: { record: async (_workerId, event) => void harness.recorded.push(event), close: () => {} },
+        records: { component: 'egress', record: async (_workerId, event) => void harness.recorded.push(event), close: () => {} },
       },
       silent,
     );
@@ -222,7 +222,7 @@ describe('egress tunnel sockets — an allowed CONNECT is piped to the first add
         authenticate: async () => withEgress,
         addresses: await createOutboundAddressCheck({ allowedCidrs: ['127.0.0.0/8'] }),
         policy: { decide: async () => allowed },
-        records: { record: async () => {}, close: () => {} },
+        records: { component: 'egress', record: async () => {}, close: () => {} },
       },
       silent,
     );

@@ -6,7 +6,8 @@ import type { OutboundAddressCheck } from '@svc/service-kit';
 import type { ResolvedTarget } from './egress-rules.js';
 import type { TunnelAuthentication } from './tunnel-authentication.js';
 import { resolveTunnelTarget, type TunnelPolicy } from './tunnel-policy.js';
-import { tunnelEvent, type TunnelRecords } from './tunnel-records.js';
+import type { ComponentRecords } from '../raised-requests.js';
+import { tunnelEvent } from './tunnel-records.js';
 
 /** What a CONNECT goes through before it is a tunnel. */
 export interface TunnelSteps {
@@ -14,7 +15,7 @@ export interface TunnelSteps {
   /** Resolves a target once and refuses the control plane's own endpoints (refused-addresses.ts). */
   addresses: OutboundAddressCheck;
   policy: TunnelPolicy;
-  records: TunnelRecords;
+  records: ComponentRecords;
 }
 
 /** Answers a CONNECT that gets no tunnel, and closes it. */

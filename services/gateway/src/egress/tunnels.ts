@@ -4,9 +4,9 @@ import type { WorkerDirectory } from '@svc/auth';
 import type { NatsConnection } from '@svc/bus';
 import type { OutboundAddressCheck } from '@svc/service-kit';
 import type { LiveFeeds } from '../live-feeds.js';
+import { createComponentRecords } from '../raised-requests.js';
 import { createTunnelAuthentication } from './tunnel-authentication.js';
 import { createTunnelPolicy } from './tunnel-policy.js';
-import { createTunnelRecords } from './tunnel-records.js';
 import { acceptTunnels } from './tunnel-sockets.js';
 
 export interface EgressTunnelOptions {
@@ -37,7 +37,7 @@ export interface EgressTunnelOptions {
  */
 export function serveEgressTunnels(options: EgressTunnelOptions): { close(): void } {
   const log = options.logger.child({ component: 'egress' });
-  const records = createTunnelRecords(options.nc, log);
+  const records = createComponentRecords(options.nc, 'egress', log);
   const tunnels = acceptTunnels(
     options.servers,
     {

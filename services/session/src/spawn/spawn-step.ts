@@ -1,11 +1,10 @@
 import type { CreateSessionBodyType, EventData, SidecarConfig } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import type { GitCredentials, Logger } from '@svc/service-kit';
 import type { Sandbox, SandboxProvider } from '../sandbox/provider.js';
 import type { SessionStore } from '../session-store.js';
 import type { SessionIds } from '../session-status.js';
 import type { Template } from '../templates/template.js';
 import type { WorkerRegistry } from '../worker-registry.js';
-import type { GitCredentials } from './git-credentials.js';
 
 export interface SpawnDeps {
   provider: SandboxProvider;

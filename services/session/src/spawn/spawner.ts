@@ -1,5 +1,5 @@
+import { parseGitCredentials } from '@svc/service-kit';
 import type { SessionConfig } from '../config.js';
-import { parseGitCredentials } from './git-credentials.js';
 import { runSpawn } from './pipeline.js';
 import { SANDBOX_TARGET } from './sandbox-layout.js';
 import type { SpawnDeps, SpawnRequest } from './spawn-step.js';

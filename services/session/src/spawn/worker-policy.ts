@@ -1,4 +1,13 @@
-import { isNetworkRule, type CreateSessionBodyType, type EgressPolicy, type ModelAccess, type ModelBudget } from '@svc/protocol';
+import {
+  GIT_PUSH_TOOL,
+  isNetworkRule,
+  splitToolRule,
+  type CreateSessionBodyType,
+  type EgressPolicy,
+  type ModelAccess,
+  type ModelBudget,
+  type WorkerWorkspace,
+} from '@svc/protocol';
 import type { Template } from '../templates/template.js';
 
 /**
@@ -28,5 +37,27 @@ export function egressPolicyOf(template: Template, body: CreateSessionBodyType):
     allow: template.sandbox.egress,
     deny: template.sidecar.deny.filter(isNetworkRule),
     autonomous: body.overrides?.autonomous ?? template.sidecar.autonomous,
+  };
+}
+
+/** The branch a session's work goes to: the template's, or `svc/<session id>`. */
+export function workBranchOf(template: Template, sessionId: string): string {
+  return template.workspace?.branch ?? `svc/${sessionId}`;
+}
+
+/**
+ * What the gateway's git proxy needs of a worker with a repository (docs/workspace.md): where it
+ * is, the work branch, and the template's rules that name `git_push` — the proxy decides pushes,
+ * not the sidecar, whose word a push must not rest on.
+ */
+export function workspaceOf(template: Template, body: CreateSessionBodyType, sessionId: string): WorkerWorkspace | undefined {
+  if (!template.workspace) return undefined;
+  const sidecar = template.sidecar;
+  const pushRules = (rules: readonly string[] | undefined) => (rules ?? []).filter((rule) => splitToolRule(rule).tool === GIT_PUSH_TOOL);
+  return {
+    repo: template.workspace.repo,
+    branch: workBranchOf(template, sessionId),
+    push_rules: { auto_approve: pushRules(sidecar?.auto_approve), deny: pushRules(sidecar?.deny), ask: pushRules(sidecar?.ask) },
+    autonomous: body.overrides?.autonomous ?? sidecar?.autonomous ?? false,
   };
 }

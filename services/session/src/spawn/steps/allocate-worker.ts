@@ -9,7 +9,7 @@ import type { Template } from '../../templates/template.js';
 import type { WorkerRegistry } from '../../worker-registry.js';
 import type { SpawnContext } from '../spawn-step.js';
 import { reportStep } from '../step-events.js';
-import { egressPolicyOf, modelAccessOf } from '../worker-policy.js';
+import { egressPolicyOf, modelAccessOf, workspaceOf } from '../worker-policy.js';
 
 export interface AllocateDeps {
   db: Kysely<Database>;
@@ -34,12 +34,14 @@ export async function allocateWorker(
   const decisionPolicy = template.sidecar ? { decision_timeout_s: template.sidecar.decision_timeout_s, on_timeout: template.sidecar.on_timeout } : undefined;
   const model = modelAccessOf(template, body);
   const egress = egressPolicyOf(template, body);
+  const workspace = workspaceOf(template, body, sessionId);
   const worker = await deps.registry.create({
     owner: caller.sub,
     session_id: sessionId,
     ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}),
     ...(model ? { model } : {}),
     ...(egress ? { egress } : {}),
+    ...(workspace ? { workspace } : {}),
     mode: template.session.mode,
     ...(template.session.mode === 'conversation' ? { keep_sandbox_s: template.session.keep_sandbox_s } : {}),
   });

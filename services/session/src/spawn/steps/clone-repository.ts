@@ -2,8 +2,9 @@ import { spawn as spawnProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { credentialFor } from '../git-credentials.js';
+import { credentialFor, gitAuthorization } from '@svc/service-kit';
 import { SANDBOX_PATHS } from '../sandbox-layout.js';
+import { workBranchOf } from '../worker-policy.js';
 import { madeBefore, type SkippedStep, type SpawnStep } from '../spawn-step.js';
 
 export const cloneSkipped: SkippedStep = { number: '4.5', name: 'clone_repository', skipped: 'the template has no [workspace] section' };
@@ -26,7 +27,7 @@ export const cloneRepository: SpawnStep = {
   async run(spawn) {
     const workspace = spawn.request.template.workspace!;
     const repo = new URL(workspace.repo);
-    const branch = workspace.branch ?? `svc/${spawn.ids.sessionId}`;
+    const branch = workBranchOf(spawn.request.template, spawn.ids.sessionId);
     const token = credentialFor(spawn.deps.gitCredentials, repo);
     const dir = await mkdtemp(path.join(tmpdir(), 'svc-clone-'));
     try {
@@ -54,8 +55,7 @@ export const cloneRepository: SpawnStep = {
 
 /** Runs git on the host in `home`, with the token as an Authorization header for the repository's origin only; its failure in its own words, the token removed. */
 function gitIn(home: string, token: string | undefined, repo: URL) {
-  const header =
-    token === undefined ? [] : [[`http.${repo.origin}/.extraHeader`, `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`]];
+  const header = token === undefined ? [] : [[`http.${repo.origin}/.extraHeader`, `Authorization: ${gitAuthorization(token)}`]];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env['PATH'],
     HOME: home,

@@ -3,7 +3,7 @@ import type { SidecarConfig } from '@svc/protocol';
 import { baseEnv, resolveCommand, SANDBOX_PATHS, SANDBOX_TARGET } from '../sandbox-layout.js';
 import { madeBefore, type SpawnContext, type SpawnStep } from '../spawn-step.js';
 import { supervisedSidecar } from '../sidecar-supervisor.js';
-import { egressPolicyOf } from '../worker-policy.js';
+import { egressPolicyOf, workBranchOf } from '../worker-policy.js';
 
 /** 6.5.1: the svc-sidecar single executable built for the sandbox's architecture. */
 const selectBinary: SpawnStep = {
@@ -98,6 +98,16 @@ function sidecarConfigOf(spawn: SpawnContext): SidecarConfig {
     ...(box.controlPlaneSocket ? { control_plane_socket: box.controlPlaneSocket } : {}),
     ...(template.model ? { model_proxy: { apis: [template.model.api] } } : {}),
     egress_proxy: egressPolicyOf(template, body) !== undefined,
+    ...(template.workspace && spawn.made.baseCommit
+      ? {
+          workspace: {
+            repo: template.workspace.repo,
+            branch: workBranchOf(template, spawn.ids.sessionId),
+            base_commit: spawn.made.baseCommit,
+            path: box.resolvePath(SANDBOX_PATHS.workspace),
+          },
+        }
+      : {}),
     auth_token: request.token,
     auth_token_file: box.resolvePath(SANDBOX_PATHS.token),
     autonomous: body.overrides?.autonomous ?? sidecar.autonomous,

@@ -1,0 +1,173 @@
+import Type, { type Static } from 'typebox';
+import { CommitId, Timestamp, WorkerId } from './primitives.js';
+
+/**
+ * The workspace (docs/workspace.md): a repository cloned into the sandbox, fetched from and pushed
+ * to through the control plane's git proxy, and the agent's changes reported, stored and
+ * reviewable after the sandbox is gone.
+ */
+
+/** The tool a push through the git proxy is asked as: rules name the ref, `git_push(refs/heads/svc/*)`. */
+export const GIT_PUSH_TOOL = 'git_push';
+
+/** A `git_push` request's input: what the push would do, read by the control plane from the push itself. */
+export interface GitPushInput {
+  /** The full ref name the push updates (`refs/heads/svc/ses_…`): what a rule's pattern is matched against. */
+  ref: string;
+  /** The commit the ref is at on the remote (forty zeros: the ref is new). */
+  old_commit: string;
+  /** The commit it would point at (forty zeros: the ref is deleted). */
+  new_commit: string;
+  /** The repository pushed to. */
+  remote: string;
+  /** The commits the push carries, newest first (at most `GIT_PUSH_LISTED_COMMITS`), read from its pack. */
+  commits: Array<{ sha: string; subject: string; author: string }>;
+  /** Files the pushed commits add or change (their content is in the pack); a deletion is not listed. At most `GIT_PUSH_LISTED_PATHS`. */
+  paths: string[];
+  /** Whether `commits` or `paths` were cut short. */
+  truncated?: boolean;
+}
+
+export const GIT_PUSH_LISTED_COMMITS = 100;
+export const GIT_PUSH_LISTED_PATHS = 500;
+
+/** A ref that is no commit: the old side of a new ref, the new side of a deletion. */
+export const ZERO_COMMIT = '0'.repeat(40);
+
+const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [] });
+
+/**
+ * A worker's repository as the gateway's git proxy needs it (kept in its record): where fetches
+ * and pushes go, and the template's rules for `git_push`.
+ */
+export const WorkerWorkspaceSchema = Type.Object(
+  {
+    repo: Type.String({ description: 'The repository, an http(s) URL without credentials.' }),
+    /** The branch the work goes to (`svc/<session id>` unless the template names one). */
+    branch: Type.String(),
+    /** The template's rules that name `git_push` (from its auto_approve, deny and ask lists). */
+    push_rules: Type.Object({ auto_approve: ToolRules, deny: ToolRules, ask: ToolRules }, { additionalProperties: false }),
+    /** Nobody is asked: a push nothing denies is allowed. */
+    autonomous: Type.Boolean({ default: false }),
+  },
+  { additionalProperties: false },
+);
+export type WorkerWorkspace = Static<typeof WorkerWorkspaceSchema>;
+
+/** The sidecar's view of the workspace (its config): the repository its git proxy stands for, and the commit the changes are counted from. */
+export const SidecarWorkspaceSchema = Type.Object(
+  {
+    repo: Type.String(),
+    branch: Type.String(),
+    base_commit: CommitId,
+    /** Where the repository is in the sandbox. */
+    path: Type.String({ default: '/workspace' }),
+  },
+  { additionalProperties: false },
+);
+export type SidecarWorkspace = Static<typeof SidecarWorkspaceSchema>;
+
+export const CHANGED_FILE_STATUSES = ['added', 'modified', 'deleted', 'renamed'] as const;
+
+export const ChangedFileSchema = Type.Object(
+  {
+    path: Type.String(),
+    /** A renamed file's former path. */
+    old_path: Type.Optional(Type.String()),
+    status: Type.Enum(CHANGED_FILE_STATUSES),
+    additions: Type.Integer({ minimum: 0 }),
+    deletions: Type.Integer({ minimum: 0 }),
+    /** Binary content: no line counts. */
+    binary: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, title: 'ChangedFile' },
+);
+export type ChangedFile = Static<typeof ChangedFileSchema>;
+
+/** The most files one report lists; past it the report says `files_truncated`. */
+export const WORKSPACE_LISTED_FILES = 2000;
+/** The most of a patch the control plane stores; past it the patch is stored cut at a file boundary and `truncated` says so. */
+export const WORKSPACE_PATCH_LIMIT_BYTES = 1024 * 1024;
+
+/** What a sidecar reports of its workspace (`PUT /v1/workers/{id}/changes`, worker token). */
+export const ChangesReportSchema = Type.Object(
+  {
+    base_commit: CommitId,
+    /** The work branch's commit (the agent's commits); the uncommitted changes are counted on top of it. */
+    head_commit: CommitId,
+    branch: Type.String({ maxLength: 255 }),
+    files: Type.Array(ChangedFileSchema, { maxItems: WORKSPACE_LISTED_FILES }),
+    files_truncated: Type.Optional(Type.Boolean()),
+    /** The unified diff of base against the working tree (untracked files included), at most `WORKSPACE_PATCH_LIMIT_BYTES`. */
+    patch: Type.String({ maxLength: WORKSPACE_PATCH_LIMIT_BYTES }),
+    /** The whole patch's size in bytes, when `patch` holds less of it. */
+    patch_bytes: Type.Integer({ minimum: 0 }),
+    truncated: Type.Boolean(),
+  },
+  { additionalProperties: false, title: 'ChangesReport' },
+);
+export type ChangesReport = Static<typeof ChangesReportSchema>;
+
+/** A push a person made (`POST …/changes/push`). */
+export const PushRecordSchema = Type.Object(
+  { branch: Type.String(), commit: CommitId, remote: Type.String(), by: Type.String(), at: Timestamp },
+  { additionalProperties: false, title: 'PushRecord' },
+);
+export type PushRecord = Static<typeof PushRecordSchema>;
+
+/** A pull request a person opened (`POST …/changes/pull-request`). */
+export const PullRequestRecordSchema = Type.Object(
+  { url: Type.String(), number: Type.Integer(), head: Type.String(), base: Type.String(), title: Type.String(), by: Type.String(), at: Timestamp },
+  { additionalProperties: false, title: 'PullRequestRecord' },
+);
+export type PullRequestRecord = Static<typeof PullRequestRecordSchema>;
+
+/** `GET /v1/workers/{id}/changes`: the last report, as stored (the patch apart), and what people did with it. */
+export const WorkspaceChangesSchema = Type.Object(
+  {
+    worker_id: WorkerId,
+    repo: Type.String(),
+    base_commit: CommitId,
+    head_commit: CommitId,
+    branch: Type.String(),
+    files: Type.Array(ChangedFileSchema),
+    files_truncated: Type.Boolean(),
+    additions: Type.Integer({ minimum: 0 }),
+    deletions: Type.Integer({ minimum: 0 }),
+    patch_bytes: Type.Integer({ minimum: 0 }),
+    /** The stored patch is cut short (`patch_bytes` is the whole one's size). */
+    truncated: Type.Boolean(),
+    reported_at: Timestamp,
+    pushed: Type.Optional(PushRecordSchema),
+    pull_request: Type.Optional(PullRequestRecordSchema),
+  },
+  { additionalProperties: false, title: 'WorkspaceChanges' },
+);
+export type WorkspaceChanges = Static<typeof WorkspaceChangesSchema>;
+
+export const ChangesDiffQuery = Type.Object({ path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })) });
+
+export const PushChangesBody = Type.Object(
+  {
+    branch: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._/-]+$' })),
+    message: Type.Optional(Type.String({ minLength: 1, maxLength: 10_000 })),
+  },
+  { additionalProperties: false },
+);
+export type PushChangesBodyType = Static<typeof PushChangesBody>;
+
+export const PullRequestBody = Type.Object(
+  {
+    title: Type.String({ minLength: 1, maxLength: 256 }),
+    body: Type.Optional(Type.String({ maxLength: 65_536 })),
+    base: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._/-]+$' })),
+  },
+  { additionalProperties: false },
+);
+export type PullRequestBodyType = Static<typeof PullRequestBody>;
+
+/** Whether a workspace-relative path stays inside the workspace (no `..`, not absolute, no NUL). */
+export function isWorkspacePath(path: string): boolean {
+  if (path === '' || path.startsWith('/') || path.includes('\0') || path.includes('\\')) return false;
+  return path.split('/').every((part) => part !== '..' && part !== '.' && part !== '');
+}

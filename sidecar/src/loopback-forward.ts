@@ -1,0 +1,39 @@
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { ControlPlaneClient } from './http-client.js';
+
+/** The request's headers but those in `dropped` (the hop's own, the agent's credentials). */
+export function forwardedHeaders(headers: IncomingHttpHeaders, dropped: ReadonlySet<string>): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !dropped.has(name)) out[name] = value;
+  return out;
+}
+
+/**
+ * Forwards a request of the sandbox's loopback to the control plane's `path` with the worker
+ * token, streamed both ways (a chunk passed on as it arrives); `unreachable` answers when the
+ * control plane cannot be reached before the answer began.
+ */
+export function forwardToControlPlane(options: {
+  client: ControlPlaneClient;
+  path: string;
+  request: IncomingMessage;
+  response: ServerResponse;
+  dropped: ReadonlySet<string>;
+  unreachable(reason: string): void;
+}): void {
+  const { request, response, dropped } = options;
+  const upstream = options.client.open(request.method ?? 'GET', options.path, forwardedHeaders(request.headers, dropped));
+  upstream.on('response', (answer) => {
+    response.writeHead(answer.statusCode ?? 502, forwardedHeaders(answer.headers, dropped));
+    answer.pipe(response);
+    answer.on('error', () => response.destroy());
+  });
+  upstream.on('error', (err: NodeJS.ErrnoException) => {
+    if (response.headersSent) return void response.destroy();
+    options.unreachable(err.code ?? err.message);
+  });
+  response.on('close', () => {
+    if (!response.writableFinished) upstream.destroy();
+  });
+  request.pipe(upstream);
+}
