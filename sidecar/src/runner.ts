@@ -30,6 +30,7 @@ import { createOutbox } from './outbox.js';
 import { markFinished, markStarted } from './state-marks.js';
 import { startEgressProxy } from './egress-proxy.js';
 import { startGitProxy } from './git-proxy.js';
+import { createChangesReporter, type ChangesReporter } from './workspace-changes.js';
 import { startModelProxy } from './model-proxy.js';
 import { createPermissionEngine } from './permissions.js';
 
@@ -111,6 +112,8 @@ interface SidecarParts {
   agentEnv: NodeJS.ProcessEnv;
   pgidFile: string;
   handed: HandedMessages;
+  /** The workspace's changes, reported after each turn and when the agent is done (a template with a repository). */
+  changes: ChangesReporter | undefined;
   warn(message: string): void;
 }
 
@@ -161,7 +164,9 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
   const agentEnv = { ...process.env, ...config.agent.env, ...proxies.agentEnv };
   for (const event of (await first.adapter.preflight?.(launch, { cwd: config.agent.cwd, env: agentEnv })) ?? []) outbox.push(event);
   const handed = handedMessages(config.state_dir);
-  const sidecar = new Sidecar({ config, client, proxies, outbox, engine, refreshRules, launch, agentEnv, pgidFile, handed, warn }, conversation, first.adapter);
+  const changes = config.workspace ? createChangesReporter({ workspace: config.workspace, workerId: config.worker_id, client, warn }) : undefined;
+  const parts = { config, client, proxies, outbox, engine, refreshRules, launch, agentEnv, pgidFile, handed, changes, warn };
+  const sidecar = new Sidecar(parts, conversation, first.adapter);
   if (resumeAtStart === undefined) {
     sidecar.begin(first);
     sidecar.listen();
@@ -230,7 +235,12 @@ class Sidecar {
         void this.parts.refreshRules();
       },
       onAgentEvent: (event) => config.conversation && this.conversation.learnFrom(event),
-      onActivity: (activity) => activity === 'idle' && this.parts.handed.clear(),
+      onActivity: (activity) => {
+        if (activity !== 'idle') return;
+        this.parts.handed.clear();
+        // A turn ended: what it changed is there to review.
+        void this.parts.changes?.report();
+      },
       outboxRoom: () => (outbox.hasRoom() ? undefined : outbox.room()),
       warn: this.parts.warn,
     });
@@ -262,6 +272,8 @@ class Sidecar {
       !this.terminating &&
       (idleStopped || exit.exitCode !== 0);
     const reason = idleStopped ? `idle for ${config.idle_timeout_s} s` : 'it crashed';
+    // What the agent left is reported before its exit is: the exit ends the worker, and its token with it.
+    await this.parts.changes?.report();
     outbox.push(agentExitEvent(exit, resumable ? { reason } : undefined));
     run.activity.stopped(resumable, `the agent stopped (${reason})`);
     if (this.run === run) this.run = undefined;

@@ -88,6 +88,15 @@ adapter = "generic"
 `,
 };
 
+/** An agent that changes the repository, commits, pushes its branch (allowed by the template) and then main (a person is asked). */
+const AGENT_PUSHES = [
+  'git config user.name Agent && git config user.email agent@example.com',
+  "printf 'changed by the agent\\n' >> README.md && printf 'new\\n' > src/new.txt",
+  "git add -A && git commit -q -m 'the agent edits the README'",
+  'git push origin HEAD 2>&1 || echo the branch push failed',
+  'git push origin HEAD:main 2>&1 || echo the main push was refused',
+].join('; ');
+
 /** Templates on the forge's repositories: one that shows what the agent finds in /workspace, and two that cannot be cloned. */
 function repositoryTemplates(forgeUrl: string): Record<string, string> {
   const workspace = (section: string) => `
@@ -101,6 +110,16 @@ adapter = "generic"
 `;
   return {
     'repo-work': workspace(`repo = "${forgeUrl}/app.git"`),
+    'repo-push': `
+[agent]
+command = "sh"
+args = ["-c", ${JSON.stringify(AGENT_PUSHES)}]
+[workspace]
+repo = "${forgeUrl}/app.git"
+[sidecar]
+adapter = "generic"
+auto_approve = ["git_push(refs/heads/svc/*)"]
+`,
     'repo-unknown': workspace(`repo = "${forgeUrl}/nothing-here.git"`),
     'repo-bad-ref': workspace(`repo = "${forgeUrl}/app.git"\nref = "no-such-branch"`),
   };
@@ -128,6 +147,8 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
         SVC_SANDBOX_KILL_GRACE_MS: '3000',
         SVC_GIT_CREDENTIALS: JSON.stringify({ [new URL(forge.url).host]: forge.token }),
       },
+      // The git proxy adds it to the agents' fetches and pushes.
+      gatewayEnv: { SVC_GIT_CREDENTIALS: JSON.stringify({ [new URL(forge.url).host]: forge.token }) },
     });
     token = await stack.userToken('e2e-user');
   }, 120_000);
@@ -346,6 +367,73 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect(await readFile(path.join(root, 'root/workspace/.git/config'), 'utf8')).not.toContain(forge.token);
     expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
   });
+
+  it("[workspace]: the agent's own pushes go through the git proxy — its branch by the template's rule, main refused by a person — and its changes are reported, stored and outlive the session", async () => {
+    const session = await createSession({ template: 'repo-push' });
+    const asked = await waitFor(
+      'the push to main asked',
+      async () =>
+        (await eventsOf(session.worker_id)).find(
+          (e) =>
+            e.type === 'control_request' &&
+            (e.data as EventData<'control_request'>).tool_name === 'git_push' &&
+            (e.data as EventData<'control_request'>).input['ref'] === 'refs/heads/main',
+        ),
+      60_000,
+    );
+    const request = asked.data as EventData<'control_request'>;
+    // Its commit went with the branch, allowed first: main's push carries none, and says so.
+    expect(request.input).toMatchObject({ commits: [], paths: [], already_on_remote: true });
+    const branchPush = (await eventsOf(session.worker_id)).find(
+      (e) => e.type === 'control_request' && (e.data as EventData<'control_request'>).input['ref'] === `refs/heads/svc/${session.id}`,
+    );
+    expect((branchPush?.data as EventData<'control_request'>).input).toMatchObject({
+      paths: ['README.md', 'src/new.txt'],
+      commits: [expect.objectContaining({ subject: 'the agent edits the README', author: 'Agent <agent@example.com>' })],
+    });
+    expect(
+      (await api('POST', `/v1/workers/${session.worker_id}/control`, { request_id: request.request_id, decision: 'deny', message: 'main is for people' }))
+        .status,
+    ).toBe(201);
+    await waitForStatus(session, 'completed', 60_000);
+    const lines = systemLines(await eventsOf(session.worker_id)).join('\n');
+    expect(lines).toContain('main is for people');
+    expect(lines).toContain('the main push was refused');
+    expect(lines).not.toContain('the branch push failed');
+    // The branch landed with the agent's commit; main did not move.
+    const bare = path.join(forge.root, 'app.git');
+    const head = spawnSync('git', ['--git-dir', bare, 'rev-parse', `refs/heads/svc/${session.id}`], { encoding: 'utf8' }).stdout.trim();
+    expect(head).toMatch(/^[0-9a-f]{40}$/);
+    expect(spawnSync('git', ['--git-dir', bare, 'rev-parse', 'refs/heads/main'], { encoding: 'utf8' }).stdout.trim()).toBe(firstCommit);
+    // The changes as reported when the agent was done: the same as git's diff of the pushed branch, computed here.
+    const changes = await waitFor('the changes reported', async () => {
+      const answer = await api('GET', `/v1/workers/${session.worker_id}/changes`);
+      return answer.status === 200 ? answer.body : undefined;
+    });
+    expect(changes).toMatchObject({ base_commit: firstCommit, head_commit: head, branch: `svc/${session.id}`, additions: 2, deletions: 0, truncated: false });
+    expect(changes['files']).toEqual([
+      { path: 'README.md', status: 'modified', additions: 1, deletions: 0 },
+      { path: 'src/new.txt', status: 'added', additions: 1, deletions: 0 },
+    ]);
+    const expected = spawnSync('git', ['--git-dir', bare, 'diff', firstCommit, head], { encoding: 'utf8' }).stdout;
+    const diff = async (query = '') =>
+      (await fetch(`${stack.gatewayUrl}/v1/workers/${session.worker_id}/changes/diff${query}`, { headers: { authorization: `Bearer ${token}` } })).text();
+    expect(await diff()).toBe(expected);
+    expect(await diff('?path=src/new.txt')).toBe(
+      spawnSync('git', ['--git-dir', bare, 'diff', firstCommit, head, '--', 'src/new.txt'], { encoding: 'utf8' }).stdout,
+    );
+    expect((await api('GET', `/v1/workers/${session.worker_id}/changes/diff?path=../etc/passwd`)).status).toBe(400);
+    // The history says it too, and holds no part of the forge's token.
+    const events = await eventsOf(session.worker_id);
+    expect(events.some((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'workspace_changes')).toBe(true);
+    expect(JSON.stringify(events)).not.toContain(forge.token);
+    // The session deleted, its sandbox gone: the changes stay.
+    expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
+    expect((await api('GET', `/v1/workers/${session.worker_id}/changes`)).body).toEqual(changes);
+    expect(await diff()).toBe(expected);
+    // Another person sees none of it.
+    expect((await api('GET', `/v1/workers/${session.worker_id}/changes`, undefined, await stack.userToken('someone-else'))).status).toBe(404);
+  }, 120_000);
 
   it('[workspace] that cannot be cloned — an unknown repository, a ref that does not exist: the session fails at clone_repository saying why', async () => {
     for (const [template, why] of [

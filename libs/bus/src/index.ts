@@ -11,6 +11,7 @@ export * from './lasting-consumer.js';
 export * from './worker-records.js';
 export * from './model-usage.js';
 export * from './message-images.js';
+export * from './workspace-changes.js';
 export * from './nats-auth.js';
 export * from './service-main.js';
 export { traceContextOf } from './codec.js';

@@ -22,6 +22,7 @@ import { ensureStreams } from './streams.js';
 import { publishAuditHead, readAuditHeads } from './audit-heads.js';
 import { openBucket } from './kv-buckets.js';
 import { openMessageImages } from './message-images.js';
+import { openWorkspaceChanges } from './workspace-changes.js';
 
 const logger = createLogger({ name: 'nats-auth-test', level: 'silent' });
 
@@ -285,6 +286,31 @@ describe('NATS: no service may destroy or rewrite a stream, and what the service
     expect(await images.put('wrk_1', large)).toEqual(kept);
     expect(Buffer.from((await images.get('wrk_1', kept.sha256))!.bytes).equals(Buffer.from(large.bytes))).toBe(true);
     expect(await images.get('wrk_2', kept.sha256)).toBeUndefined();
+
+    // The workspaces' changes, missing: made by the gateway, which keeps a report and its patch (a new one over the last), and reads them back.
+    await jsm.streams.delete(`OBJ_${objectBuckets.workspacePatches}`);
+    await jsm.streams.delete(`KV_${kvBuckets.workspaceChanges}`);
+    const changes = await openWorkspaceChanges(users.gateway, logger);
+    const report = {
+      worker_id: 'wrk_1',
+      repo: 'https://git.example.com/app.git',
+      base_commit: 'a'.repeat(40),
+      head_commit: 'b'.repeat(40),
+      branch: 'svc/ses_1',
+      files: [{ path: 'a.txt', status: 'modified' as const, additions: 1, deletions: 0 }],
+      files_truncated: false,
+      additions: 1,
+      deletions: 0,
+      patch_bytes: 2 * 1024 * 1024,
+      truncated: false,
+      reported_at: new Date().toISOString(),
+    };
+    await changes.put(report, 'x'.repeat(1024 * 1024));
+    await changes.put(report, 'y'.repeat(2 * 1024 * 1024));
+    await changes.recordPush('wrk_1', { branch: 'svc/ses_1', commit: 'b'.repeat(40), remote: report.repo, by: 'alice', at: report.reported_at });
+    expect(await changes.get('wrk_1')).toEqual({ ...report, pushed: expect.objectContaining({ by: 'alice' }) });
+    expect(await changes.patch('wrk_1')).toBe('y'.repeat(2 * 1024 * 1024));
+    expect(await changes.get('wrk_2')).toBeUndefined();
 
     // The operator changes the heads' stream: control's start brings the others to svc's settings and leaves it, saying how it differs.
     const { config: heads } = await jsm.streams.info(streams.auditHeads.name);

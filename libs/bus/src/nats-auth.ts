@@ -155,10 +155,19 @@ const JS_API = [
  * existing one brought to the current settings), but none updates `SVC_AUDIT_HEADS`: an update
  * could set limits that drop the heads it keeps (`max_msgs`, `max_age`), so once made it is left
  * as it is, and only NATS's operator changes it (docs/audit.md). The gateway and the session
- * service make the KV buckets (and the gateway the object store of message images) they open if missing, and update nothing.
+ * service make the KV buckets (and the gateway the object stores of message images and workspace patches) they open if missing, and update nothing.
  */
 export const JS_STREAMS: Readonly<Record<NatsServiceUser, { create: readonly string[]; update: readonly string[] }>> = {
-  gateway: { create: [kvStream(kvBuckets.workers), kvStream(kvBuckets.modelUsage), objectStream(objectBuckets.messageImages)], update: [] },
+  gateway: {
+    create: [
+      kvStream(kvBuckets.workers),
+      kvStream(kvBuckets.modelUsage),
+      kvStream(kvBuckets.workspaceChanges),
+      objectStream(objectBuckets.messageImages),
+      objectStream(objectBuckets.workspacePatches),
+    ],
+    update: [],
+  },
   'event-ingest': { create: SVC_STREAMS, update: SVC_STREAMS.filter((name) => name !== streams.auditHeads.name) },
   control: { create: SVC_STREAMS, update: SVC_STREAMS.filter((name) => name !== streams.auditHeads.name) },
   session: { create: [kvStream(kvBuckets.workers)], update: [] },
@@ -215,6 +224,9 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         KV(kvBuckets.modelUsage),
         // People's message images: written by the gateway that takes the message, read by any.
         OBJECTS(objectBuckets.messageImages),
+        // The workspaces' changes: reported through the gateway, kept for after the sandbox (docs/workspace.md).
+        KV(kvBuckets.workspaceChanges),
+        OBJECTS(objectBuckets.workspacePatches),
         FLOW_CONTROL,
       ],
       deny: [

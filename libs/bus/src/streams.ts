@@ -5,6 +5,7 @@ import { integerSetting, retryWithBackoff, type Logger } from '@svc/service-kit'
 import { isBusUnavailable } from './connection.js';
 import { openBucket } from './kv-buckets.js';
 import { openMessageImageStore } from './message-images.js';
+import { openWorkspacePatchStore } from './workspace-changes.js';
 
 /** The settings of the services that declare the streams (control, event-ingest). */
 export const streamSettings = {
@@ -23,7 +24,7 @@ export interface StreamOptions {
 }
 
 /** The KV buckets svc keeps (each is a stream named `KV_<bucket>`). */
-const KV_BUCKETS = [kvBuckets.workers, kvBuckets.modelUsage];
+const KV_BUCKETS = [kvBuckets.workers, kvBuckets.modelUsage, kvBuckets.workspaceChanges];
 
 /** The JetStream streams the design needs, from the protocol's constants. */
 function streamConfigs({ replicas = 1 }: StreamOptions = {}): Array<Partial<StreamConfig> & { name: string }> {
@@ -115,13 +116,18 @@ export async function ensureStreams(nc: NatsConnection, options: StreamOptions =
     if (status.replicas !== replicas)
       await jsm.streams.update(config.name, { ...config, num_replicas: replicas }).catch(explainReplicas(config.name, replicas));
   }
-  // The same for the object store of message images.
-  const images = await openMessageImageStore(nc, replicas)
-    .then((store) => store.status())
-    .catch(explainReplicas(`OBJ_${objectBuckets.messageImages}`, replicas));
-  if (images.replicas !== replicas) {
-    const { config } = images.streamInfo;
-    await jsm.streams.update(config.name, { ...config, num_replicas: replicas }).catch(explainReplicas(config.name, replicas));
+  // The same for the object stores (message images, workspace patches).
+  for (const [bucket, open] of [
+    [objectBuckets.messageImages, openMessageImageStore],
+    [objectBuckets.workspacePatches, openWorkspacePatchStore],
+  ] as const) {
+    const status = await open(nc, replicas)
+      .then((store) => store.status())
+      .catch(explainReplicas(`OBJ_${bucket}`, replicas));
+    if (status.replicas !== replicas) {
+      const { config } = status.streamInfo;
+      await jsm.streams.update(config.name, { ...config, num_replicas: replicas }).catch(explainReplicas(config.name, replicas));
+    }
   }
   return { replicas };
 }

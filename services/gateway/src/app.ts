@@ -23,6 +23,7 @@ import { incomingEventsPlugin } from './plugins/incoming-events.js';
 import { listenersPlugin, workerPortPlugin } from './plugins/listeners.js';
 import { liveFeedsPlugin } from './plugins/live-feeds.js';
 import { messageImagesPlugin } from './plugins/message-images.js';
+import { workspaceChangesPlugin } from './plugins/workspace-changes.js';
 import { modelUsagePlugin } from './plugins/model-usage.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { rateLimitPlugin } from './plugins/rate-limit.js';
@@ -42,6 +43,7 @@ import { healthRoutes } from './routes/health.js';
 import { localIssuerRoutes } from './routes/local-issuer.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
 import { gitProxyRoutes } from './routes/git-proxy.js';
+import { workspaceChangeRoutes } from './routes/workspace-changes.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 import { sessionLogRoutes } from './routes/session-logs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -97,6 +99,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
   await app.register(followersPlugin);
   await app.register(modelUsagePlugin, { logger: options.logger });
   await app.register(messageImagesPlugin, { logger: options.logger });
+  await app.register(workspaceChangesPlugin, { logger: options.logger });
   await app.register(incomingEventsPlugin);
 
   // Stage 2: what wraps every request.
@@ -119,6 +122,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     controlRoutes,
     messageRoutes,
     messageImageRoutes,
+    workspaceChangeRoutes,
     sessionRoutes,
     sessionLogRoutes,
     auditRoutes,

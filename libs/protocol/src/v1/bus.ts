@@ -136,12 +136,16 @@ export const kvBuckets = {
   workers: 'svc_workers',
   /** Worker id → `ModelUsage`, as the model proxy measured it (compare-and-set by every gateway replica). */
   modelUsage: 'svc_model_usage',
+  /** `<worker id>.report` → its workspace's last changes report; `.pushed`, `.pull_request` → what people did with them (docs/workspace.md). */
+  workspaceChanges: 'svc_workspace_changes',
 } as const;
 
 /** JetStream object stores (each a stream named `OBJ_<bucket>`). */
 export const objectBuckets = {
   /** `<worker id>/<sha256>` → an image a person sent with a message, kept `MESSAGE_IMAGES_KEPT_MS` (docs/conversations.md, "Images"). */
   messageImages: 'svc_message_images',
+  /** `<worker id>/<sha256>` → a patch of a workspace's changes report, kept `WORKSPACE_PATCHES_KEPT_MS` (docs/workspace.md). */
+  workspacePatches: 'svc_workspace_patches',
 } as const;
 
 /** NATS header names. */

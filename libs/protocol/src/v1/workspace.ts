@@ -26,6 +26,11 @@ export interface GitPushInput {
   paths: string[];
   /** Whether `commits` or `paths` were cut short. */
   truncated?: boolean;
+  /**
+   * The new commit is on the remote already (another ref has it, e.g. the work branch pushed
+   * first): the push carries none of its commits, so `commits` and `paths` are empty.
+   */
+  already_on_remote?: boolean;
 }
 
 export const GIT_PUSH_LISTED_COMMITS = 100;
@@ -88,6 +93,9 @@ export type ChangedFile = Static<typeof ChangedFileSchema>;
 export const WORKSPACE_LISTED_FILES = 2000;
 /** The most of a patch the control plane stores; past it the patch is stored cut at a file boundary and `truncated` says so. */
 export const WORKSPACE_PATCH_LIMIT_BYTES = 1024 * 1024;
+
+/** How long a stored patch is kept after it was reported (its summary is kept with the worker's record of changes). */
+export const WORKSPACE_PATCHES_KEPT_MS = 90 * 24 * 3600 * 1000;
 
 /** What a sidecar reports of its workspace (`PUT /v1/workers/{id}/changes`, worker token). */
 export const ChangesReportSchema = Type.Object(

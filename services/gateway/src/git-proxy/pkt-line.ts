@@ -18,7 +18,7 @@ interface ReadLine {
 }
 
 /** Reads the pkt-line at `offset`; undefined when `buffer` does not hold all of it yet. Throws on a malformed length. */
-export function readPktLine(buffer: Buffer, offset: number): ReadLine | undefined {
+function readPktLine(buffer: Buffer, offset: number): ReadLine | undefined {
   if (buffer.length < offset + 4) return undefined;
   const text = buffer.toString('latin1', offset, offset + 4);
   if (!/^[0-9a-f]{4}$/.test(text)) throw new Error(`not a pkt-line length: ${JSON.stringify(text)}`);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { GIT_PUSH_LISTED_COMMITS, GIT_PUSH_LISTED_PATHS, type GitPushInput } from '@svc/protocol';
 
 /** What a push's pack carries for one ref: the commits new to the remote, and the files they add or change. */
-export type PackedChanges = Pick<GitPushInput, 'commits' | 'paths'> & { truncated: boolean };
+export type PackedChanges = Pick<GitPushInput, 'commits' | 'paths'> & { truncated: boolean; alreadyOnRemote: boolean };
 
 /** How long reading one pack may take. */
 const GIT_TIMEOUT_MS = 120_000;
@@ -58,7 +58,7 @@ export class PackedPack {
       queue.push(...commit.parents);
     }
     if (paths.size > GIT_PUSH_LISTED_PATHS) truncated = true;
-    return { commits, paths: [...paths].sort().slice(0, GIT_PUSH_LISTED_PATHS), truncated };
+    return { commits, paths: [...paths].sort().slice(0, GIT_PUSH_LISTED_PATHS), truncated, alreadyOnRemote: !this.types.has(head) };
   }
 
   private walkTree(sha: string, prefix: string, paths: Set<string>): void {

@@ -44,7 +44,10 @@ export async function decidePush(options: {
   const verdicts: DecidedPush['verdicts'] = [];
   const refusals = new Map<string, string>();
   for (const command of head.commands) {
-    const changes = pack && command.new !== ZERO_COMMIT ? pack.changesTo(command.new) : { commits: [], paths: [], truncated: false };
+    const changes =
+      pack && command.new !== ZERO_COMMIT
+        ? pack.changesTo(command.new)
+        : { commits: [], paths: [], truncated: false, alreadyOnRemote: command.new !== ZERO_COMMIT };
     const input: GitPushInput = {
       ref: command.ref,
       old_commit: command.old,
@@ -53,6 +56,7 @@ export async function decidePush(options: {
       commits: changes.commits,
       paths: changes.paths,
       ...(changes.truncated ? { truncated: true } : {}),
+      ...(changes.alreadyOnRemote ? { already_on_remote: true } : {}),
     };
     const verdict = await options.policy.decide(worker, input, options.gone);
     verdicts.push({ ref: command.ref, verdict });

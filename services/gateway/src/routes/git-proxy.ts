@@ -19,7 +19,7 @@ const FORWARDED_ANSWER_HEADERS = ['content-type', 'cache-control', 'expires', 'p
 /** The most an advertisement of refs may take (it is read whole, to add `no-thin`). */
 const ADVERTISEMENT_MAX_BYTES = 64 * 1024 * 1024;
 /** The default bound of one push (`SVC_GIT_PUSH_MAX_BYTES`). */
-export const DEFAULT_GIT_PUSH_MAX_BYTES = 512 * 1024 * 1024;
+const DEFAULT_GIT_PUSH_MAX_BYTES = 512 * 1024 * 1024;
 
 /**
  * `/v1/workers/{id}/git/…`: the git smart-HTTP proxy of the worker port (docs/workspace.md). The

@@ -14,6 +14,7 @@ export type GatewayPart =
   | 'svc-websockets'
   | 'svc-model-usage'
   | 'svc-message-images'
+  | 'svc-workspace-changes'
   | 'svc-incoming-events';
 
 /**
