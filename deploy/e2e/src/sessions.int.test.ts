@@ -15,7 +15,7 @@ import {
   type StoredEvent,
   type Worker,
 } from '@svc/protocol';
-import { startGitServer, waitFor, type GitServer } from '@svc/test-support';
+import { startGitHubApi, startGitServer, waitFor, type GitHubApiStandIn, type GitServer } from '@svc/test-support';
 import { fastDemoConversation } from './built-in-templates.js';
 import { StreamViewer } from './readers.js';
 import { sandboxEnvironments, sidecarPidOf } from './sandbox-processes.js';
@@ -95,6 +95,7 @@ const AGENT_PUSHES = [
   "git add -A && git commit -q -m 'the agent edits the README'",
   'git push origin HEAD 2>&1 || echo the branch push failed',
   'git push origin HEAD:main 2>&1 || echo the main push was refused',
+  "printf 'left for a person\\n' > notes.txt",
 ].join('; ');
 
 /** Templates on the forge's repositories: one that shows what the agent finds in /workspace, and two that cannot be cloned. */
@@ -115,7 +116,7 @@ adapter = "generic"
 command = "sh"
 args = ["-c", ${JSON.stringify(AGENT_PUSHES)}]
 [workspace]
-repo = "${forgeUrl}/app.git"
+repo = "${forgeUrl}/acme/shop.git"
 [sidecar]
 adapter = "generic"
 auto_approve = ["git_push(refs/heads/svc/*)"]
@@ -131,12 +132,17 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
   let token: string;
   /** A forge on loopback whose token only the session service is given (SVC_GIT_CREDENTIALS). */
   let forge: GitServer;
+  /** GitHub's API as the forge of the git server's host: pull requests. */
+  let github: GitHubApiStandIn;
   let firstCommit: string;
+  let shopFirstCommit: string;
 
   beforeAll(async () => {
     await rm(PWNED, { force: true });
     forge = await startGitServer();
     firstCommit = forge.createRepository('app', { 'README.md': 'the app\n', 'src/main.txt': 'main\n' });
+    shopFirstCommit = forge.createRepository('acme/shop', { 'README.md': 'the shop\n', 'src/main.txt': 'main\n' });
+    github = await startGitHubApi(forge.token);
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-templates-'));
     const templates = { ...TEMPLATES, ...repositoryTemplates(forge.url) };
     for (const [name, toml] of Object.entries(templates)) await writeFile(path.join(templatesDir, `${name}.toml`), toml);
@@ -146,6 +152,7 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
         SVC_TEMPLATES_DIR: templatesDir,
         SVC_SANDBOX_KILL_GRACE_MS: '3000',
         SVC_GIT_CREDENTIALS: JSON.stringify({ [new URL(forge.url).host]: forge.token }),
+        SVC_GIT_FORGES: JSON.stringify({ [new URL(forge.url).host]: { type: 'github', api_url: github.url } }),
       },
       // The git proxy adds it to the agents' fetches and pushes.
       gatewayEnv: { SVC_GIT_CREDENTIALS: JSON.stringify({ [new URL(forge.url).host]: forge.token }) },
@@ -155,6 +162,7 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
   afterAll(async () => {
     await stack?.stop();
     await forge?.stop();
+    await github?.stop();
     if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   });
 
@@ -401,36 +409,78 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect(lines).toContain('the main push was refused');
     expect(lines).not.toContain('the branch push failed');
     // The branch landed with the agent's commit; main did not move.
-    const bare = path.join(forge.root, 'app.git');
-    const head = spawnSync('git', ['--git-dir', bare, 'rev-parse', `refs/heads/svc/${session.id}`], { encoding: 'utf8' }).stdout.trim();
-    expect(head).toMatch(/^[0-9a-f]{40}$/);
-    expect(spawnSync('git', ['--git-dir', bare, 'rev-parse', 'refs/heads/main'], { encoding: 'utf8' }).stdout.trim()).toBe(firstCommit);
-    // The changes as reported when the agent was done: the same as git's diff of the pushed branch, computed here.
+    const bare = path.join(forge.root, 'acme/shop.git');
+    const git = (...args: string[]) => spawnSync('git', ['--git-dir', bare, ...args], { encoding: 'utf8' }).stdout;
+    const agentCommit = git('rev-parse', `refs/heads/svc/${session.id}`).trim();
+    expect(agentCommit).toMatch(/^[0-9a-f]{40}$/);
+    expect(git('rev-parse', 'refs/heads/main').trim()).toBe(shopFirstCommit);
+    // The changes as reported when the agent was done: its commit and what it left uncommitted.
     const changes = await waitFor('the changes reported', async () => {
       const answer = await api('GET', `/v1/workers/${session.worker_id}/changes`);
       return answer.status === 200 ? answer.body : undefined;
     });
-    expect(changes).toMatchObject({ base_commit: firstCommit, head_commit: head, branch: `svc/${session.id}`, additions: 2, deletions: 0, truncated: false });
+    expect(changes).toMatchObject({
+      base_commit: shopFirstCommit,
+      head_commit: agentCommit,
+      branch: `svc/${session.id}`,
+      additions: 3,
+      deletions: 0,
+      truncated: false,
+    });
     expect(changes['files']).toEqual([
       { path: 'README.md', status: 'modified', additions: 1, deletions: 0 },
+      { path: 'notes.txt', status: 'added', additions: 1, deletions: 0 },
       { path: 'src/new.txt', status: 'added', additions: 1, deletions: 0 },
     ]);
-    const expected = spawnSync('git', ['--git-dir', bare, 'diff', firstCommit, head], { encoding: 'utf8' }).stdout;
+    // A file of the workspace, while the sandbox lives; none outside it.
+    const file = async (name: string) =>
+      fetch(`${stack.gatewayUrl}/v1/workers/${session.worker_id}/files/${name}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(await (await file('notes.txt')).text()).toBe('left for a person\n');
+    expect((await file('..%2Fetc%2Fpasswd')).status).toBe(400);
+    expect((await file('nothing-here.txt')).status).toBe(404);
+    // A person pushes: what was left is committed in their name, the branch moves on the forge.
+    const pushed = await api('POST', `/v1/workers/${session.worker_id}/changes/push`, { message: 'what the agent left' });
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(200);
+    expect(pushed.body).toMatchObject({ branch: `svc/${session.id}`, by: 'e2e-user', remote: `${forge.url}/acme/shop.git` });
+    const head = String(pushed.body['commit']);
+    expect(git('rev-parse', `refs/heads/svc/${session.id}`).trim()).toBe(head);
+    expect(git('log', '-1', '--format=%an|%s|%P', head).trim()).toBe(`e2e-user|what the agent left|${agentCommit}`);
+    // The stored diff is git's diff of the pushed branch against the base, computed here.
     const diff = async (query = '') =>
       (await fetch(`${stack.gatewayUrl}/v1/workers/${session.worker_id}/changes/diff${query}`, { headers: { authorization: `Bearer ${token}` } })).text();
+    const expected = git('diff', shopFirstCommit, head);
     expect(await diff()).toBe(expected);
-    expect(await diff('?path=src/new.txt')).toBe(
-      spawnSync('git', ['--git-dir', bare, 'diff', firstCommit, head, '--', 'src/new.txt'], { encoding: 'utf8' }).stdout,
-    );
+    expect(await diff('?path=src/new.txt')).toBe(git('diff', shopFirstCommit, head, '--', 'src/new.txt'));
     expect((await api('GET', `/v1/workers/${session.worker_id}/changes/diff?path=../etc/passwd`)).status).toBe(400);
-    // The history says it too, and holds no part of the forge's token.
+    // A pull request through the forge's API: the pushed branch onto the default one; its URL on the session.
+    const opened = await api('POST', `/v1/workers/${session.worker_id}/changes/pull-request`, { title: "The agent's work", body: 'Reviewed in svc.' });
+    expect(opened.status, JSON.stringify(opened.body)).toBe(200);
+    expect(github.pulls).toEqual([
+      { owner: 'acme', repo: 'shop', title: "The agent's work", head: `svc/${session.id}`, base: 'main', body: 'Reviewed in svc.' },
+    ]);
+    expect((await api('GET', `/v1/sessions/${session.id}`)).body['workspace']).toEqual({
+      repo: `${forge.url}/acme/shop.git`,
+      branch: `svc/${session.id}`,
+      files_changed: 3,
+      additions: 3,
+      deletions: 0,
+      pull_request_url: opened.body['url'],
+    });
+    expect((await api('POST', `/v1/workers/${session.worker_id}/changes/pull-request`, { title: 'again' })).body).toMatchObject({ code: 'conflict' });
+    // The history says it all, and holds no part of the forge's token.
     const events = await eventsOf(session.worker_id);
-    expect(events.some((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'workspace_changes')).toBe(true);
+    for (const subtype of ['workspace_changes', 'git_push', 'workspace_pushed'])
+      expect(
+        events.some((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === subtype),
+        subtype,
+      ).toBe(true);
     expect(JSON.stringify(events)).not.toContain(forge.token);
-    // The session deleted, its sandbox gone: the changes stay.
+    // The session deleted, its sandbox gone: the changes stay; its files are gone.
     expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
-    expect((await api('GET', `/v1/workers/${session.worker_id}/changes`)).body).toEqual(changes);
+    expect((await api('GET', `/v1/workers/${session.worker_id}/changes`)).body).toMatchObject({ head_commit: agentCommit, pushed: { commit: head } });
     expect(await diff()).toBe(expected);
+    expect((await file('notes.txt')).status).toBe(410);
+    expect((await api('POST', `/v1/workers/${session.worker_id}/changes/push`, {})).body).toMatchObject({ code: 'sandbox_gone' });
     // Another person sees none of it.
     expect((await api('GET', `/v1/workers/${session.worker_id}/changes`, undefined, await stack.userToken('someone-else'))).status).toBe(404);
   }, 120_000);

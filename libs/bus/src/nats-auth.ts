@@ -68,7 +68,17 @@ const PEOPLE_CONTROL_RPCS = [
   rpc.webhookAttempts,
 ];
 /** The session service's RPCs that people reach through the gateway. */
-const PEOPLE_SESSION_RPCS = [rpc.createSession, rpc.getSession, rpc.listSessions, rpc.listTemplates, rpc.deleteSession, rpc.followLogs];
+const PEOPLE_SESSION_RPCS = [
+  rpc.createSession,
+  rpc.getSession,
+  rpc.listSessions,
+  rpc.listTemplates,
+  rpc.deleteSession,
+  rpc.followLogs,
+  rpc.workspacePush,
+  rpc.pullRequest,
+  rpc.workspaceFile,
+];
 
 export const NATS_REQUESTS: Readonly<Record<NatsServiceUser, NatsRequests>> = {
   gateway: {

@@ -10,3 +10,4 @@ export * from './tcp-proxy.js';
 export * from './local-sign-in.js';
 export * from './images.js';
 export * from './git-server.js';
+export * from './github-api.js';

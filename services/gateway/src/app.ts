@@ -44,6 +44,7 @@ import { localIssuerRoutes } from './routes/local-issuer.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
 import { gitProxyRoutes } from './routes/git-proxy.js';
 import { workspaceChangeRoutes } from './routes/workspace-changes.js';
+import { workspaceActionRoutes, workspaceFileRoutes } from './routes/workspace-actions.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 import { sessionLogRoutes } from './routes/session-logs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -123,6 +124,8 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     messageRoutes,
     messageImageRoutes,
     workspaceChangeRoutes,
+    workspaceActionRoutes,
+    workspaceFileRoutes,
     sessionRoutes,
     sessionLogRoutes,
     auditRoutes,

@@ -57,6 +57,8 @@ export const sessionSettings = {
   /** How long a sandbox's programs get between SIGTERM and SIGKILL. */
   killGraceMs: integerSetting('SVC_SANDBOX_KILL_GRACE_MS', { default: 10_000, min: 0, max: 600_000 }),
   ...gitCredentialSettings,
+  /** Forges' APIs by git host (JSON host → `{"type": "github", "api_url": …}`), for pull requests; github.com is known (docs/workspace.md). */
+  gitForges: optionalStringSetting('SVC_GIT_FORGES'),
   /** Sessions one person (their `sub`, admins too) may have not yet ended; one more is refused (429 `too_many_sessions`). */
   maxRunningSessionsPerUser: integerSetting('SVC_MAX_RUNNING_SESSIONS_PER_USER', { default: 20, min: 1 }),
 };

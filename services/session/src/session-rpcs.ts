@@ -1,5 +1,5 @@
 import type { Subscription } from '@nats-io/transport-node';
-import { requestJson, serveRpc, type NatsConnection } from '@svc/bus';
+import { serveRpc, type NatsConnection } from '@svc/bus';
 import {
   CodedError,
   createChecker,
@@ -10,7 +10,6 @@ import {
   ListTemplatesRpc,
   SessionRpc,
   subjects,
-  type AuditFacts,
   type CreateSessionRpcType,
   type FollowLogsRpcType,
   type ListResponseOf,
@@ -20,9 +19,10 @@ import {
   type SessionRpcType,
   type TemplateSummary,
 } from '@svc/protocol';
-import type { Logger } from '@svc/service-kit';
+import { parseGitCredentials, type Logger } from '@svc/service-kit';
 import type { Database, Kysely } from '@svc/store';
 import type { SessionConfig } from './config.js';
+import { recordAudit } from './audit-facts.js';
 import { followSandboxLogs } from './logs.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import type { SessionStore } from './session-store.js';
@@ -32,6 +32,8 @@ import { allocateWorker } from './spawn/steps/allocate-worker.js';
 import { validateRequest } from './spawn/steps/validate.js';
 import type { TemplateCatalog } from './templates/catalog.js';
 import type { WorkerRegistry } from './worker-registry.js';
+import { parseForges } from './workspace/forges.js';
+import { serveWorkspaceRpcs } from './workspace/workspace-rpcs.js';
 
 export interface SessionRpcDeps {
   nc: NatsConnection;
@@ -46,10 +48,7 @@ export interface SessionRpcDeps {
   spawner: Spawner;
 }
 
-/** How often a session started or stopped is offered to the audit trail before it is given up. */
-const AUDIT_ATTEMPTS = 10;
-
-/** The session API's operations on the bus (the gateway's `/v1/sessions` and `/v1/templates`), shared by the replicas. */
+/** The session API's operations on the bus (the gateway's `/v1/sessions`, `/v1/templates` and the workspace's), shared by the replicas. */
 export function serveSessionRpcs(deps: SessionRpcDeps): { stop(): void } {
   const { nc } = deps;
   const shared = { logger: deps.logger, queue: 'session' };
@@ -83,6 +82,7 @@ export function serveSessionRpcs(deps: SessionRpcDeps): { stop(): void } {
       ...shared,
       checker: createChecker(FollowLogsRpc),
     }),
+    ...serveWorkspaceRpcs({ ...deps, gitCredentials: parseGitCredentials(deps.config.gitCredentials), forges: parseForges(deps.config.gitForges) }),
   ];
   return { stop: () => subscriptions.forEach((subscription) => subscription.unsubscribe()) };
 }
@@ -143,15 +143,4 @@ async function visibleSession(deps: Pick<SessionRpcDeps, 'store'>, request: Sess
   const row = await deps.store.get(request.session_id, request.caller);
   if (!row) throw new CodedError('session_not_found', `session ${request.session_id} does not exist`);
   return row;
-}
-
-/**
- * Tells the audit trail (the control service's) about a session started or stopped; tried a
- * few times in the background (the fact's id makes a repeat harmless), then logged as lost.
- */
-function recordAudit(deps: Pick<SessionRpcDeps, 'nc' | 'logger'>, facts: AuditFacts, attempt = 1): void {
-  requestJson(deps.nc, subjects.rpc.appendAudit, facts).catch((err: unknown) => {
-    if (attempt >= AUDIT_ATTEMPTS) return deps.logger.error({ err, audit_id: facts.id }, 'a session could not be recorded in the audit trail');
-    setTimeout(() => recordAudit(deps, facts, attempt + 1), 1000 * attempt).unref();
-  });
 }

@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   /** A message to a worker whose session is not a conversation (`[session] mode = "one_shot"`). */
   not_conversational: 409,
   conflict: 409,
+  /** No forge is configured for the repository's host (`SVC_GIT_FORGES`): no pull request can be opened. */
+  forge_not_configured: 409,
   /** A decision link past its expiry. */
   link_expired: 410,
   /** The worker's sandbox is gone: its files are no longer there (the stored changes are). */

@@ -5,7 +5,7 @@ import { StoredEventSchema } from './envelope.js';
 import { EVENT_LIST_LIMIT, EventBeforeId, LIST_LIMIT } from './lists.js';
 import { EventId, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { EgressPolicySchema } from './egress.js';
-import { WorkerWorkspaceSchema } from './workspace.js';
+import { PullRequestBody, PushChangesBody, WorkerWorkspaceSchema } from './workspace.js';
 import { ModelAccessSchema } from './model-proxy.js';
 import { EventSourceSchema } from './provenance.js';
 import { CreateSessionBody, DecisionPolicySchema, SessionModeSchema, WorkerStatusSchema } from './sessions-api.js';
@@ -188,3 +188,36 @@ export type SessionLogMessageType = Static<typeof SessionLogMessage>;
 
 /** A log follower stops hearing lines when it sends no keepalive for this long. */
 export const LOG_FOLLOW_KEEPALIVE_TIMEOUT_MS = 30_000;
+
+/** The person a commit of theirs is made in the name of (`POST …/changes/push`): their token's name and email, else their `sub`. */
+const CommitAuthor = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 256 }), email: Type.String({ minLength: 1, maxLength: 256 }) },
+  { additionalProperties: false },
+);
+
+/** `svc.rpc.session.workspace.push`: commit what is uncommitted in the worker's workspace and push its work branch (docs/workspace.md). */
+export const WorkspacePushRpc = Type.Object(
+  { caller: Caller, worker_id: WorkerId, author: CommitAuthor, ...PushChangesBody.properties },
+  { additionalProperties: false },
+);
+export type WorkspacePushRpcType = Static<typeof WorkspacePushRpc>;
+
+/** `svc.rpc.session.workspace.pull_request`: open a pull request of the pushed branch `head` through the repository's forge. */
+export const PullRequestRpc = Type.Object(
+  { caller: Caller, worker_id: WorkerId, head: Type.String({ minLength: 1, maxLength: 255 }), ...PullRequestBody.properties },
+  { additionalProperties: false },
+);
+export type PullRequestRpcType = Static<typeof PullRequestRpc>;
+
+/** `svc.rpc.session.workspace.file`: one file of the worker's workspace, while its sandbox lives. */
+export const WorkspaceFileRpc = Type.Object(
+  { caller: Caller, worker_id: WorkerId, path: Type.String({ minLength: 1, maxLength: 4096 }) },
+  { additionalProperties: false },
+);
+export type WorkspaceFileRpcType = Static<typeof WorkspaceFileRpc>;
+
+/** A workspace file's content (base64: a file may be any bytes), at most `WORKSPACE_FILE_LIMIT_BYTES`. */
+export interface WorkspaceFileAnswer {
+  content_base64: string;
+  bytes: number;
+}

@@ -4,7 +4,7 @@ import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema, ModelBudgetSchema, ModelUsageSchema } from './model-proxy.js';
 import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
-import { WorkerWorkspaceSchema } from './workspace.js';
+import { SessionWorkspaceSchema, WorkerWorkspaceSchema } from './workspace.js';
 import { WorkerActivitySchema } from './activity.js';
 
 /** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
@@ -53,6 +53,8 @@ export const SessionSchema = Type.Object(
     failure: Type.Optional(
       Type.Object({ step: Type.String(), reason: Type.String() }, { additionalProperties: false, description: 'Why and where a failed session failed.' }),
     ),
+    /** Its repository (a template with `[workspace]`): docs/workspace.md. */
+    workspace: Type.Optional(SessionWorkspaceSchema),
   },
   { additionalProperties: false, title: 'Session' },
 );

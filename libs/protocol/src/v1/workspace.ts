@@ -74,7 +74,7 @@ export type SidecarWorkspace = Static<typeof SidecarWorkspaceSchema>;
 
 export const CHANGED_FILE_STATUSES = ['added', 'modified', 'deleted', 'renamed'] as const;
 
-export const ChangedFileSchema = Type.Object(
+const ChangedFileSchema = Type.Object(
   {
     path: Type.String(),
     /** A renamed file's former path. */
@@ -93,6 +93,9 @@ export type ChangedFile = Static<typeof ChangedFileSchema>;
 export const WORKSPACE_LISTED_FILES = 2000;
 /** The most of a patch the control plane stores; past it the patch is stored cut at a file boundary and `truncated` says so. */
 export const WORKSPACE_PATCH_LIMIT_BYTES = 1024 * 1024;
+
+/** The largest workspace file `GET …/files/{path}` serves (it travels over the bus, base64). */
+export const WORKSPACE_FILE_LIMIT_BYTES = 512 * 1024;
 
 /** How long a stored patch is kept after it was reported (its summary is kept with the worker's record of changes). */
 export const WORKSPACE_PATCHES_KEPT_MS = 90 * 24 * 3600 * 1000;
@@ -179,3 +182,19 @@ export function isWorkspacePath(path: string): boolean {
   if (path === '' || path.startsWith('/') || path.includes('\0') || path.includes('\\')) return false;
   return path.split('/').every((part) => part !== '..' && part !== '.' && part !== '');
 }
+
+/** A session's repository as session lists show it (docs/workspace.md): where the work goes and how much it changed. */
+export const SessionWorkspaceSchema = Type.Object(
+  {
+    repo: Type.String(),
+    branch: Type.String(),
+    /** From the last changes report; absent before the first. */
+    files_changed: Type.Optional(Type.Integer({ minimum: 0 })),
+    additions: Type.Optional(Type.Integer({ minimum: 0 })),
+    deletions: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** The pull request a person opened. */
+    pull_request_url: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false, title: 'SessionWorkspace' },
+);
+export type SessionWorkspace = Static<typeof SessionWorkspaceSchema>;

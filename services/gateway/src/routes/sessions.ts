@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { requestJson } from '@svc/bus';
 import {
   CodedError,
@@ -32,13 +32,33 @@ export function callerOf(request: FastifyRequest): CallerType {
   return { sub: principal.sub, admin: principal.admin, channel: channelOf(request) };
 }
 
+/** A session with its repository (its worker's record) and how much the work changed (its last report): the sessions page shows them. */
+async function sessionWithWorkspace(app: Pick<FastifyInstance, 'workers' | 'workspaceChanges'>, session: Session): Promise<Session> {
+  const workspace = (app.workers.known(session.worker_id) ?? (await app.workers.get(session.worker_id)))?.workspace;
+  if (!workspace) return session;
+  // What was reported is added when it can be read: a session list does not fail for it.
+  const changes = await app.workspaceChanges.get(session.worker_id).catch(() => undefined);
+  return {
+    ...session,
+    workspace: {
+      repo: workspace.repo,
+      branch: changes?.pushed?.branch ?? workspace.branch,
+      ...(changes ? { files_changed: changes.files.length, additions: changes.additions, deletions: changes.deletions } : {}),
+      ...(changes?.pull_request ? { pull_request_url: changes.pull_request.url } : {}),
+    },
+  };
+}
+
 /**
  * The session API: spawn (`POST`), list, get and delete (a session's logs: session-logs.ts). The
  * session service does the work; a user sees only their own sessions (an admin sees all), and
  * anyone else's is `404 session_not_found`.
  */
-export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus'], async (app) => {
+export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus', 'svc-worker-directory', 'svc-workspace-changes'], async (app) => {
   const nc = app.bus;
+
+  const withWorkspace = (session: Session) => sessionWithWorkspace(app, session);
+
   app.post(
     '/v1/sessions',
     {
@@ -76,7 +96,8 @@ export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus'], asyn
         offset: request.query.offset,
         ...(request.query.status ? { status: request.query.status } : {}),
       };
-      return requestJson<ListResponseOf<Session>>(nc, subjects.rpc.listSessions, rpc, { requestId: request.id, retries: 1 });
+      const page = await requestJson<ListResponseOf<Session>>(nc, subjects.rpc.listSessions, rpc, { requestId: request.id, retries: 1 });
+      return { ...page, items: await Promise.all(page.items.map(withWorkspace)) };
     },
   );
 
@@ -104,7 +125,7 @@ export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus'], asyn
     },
     async (request) => {
       const rpc: SessionRpcType = { caller: callerOf(request), session_id: request.params.id };
-      return requestJson<Session>(nc, subjects.rpc.getSession, rpc, { requestId: request.id, retries: 1 });
+      return withWorkspace(await requestJson<Session>(nc, subjects.rpc.getSession, rpc, { requestId: request.id, retries: 1 }));
     },
   );
 

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,6 +42,12 @@ export function openPod(clients: PodClients, handle: SandboxHandle): Sandbox {
     upload,
     exec: (argv, execOptions = {}) => run(argv, null, execOptions.timeoutMs ?? 30_000),
     importDirectory: (hostDir, sandboxPath) => importIntoPod(run, hostDir, sandboxPath),
+    async exportFile(sandboxPath, hostFile) {
+      // exec's output arrives as text: the bytes travel base64.
+      const read = await run(['base64', '-w', '0', sandboxPath], null, 10 * 60_000);
+      if (read.code !== 0) throw new Error(`reading ${sandboxPath} failed (${read.code}): ${read.stderr.trim()}`);
+      await writeFile(hostFile, Buffer.from(read.stdout, 'base64'));
+    },
     async startBackground(argv, env) {
       const lines = [...Object.entries(env).map(([name, value]) => `${name}=${value}`), ...argv];
       const bad = lines.find((line) => line.includes('\n'));

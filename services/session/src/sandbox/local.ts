@@ -232,6 +232,10 @@ class LocalSandbox implements Sandbox {
     await cp(hostDir, this.hostPath(sandboxPath), { recursive: true, verbatimSymlinks: true });
   }
 
+  async exportFile(sandboxPath: string, hostFile: string): Promise<void> {
+    await copyFile(this.hostPath(sandboxPath), hostFile);
+  }
+
   exec(argv: readonly string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {
     const { file, args, cwd } = this.command(argv, ['--chdir', '/workspace']);
     return runToEnd(file, args, { cwd, timeoutMs: options.timeoutMs ?? 30_000 });

@@ -1,16 +1,13 @@
-import { spawn as spawnProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { credentialFor, gitAuthorization } from '@svc/service-kit';
+import { credentialFor } from '@svc/service-kit';
+import { hostGit } from '../../workspace/host-git.js';
 import { SANDBOX_PATHS } from '../sandbox-layout.js';
 import { workBranchOf } from '../worker-policy.js';
 import { madeBefore, type SkippedStep, type SpawnStep } from '../spawn-step.js';
 
 export const cloneSkipped: SkippedStep = { number: '4.5', name: 'clone_repository', skipped: 'the template has no [workspace] section' };
-
-/** How long one git command may take (a large clone over a slow network). */
-const GIT_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * Step 4.5: the template's repository into /workspace (docs/workspace.md). git runs on the
@@ -32,7 +29,7 @@ export const cloneRepository: SpawnStep = {
     const dir = await mkdtemp(path.join(tmpdir(), 'svc-clone-'));
     try {
       const clone = path.join(dir, 'repository');
-      const git = gitIn(dir, token, repo);
+      const git = hostGit(dir, token, repo);
       await git(['init', '--quiet', clone]);
       await git(['-C', clone, 'remote', 'add', 'origin', workspace.repo]);
       await git(['-C', clone, 'fetch', '--quiet', ...(workspace.depth ? ['--depth', String(workspace.depth)] : []), 'origin', workspace.ref ?? 'HEAD']);
@@ -52,36 +49,3 @@ export const cloneRepository: SpawnStep = {
     }
   },
 };
-
-/** Runs git on the host in `home`, with the token as an Authorization header for the repository's origin only; its failure in its own words, the token removed. */
-function gitIn(home: string, token: string | undefined, repo: URL) {
-  const header = token === undefined ? [] : [[`http.${repo.origin}/.extraHeader`, `Authorization: ${gitAuthorization(token)}`]];
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env['PATH'],
-    HOME: home,
-    GIT_TERMINAL_PROMPT: '0',
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_COUNT: String(header.length),
-    ...Object.fromEntries(
-      header.flatMap(([key, value], i) => [
-        [`GIT_CONFIG_KEY_${i}`, key],
-        [`GIT_CONFIG_VALUE_${i}`, value],
-      ]),
-    ),
-  };
-  const scrub = (text: string) => (token === undefined ? text : text.split(token).join('<token>'));
-  return (args: readonly string[]) =>
-    new Promise<string>((resolve, reject) => {
-      const child = spawnProcess('git', args, { cwd: home, env, timeout: GIT_TIMEOUT_MS });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      child.on('error', (err) => reject(new Error(`git could not run: ${err.message}`)));
-      child.on('close', (code) => {
-        if (code === 0) return resolve(stdout);
-        const command = args[0] === '-C' ? args[2] : args[0];
-        reject(new Error(scrub(`git ${command} of ${repo.href} failed (${code}): ${stderr.trim().split('\n').slice(-3).join(' ')}`)));
-      });
-    });
-}
