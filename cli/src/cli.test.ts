@@ -114,14 +114,6 @@ describe('svc: commands, help, errors and exit codes', () => {
     }
   });
 
-  it('--raw exits 3: not implemented yet, it needs sandbox terminal support', async () => {
-    expect(await svc('attach', 'wrk_1', '--raw')).toEqual({
-      code: EXIT.notImplemented,
-      stdout: '',
-      stderr: "error: not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)\n",
-    });
-  });
-
   it('API errors print as "error: <message> (<code>)" and exit 1; an unreachable gateway says so', async () => {
     expect(await svc('sessions', 'get', 'ses_missing', '--url', gatewayUrl, '--token', 't')).toEqual({
       code: EXIT.failed,

@@ -1,7 +1,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
+import WebSocket from 'ws';
 import { newTraceparent, TRACEPARENT_HEADER } from '@svc/protocol';
+
 /** What came back from the control plane, or that nothing did. */
 export type HttpOutcome = { ok: true; status: number; body: unknown } | { ok: false; retryable: boolean; retryAfterMs?: number; reason: string };
 
@@ -55,6 +57,12 @@ function bytesOutcomeOf(request: string, response: RawResponse): BytesOutcome {
 
 /** Nothing came back: the network (or the gateway's listener) failed, which a retry may get past. */
 const networkFailure = (err: unknown): Extract<HttpOutcome, { ok: false }> => ({ ok: false, retryable: true, reason: `network: ${(err as Error).message}` });
+
+/** A WebSocket to the control plane; ws takes a Unix socket only in its `ws+unix:` form (its options' socketPath is not passed on). */
+function controlPlaneWebSocket(root: URL, path: string, token: string, socketPath: string | undefined): WebSocket {
+  const url = socketPath ? `ws+unix://${socketPath}:${path}` : `${root.protocol.replace('http', 'ws')}//${root.host}${path}`;
+  return new WebSocket(url, { headers: { authorization: `Bearer ${token}`, host: root.host } });
+}
 
 /**
  * The sidecar's only way out of the sandbox: HTTP to the gateway with the worker token. Network
@@ -132,6 +140,8 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
         headers: { ...headers, authorization: `Bearer ${token}` },
       });
     },
+    /** A WebSocket to the control plane's `path` with the worker token (a terminal's sandbox end), through the Unix socket where there is one. */
+    webSocket: (path: string): WebSocket => controlPlaneWebSocket(root, `${basePath}${path}`, token, options.socketPath),
     /**
      * Asks the gateway for a tunnel to `target` (`host:port`) for the agent of `workerId`: a
      * CONNECT with the worker token. The gateway answers once it has decided (a person may be

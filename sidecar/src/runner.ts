@@ -7,8 +7,10 @@ import {
   apiPaths,
   isPersonInterrupt,
   isPersonMessage,
+  isTerminalRequest,
   LIFECYCLE_SUBTYPES,
   personMessageId,
+  terminalRequestOf,
   type ListResponseOf,
   type PermissionRule,
   type StoredEvent,
@@ -30,6 +32,7 @@ import { createOutbox } from './outbox.js';
 import { markFinished, markStarted } from './state-marks.js';
 import { startEgressProxy } from './egress-proxy.js';
 import { startGitProxy } from './git-proxy.js';
+import { openTerminal } from './terminal.js';
 import { createChangesReporter, type ChangesReporter } from './workspace-changes.js';
 import { startModelProxy } from './model-proxy.js';
 import { createPermissionEngine } from './permissions.js';
@@ -209,7 +212,23 @@ class Sidecar {
       onReceived: (input) => {
         if (config.conversation && this.adapter.tookMessage && isPersonMessage(input)) this.parts.handed.record(input.id);
       },
-      onInput: (input) => this.toAgent(input),
+      // A person's terminal is the sidecar's to open, not the agent's to read.
+      onInput: (input) => (isTerminalRequest(input) ? this.openTerminal(input) : this.toAgent(input)),
+    });
+  }
+
+  /** A person's terminal request: a shell in the workspace, connected outward. */
+  private openTerminal(input: StoredEvent<'system'>): void {
+    const request = terminalRequestOf(input);
+    if (!request) return this.parts.warn(`a terminal request without a valid terminal id (event ${input.id}) was passed by`);
+    const { config } = this.parts;
+    openTerminal({
+      client: this.parts.client,
+      workerId: config.worker_id,
+      ...request,
+      cwd: config.workspace?.path ?? config.agent.cwd ?? process.cwd(),
+      env: this.parts.agentEnv,
+      warn: this.parts.warn,
     });
   }
 

@@ -7,6 +7,7 @@ import { followEventStream } from '@svc/viewer';
 import { wsTransport } from '@svc/viewer/ws';
 import { WorkerView } from '@svc/viewer';
 import { createTheme } from '../attach/theme.js';
+import { rawTerminal } from '../attach/raw-terminal.js';
 import { visibleText } from '../attach/visible-text.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { interruptTurn, sendMessage } from '../conversation-api.js';
@@ -59,8 +60,6 @@ export function personActions(
   };
 }
 
-const RAW_NOT_IMPLEMENTED = "not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)";
-
 /** `svc attach <worker-id>`: watch a worker live and answer its permission prompts. */
 export const attachCommand: Command<typeof flags> = {
   name: 'attach',
@@ -77,18 +76,22 @@ Keys
 
 Flags
   --read-only      replay from the start, no prompts (automatic for an ended worker)
-  --raw            the agent's raw terminal (not implemented yet)
+  --raw            a shell in the worker's sandbox (its workspace); exit or ctrl+d leaves
 ${CONNECTION_HELP}
 
 Examples
   $ svc attach wrk_AbC123
-  $ svc attach wrk_AbC123 --read-only`,
+  $ svc attach wrk_AbC123 --read-only
+  $ svc attach wrk_AbC123 --raw`,
   flags,
   async run(cli) {
-    if (cli.flags.raw) throw new CliError(RAW_NOT_IMPLEMENTED, EXIT.notImplemented);
     const workerId = cli.input[1];
     if (!workerId) throw new CliError('svc attach needs a worker id (svc sessions list shows them)', EXIT.usage);
     const api = createApi(await resolveConnection(cli.flags));
+    if (cli.flags.raw) {
+      await rawTerminal(api, workerId);
+      return EXIT.ok;
+    }
     const worker = await api.request<Worker>('GET', apiPaths.worker(workerId));
     const model = new WorkerView({ readOnly: cli.flags.readOnly || isEndedStatus(worker.status) });
     if (!cli.flags.readOnly && isEndedStatus(worker.status)) model.notify(`read-only: the worker is ${worker.status}`, 'info');

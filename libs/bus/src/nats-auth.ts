@@ -86,6 +86,8 @@ export const NATS_REQUESTS: Readonly<Record<NatsServiceUser, NatsRequests>> = {
       rpc.listEvents,
       ...PEOPLE_CONTROL_RPCS,
       ...PEOPLE_SESSION_RPCS,
+      // A person's terminal into a sandbox is audited where the person is (docs/workspace.md).
+      rpc.appendAudit,
       // `/v1/status` asks the others; it answers for itself.
       ...SERVICE_NAMES.filter((service) => service !== 'gateway').map((service) => subjects.health(service)),
     ],
@@ -230,6 +232,8 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         subjects.incomingAll,
         subjects.logFollowKeepalive('*'),
         subjects.logFollowStop('*'),
+        // Terminals' bytes, relayed between the gateways holding their two ends.
+        subjects.terminalsAll,
         wildcard(subjects.workerAliveAll),
         KV(kvBuckets.modelUsage),
         // People's message images: written by the gateway that takes the message, read by any.
@@ -249,7 +253,7 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
       ],
     },
     // Control events too: a waiting long poll hears a decision the moment it is committed.
-    subscribe: { allow: [INBOXES, subjects.storedAll, wildcard(subjects.controlEventsAll), ...NATS_REQUESTS.gateway.serves] },
+    subscribe: { allow: [INBOXES, subjects.storedAll, wildcard(subjects.controlEventsAll), subjects.terminalsAll, ...NATS_REQUESTS.gateway.serves] },
     allow_responses: GATEWAY_ANSWERS,
   },
   'event-ingest': {

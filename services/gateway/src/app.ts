@@ -45,6 +45,7 @@ import { modelProxyRoutes } from './routes/model-proxy.js';
 import { gitProxyRoutes } from './routes/git-proxy.js';
 import { workspaceChangeRoutes } from './routes/workspace-changes.js';
 import { workspaceActionRoutes, workspaceFileRoutes } from './routes/workspace-actions.js';
+import { terminalRoutes } from './routes/terminals.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 import { sessionLogRoutes } from './routes/session-logs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -128,6 +129,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     workspaceFileRoutes,
     sessionRoutes,
     sessionLogRoutes,
+    terminalRoutes,
     auditRoutes,
     webhookRoutes,
     decisionLinkRoutes,

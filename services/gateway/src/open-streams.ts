@@ -4,6 +4,9 @@ import { CodedError, STREAM_CLOSE } from '@svc/protocol';
 import { gauge } from '@svc/service-kit';
 import { createConcurrencyCap, DEFAULT_STREAM_LIMITS, type StreamLimits } from './stream-limits.js';
 
+/** What an open WebSocket follows. */
+type OpenStreamKind = 'events' | 'logs' | 'terminal';
+
 /** The open WebSockets, so a shutdown can tell each client why (and an event viewer where to resume). */
 export interface OpenStreams {
   /**
@@ -13,16 +16,20 @@ export interface OpenStreams {
    */
   admit(request: FastifyRequest): void;
   /** `goodbye` gives the close reason sent at shutdown; `stream` what the socket follows (counted by it). */
-  add(socket: WebSocket, goodbye: () => string, stream: 'events' | 'logs'): void;
+  add(socket: WebSocket, goodbye: () => string, stream: OpenStreamKind): void;
   delete(socket: WebSocket): void;
   /** Closes every socket with 1012 and its goodbye. */
   closeAll(): void;
 }
 
-const viewers = gauge({ name: 'svc_websocket_viewers', help: 'WebSockets open on this gateway, by what they follow (events, logs).', labelNames: ['stream'] });
+const viewers = gauge({
+  name: 'svc_websocket_viewers',
+  help: 'WebSockets open on this gateway, by what they follow (events, logs, terminal).',
+  labelNames: ['stream'],
+});
 
 export function createOpenStreams(limits: Pick<StreamLimits, 'maxStreamsPerUser'> = DEFAULT_STREAM_LIMITS): OpenStreams {
-  const open = new Map<WebSocket, { goodbye: () => string; stream: 'events' | 'logs' }>();
+  const open = new Map<WebSocket, { goodbye: () => string; stream: OpenStreamKind }>();
   const perUser = createConcurrencyCap(limits.maxStreamsPerUser);
   return {
     admit(request) {

@@ -46,6 +46,10 @@ export const apiPaths = {
   pullRequest: (workerId: string) => `${worker(workerId)}/changes/pull-request`,
   /** A file of the workspace (a path relative to it, its segments encoded one by one). */
   workspaceFile: (workerId: string, filePath: string) => `${worker(workerId)}/files/${filePath.split('/').map(encodeURIComponent).join('/')}`,
+  /** A person's terminal into the sandbox (a WebSocket). */
+  terminal: (workerId: string, parameters: { cols?: number; rows?: number } = {}) => `${worker(workerId)}/terminal${query(parameters)}`,
+  /** The sandbox's end of a terminal (a WebSocket the sidecar opens). */
+  sandboxTerminal: (workerId: string, terminalId: string) => `${worker(workerId)}/terminals/${encodeURIComponent(terminalId)}`,
   /** The git proxy's base, for the worker's sidecar: git's smart-HTTP paths follow it. */
   gitProxy: (workerId: string) => `${worker(workerId)}/git`,
 } as const;

@@ -60,6 +60,14 @@ export const subjects = {
   /** Core NATS: a log follower is still there (see `FollowLogsRpc`), or is gone. */
   logFollowKeepalive: (followId: string) => `svc.session.logs.keepalive.${followId}`,
   logFollowStop: (followId: string) => `svc.session.logs.stop.${followId}`,
+  /** A terminal's bytes from the person to the sandbox, relayed between the gateways holding its two ends. */
+  terminalToSandbox: (workerId: string, terminalId: string) => `svc.terminal.${workerId}.${terminalId}.to-sandbox`,
+  terminalToPerson: (workerId: string, terminalId: string) => `svc.terminal.${workerId}.${terminalId}.to-person`,
+  /** One end of a terminal closed: the other closes too. */
+  terminalClosed: (workerId: string, terminalId: string) => `svc.terminal.${workerId}.${terminalId}.closed`,
+  /** The sandbox's end of a terminal connected. */
+  terminalConnected: (workerId: string, terminalId: string) => `svc.terminal.${workerId}.${terminalId}.connected`,
+  terminalsAll: 'svc.terminal.>',
   /** Request/reply: the health of one service (every replica answers; the first answer wins). */
   health: (service: ServiceName) => `svc.health.${service}`,
   /** Request/reply subjects of the services, named `svc.rpc.<service>.<operation>`. */

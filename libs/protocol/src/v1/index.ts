@@ -21,6 +21,7 @@ export * from './model-proxy.js';
 export * from './rules.js';
 export * from './egress.js';
 export * from './workspace.js';
+export * from './terminals.js';
 export * from './event-follower.js';
 export * from './system-subtypes.js';
 export * from './api-paths.js';

@@ -5,6 +5,7 @@ import { MESSAGE_IMAGE_TYPES, MESSAGE_LIMITS, type MessageImageRefType } from '.
 import { WorkerId } from './primitives.js';
 import { parseSource } from './provenance.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
+import { isTerminalRequest } from './terminals.js';
 
 const ClientMessageId = Type.String({
   minLength: 1,
@@ -109,7 +110,10 @@ export function personMessageId(event: StoredEvent<'system'>): string | undefine
   return typeof id === 'string' ? id : undefined;
 }
 
-/** What the sidecar hands to the agent from its control channel: decisions, people's messages and interrupts. */
+/**
+ * What the sidecar takes from its control channel: decisions, people's messages and interrupts
+ * (for the agent), and people's terminal requests (for the sidecar itself).
+ */
 export function isAgentInput(event: Pick<StoredEvent, 'type' | 'data' | 'source'>): boolean {
-  return event.type === 'control_response' || isPersonMessage(event) || isPersonInterrupt(event);
+  return event.type === 'control_response' || isPersonMessage(event) || isPersonInterrupt(event) || isTerminalRequest(event);
 }

@@ -68,7 +68,7 @@ export function parseSource(source: string | undefined): ParsedSource {
  * keeps one event per uid, so a worker that took a decision's uid first would decide in a
  * person's place.
  */
-const RESERVED_UID_NAMESPACES = ['control_response', 'egress', 'git', 'interrupt', 'message', 'model-proxy', 'spawn', 'svc', 'workspace'] as const;
+const RESERVED_UID_NAMESPACES = ['control_response', 'egress', 'git', 'interrupt', 'message', 'model-proxy', 'spawn', 'svc', 'terminal', 'workspace'] as const;
 
 /** `system` subtypes only the control plane writes: a worker's event may not claim one. */
 const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
@@ -83,6 +83,7 @@ const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
   SYSTEM_SUBTYPES.gitPush,
   SYSTEM_SUBTYPES.workspaceChanges,
   SYSTEM_SUBTYPES.workspacePushed,
+  SYSTEM_SUBTYPES.terminalRequested,
 ]);
 
 /** What a worker's own permission engine writes as `decided_by` (the sidecar's policy answers). */

@@ -26,10 +26,16 @@ export function viaWorkerPort(request: FastifyRequest | IncomingMessage): boolea
  * exist. A sandbox's one channel leads here, never to the public listener.
  */
 function createWorkerListener(app: FastifyInstance): http.Server {
-  return http.createServer((request, response) => {
+  const listener = http.createServer((request, response) => {
     (request as IncomingMessage & { [VIA_WORKER_PORT]?: true })[VIA_WORKER_PORT] = true;
     app.routing(request, response);
   });
+  // A WebSocket (a terminal's sandbox end) is upgraded where @fastify/websocket listens: the public server's upgrade handler, marked as the worker port's.
+  listener.on('upgrade', (request: IncomingMessage, socket, head) => {
+    (request as IncomingMessage & { [VIA_WORKER_PORT]?: true })[VIA_WORKER_PORT] = true;
+    app.server.emit('upgrade', request, socket, head);
+  });
+  return listener;
 }
 
 /** The names the public listener answers to: a browser's Host header must be one (DNS rebinding). */
