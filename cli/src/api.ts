@@ -17,6 +17,8 @@ export class ApiError extends CliError {
 export interface Api {
   readonly url: string;
   request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T>;
+  /** `GET path` for a text answer (a diff), with its headers. */
+  text(path: string): Promise<{ text: string; headers: Headers }>;
   /** A WebSocket to `path` with the token. */
   socket(path: string): WebSocket;
 }
@@ -29,28 +31,33 @@ export function createApi(connection: Connection): Api {
     [CHANNEL_HEADER]: 'cli',
     ...(json ? { 'content-type': 'application/json' } : {}),
   });
+  /** The answer's text, or the `ApiError` a non-2xx answer holds. */
+  async function exchange(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<{ text: string; headers: Headers }> {
+    let response: Response;
+    try {
+      response = await fetch(`${connection.url}${path}`, {
+        method,
+        headers: headers(body !== undefined),
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (err) {
+      throw new CliError(`cannot reach the gateway at ${connection.url} (${networkReason(err)}); is it running? (\`svc up\` starts a local one)`);
+    }
+    const text = await response.text();
+    if (!response.ok) {
+      const error = (text.startsWith('{') ? JSON.parse(text) : undefined) as Partial<APIErrorBody> | undefined;
+      if (response.status === 401 && !connection.token) throw new ApiError('unauthorized', 'no token: run `svc login` or set SVC_TOKEN', 401);
+      throw new ApiError(error?.code ?? `http_${response.status}`, error?.message ?? `HTTP ${response.status}`, response.status);
+    }
+    return { text, headers: response.headers };
+  }
   return {
     url: connection.url,
     async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
-      let response: Response;
-      try {
-        response = await fetch(`${connection.url}${path}`, {
-          method,
-          headers: headers(body !== undefined),
-          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        });
-      } catch (err) {
-        throw new CliError(`cannot reach the gateway at ${connection.url} (${networkReason(err)}); is it running? (\`svc up\` starts a local one)`);
-      }
-      const text = await response.text();
-      const parsed = text ? (JSON.parse(text) as unknown) : undefined;
-      if (!response.ok) {
-        const error = parsed as Partial<APIErrorBody> | undefined;
-        if (response.status === 401 && !connection.token) throw new ApiError('unauthorized', 'no token: run `svc login` or set SVC_TOKEN', 401);
-        throw new ApiError(error?.code ?? `http_${response.status}`, error?.message ?? `HTTP ${response.status}`, response.status);
-      }
-      return parsed as T;
+      const { text } = await exchange(method, path, body);
+      return (text ? JSON.parse(text) : undefined) as T;
     },
+    text: (path) => exchange('GET', path),
     socket(path) {
       return new WebSocket(`${connection.url.replace(/^http/, 'ws')}${path}`, { headers: headers(false) });
     },

@@ -26,6 +26,49 @@ describe('svc: commands, help, errors and exit codes', () => {
     gateway = createServer((request, response) => {
       seen.push({ method: request.method!, url: request.url!, authorization: request.headers.authorization });
       const json = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (request.url === '/v1/workers/wrk_1/changes')
+        return json(200, {
+          worker_id: 'wrk_1',
+          repo: 'https://git.example.com/acme/shop.git',
+          base_commit: 'a'.repeat(40),
+          head_commit: 'b'.repeat(40),
+          branch: 'svc/ses_1',
+          files: [
+            { path: 'README.md', status: 'modified', additions: 2, deletions: 1 },
+            { path: 'logo.png', status: 'added', additions: 0, deletions: 0, binary: true },
+          ],
+          files_truncated: false,
+          additions: 2,
+          deletions: 1,
+          patch_bytes: 100,
+          truncated: false,
+          reported_at: '2026-11-27T10:00:00.000Z',
+        });
+      if (request.url?.startsWith('/v1/workers/wrk_1/changes/diff')) {
+        const one = request.url.includes('path=README.md');
+        response.writeHead(200, { 'content-type': 'text/x-diff', 'x-svc-patch-truncated': String(!one), 'x-svc-patch-bytes': '4096' });
+        return response.end('diff --git a/README.md b/README.md\n@@ -1 +1,2 @@\n-old\n+new \x1b[8mhidden\n+more\n');
+      }
+      if (request.method === 'POST' && request.url === '/v1/workers/wrk_1/changes/push')
+        return json(200, {
+          branch: 'svc/ses_1',
+          commit: 'c'.repeat(40),
+          remote: 'https://git.example.com/acme/shop.git',
+          by: 'me',
+          at: '2026-11-27T10:00:00.000Z',
+        });
+      if (request.method === 'POST' && request.url === '/v1/workers/wrk_1/changes/pull-request')
+        return json(200, {
+          url: 'https://github.example/acme/shop/pull/7',
+          number: 7,
+          head: 'svc/ses_1',
+          base: 'main',
+          title: 't',
+          by: 'me',
+          at: '2026-11-27T10:00:00.000Z',
+        });
+      if (request.method === 'POST' && request.url === '/v1/workers/wrk_2/changes/pull-request')
+        return json(409, { code: 'conflict', message: "worker wrk_2's work has not been pushed" });
       if (request.url === '/v1/sessions/ses_missing') return json(404, { code: 'session_not_found', message: 'session ses_missing does not exist' });
       if (request.url === '/v1/sessions' || request.url?.startsWith('/v1/sessions?'))
         return json(200, {
@@ -112,6 +155,37 @@ describe('svc: commands, help, errors and exit codes', () => {
     } finally {
       delete process.env['SVC_LOCAL_STACK'];
     }
+  });
+
+  it('svc changes: the diff with what the sandbox wrote made visible, --stat, --name-only, --path; svc push and svc pr print what was made', async () => {
+    const flags = ['--url', gatewayUrl, '--token', 't'];
+    const forced = process.env['FORCE_COLOR'];
+    process.env['FORCE_COLOR'] = '1';
+    const coloured = await svc('changes', 'wrk_1', ...flags);
+    expect(coloured.stdout).toContain('\x1b[32m+new \\x1b[8mhidden\x1b[0m');
+    process.env['NO_COLOR'] = '1';
+    const diff = await svc('changes', 'wrk_1', ...flags);
+    delete process.env['NO_COLOR'];
+    if (forced === undefined) delete process.env['FORCE_COLOR'];
+    else process.env['FORCE_COLOR'] = forced;
+    expect(diff).toMatchObject({ code: 0, stdout: 'diff --git a/README.md b/README.md\n@@ -1 +1,2 @@\n-old\n+new \\x1b[8mhidden\n+more\n' });
+    expect(diff.stderr).toBe('(the stored diff is cut short: the whole one is 4096 bytes)\n');
+    expect((await svc('changes', 'wrk_1', '--path', 'README.md', ...flags)).stderr).toBe('');
+    expect(seen.at(-1)?.url).toBe('/v1/workers/wrk_1/changes/diff?path=README.md');
+    expect((await svc('changes', 'wrk_1', '--stat', ...flags)).stdout).toBe(
+      ' README.md | +2 -1 modified\n logo.png  | binary added\n 2 file(s) changed, +2 -1\n',
+    );
+    expect((await svc('changes', 'wrk_1', '--name-only', ...flags)).stdout).toBe('README.md\nlogo.png\n');
+    expect(await svc('push', 'wrk_1', '--message', 'done', ...flags)).toMatchObject({
+      code: 0,
+      stdout: `pushed svc/ses_1 (${'c'.repeat(12)}) to https://git.example.com/acme/shop.git\n`,
+    });
+    expect(await svc('pr', 'wrk_1', '--title', 'The work', ...flags)).toMatchObject({ code: 0, stdout: 'https://github.example/acme/shop/pull/7\n' });
+    expect(await svc('pr', 'wrk_1', ...flags)).toMatchObject({ code: EXIT.usage, stderr: 'error: svc pr needs --title\n' });
+    expect(await svc('pr', 'wrk_2', '--title', 'x', ...flags)).toMatchObject({
+      code: EXIT.failed,
+      stderr: "error: worker wrk_2's work has not been pushed (conflict)\n",
+    });
   });
 
   it('API errors print as "error: <message> (<code>)" and exit 1; an unreachable gateway says so', async () => {

@@ -9,12 +9,16 @@ import { statusCommand } from './commands/status.js';
 import { auditCommand } from './commands/audit.js';
 import { interruptCommand, sendCommand } from './commands/conversation.js';
 import { upCommand } from './commands/up.js';
+import { changesCommand, prCommand, pushCommand } from './commands/workspace.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 export const COMMANDS: Array<Command<AnyFlags>> = [
   attachCommand,
   sendCommand,
   interruptCommand,
+  changesCommand,
+  pushCommand,
+  prCommand,
   sessionsCommand,
   logsCommand,
   statusCommand,

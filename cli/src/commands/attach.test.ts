@@ -15,6 +15,7 @@ function fakeApi(answer: (path: string) => unknown) {
       requests.push({ method, path, body });
       return Promise.resolve().then(() => answer(path) as T);
     },
+    text: () => Promise.reject(new Error('no text answers here')),
     socket: () => {
       throw new Error('no socket here');
     },
