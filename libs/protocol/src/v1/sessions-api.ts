@@ -4,7 +4,7 @@ import { EgressPolicySchema } from './egress.js';
 import { ModelAccessSchema, ModelBudgetSchema, ModelUsageSchema } from './model-proxy.js';
 import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitives.js';
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
-import { SessionWorkspaceSchema, WorkerWorkspaceSchema } from './workspace.js';
+import { SessionWorkspaceSchema, WorkerWorkspaceSchema, WorkspaceOverridesSchema } from './workspace.js';
 import { WorkerActivitySchema } from './activity.js';
 
 /** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
@@ -30,6 +30,8 @@ export const CreateSessionBody = Type.Object(
           env: Type.Optional(EnvironmentVariables("Added to (or replacing) the template's agent environment.")),
           autonomous: Type.Optional(Type.Boolean()),
           budget: Type.Optional(ModelBudgetSchema),
+          /** The repository, ref or work branch instead of the template's `[workspace]` ones, where its `[overrides]` allow (docs/workspace.md). */
+          workspace: Type.Optional(WorkspaceOverridesSchema),
         },
         { additionalProperties: false },
       ),

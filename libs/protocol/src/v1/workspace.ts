@@ -7,6 +7,19 @@ import { CommitId, Timestamp, WorkerId } from './primitives.js';
  * reviewable after the sandbox is gone.
  */
 
+/** A branch, tag or commit as svc takes it (never a leading `-`: a value never becomes an option on git's command line). */
+export const GitName = Type.String({ pattern: '^[A-Za-z0-9._/+@^~][A-Za-z0-9._/+@^~-]*$', maxLength: 255 });
+
+/** A session's changes to its template's `[workspace]` (`overrides.workspace`), each as far as the template's `[overrides]` lets the person. */
+export const WorkspaceOverridesSchema = Type.Object(
+  {
+    repo: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+    ref: Type.Optional(GitName),
+    branch: Type.Optional(GitName),
+  },
+  { additionalProperties: false },
+);
+
 /** The tool a push through the git proxy is asked as: rules name the ref, `git_push(refs/heads/svc/*)`. */
 export const GIT_PUSH_TOOL = 'git_push';
 

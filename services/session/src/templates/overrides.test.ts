@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CodedError, statusOfErrorCode, type CreateSessionBodyType } from '@svc/protocol';
 import { createTemplateCatalog } from './catalog.js';
-import { checkOverrides } from './overrides.js';
+import { checkOverrides, withWorkspaceOverrides } from './overrides.js';
 import { parseTemplate, type Template } from './template.js';
 
 const templateWith = (overrides: string, autonomous = false) =>
@@ -53,5 +53,56 @@ describe('session overrides — who may turn autonomous mode on', () => {
     expect(() => checkOverrides(templateWith(nobody), { template: 't' }, person)).not.toThrow();
     const bare = parseTemplate('t', '[agent]\ncommand = "/bin/echo"\n[overrides]\nautonomous = "nobody"\n', 'x');
     expect(() => checkOverrides(bare, autonomousOn, person)).not.toThrow();
+  });
+});
+
+/** What a call threw. */
+function thrown(call: () => void): CodedError {
+  try {
+    call();
+  } catch (err) {
+    return err as CodedError;
+  }
+  throw new Error('the overrides were accepted');
+}
+
+describe('session overrides — the workspace', () => {
+  const withRepo = (overrides = '') =>
+    parseTemplate(
+      't',
+      `[agent]\ncommand = "/bin/echo"\n[workspace]\nrepo = "https://git.example.com/acme/app.git"\nref = "main"\n[sidecar]\nadapter = "generic"\n${overrides}`,
+      'templates/t.toml',
+    );
+  const asking = (workspace: NonNullable<NonNullable<CreateSessionBodyType['overrides']>['workspace']>): CreateSessionBodyType => ({
+    template: 't',
+    overrides: { workspace },
+  });
+
+  it('ref and branch are anyone’s by default; the session runs the template with them', () => {
+    const body = asking({ ref: 'release-2', branch: 'fix-42' });
+    checkOverrides(withRepo(), body, { admin: false });
+    expect(withWorkspaceOverrides(withRepo(), body).workspace).toEqual({ repo: 'https://git.example.com/acme/app.git', ref: 'release-2', branch: 'fix-42' });
+  });
+
+  it('another repository is nobody’s by default (it would be cloned with the control plane’s token), an admin’s or anyone’s where the template says so', () => {
+    const body = asking({ repo: 'https://git.example.com/acme/secret.git' });
+    expect(thrown(() => checkOverrides(withRepo(), body, { admin: true }))).toMatchObject({
+      code: 'forbidden',
+      details: { key: 'overrides.workspace.repo', permitted: 'nobody' },
+    });
+    expect(thrown(() => checkOverrides(withRepo('[overrides]\nworkspace_repo = "admins"'), body, { admin: false }))).toMatchObject({ code: 'forbidden' });
+    checkOverrides(withRepo('[overrides]\nworkspace_repo = "admins"'), body, { admin: true });
+    expect(thrown(() => checkOverrides(withRepo('[overrides]\nworkspace_ref = "nobody"'), asking({ ref: 'x' }), { admin: true }))).toMatchObject({
+      details: { key: 'overrides.workspace.ref' },
+    });
+  });
+
+  it('refused: a repository holding a password, a template without [workspace]', () => {
+    const open = withRepo('[overrides]\nworkspace_repo = "anyone"');
+    expect(thrown(() => checkOverrides(open, asking({ repo: 'https://user:pw@git.example.com/x.git' }), { admin: false }))).toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringContaining('/body/overrides/workspace/repo'),
+    });
+    expect(thrown(() => checkOverrides(templateWith(''), asking({ ref: 'x' }), { admin: false }))).toMatchObject({ code: 'invalid_request' });
   });
 });

@@ -41,9 +41,14 @@ describe('templates', () => {
   });
 
   it('[overrides] autonomous: admins unless the template says anyone or nobody; anything else is named', () => {
-    expect(parseTemplate('t', minimal, 'x').overrides).toEqual({ autonomous: 'admins' });
-    expect(parseTemplate('t', `${minimal}\n[overrides]\nautonomous = "anyone"\n`, 'x').overrides).toEqual({ autonomous: 'anyone' });
-    expect(parseTemplate('t', `${minimal}\n[overrides]\nautonomous = "nobody"\n`, 'x').overrides).toEqual({ autonomous: 'nobody' });
+    expect(parseTemplate('t', minimal, 'x').overrides).toEqual({
+      autonomous: 'admins',
+      workspace_repo: 'nobody',
+      workspace_ref: 'anyone',
+      workspace_branch: 'anyone',
+    });
+    expect(parseTemplate('t', `${minimal}\n[overrides]\nautonomous = "anyone"\n`, 'x').overrides).toMatchObject({ autonomous: 'anyone' });
+    expect(parseTemplate('t', `${minimal}\n[overrides]\nautonomous = "nobody"\n`, 'x').overrides).toMatchObject({ autonomous: 'nobody' });
     expect(templateRefusal(`${minimal}\n[overrides]\nautonomous = "sometimes"\n`).message).toMatch(/^templates\/t\.toml: .*\/overrides\/autonomous/);
     expect(templateRefusal(`${minimal}\n[overrides]\nenv = "anyone"\n`).message).toMatch(/\/overrides\/env/);
   });

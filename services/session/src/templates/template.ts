@@ -10,6 +10,7 @@ import {
   egressPatternProblem,
   EgressRuleSchema,
   EnvironmentVariables,
+  GitName,
   ModelApiSchema,
   DEFAULT_IDLE_TIMEOUT_S,
   DEFAULT_KEEP_SANDBOX_S,
@@ -29,8 +30,6 @@ const ToolRules = Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { d
 const SandboxPath = Type.String({ pattern: '^(/(?!\\.\\.?(/|$))[A-Za-z0-9._@+-]+)+$', maxLength: 1024 });
 
 /** A ref or branch name as git takes it on a command line: never an option (a leading `-`), no spaces or control characters. */
-const GitName = Type.String({ pattern: '^[A-Za-z0-9._/+@^~][A-Za-z0-9._/+@^~-]*$', maxLength: 255 });
-
 /** Who may make an override of a template's (docs/sessions.md "Overrides"): everyone, people with the admin claim, or no one. */
 const OVERRIDE_PERMISSIONS = ['anyone', 'admins', 'nobody'] as const;
 
@@ -153,6 +152,15 @@ const TemplateSchema = Type.Object(
          * autonomous: nobody is asked then, and every egress tunnel nothing denies opens.
          */
         autonomous: Type.Enum(OVERRIDE_PERMISSIONS, { default: 'admins' }),
+        /**
+         * Who may name another repository (`overrides.workspace.repo`): it is cloned and pushed
+         * with the control plane's token for its host, so by default nobody may.
+         */
+        workspace_repo: Type.Enum(OVERRIDE_PERMISSIONS, { default: 'nobody' }),
+        /** Who may name another ref to start from (`overrides.workspace.ref`). */
+        workspace_ref: Type.Enum(OVERRIDE_PERMISSIONS, { default: 'anyone' }),
+        /** Who may name another work branch (`overrides.workspace.branch`). */
+        workspace_branch: Type.Enum(OVERRIDE_PERMISSIONS, { default: 'anyone' }),
       },
       { additionalProperties: false, default: {} },
     ),
@@ -230,7 +238,7 @@ function cidrProblem(hostPort: string | undefined): string | undefined {
 }
 
 /** What is wrong with a repository URL, or undefined: http(s) only, and no credential in it (it would reach the sandbox's .git/config). */
-function repositoryUrlProblem(repo: string): string | undefined {
+export function repositoryUrlProblem(repo: string): string | undefined {
   let url: URL;
   try {
     url = new URL(repo);

@@ -4,7 +4,7 @@ import type { SessionConfig } from '../../config.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import { checkSessionCap } from '../../session-caps.js';
 import type { TemplateCatalog } from '../../templates/catalog.js';
-import { checkOverrides } from '../../templates/overrides.js';
+import { checkOverrides, withWorkspaceOverrides } from '../../templates/overrides.js';
 import type { Template } from '../../templates/template.js';
 import type { SpawnContext } from '../spawn-step.js';
 import { reportStep } from '../step-events.js';
@@ -27,7 +27,8 @@ export async function validateRequest(deps: ValidateDeps, caller: CallerType, bo
   const template = await deps.templates.load(body.template);
   checkOverrides(template, body, caller);
   validateSpawn(template, body, deps.hostEnv, { seals: deps.provider.seals, allowUnsealed: deps.config.sandboxAllowUnsealed });
-  return template;
+  // From here on the session runs the template as overridden: its worker, clone and sidecar see one workspace.
+  return withWorkspaceOverrides(template, body);
 }
 
 /** Checks a template against a request before anything is made: a refusal is `400`. */
