@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import {
   type PostMessageBodyType,
   type StoredEvent,
 } from '@svc/protocol';
-import { pngOfSize } from '@svc/test-support';
+import { pngOfSize, startGitHubApi, startGitServer, type GitHubApiStandIn, type GitServer } from '@svc/test-support';
 import { launchBrowser } from '@svc/test-support/browser';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 
@@ -98,18 +99,42 @@ const TEMPLATES: Record<string, string> = {
   'demo-talk-asks': demo('The demo agent in a conversation, asking before it writes', 'conversation', true, 20),
 };
 
+/** The conversation demo on the forge's `acme/app` (docs/workspace.md): its Write, allowed by its lists, changes the workspace. */
+const demoOnRepository = (forgeUrl: string) => `${demo('The demo agent in a conversation, on a repository', 'conversation', false, 20)}
+[workspace]
+repo = "${forgeUrl}/acme/app.git"
+`;
+
 describe('the web console in a real Chromium, against the local stack', () => {
   let stack: RunningStack;
   let browser: Browser;
   let templatesDir: string;
+  /** A forge on loopback (git's smart HTTP); only the stack has its token (SVC_GIT_CREDENTIALS). */
+  let forge: GitServer;
+  /** GitHub's API as that forge's: pull requests. */
+  let github: GitHubApiStandIn;
   beforeAll(async () => {
+    forge = await startGitServer();
+    forge.createRepository('acme/app', { 'README.md': 'the app\n', 'src/main.ts': "export const main = 'main';\n" });
+    github = await startGitHubApi(forge.token);
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-console-templates-'));
-    for (const [name, text] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
-    [stack, browser] = await Promise.all([startLocalStack({ SVC_TEMPLATES_DIR: templatesDir }), launchBrowser()]);
+    const templates = { ...TEMPLATES, 'demo-repo': demoOnRepository(forge.url) };
+    for (const [name, text] of Object.entries(templates)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
+    const forgeHost = new URL(forge.url).host;
+    [stack, browser] = await Promise.all([
+      startLocalStack({
+        SVC_TEMPLATES_DIR: templatesDir,
+        SVC_GIT_CREDENTIALS: JSON.stringify({ [forgeHost]: forge.token }),
+        SVC_GIT_FORGES: JSON.stringify({ [forgeHost]: { type: 'github', api_url: github.url } }),
+      }),
+      launchBrowser(),
+    ]);
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
+    await github?.stop();
+    await forge?.stop();
     if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   }, 60_000);
 
@@ -579,6 +604,127 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.locator('[data-event-id]').first().waitFor();
     await page.context().close();
   }, 60_000);
+
+  it("a worker on a repository: the Changes tab (reached by the arrow keys) shows its agent's changes as a highlighted diff, side by side or unified, and follows the next report; axe finds nothing serious", async () => {
+    const page = await signedIn('/sessions');
+    const workerId = await startFrom(page, 'demo-repo');
+    // Its first turn writes hello.txt; once idle, the sidecar has reported the changes.
+    await page.locator('header .activity-idle').waitFor({ timeout: 30_000 });
+    await page.getByRole('tab', { name: 'Events' }).focus();
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    const changesTab = page.getByRole('tab', { name: 'Changes' });
+    expect(await changesTab.getAttribute('aria-selected')).toBe('true');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Changes');
+    const panel = page.getByRole('tabpanel', { name: 'Changes' });
+    const hello = panel.getByRole('region', { name: 'hello.txt' });
+    await hello.waitFor({ timeout: 15_000 });
+    expect(await panel.getByText('1 file changed: 1 added').count()).toBe(1);
+    expect(await panel.locator('.changes-summary').textContent()).toContain(`svc/`);
+    // Added: one column of new lines, each said as added.
+    await hello.locator('.diff-code-insert').filter({ hasText: 'hello again' }).waitFor();
+    expect(await hello.locator('.diff-code-insert').allTextContents()).toEqual(['hello from the svc demo agent', 'hello again']);
+
+    // A change of the agent's kind in the workspace, and a turn: the sidecar reports again, the tab follows.
+    await writeFile(path.join(stack.sandboxRoot(workerId), 'workspace/src/main.ts'), "export const main = 'changed by the agent';\n");
+    const box = page.getByRole('textbox', { name: 'Message to the agent' });
+    await box.fill('once more');
+    await box.press('Enter');
+    const main = panel.getByRole('region', { name: 'src/main.ts' });
+    await main.waitFor({ timeout: 20_000 });
+    await panel.getByText('2 files changed: 1 added, 1 modified').waitFor();
+    // Side by side: the old line on the left, the new on the right, TypeScript highlighted.
+    await main.locator('.diff-code-delete').filter({ hasText: "export const main = 'main';" }).waitFor();
+    await main.locator('.diff-code-insert').filter({ hasText: "export const main = 'changed by the agent';" }).waitFor();
+    expect(await main.locator('.diff-code-insert .token.keyword').first().textContent()).toBe('export');
+    expect(await main.locator('tr.diff-line').first().locator('td').count()).toBe(4);
+    await panel.getByRole('button', { name: 'Unified' }).click();
+    expect(await panel.getByRole('button', { name: 'Unified' }).getAttribute('aria-pressed')).toBe('true');
+    expect(await main.locator('tr.diff-line').first().locator('td').count()).toBe(3);
+
+    // A file's diff closes and opens again from its header.
+    await main.getByRole('button', { name: 'Hide the diff of src/main.ts' }).click();
+    expect(await main.locator('table').count()).toBe(0);
+    await main.getByRole('button', { name: 'Show the diff of src/main.ts' }).click();
+    await main.locator('table').waitFor();
+
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      await page.setViewportSize(viewport);
+      expect(await seriousViolations(page, `changes ${viewport.width}px`)).toEqual([]);
+    }
+    await page.context().close();
+  }, 90_000);
+
+  it('from the Changes tab a person pushes the work (the branch prefilled, the form held while sending) and opens a pull request; refusals are said in place; the sessions list shows the repository, the changes and the link', async () => {
+    const page = await signedIn('/sessions');
+    const workerId = await startFrom(page, 'demo-repo');
+    await page.locator('header .activity-idle').waitFor({ timeout: 30_000 });
+    await page.getByRole('tab', { name: 'Changes' }).click();
+    const panel = page.getByRole('tabpanel', { name: 'Changes' });
+    await panel.getByRole('region', { name: 'hello.txt' }).waitFor({ timeout: 15_000 });
+    const branch = ((await panel.locator('.changes-summary code').first().textContent()) ?? '').trim();
+    expect(branch).toMatch(/^svc\/ses_/);
+
+    // Nothing pushed yet: the gateway refuses the pull request, and the form says why.
+    await panel.getByRole('button', { name: 'Open pull request…' }).click();
+    const pullRequestForm = panel.getByRole('form', { name: 'Open a pull request' });
+    await pullRequestForm.getByLabel('Title').fill("The agent's work");
+    await pullRequestForm.getByLabel('Description (optional)').fill('Reviewed in svc.');
+    await pullRequestForm.getByRole('button', { name: 'Open pull request' }).click();
+    await panel
+      .getByRole('alert')
+      .filter({ hasText: /^No pull request: .*has not been pushed/ })
+      .waitFor({ timeout: 10_000 });
+
+    // Push: the field holds the work branch; while the push is under way the form is held.
+    await panel.getByRole('button', { name: 'Push…' }).click();
+    const pushForm = panel.getByRole('form', { name: 'Push the changes' });
+    expect(await pushForm.getByLabel('Branch').inputValue()).toBe(branch);
+    await pushForm.getByLabel('Commit message (optional)').fill('what the agent left');
+    let releasePush!: () => void;
+    const pushHeld = new Promise<void>((resolve) => (releasePush = resolve));
+    await page.route(`**${apiPaths.changesPush(workerId)}`, async (route) => {
+      await pushHeld;
+      await route.continue();
+    });
+    await pushForm.getByRole('button', { name: 'Push' }).click();
+    await pushForm.getByRole('button', { name: 'Pushing…' }).waitFor();
+    expect(await pushForm.getByRole('button', { name: 'Pushing…' }).isDisabled()).toBe(true);
+    expect(await pushForm.getByLabel('Branch').getAttribute('readonly')).not.toBeNull();
+    releasePush();
+    const pushed = panel.getByRole('status').filter({ hasText: `to ${branch} by local-user` });
+    await pushed.waitFor({ timeout: 30_000 });
+    // The branch moved on the forge to the commit the page names.
+    const forgeHead = spawnSync('git', ['--git-dir', path.join(forge.root, 'acme/app.git'), 'rev-parse', `refs/heads/${branch}`], {
+      encoding: 'utf8',
+    }).stdout.trim();
+    expect(forgeHead).toMatch(/^[0-9a-f]{40}$/);
+    expect(await pushed.textContent()).toContain(`Pushed ${forgeHead.slice(0, 7)} to ${branch}`);
+
+    // Now the pull request: its link takes the form's place.
+    await pullRequestForm.getByRole('button', { name: 'Open pull request' }).click();
+    const link = panel.getByRole('link', { name: "Pull request #1: The agent's work" });
+    await link.waitFor({ timeout: 15_000 });
+    expect(github.pulls).toEqual([{ owner: 'acme', repo: 'app', title: "The agent's work", head: branch, base: 'main', body: 'Reviewed in svc.' }]);
+    const url = await link.getAttribute('href');
+    expect(url).toMatch(/^https:\/\/.*\/acme\/app\/pull\/1$/);
+    expect(await link.getAttribute('rel')).toBe('noopener noreferrer');
+    expect(await seriousViolations(page, 'changes with a pull request')).toEqual([]);
+
+    // The sessions list: the repository by its short name, the branch, the changes and the link.
+    await page.getByRole('link', { name: 'Sessions' }).click();
+    const row = page.locator('tr').filter({ hasText: workerId });
+    await row.waitFor();
+    const repository = row.locator('.session-repository');
+    await repository.getByRole('link', { name: 'pull request #1' }).waitFor({ timeout: 10_000 });
+    expect(await repository.locator(':scope > span').allTextContents()).toEqual([`app ${branch}`, '1 file +2 −0 · pull request #1']);
+    expect(await repository.getByRole('link').getAttribute('href')).toBe(url);
+    expect(await seriousViolations(page, 'sessions with a repository')).toEqual([]);
+    await page.context().close();
+  }, 90_000);
 
   it('screenshots of the three pages, desktop and phone (into SVC_SCREENSHOTS_DIR: `npm run screenshots` writes docs/images/)', async () => {
     const dir = process.env['SVC_SCREENSHOTS_DIR'] ?? (await mkdtemp(path.join(tmpdir(), 'svc-screenshots-')));

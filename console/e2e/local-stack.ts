@@ -15,6 +15,8 @@ export interface RunningStack {
   demoWorker: string;
   /** A running worker's token, as its sidecar reads it inside the sandbox: to post events the way the sidecar does. */
   workerToken(workerId: string): Promise<string>;
+  /** A worker's sandbox on this host (its root; the workspace is `workspace/` in it): to change files as its agent would. */
+  sandboxRoot(workerId: string): string;
   /** The stack's sign-in code, as the person at the machine reads it (its state directory). */
   signInCode: string;
   stop(): Promise<void>;
@@ -52,7 +54,8 @@ export async function startLocalStack(env: Record<string, string> = {}): Promise
     await stop();
     throw new Error(`the local stack started no demo session:\n${output}`);
   }
-  const workerToken = async (workerId: string) => (await readFile(path.join(stateDir, 'sandboxes', workerId, 'root/var/run/svc/token'), 'utf8')).trim();
+  const sandboxRoot = (workerId: string) => path.join(stateDir, 'sandboxes', workerId, 'root');
+  const workerToken = async (workerId: string) => (await readFile(path.join(sandboxRoot(workerId), 'var/run/svc/token'), 'utf8')).trim();
   const signInCode = (await readFile(path.join(stateDir, LOCAL_SIGN_IN_CODE_FILE), 'utf8').catch(() => '')).trim();
-  return { url: `http://127.0.0.1:${port}`, demoWorker, workerToken, signInCode, stop };
+  return { url: `http://127.0.0.1:${port}`, demoWorker, workerToken, sandboxRoot, signInCode, stop };
 }

@@ -43,5 +43,17 @@ export function createApi(auth: Auth) {
     async blob(path: string): Promise<Blob> {
       return (await call('GET', path)).blob();
     },
+
+    /** What a path answers as text, with its headers (a diff: they say whether it is whole). */
+    async text(path: string): Promise<{ text: string; headers: Headers }> {
+      const response = await call('GET', path);
+      return { text: await response.text(), headers: response.headers };
+    },
   };
+}
+
+/** Why a call failed, for the person: the gateway's own words, or that it could not be reached. */
+export function reasonOf(err: unknown): string {
+  if (err instanceof ApiError) return err.message;
+  return `the gateway could not be reached (${err instanceof Error ? err.message : String(err)})`;
 }

@@ -7,6 +7,7 @@ import {
   type EventData,
   type ListResponseOf,
   type Session,
+  type SessionWorkspace,
   type StoredEvent,
   type TemplateSummary,
   type Worker,
@@ -19,6 +20,7 @@ import { formatAge } from '../format-age.js';
 import { Link, navigate } from '../router.js';
 import { usePolling } from '../use-polling.js';
 import { newestActivityFirst, WAITING_ACTIVITIES } from '../waiting-workers.js';
+import { pullRequestName, repositoryName, sessionChangesText, webLink } from '../workspace-changes.js';
 
 /** Which sessions the list shows: all, those of one status, or the running ones whose agent waits for the person. */
 type SessionFilter = WorkerStatus | '' | 'waiting';
@@ -81,6 +83,8 @@ export function SessionsPage() {
   const sessions = value?.sessions;
   const running = value?.running ?? {};
   const costs = value?.costs ?? {};
+  // Only a list with a session on a repository has the column: most have none.
+  const withRepositories = sessions?.some((session) => session.workspace) ?? false;
 
   return (
     <section aria-labelledby="sessions-title">
@@ -112,6 +116,7 @@ export function SessionsPage() {
               <th scope="col">Worker</th>
               <th scope="col">Status</th>
               <th scope="col">Template</th>
+              {withRepositories && <th scope="col">Repository</th>}
               <th scope="col">Owner</th>
               <th scope="col">Age</th>
               <th scope="col">Cost</th>
@@ -143,6 +148,7 @@ export function SessionsPage() {
                     )}
                   </td>
                   <td>{session.template}</td>
+                  {withRepositories && <td>{session.workspace && <SessionRepository workspace={session.workspace} />}</td>}
                   <td>{session.owner}</td>
                   <td>{formatAge(session.created_at)}</td>
                   <td>{costs[session.worker_id] === undefined ? <span aria-label="no cost reported yet">—</span> : formatCost(costs[session.worker_id]!)}</td>
@@ -233,6 +239,30 @@ function ActivityBadge({ activity, since }: { activity: WorkerActivity; since: s
     <span className={`activity activity-${activity}`}>
       {activityText(activity)}
       {since && WAITING_ACTIVITIES.has(activity) ? `, for ${formatAge(since)}` : ''}
+    </span>
+  );
+}
+
+/** A session's repository in one cell: its short name and branch, then how much changed and its pull request. */
+function SessionRepository({ workspace }: { workspace: SessionWorkspace }) {
+  const changes = sessionChangesText(workspace);
+  const pullRequest = workspace.pull_request_url && webLink(workspace.pull_request_url);
+  return (
+    <span className="session-repository">
+      <span>
+        <span title={workspace.repo}>{repositoryName(workspace.repo)}</span> <code>{workspace.branch}</code>
+      </span>
+      {(changes || pullRequest) && (
+        <span className="since">
+          {changes}
+          {changes && pullRequest && ' · '}
+          {pullRequest && (
+            <a href={pullRequest} target="_blank" rel="noopener noreferrer">
+              {pullRequestName(pullRequest)}
+            </a>
+          )}
+        </span>
+      )}
     </span>
   );
 }

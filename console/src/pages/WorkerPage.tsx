@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, WORKER_POLICY_SOURCE, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
 import {
   activityText,
@@ -20,7 +20,13 @@ import { ApprovalCard } from '../widgets/ApprovalCard.js';
 import { EventList } from '../widgets/EventList.js';
 import { MessageBox } from '../widgets/MessageBox.js';
 import { SandboxLogs } from '../widgets/SandboxLogs.js';
+import { tabIds, Tabs, type Tab } from '../widgets/Tabs.js';
 import { NotFoundPage } from './NotFoundPage.js';
+
+// The diff viewer and its highlighting load when the tab first opens: most workers have no repository.
+const ChangesPanel = lazy(() => import('../widgets/ChangesPanel.js').then((module) => ({ default: module.ChangesPanel })));
+
+type WorkerTab = 'events' | 'logs' | 'changes';
 
 /** How many approval cards stay on the page, open or recently closed. */
 const SHOWN_CARDS = 10;
@@ -73,7 +79,7 @@ function WorkerEvents({ worker }: { worker: Worker }) {
   const [view] = useState(() => new WorkerView({ readOnly: isEndedStatus(worker.status) }));
   useWorkerView(view);
   const [fatal, setFatal] = useState<string>();
-  const [tab, setTab] = useState<'events' | 'logs'>('events');
+  const [tab, setTab] = useState<WorkerTab>('events');
   const [readEarlier] = useState(() => earlierPages(view, historyReader(api, workerId), EVENT_LIST_LIMIT.max));
 
   useEffect(() => {
@@ -180,32 +186,30 @@ function WorkerEvents({ worker }: { worker: Worker }) {
           </section>
         )
       )}
-      <div role="tablist" aria-label="What to show" className="tabs">
-        <button type="button" role="tab" id="tab-events" aria-controls="panel-events" aria-selected={tab === 'events'} onClick={() => setTab('events')}>
-          Events
-        </button>
-        <button type="button" role="tab" id="tab-logs" aria-controls="panel-logs" aria-selected={tab === 'logs'} onClick={() => setTab('logs')}>
-          Sandbox logs
-        </button>
+      <Tabs label="What to show" tabs={tabsOf(worker)} selected={tab} onSelect={setTab} />
+      <div role="tabpanel" id={tabIds(tab).panel} aria-labelledby={tabIds(tab).tab} className="panel">
+        {tab === 'events' && (
+          <>
+            <EventList view={view} readEarlier={readEarlier} you={signedIn && tokenSubject(signedIn.token)} />
+            {view.notices.length > 0 && (
+              <ul className="notices">
+                {view.notices.map((notice, index) => (
+                  <li key={index} className={`notice ${notice.level}`}>
+                    {notice.text}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </>
+        )}
+        {tab === 'logs' &&
+          (worker.session_id ? <SandboxLogs sessionId={worker.session_id} /> : <p>This worker has no session, so no sandbox of svc's: no logs here.</p>)}
+        {tab === 'changes' && (
+          <Suspense fallback={<p>Loading the changes…</p>}>
+            <ChangesPanel workerId={workerId} />
+          </Suspense>
+        )}
       </div>
-      {tab === 'events' ? (
-        <div role="tabpanel" id="panel-events" aria-labelledby="tab-events" className="panel">
-          <EventList view={view} readEarlier={readEarlier} you={signedIn && tokenSubject(signedIn.token)} />
-          {view.notices.length > 0 && (
-            <ul className="notices">
-              {view.notices.map((notice, index) => (
-                <li key={index} className={`notice ${notice.level}`}>
-                  {notice.text}
-                </li>
-              ))}
-            </ul>
-          )}
-        </div>
-      ) : (
-        <div role="tabpanel" id="panel-logs" aria-labelledby="tab-logs" className="panel">
-          {worker.session_id ? <SandboxLogs sessionId={worker.session_id} /> : <p>This worker has no session, so no sandbox of svc's: no logs here.</p>}
-        </div>
-      )}
       {!ended &&
         (worker.mode === 'conversation' ? (
           <MessageBox workerId={workerId} activity={view.activity} />
@@ -214,6 +218,15 @@ function WorkerEvents({ worker }: { worker: Worker }) {
         ))}
     </section>
   );
+}
+
+/** The worker's tabs: its changes only when it has a repository (docs/workspace.md). */
+function tabsOf(worker: Worker): Array<Tab<WorkerTab>> {
+  return [
+    { id: 'events', label: 'Events' },
+    { id: 'logs', label: 'Sandbox logs' },
+    ...(worker.workspace ? [{ id: 'changes', label: 'Changes' } as const] : []),
+  ];
 }
 
 function connectionText(connection: WorkerView['connection']): string {

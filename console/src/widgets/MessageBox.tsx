@@ -9,7 +9,7 @@ import {
   type WorkerActivity,
 } from '@svc/protocol';
 import { formatCount } from '@svc/viewer';
-import { ApiError } from '../api.js';
+import { reasonOf } from '../api.js';
 import { useConsole } from '../console-context.js';
 import { readAttachments, type AttachedImage } from '../message-images.js';
 import { AttachedImages } from './AttachedImages.js';
@@ -193,10 +193,4 @@ function PaperclipIcon() {
       <path d="M21.4 11.1l-9.2 9.2a6 6 0 0 1-8.5-8.5l9.2-9.2a4 4 0 0 1 5.7 5.7l-9.2 9.2a2 2 0 0 1-2.8-2.8l8.5-8.5" />
     </svg>
   );
-}
-
-/** Why a call failed, for the person: the gateway's own words, or that it could not be reached. */
-function reasonOf(err: unknown): string {
-  if (err instanceof ApiError) return err.message;
-  return `the gateway could not be reached (${err instanceof Error ? err.message : String(err)})`;
 }
