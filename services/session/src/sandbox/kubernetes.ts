@@ -21,6 +21,7 @@ export const SANDBOX_START_SCRIPT = [
 /** The sandbox's own writable directories: one emptyDir each (the rest of the image is read-only). */
 const SANDBOX_VOLUMES: Array<{ name: string; mountPath: string }> = [
   { name: 'workspace', mountPath: '/workspace' },
+  { name: 'home', mountPath: '/home/agent' },
   { name: 'svc-config', mountPath: '/etc/svc' },
   { name: 'svc-run', mountPath: '/var/run/svc' },
   { name: 'svc-bin', mountPath: '/usr/local/bin' },

@@ -12,7 +12,7 @@ import { DEFAULT_SANDBOX_PATH, type ExecResult, type Sandbox, type SandboxHandle
  * host). Everything else it sees is the host's `/usr`, a few files of `/etc`, and fresh
  * `/proc`, `/dev` and `/tmp`, all read-only but `/tmp`.
  */
-const LOCAL_SANDBOX_DIRS = ['/workspace', '/etc/svc', '/var/run/svc', '/usr/local/bin', '/var/lib/svc-sidecar'] as const;
+const LOCAL_SANDBOX_DIRS = ['/workspace', '/home/agent', '/etc/svc', '/var/run/svc', '/usr/local/bin', '/var/lib/svc-sidecar'] as const;
 
 /** Host files of /etc a program needs (users, name resolution, TLS roots, time zone). */
 const HOST_ETC_FILES = [
@@ -420,7 +420,7 @@ export function bubblewrapArgs(binds: ReadonlyArray<{ host: string; inside: stri
     '--die-with-parent',
     '--setenv',
     'HOME',
-    '/workspace',
+    '/home/agent',
   );
   return args;
 }

@@ -75,7 +75,7 @@ const start: SpawnStep = {
     const box = madeBefore(spawn, 'sandbox');
     // Under its supervisor: a sidecar that dies before its work is done is started again on its state.
     await box.startBackground(supervisedSidecar(box.resolvePath(SANDBOX_PATHS.sidecarBinary), box.resolvePath(SANDBOX_PATHS.sidecarState)), {
-      ...baseEnv(spawn.deps.sandboxPath, {}),
+      ...baseEnv(box, spawn.deps.sandboxPath, {}),
       SVC_SIDECAR_CONFIG: box.resolvePath(SANDBOX_PATHS.sidecarConfig),
     });
   },

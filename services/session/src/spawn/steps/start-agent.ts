@@ -11,6 +11,6 @@ export const startAgent: SpawnStep = {
   async run(spawn) {
     const box = madeBefore(spawn, 'sandbox');
     const { agent } = spawn.request.template;
-    await box.startBackground([resolveCommand(box, agent.command), ...agent.args], baseEnv(spawn.deps.sandboxPath, madeBefore(spawn, 'agentEnv')));
+    await box.startBackground([resolveCommand(box, agent.command), ...agent.args], baseEnv(box, spawn.deps.sandboxPath, madeBefore(spawn, 'agentEnv')));
   },
 };
