@@ -14,6 +14,7 @@ import {
   type SessionLogMessageType,
   type StoredEvent,
   type Worker,
+  type WorkspaceChanges,
 } from '@svc/protocol';
 import { startGitHubApi, startGitServer, waitFor, type GitHubApiStandIn, type GitServer } from '@svc/test-support';
 import { fastDemoConversation } from './built-in-templates.js';
@@ -120,6 +121,15 @@ repo = "${forgeUrl}/acme/shop.git"
 [sidecar]
 adapter = "generic"
 auto_approve = ["git_push(refs/heads/svc/*)"]
+`,
+    'repo-big': `
+[agent]
+command = "sh"
+args = ["-c", "head -c 15000000 /dev/urandom | base64 > big.txt; echo written; sleep 2"]
+[workspace]
+repo = "${forgeUrl}/app.git"
+[sidecar]
+adapter = "generic"
 `,
     'repo-unknown': workspace(`repo = "${forgeUrl}/nothing-here.git"`),
     'repo-bad-ref': workspace(`repo = "${forgeUrl}/app.git"\nref = "no-such-branch"`),
@@ -484,6 +494,46 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     // Another person sees none of it.
     expect((await api('GET', `/v1/workers/${session.worker_id}/changes`, undefined, await stack.userToken('someone-else'))).status).toBe(404);
   }, 120_000);
+
+  it('[workspace] a 20 MB diff: stored cut at a file boundary, the fact said; the services and the sidecar stay within their usual memory', async () => {
+    const peakRss = async (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+    const services = stack.processes().filter((service) => service.service === 'gateway' || service.service === 'session');
+    const before = await Promise.all(services.map((service) => peakRss(service.pid)));
+    const session = await createSession({ template: 'repo-big' });
+    // The sidecar reports when the agent exits: its peak memory is read until it is gone.
+    await waitFor('the file written', async () => systemLines(await eventsOf(session.worker_id)).includes('written'), 30_000, 100);
+    const sidecar = (await sidecarPidOf(stack.sandboxesDir, session.worker_id))!;
+    let sidecarPeak = 0;
+    await waitFor(
+      'the sidecar done',
+      async () => {
+        sidecarPeak = Math.max(sidecarPeak, await peakRss(sidecar).catch(() => 0));
+        return !existsSync(`/proc/${sidecar}`);
+      },
+      60_000,
+      50,
+    );
+    const changes = await waitFor('the changes reported', async () => {
+      const answer = await api('GET', `/v1/workers/${session.worker_id}/changes`);
+      return answer.status === 200 ? (answer.body as unknown as WorkspaceChanges) : undefined;
+    });
+    expect(changes).toMatchObject({ truncated: true, files: [{ path: 'big.txt', status: 'added' }] });
+    expect(changes.patch_bytes).toBeGreaterThan(20_000_000);
+    const diff = await fetch(`${stack.gatewayUrl}/v1/workers/${session.worker_id}/changes/diff`, { headers: { authorization: `Bearer ${token}` } });
+    expect(diff.headers.get('x-svc-patch-truncated')).toBe('true');
+    // One file bigger than the bound: nothing of it fits, and the fact is said.
+    expect((await diff.text()).length).toBeLessThanOrEqual(1024 * 1024);
+    const reported = (await eventsOf(session.worker_id)).find((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'workspace_changes');
+    expect((reported?.data as EventData<'system'>).details).toMatchObject({ truncated: true });
+    const after = await Promise.all(services.map((service) => peakRss(service.pid)));
+    services.forEach((service, i) => expect(after[i]! - before[i]!, `${service.service}'s peak RSS grew`).toBeLessThan(48 * 1024 * 1024));
+    // The sidecar's budget (docs/benchmarks.md#sidecar) with the report's bound patch in it.
+    expect(sidecarPeak).toBeGreaterThan(0);
+    expect(sidecarPeak).toBeLessThan(160 * 1024 * 1024);
+    console.log(
+      `a 20 MB diff: sidecar peak RSS ${(sidecarPeak / 2 ** 20).toFixed(0)} MiB; ${services.map((service, i) => `${service.service} +${((after[i]! - before[i]!) / 2 ** 20).toFixed(1)} MiB`).join(', ')}`,
+    );
+  }, 90_000);
 
   it('[workspace] that cannot be cloned — an unknown repository, a ref that does not exist: the session fails at clone_repository saying why', async () => {
     for (const [template, why] of [
