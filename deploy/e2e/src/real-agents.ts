@@ -82,3 +82,19 @@ export function sandboxEnvFor(binary: string): { SVC_SANDBOX_HOST_DIRS: string; 
   const installed = path.dirname(path.dirname(path.dirname(binary)));
   return { SVC_SANDBOX_HOST_DIRS: installed, SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin` };
 }
+
+/** A template running interactive Codex (app-server) through the model proxy (`gpt-5.5` is in Codex's catalog), with `sections` (TOML) before its `[sidecar]`. */
+export function codexTemplate(sections = ''): string {
+  return [
+    '[agent]',
+    'command = "codex"',
+    'cwd = "/workspace"',
+    'args = ["-c", "model=\\"gpt-5.5\\"", "-c", "check_for_update_on_startup=false"]',
+    '[model]',
+    'api = "openai"',
+    ...(sections ? [sections] : []),
+    '[sidecar]',
+    'adapter = "codex"',
+    '',
+  ].join('\n');
+}

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PullRequestRecord, PushRecord, WorkspaceChanges } from '@svc/protocol';
 import { startGitHubApi, startGitServer, waitFor, type GitHubApiStandIn, type GitServer } from '@svc/test-support';
 import { addFilePatch, startMockAnthropic, startMockOpenAI, type MockAnthropic, type MockOpenAI } from '@svc/test-support/stand-ins';
-import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, CODEX_VERSION, sandboxEnvFor } from '../real-agents.js';
+import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvFor } from '../real-agents.js';
 import { controlClient } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
@@ -46,22 +46,7 @@ describe(`the workspace with real agents (Claude Code ${CLAUDE_VERSION}, Codex $
     templates = await mkdtemp(path.join(tmpdir(), 'svc-e2e-workspace-agents-'));
     const builtInClaude = await readFile(fileURLToPath(new URL('../../../../services/session/templates/claude.toml', import.meta.url)), 'utf8');
     await writeFile(path.join(templates, 'claude-repo.toml'), `${builtInClaude}\n[workspace]\nrepo = "${forge.url}/acme/claude-shop.git"\n`);
-    await writeFile(
-      path.join(templates, 'codex-repo.toml'),
-      [
-        '[agent]',
-        'command = "codex"',
-        'cwd = "/workspace"',
-        'args = ["-c", "model=\\"gpt-5.5\\"", "-c", "check_for_update_on_startup=false"]',
-        '[model]',
-        'api = "openai"',
-        '[workspace]',
-        `repo = "${forge.url}/acme/codex-shop.git"`,
-        '[sidecar]',
-        'adapter = "codex"',
-        '',
-      ].join('\n'),
-    );
+    await writeFile(path.join(templates, 'codex-repo.toml'), codexTemplate(`[workspace]\nrepo = "${forge.url}/acme/codex-shop.git"`));
     const host = new URL(forge.url).host;
     const credentials = JSON.stringify({ [host]: forge.token });
     const hostDirs = [sandboxEnvFor(claudeBinary(CLAUDE_VERSION)), sandboxEnvFor(codexBinary())];

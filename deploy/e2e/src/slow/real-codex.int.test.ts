@@ -8,7 +8,7 @@ import type { EventData, ListResponseOf, PermissionRule, StoredEvent, Worker } f
 import { TINY_PNG_BASE64, waitFor } from '@svc/test-support';
 import { addFilePatch, startMockOpenAI, type MockOpenAI, type MockOpenAIOptions, type ResponsesTurn } from '@svc/test-support/stand-ins';
 import { processesWithEnv } from '../host-processes.js';
-import { codexAgent, codexBinary, CODEX_VERSION, sandboxEnvFor } from '../real-agents.js';
+import { codexAgent, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvFor } from '../real-agents.js';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
@@ -54,20 +54,7 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     mocks.push(proxied);
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-codex-templates-'));
     // Interactive Codex (app-server) through the model proxy; `gpt-5.5` is in Codex's catalog.
-    await writeFile(
-      path.join(templatesDir, 'codex-interactive.toml'),
-      [
-        '[agent]',
-        'command = "codex"',
-        'cwd = "/workspace"',
-        'args = ["-c", "model=\\"gpt-5.5\\"", "-c", "check_for_update_on_startup=false"]',
-        '[model]',
-        'api = "openai"',
-        '[sidecar]',
-        'adapter = "codex"',
-        '',
-      ].join('\n'),
-    );
+    await writeFile(path.join(templatesDir, 'codex-interactive.toml'), codexTemplate());
     // The same in a conversation: Codex's app-server stays up between turns.
     const interactive = await readFile(path.join(templatesDir, 'codex-interactive.toml'), 'utf8');
     await writeFile(path.join(templatesDir, 'codex-talk.toml'), interactive.replace('[sidecar]', '[session]\nmode = "conversation"\n[sidecar]'));

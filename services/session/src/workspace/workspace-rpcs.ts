@@ -9,6 +9,7 @@ import {
   WORKSPACE_FILE_LIMIT_BYTES,
   WorkspaceFileRpc,
   WorkspacePushRpc,
+  type AuditFacts,
   type CallerType,
   type PullRequestRecord,
   type PullRequestRpcType,
@@ -79,34 +80,49 @@ async function readWorkspaceFile(sandbox: Sandbox, relative: string): Promise<Wo
 /** The workspace's operations on the bus (the gateway's `…/changes/push`, `…/changes/pull-request`, `…/files/…`): docs/workspace.md. */
 export function serveWorkspaceRpcs(deps: WorkspaceRpcDeps): Subscription[] {
   const shared = { logger: deps.logger, queue: 'session' };
+  /** What a person did with a worker's workspace, told to the audit trail in their name. */
+  const audited = (
+    request: { caller: CallerType; worker_id: string },
+    sessionId: string,
+    fact: Pick<AuditFacts, 'id' | 'at' | 'action'>,
+    details: Record<string, unknown>,
+  ) =>
+    recordAudit(deps, {
+      ...fact,
+      actor: request.caller.sub,
+      channel: request.caller.channel ?? 'api',
+      session_id: sessionId,
+      worker_id: request.worker_id,
+      details,
+    });
   const push = async (request: WorkspacePushRpcType): Promise<PushRecord> => {
     const { row, workspace } = await workspaceOf(deps, request.caller, request.worker_id);
     const record = await pushWork(await liveSandbox(deps, row, request.worker_id), workspace, deps.gitCredentials, request);
-    recordAudit(deps, {
-      id: `workspace-pushed:${request.worker_id}:${record.commit}:${record.at}`,
-      at: record.at,
-      actor: request.caller.sub,
-      channel: request.caller.channel ?? 'api',
-      action: 'workspace_pushed',
-      session_id: row.session.id,
-      worker_id: request.worker_id,
-      details: { branch: record.branch, commit: record.commit, remote: record.remote },
-    });
+    audited(
+      request,
+      row.session.id,
+      { id: `workspace-pushed:${request.worker_id}:${record.commit}:${record.at}`, at: record.at, action: 'workspace_pushed' },
+      {
+        branch: record.branch,
+        commit: record.commit,
+        remote: record.remote,
+      },
+    );
     return record;
   };
   const pullRequest = async (request: PullRequestRpcType): Promise<PullRequestRecord> => {
     const { row, workspace } = await workspaceOf(deps, request.caller, request.worker_id);
     const record = await openPullRequest(deps.forges, deps.gitCredentials, workspace as WorkerWorkspace, request);
-    recordAudit(deps, {
-      id: `pull-request:${request.worker_id}:${record.number}`,
-      at: record.at,
-      actor: request.caller.sub,
-      channel: request.caller.channel ?? 'api',
-      action: 'pull_request_opened',
-      session_id: row.session.id,
-      worker_id: request.worker_id,
-      details: { url: record.url, head: record.head, base: record.base },
-    });
+    audited(
+      request,
+      row.session.id,
+      { id: `pull-request:${request.worker_id}:${record.number}`, at: record.at, action: 'pull_request_opened' },
+      {
+        url: record.url,
+        head: record.head,
+        base: record.base,
+      },
+    );
     return record;
   };
   const file = async (request: WorkspaceFileRpcType): Promise<WorkspaceFileAnswer> => {
