@@ -525,8 +525,17 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     expect((await diff.text()).length).toBeLessThanOrEqual(1024 * 1024);
     const reported = (await eventsOf(session.worker_id)).find((e) => e.type === 'system' && (e.data as EventData<'system'>).subtype === 'workspace_changes');
     expect((reported?.data as EventData<'system'>).details).toMatchObject({ truncated: true });
+    // The whole diff, while the sandbox lives: read there now, streamed through.
+    const whole = await fetch(`${stack.gatewayUrl}/v1/workers/${session.worker_id}/changes/diff?full=true`, { headers: { authorization: `Bearer ${token}` } });
+    expect(whole.status).toBe(200);
+    expect(whole.headers.get('x-svc-patch-truncated')).toBe('false');
+    const wholeText = await whole.text();
+    expect(Buffer.byteLength(wholeText)).toBe(changes.patch_bytes);
+    expect(wholeText.startsWith('diff --git a/big.txt b/big.txt\n')).toBe(true);
     const after = await Promise.all(services.map((service) => peakRss(service.pid)));
     services.forEach((service, i) => expect(after[i]! - before[i]!, `${service.service}'s peak RSS grew`).toBeLessThan(48 * 1024 * 1024));
+    expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
+    expect((await api('GET', `/v1/workers/${session.worker_id}/changes/diff?full=true`)).body).toMatchObject({ code: 'sandbox_gone' });
     // The sidecar's budget (docs/benchmarks.md#sidecar) with the report's bound patch in it.
     expect(sidecarPeak).toBeGreaterThan(0);
     expect(sidecarPeak).toBeLessThan(160 * 1024 * 1024);

@@ -78,6 +78,7 @@ const PEOPLE_SESSION_RPCS = [
   rpc.workspacePush,
   rpc.pullRequest,
   rpc.workspaceFile,
+  rpc.workspaceFullDiff,
 ];
 
 export const NATS_REQUESTS: Readonly<Record<NatsServiceUser, NatsRequests>> = {
@@ -182,7 +183,7 @@ export const JS_STREAMS: Readonly<Record<NatsServiceUser, { create: readonly str
   },
   'event-ingest': { create: SVC_STREAMS, update: SVC_STREAMS.filter((name) => name !== streams.auditHeads.name) },
   control: { create: SVC_STREAMS, update: SVC_STREAMS.filter((name) => name !== streams.auditHeads.name) },
-  session: { create: [kvStream(kvBuckets.workers)], update: [] },
+  session: { create: [kvStream(kvBuckets.workers), objectStream(objectBuckets.workspacePatches)], update: [] },
 };
 
 /** A service's JetStream API: `JS_API` and the streams it may create and update. */
@@ -283,6 +284,9 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
         wildcard(subjects.workerStatusAll),
         KV(kvBuckets.workers),
         LOG_DELIVERIES,
+        // A workspace's whole patch, read in its sandbox, kept for the gateway to serve (docs/workspace.md).
+        OBJECTS(objectBuckets.workspacePatches),
+        FLOW_CONTROL,
       ],
       deny: [...STORED_ANNOUNCEMENTS, subjects.decisionAppendAll, ...destructiveJsApiOf('session')],
     },

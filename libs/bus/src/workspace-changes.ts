@@ -77,3 +77,31 @@ export async function openWorkspaceChanges(nc: NatsConnection, logger: Logger): 
     },
   };
 }
+
+/** A whole patch kept in the object store: its name there and its size. */
+export interface KeptPatch {
+  object: string;
+  bytes: number;
+}
+
+/**
+ * Whole patches of workspaces, read in their sandboxes (`GET …/changes/diff?full=true`): kept under
+ * `<worker id>/full/<sha256>` (a name written once), streamed in and out, never held whole.
+ */
+export async function openFullPatches(nc: NatsConnection, logger: Logger) {
+  const store = await retryWithBackoff('opening the workspace patches store', () => openWorkspacePatchStore(nc), { logger, retryable: isBusUnavailable });
+  return {
+    async keep(workerId: string, sha256: string, bytes: number, content: () => ReadableStream<Uint8Array>): Promise<KeptPatch> {
+      const object = `${workerId}/full/${sha256}`;
+      if ((await store.info(object)) === null) await store.put({ name: object }, content());
+      return { object, bytes };
+    },
+    /** The patch's bytes as they are read; undefined when it is not kept (older than kept). */
+    async read(object: string): Promise<ReadableStream<Uint8Array> | undefined> {
+      const found = await store.get(object);
+      return found === null ? undefined : found.data;
+    },
+  };
+}
+
+export type FullPatches = Awaited<ReturnType<typeof openFullPatches>>;

@@ -52,6 +52,9 @@ interface NatsAuthorization<Credentials> {
   config: string;
 }
 
+/** The permission violations kept for a test to read (every RPC subject refused to every user that may not call it is a few hundred). */
+const MAX_KEPT_VIOLATIONS = 2000;
+
 export interface NatsServerOptions<Credentials> {
   /** Defaults to `findNatsServerBinary()`. */
   binary?: string;
@@ -154,7 +157,7 @@ export async function launchNatsServer<Credentials>(options: NatsServerOptions<C
       stderr = (stderr + chunk.toString()).slice(-8192);
       const lines = (partial + chunk.toString()).split('\n');
       partial = lines.pop() ?? '';
-      for (const line of lines) if (/(Publish|Subscription) Violation/.test(line) && violations.length < 100) violations.push(line);
+      for (const line of lines) if (/(Publish|Subscription) Violation/.test(line) && violations.length < MAX_KEPT_VIOLATIONS) violations.push(line);
     });
     try {
       return { child, url: await waitForPortsFile(child, portsDir, () => stderr) };

@@ -41,7 +41,8 @@ export const apiPaths = {
   interrupt: (workerId: string) => `${worker(workerId)}/interrupt`,
   /** The workspace's changes (docs/workspace.md): GET for people, PUT for the worker's sidecar. */
   changes: (workerId: string) => `${worker(workerId)}/changes`,
-  changesDiff: (workerId: string, parameters: { path?: string } = {}) => `${worker(workerId)}/changes/diff${query(parameters)}`,
+  changesDiff: (workerId: string, parameters: { path?: string | undefined; full?: boolean | undefined } = {}) =>
+    `${worker(workerId)}/changes/diff${query({ path: parameters.path, full: parameters.full ? 'true' : undefined })}`,
   changesPush: (workerId: string) => `${worker(workerId)}/changes/push`,
   pullRequest: (workerId: string) => `${worker(workerId)}/changes/pull-request`,
   /** A file of the workspace (a path relative to it, its segments encoded one by one). */

@@ -93,6 +93,7 @@ export const subjects = {
     workspacePush: 'svc.rpc.session.workspace.push',
     pullRequest: 'svc.rpc.session.workspace.pull_request',
     workspaceFile: 'svc.rpc.session.workspace.file',
+    workspaceFullDiff: 'svc.rpc.session.workspace.full_diff',
     getWorker: 'svc.rpc.session.worker.get',
     createWorker: 'svc.rpc.session.worker.create',
     setWorkerStatus: 'svc.rpc.session.worker.status',

@@ -221,3 +221,15 @@ export interface WorkspaceFileAnswer {
   content_base64: string;
   bytes: number;
 }
+
+/** `svc.rpc.session.workspace.full_diff`: the workspace's whole diff against `base_commit` (or one path's), read in its sandbox and kept in the object store. */
+export const WorkspaceFullDiffRpc = Type.Object(
+  {
+    caller: Caller,
+    worker_id: WorkerId,
+    base_commit: Type.String({ pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$' }),
+    path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  },
+  { additionalProperties: false },
+);
+export type WorkspaceFullDiffRpcType = Static<typeof WorkspaceFullDiffRpc>;

@@ -169,7 +169,14 @@ export const WorkspaceChangesSchema = Type.Object(
 );
 export type WorkspaceChanges = Static<typeof WorkspaceChangesSchema>;
 
-export const ChangesDiffQuery = Type.Object({ path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })) });
+export const ChangesDiffQuery = Type.Object({
+  path: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  /** The whole diff, read now in the sandbox (while it lives), however large: not the stored one, which may be cut short. */
+  full: Type.Boolean({ default: false }),
+});
+
+/** The largest whole diff `?full=true` serves (the object store's client holds what it writes until it is acknowledged: the session service's memory grows by about this much). */
+export const WORKSPACE_FULL_PATCH_LIMIT_BYTES = 64 * 1024 * 1024;
 
 export const PushChangesBody = Type.Object(
   {

@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import Type from 'typebox';
-import { createIncomingEventPublisher } from '@svc/bus';
+import { createIncomingEventPublisher, requestJson, type KeptPatch } from '@svc/bus';
 import {
   ChangesDiffQuery,
   ChangesReportSchema,
   CodedError,
   componentSource,
   isWorkspacePath,
+  subjects,
   SYSTEM_SUBTYPES,
   WORKSPACE_LISTED_FILES,
   WORKSPACE_PATCH_LIMIT_BYTES,
@@ -14,10 +17,15 @@ import {
   WorkspaceChangesSchema,
   type ChangesReport,
   type IncomingEvent,
+  type WorkspaceFullDiffRpcType,
   type WorkspaceChanges,
 } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
+import { callerOf } from './sessions.js';
 import { errorResponses, routePlugin } from './route-plugin.js';
+
+/** Reading a whole diff in the sandbox may take a while (a large repository). */
+const FULL_DIFF_TIMEOUT_MS = 5 * 60_000;
 
 /** The files a `workspace_changes` event lists (the report holds them all). */
 const FILES_IN_EVENT = 50;
@@ -149,10 +157,13 @@ export const workspaceChangeRoutes = routePlugin('svc-workspace-change-routes', 
         tags: ['workspace'],
         summary: "The workspace's changes as a unified diff",
         description:
-          "The patch of the last report (`git diff` of the base commit against the working tree, untracked files included), or with `?path=` the part about one file. A patch over the stored bound is cut at a file's start: `X-Svc-Patch-Truncated: true` and `X-Svc-Patch-Bytes` (the whole one's size) say so.",
+          "The patch of the last report (`git diff` of the base commit against the working tree, untracked files included), or with `?path=` the part about one file. A patch over the stored bound is cut at a file's start: `X-Svc-Patch-Truncated: true` and `X-Svc-Patch-Bytes` (the whole one's size) say so. `?full=true`: the whole diff read now in the sandbox, however large (while the sandbox lives: `410 sandbox_gone` after).",
         params: WorkerParams,
         querystring: ChangesDiffQuery,
-        response: { 200: Type.String({ description: 'A unified diff (text/x-diff).' }), ...errorResponses(400, 401, 404, 503) },
+        response: {
+          200: Type.Unsafe<string | Readable>({ type: 'string', description: 'A unified diff (text/x-diff).' }),
+          ...errorResponses(400, 401, 404, 409, 410, 413, 503, 504),
+        },
       },
     },
     async (request, reply) => {
@@ -165,6 +176,17 @@ export const workspaceChangeRoutes = routePlugin('svc-workspace-change-routes', 
       const [changes, patch] = await Promise.all([app.workspaceChanges.get(workerId), app.workspaceChanges.patch(workerId)]).catch(storeUnavailable);
       if (!changes || patch === undefined)
         throw new CodedError('changes_not_found', `worker ${workerId} has no stored changes (none reported yet, or older than kept)`);
+      if (request.query.full) {
+        const rpc: WorkspaceFullDiffRpcType = { caller: callerOf(request), worker_id: workerId, base_commit: changes.base_commit, ...(path ? { path } : {}) };
+        const kept = await requestJson<KeptPatch>(app.bus, subjects.rpc.workspaceFullDiff, rpc, { requestId: request.id, timeoutMs: FULL_DIFF_TIMEOUT_MS });
+        const content = await app.fullPatches.read(kept.object).catch(storeUnavailable);
+        if (!content) throw new CodedError('unavailable', 'the whole diff was read but could not be found again: try again');
+        return reply
+          .header('content-type', 'text/x-diff; charset=utf-8')
+          .header('x-svc-patch-truncated', 'false')
+          .header('x-svc-patch-bytes', String(kept.bytes))
+          .send(Readable.fromWeb(content as WebReadableStream<Uint8Array>));
+      }
       return reply
         .header('content-type', 'text/x-diff; charset=utf-8')
         .header('x-svc-patch-truncated', String(changes.truncated))

@@ -1,5 +1,5 @@
 import type { Subscription } from '@nats-io/transport-node';
-import { serveRpc, type NatsConnection } from '@svc/bus';
+import { openFullPatches, serveRpc, type FullPatches, type KeptPatch, type NatsConnection } from '@svc/bus';
 import {
   CodedError,
   createChecker,
@@ -8,6 +8,7 @@ import {
   subjects,
   WORKSPACE_FILE_LIMIT_BYTES,
   WorkspaceFileRpc,
+  WorkspaceFullDiffRpc,
   WorkspacePushRpc,
   type AuditFacts,
   type CallerType,
@@ -17,6 +18,7 @@ import {
   type WorkerWorkspace,
   type WorkspaceFileAnswer,
   type WorkspaceFileRpcType,
+  type WorkspaceFullDiffRpcType,
   type WorkspacePushRpcType,
 } from '@svc/protocol';
 import type { GitCredentials, Logger } from '@svc/service-kit';
@@ -26,6 +28,7 @@ import type { SessionStore } from '../session-store.js';
 import { SANDBOX_PATHS } from '../spawn/sandbox-layout.js';
 import type { WorkerRegistry } from '../worker-registry.js';
 import { openPullRequest, type Forges } from './forges.js';
+import { keepFullDiff } from './workspace-full-diff.js';
 import { pushWork } from './workspace-push.js';
 
 export interface WorkspaceRpcDeps {
@@ -125,6 +128,15 @@ export function serveWorkspaceRpcs(deps: WorkspaceRpcDeps): Subscription[] {
     );
     return record;
   };
+  // Opened at the first whole diff asked for: a session service that serves none never opens it.
+  let fullPatches: Promise<FullPatches> | undefined;
+  const fullDiff = async (request: WorkspaceFullDiffRpcType): Promise<KeptPatch> => {
+    if (request.path !== undefined && !isWorkspacePath(request.path))
+      throw new CodedError('invalid_request', 'the path must stay inside the workspace (relative, without "..", "." or empty parts)');
+    const { row } = await workspaceOf(deps, request.caller, request.worker_id);
+    const sandbox = await liveSandbox(deps, row, request.worker_id);
+    return keepFullDiff(sandbox, await (fullPatches ??= openFullPatches(deps.nc, deps.logger)), request);
+  };
   const file = async (request: WorkspaceFileRpcType): Promise<WorkspaceFileAnswer> => {
     if (!isWorkspacePath(request.path))
       throw new CodedError('invalid_request', 'the path must stay inside the workspace (relative, without "..", "." or empty parts)');
@@ -135,5 +147,6 @@ export function serveWorkspaceRpcs(deps: WorkspaceRpcDeps): Subscription[] {
     serveRpc(deps.nc, subjects.rpc.workspacePush, push, { ...shared, checker: createChecker(WorkspacePushRpc) }),
     serveRpc(deps.nc, subjects.rpc.pullRequest, pullRequest, { ...shared, checker: createChecker(PullRequestRpc) }),
     serveRpc(deps.nc, subjects.rpc.workspaceFile, file, { ...shared, checker: createChecker(WorkspaceFileRpc) }),
+    serveRpc(deps.nc, subjects.rpc.workspaceFullDiff, fullDiff, { ...shared, checker: createChecker(WorkspaceFullDiffRpc) }),
   ];
 }
