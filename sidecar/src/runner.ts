@@ -5,6 +5,7 @@ import path from 'node:path';
 import {
   activityData,
   apiPaths,
+  isChangesRequest,
   isPersonInterrupt,
   isPersonMessage,
   isTerminalRequest,
@@ -212,8 +213,12 @@ class Sidecar {
       onReceived: (input) => {
         if (config.conversation && this.adapter.tookMessage && isPersonMessage(input)) this.parts.handed.record(input.id);
       },
-      // A person's terminal is the sidecar's to open, not the agent's to read.
-      onInput: (input) => (isTerminalRequest(input) ? this.openTerminal(input) : this.toAgent(input)),
+      // A person's terminal and changes requests are the sidecar's to act on, not the agent's to read.
+      onInput: (input) => {
+        if (isTerminalRequest(input)) return this.openTerminal(input);
+        if (isChangesRequest(input)) return void this.parts.changes?.report();
+        this.toAgent(input);
+      },
     });
   }
 

@@ -383,7 +383,16 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
     for (const environment of environments) expect(environment).not.toContain(forge.token);
     expect(JSON.stringify(await eventsOf(session.worker_id))).not.toContain(forge.token);
     expect(await readFile(path.join(root, 'root/workspace/.git/config'), 'utf8')).not.toContain(forge.token);
+    // Asked for now (the agent is mid-turn): the sidecar reports at once — nothing changed yet.
+    expect((await api('GET', `/v1/workers/${session.worker_id}/changes`)).body).toMatchObject({ code: 'changes_not_found' });
+    expect((await api('POST', `/v1/workers/${session.worker_id}/changes/refresh`)).status).toBe(202);
+    const reported = await waitFor('the changes reported on demand', async () => {
+      const answer = await api('GET', `/v1/workers/${session.worker_id}/changes`);
+      return answer.status === 200 ? answer.body : undefined;
+    });
+    expect(reported).toMatchObject({ base_commit: firstCommit, head_commit: firstCommit, files: [], truncated: false });
     expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
+    expect((await api('POST', `/v1/workers/${session.worker_id}/changes/refresh`)).body).toMatchObject({ code: 'worker_ended' });
   });
 
   it("[workspace]: the agent's own pushes go through the git proxy — its branch by the template's rule, main refused by a person — and its changes are reported, stored and outlive the session", async () => {

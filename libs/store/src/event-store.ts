@@ -115,8 +115,8 @@ function resultsOf(workerId: string, events: readonly EventToAppend[], rows: Rea
 function selected<Query extends SelectQueryBuilder<Database, 'events', object>>(query: Query, selection: EventSelection): Query {
   if (selection.agentInput)
     return query.where(
-      // A person's message, interrupt or terminal request by its source too: a worker's event of that subtype stored before it was reserved is none.
-      sql<boolean>`(type = 'control_response' OR (type = 'system' AND data->>'subtype' IN (${SYSTEM_SUBTYPES.personMessage}, ${SYSTEM_SUBTYPES.personInterrupt}, ${SYSTEM_SUBTYPES.terminalRequested}) AND source LIKE 'user:%'))`,
+      // A person's message, interrupt, terminal or changes request by its source too: a worker's event of that subtype stored before it was reserved is none.
+      sql<boolean>`(type = 'control_response' OR (type = 'system' AND data->>'subtype' IN (${SYSTEM_SUBTYPES.personMessage}, ${SYSTEM_SUBTYPES.personInterrupt}, ${SYSTEM_SUBTYPES.terminalRequested}, ${SYSTEM_SUBTYPES.changesRequested}) AND source LIKE 'user:%'))`,
     ) as Query;
   return (selection.types && selection.types.length > 0 ? query.where('type', 'in', [...selection.types]) : query) as Query;
 }

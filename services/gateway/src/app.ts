@@ -44,7 +44,7 @@ import { localIssuerRoutes } from './routes/local-issuer.js';
 import { modelProxyRoutes } from './routes/model-proxy.js';
 import { gitProxyRoutes } from './routes/git-proxy.js';
 import { workspaceChangeRoutes } from './routes/workspace-changes.js';
-import { workspaceActionRoutes, workspaceFileRoutes } from './routes/workspace-actions.js';
+import { changesRequestRoutes, workspaceActionRoutes, workspaceFileRoutes } from './routes/workspace-actions.js';
 import { terminalRoutes } from './routes/terminals.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 import { sessionLogRoutes } from './routes/session-logs.js';
@@ -127,6 +127,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     workspaceChangeRoutes,
     workspaceActionRoutes,
     workspaceFileRoutes,
+    changesRequestRoutes,
     sessionRoutes,
     sessionLogRoutes,
     terminalRoutes,

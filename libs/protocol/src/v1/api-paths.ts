@@ -44,6 +44,8 @@ export const apiPaths = {
   changesDiff: (workerId: string, parameters: { path?: string | undefined; full?: boolean | undefined } = {}) =>
     `${worker(workerId)}/changes/diff${query({ path: parameters.path, full: parameters.full ? 'true' : undefined })}`,
   changesPush: (workerId: string) => `${worker(workerId)}/changes/push`,
+  /** Ask the sidecar to report the workspace's changes now. */
+  changesRefresh: (workerId: string) => `${worker(workerId)}/changes/refresh`,
   pullRequest: (workerId: string) => `${worker(workerId)}/changes/pull-request`,
   /** A file of the workspace (a path relative to it, its segments encoded one by one). */
   workspaceFile: (workerId: string, filePath: string) => `${worker(workerId)}/files/${filePath.split('/').map(encodeURIComponent).join('/')}`,

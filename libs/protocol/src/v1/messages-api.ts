@@ -100,6 +100,10 @@ function isPersons(event: Pick<StoredEvent, 'type' | 'data' | 'source'>, subtype
 export const isPersonInterrupt = (event: Pick<StoredEvent, 'type' | 'data' | 'source'>): event is StoredEvent<'system'> =>
   isPersons(event, SYSTEM_SUBTYPES.personInterrupt);
 
+/** Whether a stored event is a person's request for the workspace's changes now. */
+export const isChangesRequest = (event: Pick<StoredEvent, 'type' | 'data' | 'source'>): event is StoredEvent<'system'> =>
+  isPersons(event, SYSTEM_SUBTYPES.changesRequested);
+
 /** Whether a stored event is a person's message to the agent. */
 export const isPersonMessage = (event: Pick<StoredEvent, 'type' | 'data' | 'source'>): event is StoredEvent<'system'> =>
   isPersons(event, SYSTEM_SUBTYPES.personMessage);
@@ -112,8 +116,8 @@ export function personMessageId(event: StoredEvent<'system'>): string | undefine
 
 /**
  * What the sidecar takes from its control channel: decisions, people's messages and interrupts
- * (for the agent), and people's terminal requests (for the sidecar itself).
+ * (for the agent), and people's terminal and changes requests (for the sidecar itself).
  */
 export function isAgentInput(event: Pick<StoredEvent, 'type' | 'data' | 'source'>): boolean {
-  return event.type === 'control_response' || isPersonMessage(event) || isPersonInterrupt(event) || isTerminalRequest(event);
+  return event.type === 'control_response' || isPersonMessage(event) || isPersonInterrupt(event) || isTerminalRequest(event) || isChangesRequest(event);
 }

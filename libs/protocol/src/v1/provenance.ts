@@ -84,6 +84,7 @@ const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
   SYSTEM_SUBTYPES.workspaceChanges,
   SYSTEM_SUBTYPES.workspacePushed,
   SYSTEM_SUBTYPES.terminalRequested,
+  SYSTEM_SUBTYPES.changesRequested,
 ]);
 
 /** What a worker's own permission engine writes as `decided_by` (the sidecar's policy answers). */

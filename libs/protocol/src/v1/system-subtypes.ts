@@ -32,6 +32,8 @@ export const SYSTEM_SUBTYPES = {
   workspaceChanges: 'workspace_changes',
   /** A person pushed the work branch (`details.branch`, `details.commit`, `details.by`), or opened a pull request (`details.pull_request_url`). */
   workspacePushed: 'workspace_pushed',
+  /** A person asked for the workspace's changes now (`POST …/changes/refresh`): the sidecar reports them. */
+  changesRequested: 'changes_requested',
   /** A person opened a terminal in the sandbox (`details.terminal_id`, `cols`, `rows`): the sidecar connects it. */
   terminalRequested: 'terminal_requested',
   /** The model proxy refused a request: the session's budget is spent. */

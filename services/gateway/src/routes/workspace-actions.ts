@@ -4,6 +4,7 @@ import { createIncomingEventPublisher, requestJson } from '@svc/bus';
 import {
   CodedError,
   componentSource,
+  isEndedStatus,
   isWorkspacePath,
   personSource,
   PullRequestBody,
@@ -147,6 +148,46 @@ export const workspaceFileRoutes = routePlugin('svc-workspace-file-routes', ['sv
         .header('x-content-type-options', 'nosniff')
         .header('cache-control', 'no-store')
         .send(Buffer.from(file.content_base64, 'base64'));
+    },
+  );
+});
+
+/** `POST /v1/workers/{id}/changes/refresh`: the sidecar reports the workspace's changes now (docs/workspace.md, "Changes"). */
+export const changesRequestRoutes = routePlugin('svc-changes-request-routes', ['svc-bus', 'svc-worker-directory'], async (app) => {
+  const publisher = createIncomingEventPublisher(app.bus, componentSource('workspace'));
+  app.addHook('onClose', async () => publisher.close());
+  app.post(
+    '/v1/workers/:id/changes/refresh',
+    {
+      config: { auth: 'user' },
+      schema: {
+        tags: ['workspace'],
+        summary: "Ask for the workspace's changes now",
+        description:
+          "The sidecar reports the workspace's changes at once instead of at the end of the turn: `202`, and `GET …/changes` shows the new report a moment later (its `reported_at`). `409 worker_ended` once the worker has ended (its last report stays).",
+        params: WorkerParams,
+        response: { 202: Type.Object({ requested_at: Type.String() }), ...errorResponses(401, 404, 409, 503) },
+      },
+    },
+    async (request, reply) => {
+      const workerId = request.params.id;
+      const worker = await authorizeWorker(request, app.workers, workerId);
+      if (!worker.workspace) throw new CodedError('no_repository', `worker ${workerId} has no repository (its template has no [workspace])`);
+      if (isEndedStatus(worker.status))
+        throw new CodedError('worker_ended', `worker ${workerId} is ${worker.status}: its sidecar reports no more; its last report stays`);
+      const caller = callerOf(request);
+      const requestedAt = new Date().toISOString();
+      await publisher.publish(
+        workerId,
+        {
+          type: 'system',
+          uid: `workspace:${randomUUID()}`,
+          ts: requestedAt,
+          data: { level: 'info', subtype: SYSTEM_SUBTYPES.changesRequested, message: `${caller.sub} asked for the workspace's changes` },
+        },
+        { source: personSource(channelOf(request) as PersonChannel, caller.sub) },
+      );
+      return reply.code(202).send({ requested_at: requestedAt });
     },
   );
 });
