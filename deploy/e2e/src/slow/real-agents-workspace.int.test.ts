@@ -11,7 +11,8 @@ import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_V
 import { controlClient } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
-const CLAUDE_VERSION = CLAUDE_CODE_VERSIONS[0]!;
+// The newest release svc supports (issue 37 names it).
+const CLAUDE_VERSION = CLAUDE_CODE_VERSIONS.at(-1)!;
 /** What Claude Code is scripted to run: edit the README and commit it, in the sandbox's workspace. */
 const CLAUDE_EDITS =
   "printf 'edited by Claude\\n' >> README.md && git add README.md && git -c user.name=Claude -c user.email=claude@example.com commit -q -m 'Claude edits the README'";
