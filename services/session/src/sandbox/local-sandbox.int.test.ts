@@ -93,6 +93,16 @@ describe('local sandboxes', () => {
     await sandbox.destroy(1000);
   });
 
+  it('reads a file out of the sandbox as it is; a link the sandbox made is not followed on the host', async () => {
+    const sandbox = await createLocalProvider(options).create({ workerId: 'wrk_export' });
+    const out = path.join(dir, 'exported');
+    expect((await sandbox.exec(['sh', '-c', 'printf bundle > /tmp/a; ln -s /etc/hostname /tmp/link'])).code).toBe(0);
+    await sandbox.exportFile('/tmp/a', out);
+    expect(await readFile(out, 'utf8')).toBe('bundle');
+    await expect(sandbox.exportFile('/tmp/link', path.join(dir, 'not-exported'))).rejects.toThrow(/ELOOP|symbolic link/);
+    await sandbox.destroy(1000);
+  });
+
   it('starts a program in the background with exactly the environment given; its output is the logs, tail then follow', async () => {
     const sandbox = await createLocalProvider(options).create({ workerId: 'wrk_logs' });
     process.env['SVC_SECRET_OF_THE_HOST'] = 'must-not-leak';

@@ -1,8 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { constants as fsConstants, createWriteStream, existsSync, lstatSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
 import { chmod, copyFile, cp, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, type Logger } from '@svc/service-kit';
 import { DEFAULT_SANDBOX_PATH, type ExecResult, type Sandbox, type SandboxHandle, type SandboxProvider, type SandboxSpec } from './provider.js';
@@ -233,7 +234,14 @@ class LocalSandbox implements Sandbox {
   }
 
   async exportFile(sandboxPath: string, hostFile: string): Promise<void> {
-    await copyFile(this.hostPath(sandboxPath), hostFile);
+    // The sandbox may have put a link there: opened without following one, so nothing of the host is read.
+    const source = await open(this.hostPath(sandboxPath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    try {
+      if (!(await source.stat()).isFile()) throw new Error(`${sandboxPath} is not a regular file`);
+      await pipeline(source.createReadStream({ autoClose: false }), createWriteStream(hostFile));
+    } finally {
+      await source.close();
+    }
   }
 
   exec(argv: readonly string[], options: { timeoutMs?: number } = {}): Promise<ExecResult> {
