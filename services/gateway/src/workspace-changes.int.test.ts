@@ -80,6 +80,18 @@ describe("the workspace's changes: reported by the sidecar, read by the worker's
     }
     expect((await gw.app.inject({ url: '/v1/workers/wrk_changes/changes', headers: as(bob) })).statusCode).toBe(404);
     expect((await gw.app.inject({ url: '/v1/workers/wrk_changes_none/changes', headers: as(alice) })).json()).toMatchObject({ code: 'no_repository' });
+    // A person's push to a branch the template denies is refused before anything is done.
+    await gw.createWorker('wrk_changes_guarded', 'alice', 'running', {
+      workspace: { ...WORKSPACE, push_rules: { auto_approve: [], deny: ['git_push(refs/heads/main)'], ask: [] } },
+    });
+    const guarded = await gw.app.inject({
+      method: 'POST',
+      url: '/v1/workers/wrk_changes_guarded/changes/push',
+      headers: as(alice),
+      payload: { branch: 'main' },
+    });
+    expect(guarded.statusCode).toBe(403);
+    expect(guarded.json()).toMatchObject({ code: 'forbidden', message: expect.stringContaining('git_push(refs/heads/main)') });
     // What was kept is as it was.
     expect((await gw.app.inject({ url: '/v1/workers/wrk_changes/changes/diff', headers: as(alice) })).body).toBe(PATCH);
   });

@@ -45,6 +45,9 @@ export interface PushRequestHead {
   packOffset: number;
 }
 
+/** The most refs one push may update (each is a request someone may have to decide). */
+const MAX_PUSHED_REFS = 32;
+
 const COMMAND = /^([0-9a-f]{40}|[0-9a-f]{64}) ([0-9a-f]{40}|[0-9a-f]{64}) (refs\/[^\s\0]+)$/;
 
 /**
@@ -79,6 +82,7 @@ export function readPushRequestHead(buffer: Buffer): PushRequestHead | undefined
     commands.push({ old: match[1]!, new: match[2]!, ref: match[3]! });
   }
   if (commands.length === 0) throw new Error('a push that updates no ref');
+  if (commands.length > MAX_PUSHED_REFS) throw new Error(`a push of ${commands.length} refs; the git proxy takes at most ${MAX_PUSHED_REFS} in one push`);
   if (capabilities.includes('push-options')) {
     for (;;) {
       const line = readPktLine(buffer, offset);

@@ -7,6 +7,11 @@ import { GIT_PUSH_LISTED_COMMITS, GIT_PUSH_LISTED_PATHS, type GitPushInput } fro
 /** What a push's pack carries for one ref: the commits new to the remote, and the files they add or change. */
 export type PackedChanges = Pick<GitPushInput, 'commits' | 'paths'> & { truncated: boolean; alreadyOnRemote: boolean };
 
+/** The most tree entries one push's listing reads. */
+const WALKED_ENTRIES_LIMIT = 200_000;
+/** The most of `git cat-file`'s output read into memory (the pack's trees and commits). */
+const OBJECT_BYTES_LIMIT = 64 * 1024 * 1024;
+
 /** How long reading one pack may take. */
 const GIT_TIMEOUT_MS = 120_000;
 
@@ -21,7 +26,7 @@ export async function readPushedPack(dir: string, bodyFile: string, packOffset: 
   const repo = path.join(dir, 'inspect.git');
   await mkdir(repo);
   await git(['init', '--quiet', '--bare', repo], dir);
-  await git(['index-pack', '--stdin', '--fsck-objects'], repo, createReadStream(bodyFile, { start: packOffset }));
+  await git(['-c', 'pack.threads=1', 'index-pack', '--stdin', '--fsck-objects'], repo, createReadStream(bodyFile, { start: packOffset }));
   const listing = (await git(['cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype)'], repo)).toString('utf8');
   const types = new Map<string, string>();
   for (const line of listing.split('\n')) {
@@ -44,6 +49,8 @@ export class PackedPack {
   changesTo(head: string): PackedChanges {
     const commits: GitPushInput['commits'] = [];
     const paths = new Set<string>();
+    // Each tree walked once, and a bound on all the entries read: a pack of trees that point at each other many times over is small and would be walked for ever.
+    const walk = { trees: new Set<string>(), entries: 0 };
     let truncated = false;
     const seen = new Set<string>();
     const queue = [head];
@@ -54,19 +61,21 @@ export class PackedPack {
       const commit = parseCommit(this.contents.get(sha)!);
       if (commits.length < GIT_PUSH_LISTED_COMMITS) commits.push({ sha, subject: commit.subject, author: commit.author });
       else truncated = true;
-      this.walkTree(commit.tree, '', paths);
+      this.walkTree(commit.tree, '', paths, walk);
       queue.push(...commit.parents);
     }
-    if (paths.size > GIT_PUSH_LISTED_PATHS) truncated = true;
+    if (paths.size > GIT_PUSH_LISTED_PATHS || walk.entries > WALKED_ENTRIES_LIMIT) truncated = true;
     return { commits, paths: [...paths].sort().slice(0, GIT_PUSH_LISTED_PATHS), truncated, alreadyOnRemote: !this.types.has(head) };
   }
 
-  private walkTree(sha: string, prefix: string, paths: Set<string>): void {
+  private walkTree(sha: string, prefix: string, paths: Set<string>, walk: { trees: Set<string>; entries: number }): void {
     const tree = this.contents.get(sha);
-    if (!tree || paths.size > GIT_PUSH_LISTED_PATHS) return;
+    if (!tree || walk.trees.has(sha) || paths.size > GIT_PUSH_LISTED_PATHS || walk.entries > WALKED_ENTRIES_LIMIT) return;
+    walk.trees.add(sha);
     for (const entry of parseTree(tree)) {
+      if (++walk.entries > WALKED_ENTRIES_LIMIT) return;
       const name = `${prefix}${entry.name}`;
-      if (entry.mode === '40000') this.walkTree(entry.sha, `${name}/`, paths);
+      if (entry.mode === '40000') this.walkTree(entry.sha, `${name}/`, paths, walk);
       else if (this.types.has(entry.sha)) paths.add(name);
     }
   }
@@ -117,7 +126,7 @@ function parseBatch(output: Buffer): Map<string, Buffer> {
 }
 
 /** Runs git in `cwd` with nothing of the host's git configuration; its stdout, or its failure in its own words. */
-function git(args: readonly string[], cwd: string, input?: NodeJS.ReadableStream | string): Promise<Buffer> {
+function git(args: readonly string[], cwd: string, input?: NodeJS.ReadableStream | string, keepBytes = OBJECT_BYTES_LIMIT): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const child = spawn('git', args, {
       cwd,
@@ -125,8 +134,14 @@ function git(args: readonly string[], cwd: string, input?: NodeJS.ReadableStream
       timeout: GIT_TIMEOUT_MS,
     });
     const out: Buffer[] = [];
+    let kept = 0;
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stdout.on('data', (chunk: Buffer) => {
+      kept += chunk.length;
+      // Past the bound the listing is cut (the walk says truncated); the rest is not held.
+      if (kept <= keepBytes) out.push(chunk);
+      else child.kill();
+    });
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdin.on('error', () => {});
     if (typeof input === 'string') child.stdin.end(input);
@@ -134,7 +149,7 @@ function git(args: readonly string[], cwd: string, input?: NodeJS.ReadableStream
     else child.stdin.end();
     child.on('error', (err) => reject(new Error(`git could not run: ${err.message}`)));
     child.on('close', (code) =>
-      code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`git ${args[0]}: ${stderr.trim().split('\n').slice(-2).join(' ')}`)),
+      code === 0 || kept > keepBytes ? resolve(Buffer.concat(out)) : reject(new Error(`git ${args[0]}: ${stderr.trim().split('\n').slice(-2).join(' ')}`)),
     );
   });
 }

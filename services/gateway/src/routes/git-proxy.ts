@@ -79,8 +79,13 @@ export const gitProxyRoutes = routePlugin('svc-git-proxy-routes', ['svc-settings
     return relay(reply, await remote(worker, 'git-upload-pack', request.raw));
   });
 
+  /** Workers with a push under way: one at a time each (a push is spooled to disk and held while it is decided). */
+  const pushing = new Set<string>();
   app.post('/v1/workers/:id/git/git-receive-pack', { config: { auth: 'worker' }, schema }, async (request, reply) => {
     const worker = await workerOf(request);
+    if (pushing.has(worker.worker_id)) throw new CodedError('rate_limited', `worker ${worker.worker_id} has a push under way: one at a time`);
+    pushing.add(worker.worker_id);
+    reply.raw.once('close', () => pushing.delete(worker.worker_id));
     const dir = await mkdtemp(path.join(tmpdir(), 'svc-git-push-'));
     const gone = new AbortController();
     reply.raw.once('close', () => {

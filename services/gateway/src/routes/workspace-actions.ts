@@ -4,8 +4,10 @@ import { createIncomingEventPublisher, requestJson } from '@svc/bus';
 import {
   CodedError,
   componentSource,
+  GIT_PUSH_TOOL,
   isEndedStatus,
   isWorkspacePath,
+  parseToolRule,
   personSource,
   PullRequestBody,
   PullRequestRecordSchema,
@@ -15,6 +17,7 @@ import {
   SYSTEM_SUBTYPES,
   WorkerParams,
   type PersonChannel,
+  type WorkerRecord,
   type PullRequestRecord,
   type PullRequestRpcType,
   type PushRecord,
@@ -26,6 +29,17 @@ import { authorizeWorker } from '../auth/authorization.js';
 import { channelOf } from './audit.js';
 import { errorResponses, routePlugin } from './route-plugin.js';
 import { callerOf } from './sessions.js';
+
+/**
+ * A person's push is their decision, but not past the template: a branch its rules deny
+ * (`git_push(refs/heads/main)` in `deny`) is refused to people too.
+ */
+function refuseDeniedBranch(worker: WorkerRecord, branch: string | undefined): void {
+  const rules = worker.workspace?.push_rules.deny ?? [];
+  const ref = `refs/heads/${branch ?? worker.workspace?.branch ?? ''}`;
+  const rule = rules.find((text) => parseToolRule(text).namesTool(GIT_PUSH_TOOL) && parseToolRule(text).matchesInput(ref));
+  if (rule) throw new CodedError('forbidden', `the template denies pushes to ${ref} (its rule ${rule}), people's included`);
+}
 
 /** A push commits, bundles and pushes a repository: it may take a while. */
 const PUSH_TIMEOUT_MS = 10 * 60_000;
@@ -70,7 +84,8 @@ export const workspaceActionRoutes = routePlugin('svc-workspace-action-routes', 
     },
     async (request) => {
       const workerId = request.params.id;
-      await authorizeWorker(request, app.workers, workerId);
+      const worker = await authorizeWorker(request, app.workers, workerId);
+      refuseDeniedBranch(worker, request.body.branch);
       const principal = request.principal!;
       const caller = callerOf(request);
       const author =

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Api, Exec, Log, V1Status } from '@kubernetes/client-node';
+import { CodedError } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { ExecResult, Sandbox, SandboxHandle } from './provider.js';
 
@@ -42,9 +43,15 @@ export function openPod(clients: PodClients, handle: SandboxHandle): Sandbox {
     upload,
     exec: (argv, execOptions = {}) => run(argv, null, execOptions.timeoutMs ?? 30_000),
     importDirectory: (hostDir, sandboxPath) => importIntoPod(run, hostDir, sandboxPath),
-    async exportFile(sandboxPath, hostFile) {
-      // exec's output arrives as text: the bytes travel base64.
-      const read = await run(['base64', '-w', '0', sandboxPath], null, 10 * 60_000);
+    async exportFile(sandboxPath, hostFile, maxBytes) {
+      // The image's own programs (the agent may have put others on PATH); a regular file only, its size first.
+      const found = await run(['/usr/bin/stat', '-c', '%F %s', '--', sandboxPath], null, 30_000);
+      const size = Number(found.stdout.trim().split(' ').pop());
+      if (found.code !== 0 || !found.stdout.startsWith('regular file ')) throw new Error(`${sandboxPath} is not a regular file`);
+      if (size > maxBytes) throw new CodedError('payload_too_large', `${sandboxPath} is ${size} bytes; at most ${maxBytes} are read out of a sandbox here`);
+      // exec's output arrives as text: the bytes travel base64, at most the size seen.
+      // (The path and size are arguments of a fixed script, never part of it.)
+      const read = await run(['/bin/sh', '-c', '/usr/bin/head -c "$1" -- "$2" | /usr/bin/base64 -w 0', 'sh', String(size), sandboxPath], null, 10 * 60_000);
       if (read.code !== 0) throw new Error(`reading ${sandboxPath} failed (${read.code}): ${read.stderr.trim()}`);
       await writeFile(hostFile, Buffer.from(read.stdout, 'base64'));
     },

@@ -97,9 +97,13 @@ describe('local sandboxes', () => {
     const sandbox = await createLocalProvider(options).create({ workerId: 'wrk_export' });
     const out = path.join(dir, 'exported');
     expect((await sandbox.exec(['sh', '-c', 'printf bundle > /tmp/a; ln -s /etc/hostname /tmp/link'])).code).toBe(0);
-    await sandbox.exportFile('/tmp/a', out);
+    await sandbox.exportFile('/tmp/a', out, 1024);
     expect(await readFile(out, 'utf8')).toBe('bundle');
-    await expect(sandbox.exportFile('/tmp/link', path.join(dir, 'not-exported'))).rejects.toThrow(/ELOOP|symbolic link/);
+    await expect(sandbox.exportFile('/tmp/link', path.join(dir, 'not-exported'), 1024)).rejects.toThrow(/ELOOP|symbolic link/);
+    // A FIFO is not waited on; a file past the bound is not read.
+    expect((await sandbox.exec(['sh', '-c', 'mkfifo /tmp/fifo; head -c 4096 /dev/zero > /tmp/big'])).code).toBe(0);
+    await expect(sandbox.exportFile('/tmp/fifo', path.join(dir, 'not-exported'), 1024)).rejects.toThrow(/not a regular file/);
+    await expect(sandbox.exportFile('/tmp/big', path.join(dir, 'not-exported'), 1024)).rejects.toMatchObject({ code: 'payload_too_large' });
     await sandbox.destroy(1000);
   });
 

@@ -5,6 +5,7 @@ import { chmod, copyFile, cp, mkdir, open, readFile, rm, stat, writeFile } from 
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CodedError } from '@svc/protocol';
 import { ConfigError, type Logger } from '@svc/service-kit';
 import { DEFAULT_SANDBOX_PATH, type ExecResult, type Sandbox, type SandboxHandle, type SandboxProvider, type SandboxSpec } from './provider.js';
 
@@ -233,12 +234,17 @@ class LocalSandbox implements Sandbox {
     await cp(hostDir, this.hostPath(sandboxPath), { recursive: true, verbatimSymlinks: true });
   }
 
-  async exportFile(sandboxPath: string, hostFile: string): Promise<void> {
-    // The sandbox may have put a link there: opened without following one, so nothing of the host is read.
-    const source = await open(this.hostPath(sandboxPath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+  async exportFile(sandboxPath: string, hostFile: string, maxBytes: number): Promise<void> {
+    // The sandbox may have put a link or a FIFO there: opened without following a link or waiting on a FIFO, so nothing of the host is read.
+    const source = await open(this.hostPath(sandboxPath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
     try {
-      if (!(await source.stat()).isFile()) throw new Error(`${sandboxPath} is not a regular file`);
-      await pipeline(source.createReadStream({ autoClose: false }), createWriteStream(hostFile));
+      const { size } = await source.stat().then((found) => {
+        if (!found.isFile()) throw new Error(`${sandboxPath} is not a regular file`);
+        return found;
+      });
+      if (size > maxBytes) throw new CodedError('payload_too_large', `${sandboxPath} is ${size} bytes; at most ${maxBytes} are read out of a sandbox here`);
+      // Read up to the size seen: a file the sandbox grows meanwhile is not followed.
+      await pipeline(source.createReadStream({ autoClose: false, start: 0, end: Math.max(0, size - 1) }), createWriteStream(hostFile));
     } finally {
       await source.close();
     }

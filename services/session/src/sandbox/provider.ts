@@ -55,8 +55,12 @@ export interface Sandbox {
   upload(sandboxPath: string, content: Uint8Array | { fromFile: string }, mode?: number): Promise<void>;
   /** Copies a host directory's tree (a clone, `.git` included) into `sandboxPath`, an existing directory of the sandbox. */
   importDirectory(hostDir: string, sandboxPath: string): Promise<void>;
-  /** Copies the sandbox's file at `sandboxPath` to `hostFile` (any bytes). */
-  exportFile(sandboxPath: string, hostFile: string): Promise<void>;
+  /**
+   * Copies the sandbox's regular file at `sandboxPath` to `hostFile` (any bytes), refusing one
+   * over `maxBytes` before anything is copied, and anything that is not a regular file (a link,
+   * a FIFO: the sandbox may have put one there).
+   */
+  exportFile(sandboxPath: string, hostFile: string, maxBytes: number): Promise<void>;
   /** Runs `argv` in the sandbox and waits for it (no shell). */
   exec(argv: readonly string[], options?: { timeoutMs?: number }): Promise<ExecResult>;
   /**

@@ -55,7 +55,7 @@ async function liveSandbox(deps: WorkspaceRpcDeps, row: Awaited<ReturnType<typeo
   const gone = new CodedError('sandbox_gone', `worker ${workerId}'s sandbox is gone: its stored changes remain (GET /v1/workers/${workerId}/changes)`);
   if (!row.sandbox) throw gone;
   const sandbox = deps.provider.open(row.sandbox);
-  const probe = await sandbox.exec(['test', '-d', `${SANDBOX_PATHS.workspace}/.git`]).catch(() => undefined);
+  const probe = await sandbox.exec(['/usr/bin/test', '-d', `${SANDBOX_PATHS.workspace}/.git`]).catch(() => undefined);
   if (probe?.code !== 0) throw gone;
   return sandbox;
 }
@@ -63,11 +63,11 @@ async function liveSandbox(deps: WorkspaceRpcDeps, row: Awaited<ReturnType<typeo
 /** A file of the workspace: within it once its links are followed, a regular file, at most `WORKSPACE_FILE_LIMIT_BYTES`. Read in the sandbox, so a link reaches nothing the agent could not. */
 async function readWorkspaceFile(sandbox: Sandbox, relative: string): Promise<WorkspaceFileAnswer> {
   const notFound = new CodedError('file_not_found', `the workspace has no file ${relative}`);
-  const real = await sandbox.exec(['realpath', '-e', '--', `${SANDBOX_PATHS.workspace}/${relative}`]);
+  const real = await sandbox.exec(['/usr/bin/realpath', '-e', '--', `${SANDBOX_PATHS.workspace}/${relative}`]);
   const target = real.stdout.trim();
   if (real.code !== 0) throw notFound;
   if (!target.startsWith(`${SANDBOX_PATHS.workspace}/`)) throw new CodedError('invalid_request', `${relative} leads out of the workspace`);
-  const stat = await sandbox.exec(['stat', '-c', '%F %s', '--', target]);
+  const stat = await sandbox.exec(['/usr/bin/stat', '-c', '%F %s', '--', target]);
   const [kind, size] = [stat.stdout.trim().split(' ').slice(0, -1).join(' '), Number(stat.stdout.trim().split(' ').pop())];
   if (stat.code !== 0 || kind !== 'regular file') throw notFound;
   if (size > WORKSPACE_FILE_LIMIT_BYTES)
@@ -75,7 +75,7 @@ async function readWorkspaceFile(sandbox: Sandbox, relative: string): Promise<Wo
       'payload_too_large',
       `${relative} is ${size} bytes; a file read this way may be at most ${WORKSPACE_FILE_LIMIT_BYTES} (see its part of GET …/changes/diff)`,
     );
-  const read = await sandbox.exec(['base64', '-w', '0', '--', target]);
+  const read = await sandbox.exec(['/usr/bin/base64', '-w', '0', '--', target]);
   if (read.code !== 0) throw notFound;
   return { content_base64: read.stdout.trim(), bytes: size };
 }
