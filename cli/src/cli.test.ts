@@ -159,15 +159,19 @@ describe('svc: commands, help, errors and exit codes', () => {
 
   it('svc changes: the diff with what the sandbox wrote made visible, --stat, --name-only, --path; svc push and svc pr print what was made', async () => {
     const flags = ['--url', gatewayUrl, '--token', 't'];
-    const forced = process.env['FORCE_COLOR'];
+    const [forced, plain] = [process.env['FORCE_COLOR'], process.env['NO_COLOR']];
     process.env['FORCE_COLOR'] = '1';
+    delete process.env['NO_COLOR'];
     const coloured = await svc('changes', 'wrk_1', ...flags);
     expect(coloured.stdout).toContain('\x1b[32m+new \\x1b[8mhidden\x1b[0m');
     process.env['NO_COLOR'] = '1';
     const diff = await svc('changes', 'wrk_1', ...flags);
-    delete process.env['NO_COLOR'];
-    if (forced === undefined) delete process.env['FORCE_COLOR'];
-    else process.env['FORCE_COLOR'] = forced;
+    for (const [name, value] of [
+      ['FORCE_COLOR', forced],
+      ['NO_COLOR', plain],
+    ] as const)
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
     expect(diff).toMatchObject({ code: 0, stdout: 'diff --git a/README.md b/README.md\n@@ -1 +1,2 @@\n-old\n+new \\x1b[8mhidden\n+more\n' });
     expect(diff.stderr).toBe('(the stored diff is cut short: the whole one is 4096 bytes)\n');
     expect((await svc('changes', 'wrk_1', '--path', 'README.md', ...flags)).stderr).toBe('');

@@ -101,15 +101,16 @@ describe('svc, the built binary, in a real terminal (tmux) against the stack (ev
     expect(count(done.split('✓ File created successfully')[0]!, '? permission asked for [Write]')).toBe(1);
   }, 90_000);
 
-  it('--read-only replays from the start with no prompt; --raw exits 3 saying it is not implemented', async () => {
+  it('--read-only replays from the start with no prompt; --raw on an ended worker exits 1 saying so', async () => {
     const created = JSON.parse((await svc('sessions', 'create', '--template', 'demo', '--wait', '--json')).stdout) as Session;
     const viewer = await attach('read-only', created.worker_id, '--read-only');
     const screen = await viewer.waitForText('? permission asked for [Write]', 30_000);
     expect(screen).toContain('[read-only]');
     expect(screen).not.toContain('Allow [Write]?');
-    const raw = await svc('attach', created.worker_id, '--raw');
-    expect(raw).toMatchObject({ code: 3, stderr: "error: not implemented yet: needs sandbox terminal support (--raw would proxy the agent's terminal)\n" });
     await svc('sessions', 'delete', created.id);
+    // (A shell in a running sandbox: workspace-terminal.int.test.ts.)
+    const raw = await svc('attach', created.worker_id, '--raw');
+    expect(raw).toMatchObject({ code: 1, stderr: expect.stringContaining('(worker_ended)') });
   }, 60_000);
 
   it('sessions list/get/delete, logs, status and errors, against the real gateway', async () => {
