@@ -1,6 +1,7 @@
-import { useLayoutEffect, useRef } from 'react';
+import { useLayoutEffect, useRef, useState } from 'react';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { formatCount, type WorkerView } from '@svc/viewer';
+import { createBottomFollow } from '../bottom-follow.js';
 import { EventRow } from './EventRow.js';
 
 /** A row's height before it is measured (most rows are one line). */
@@ -12,8 +13,9 @@ const FOLLOW_WITHIN_PX = 48;
 
 /**
  * The history, virtualized: only the rows on screen (and a few beyond) are in the page, however
- * many the view holds. It opens at the end and follows new events while the person is at the
- * bottom; scrolling up reads earlier pages (`readEarlier`) and keeps what is on screen in place.
+ * many the view holds. It opens at the end and follows new events, and its rows as they are
+ * measured, until the person scrolls up (`createBottomFollow`); scrolling up reads earlier pages
+ * (`readEarlier`) and keeps what is on screen in place.
  * `you`: the signed-in person's `sub` (their own messages read "You").
  */
 export function EventList({ view, readEarlier, you }: { view: WorkerView; readEarlier: () => Promise<number>; you?: string | undefined }) {
@@ -26,8 +28,10 @@ export function EventList({ view, readEarlier, you }: { view: WorkerView; readEa
     getItemKey: (index) => events[index]!.id,
     overscan: 8,
   });
-  const following = useRef(true);
+  const [follow] = useState(() => createBottomFollow(FOLLOW_WITHIN_PX));
   const shownFirst = useRef<string | undefined>(undefined);
+  // Rows are measured once drawn, mostly taller or shorter than estimated: the end moves with them.
+  const totalSize = virtualizer.getTotalSize();
 
   useLayoutEffect(() => {
     const element = scroller.current;
@@ -36,16 +40,16 @@ export function EventList({ view, readEarlier, you }: { view: WorkerView; readEa
     // Earlier events went in front: move down by their (estimated) height so the rows on screen stay put.
     if (shownFirst.current !== undefined && first !== shownFirst.current) {
       const added = Number(BigInt(shownFirst.current) - BigInt(first));
-      if (added > 0 && !following.current) element.scrollTop += added * ESTIMATED_ROW_PX;
+      if (added > 0 && !follow.following) element.scrollTop += added * ESTIMATED_ROW_PX;
     }
     shownFirst.current = first;
-    if (following.current) virtualizer.scrollToIndex(events.length - 1, { align: 'end' });
-  }, [events.length, events, virtualizer]);
+    if (follow.following) virtualizer.scrollToEnd();
+  }, [events.length, events, totalSize, follow, virtualizer]);
 
   const onScroll = () => {
     const element = scroller.current;
     if (!element) return;
-    following.current = element.scrollTop + element.clientHeight >= element.scrollHeight - FOLLOW_WITHIN_PX;
+    follow.scrolled(element);
     if (element.scrollTop < READ_EARLIER_WITHIN_PX && view.hasEarlier) void readEarlier();
   };
 
