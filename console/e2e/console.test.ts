@@ -11,6 +11,7 @@ import {
   isPersonMessage,
   MESSAGE_LIMITS,
   personMessageImages,
+  type AuditRecord,
   type EventData,
   type ListResponseOf,
   type PostMessageBodyType,
@@ -294,15 +295,15 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.context().close();
   }, 90_000);
 
-  /** Posts `count` assistant events as the worker's sidecar does (its token, batches of 500), numbered from `from`. */
-  async function postAsWorker(workerId: string, count: number, from = 1): Promise<void> {
+  /** Posts `count` assistant events as the worker's sidecar does (its token, batches of 500), numbered from `from`, each with `text`. */
+  async function postAsWorker(workerId: string, count: number, from = 1, text = (n: number) => `posted line ${n}`): Promise<void> {
     const token = await stack.workerToken(workerId);
     for (let start = 0; start < count; start += 500) {
       const events = Array.from({ length: Math.min(500, count - start) }, (_, i) => ({
         type: 'assistant',
         uid: `posted-${from + start + i}`,
         ts: new Date().toISOString(),
-        data: { text: `posted line ${from + start + i}` },
+        data: { text: text(from + start + i) },
       }));
       const response = await fetch(`${stack.url}/v1/workers/${workerId}/sdk-events`, {
         method: 'POST',
@@ -605,6 +606,42 @@ describe('the web console in a real Chromium, against the local stack', () => {
     await page.context().close();
   }, 60_000);
 
+  it('events come in quick batches, each row taller than its estimate: the list keeps the newest in view; scrolled up by the person it stays put; back at the end it follows again', async () => {
+    const page = await signedIn('/sessions', { width: 390, height: 844 });
+    const workerId = await startFrom(page, 'demo-talk');
+    await page.locator('header .activity-idle').waitFor({ timeout: 30_000 });
+    const list = page.getByRole('log', { name: 'Events' });
+    const position = () => list.evaluate((element) => ({ top: element.scrollTop, fromEnd: element.scrollHeight - element.clientHeight - element.scrollTop }));
+    // Six paragraphs each: a row about four times as tall as the list estimates before measuring it.
+    const tall = (n: number) => Array.from({ length: 6 }, (_, paragraph) => `tall ${n}, paragraph ${paragraph + 1}`).join('\n\n');
+    for (let batch = 0; batch < 40; batch++) {
+      await postAsWorker(workerId, 2, 1 + batch * 2, tall);
+      await new Promise((resolve) => setTimeout(resolve, 15 + (batch % 4) * 10));
+    }
+    await page.getByText('tall 80, paragraph 6').waitFor({ timeout: 10_000 });
+    await expect.poll(async () => (await position()).fromEnd, { timeout: 5_000 }).toBeLessThanOrEqual(1);
+
+    // The person scrolls up: new events leave them where they are.
+    await list.hover();
+    await page.mouse.wheel(0, -800);
+    await expect.poll(async () => (await position()).fromEnd).toBeGreaterThan(400);
+    const readingAt = (await position()).top;
+    const held = async () => Number(/^([\d,]+) events/.exec((await page.locator('p.history').textContent()) ?? '')?.[1]?.replaceAll(',', ''));
+    const heldBefore = await held();
+    await postAsWorker(workerId, 4, 81, tall);
+    await expect.poll(held, { timeout: 10_000 }).toBe(heldBefore + 4);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await position()).top).toBe(readingAt);
+
+    // Back at the end (End on the focused list): it follows again.
+    await list.focus();
+    await page.keyboard.press('End');
+    await page.getByText('tall 84, paragraph 6').waitFor({ timeout: 5_000 });
+    await postAsWorker(workerId, 2, 85, tall);
+    await page.getByText('tall 86, paragraph 6').waitFor({ timeout: 10_000 });
+    await page.context().close();
+  }, 90_000);
+
   it("a worker on a repository: the Changes tab (reached by the arrow keys) shows its agent's changes as a highlighted diff, side by side or unified, and follows the next report; axe finds nothing serious", async () => {
     const page = await signedIn('/sessions');
     const workerId = await startFrom(page, 'demo-repo');
@@ -725,6 +762,98 @@ describe('the web console in a real Chromium, against the local stack', () => {
     expect(await seriousViolations(page, 'sessions with a repository')).toEqual([]);
     await page.context().close();
   }, 90_000);
+
+  /** What an xterm screen on the page shows, its rows as text (xterm draws blanks as no-break spaces). */
+  const screenText = async (page: Page) => ((await page.locator('.xterm-rows').innerText()) ?? '').replace(/\u00a0/g, ' ');
+
+  it("a worker's Terminal tab: looking opens nothing; Open a shell gives a shell in /workspace (ls shows the repository, its colours drawn under the CSP), kept across tabs; exit and Close say why it closed; audited; axe finds nothing serious; another person gets no terminal", async () => {
+    const page = await signedIn('/sessions');
+    const workerId = await startFrom(page, 'demo-repo');
+    await page.locator('header .activity-idle').waitFor({ timeout: 30_000 });
+    const terminalSockets: string[] = [];
+    page.on('websocket', (socket) => socket.url().includes(`/workers/${workerId}/terminal`) && terminalSockets.push(socket.url()));
+
+    await page.getByRole('tab', { name: 'Terminal' }).click();
+    const panel = page.getByRole('tabpanel', { name: 'Terminal' });
+    const status = panel.getByRole('status');
+    await panel.getByRole('button', { name: 'Open a shell' }).waitFor();
+    expect(await status.textContent()).toBe('Terminal: not open');
+    expect(terminalSockets).toEqual([]);
+
+    await panel.getByRole('button', { name: 'Open a shell' }).click();
+    await status.filter({ hasText: /^Terminal: connected \(\d+×\d+\)$/ }).waitFor({ timeout: 20_000 });
+    // Sized to its box when it opened: the same size in the query and in the status line.
+    const [, cols, rows] = /\((\d+)×(\d+)\)/.exec((await status.textContent())!)!;
+    expect(terminalSockets).toEqual([expect.stringMatching(new RegExp(`/terminal\\?cols=${cols}&rows=${rows}$`))]);
+    expect(Number(cols)).toBeGreaterThan(80);
+    await panel.getByRole('group', { name: 'Shell in the sandbox' }).waitFor();
+    await expect.poll(() => screenText(page), { timeout: 15_000 }).toMatch(/[$#] *$/m);
+    await page.keyboard.type('ls /workspace');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => screenText(page), { timeout: 10_000 }).toMatch(/README\.md/);
+    expect(await screenText(page)).toMatch(/hello\.txt/);
+    expect(await screenText(page)).toMatch(/\bsrc\b/);
+    // The theme's rules reach the rows although the page's CSP refuses xterm's inline <style>.
+    expect(await page.locator('.xterm-rows').evaluate((element) => getComputedStyle(element).color)).toBe('rgb(230, 237, 243)');
+    // Tab is the shell's; Shift+Tab leaves the terminal, back to its Close button.
+    const focused = () =>
+      page.evaluate(() => (document.activeElement?.classList.contains('xterm-helper-textarea') ? 'the terminal' : document.activeElement?.textContent));
+    expect(await focused()).toBe('the terminal');
+    await page.keyboard.press('Shift+Tab');
+    expect(await focused()).toBe('Close');
+
+    // Another tab and back: the same shell, its screen as it was.
+    await page.getByRole('tab', { name: 'Events' }).click();
+    await page.locator('[data-event-id]').first().waitFor();
+    await page.getByRole('tab', { name: 'Terminal' }).click();
+    expect(await status.textContent()).toMatch(/^Terminal: connected/);
+    expect(await screenText(page)).toMatch(/README\.md/);
+    expect(terminalSockets).toHaveLength(1);
+
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      await page.setViewportSize(viewport);
+      expect(await seriousViolations(page, `terminal ${viewport.width}px`)).toEqual([]);
+    }
+
+    // The shell ends: the terminal says so, keeps its screen, and offers another.
+    await page.locator('.xterm-helper-textarea').focus();
+    await page.keyboard.type('exit');
+    await page.keyboard.press('Enter');
+    await status.filter({ hasText: 'Terminal: closed: the shell ended (the shell exited (0))' }).waitFor({ timeout: 10_000 });
+    expect(await screenText(page)).toMatch(/README\.md/);
+    await panel.getByRole('button', { name: 'Open again' }).click();
+    await status.filter({ hasText: /^Terminal: connected/ }).waitFor({ timeout: 20_000 });
+    await panel.getByRole('button', { name: 'Close' }).click();
+    await status.filter({ hasText: 'Terminal: closed: you closed it' }).waitFor({ timeout: 10_000 });
+    expect(terminalSockets).toHaveLength(2);
+
+    // Each opening is in the audit trail, as the person's (its channel reads "api": a browser cannot send X-Svc-Channel on an upgrade).
+    const audit = await fetch(`${stack.url}${apiPaths.audit()}?action=terminal_opened&worker_id=${workerId}`, {
+      headers: { authorization: `Bearer ${await localUserToken()}` },
+    });
+    const opened = ((await audit.json()) as ListResponseOf<AuditRecord>).items;
+    expect(opened.map((record) => [record.action, record.worker_id, record.actor])).toEqual([
+      ['terminal_opened', workerId, 'local-user'],
+      ['terminal_opened', workerId, 'local-user'],
+    ]);
+
+    // Someone else: the gateway refuses their terminal as it refuses the worker (404), and the console shows them no worker.
+    const someoneElse = await stack.userToken('someone-else');
+    const refused = await fetch(`${stack.url}${apiPaths.terminal(workerId, { cols: 80, rows: 24 })}`, { headers: { authorization: `Bearer ${someoneElse}` } });
+    expect(refused.status).toBe(404);
+    expect(((await refused.json()) as { code: string }).code).toBe('worker_not_found');
+    const other = await browser.newContext();
+    const otherPage = await other.newPage();
+    await otherPage.route('**/v1/local/token', (route) => route.fulfill({ json: { token: someoneElse, token_type: 'Bearer', expires_in: 3600 } }));
+    await otherPage.goto(`${stack.url}/workers/${workerId}#code=${stack.signInCode}`);
+    await otherPage.getByRole('button', { name: 'Sign in as the local user' }).click();
+    await otherPage.getByRole('heading', { name: 'Not found' }).waitFor();
+    expect(await otherPage.getByRole('tab', { name: 'Terminal' }).count()).toBe(0);
+    await Promise.all([page.context().close(), other.close()]);
+  }, 120_000);
 
   it('screenshots of the three pages, desktop and phone (into SVC_SCREENSHOTS_DIR: `npm run screenshots` writes docs/images/)', async () => {
     const dir = process.env['SVC_SCREENSHOTS_DIR'] ?? (await mkdtemp(path.join(tmpdir(), 'svc-screenshots-')));

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createPrivateKey, sign, type JsonWebKey } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,7 +20,26 @@ export interface RunningStack {
   sandboxRoot(workerId: string): string;
   /** The stack's sign-in code, as the person at the machine reads it (its state directory). */
   signInCode: string;
+  /** A token for someone other than the local user (`sub`, not an admin). */
+  userToken(sub: string): Promise<string>;
   stop(): Promise<void>;
+}
+
+/** Where the stack's built-in issuer keeps its signing key in the state directory (`LOCAL_ISSUER_KEY_FILE` of `@svc/auth`, which the console may not import). */
+const ISSUER_KEY_FILE = 'local-issuer-key.json';
+
+/**
+ * A token of the stack's built-in issuer for `sub`, not an admin: someone other than the local
+ * user, signed with the issuer's key as the gateway expects (ES256, its `iss`, audience `svc`).
+ */
+async function userTokenFor(url: string, stateDir: string, sub: string): Promise<string> {
+  const jwk = JSON.parse(await readFile(path.join(stateDir, ISSUER_KEY_FILE), 'utf8')) as JsonWebKey & { kid: string };
+  const { issuer } = (await (await fetch(`${url}/.well-known/openid-configuration`)).json()) as { issuer: string };
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const signed = `${part({ alg: 'ES256', kid: jwk.kid, typ: 'JWT' })}.${part({ iss: issuer, aud: 'svc', sub, iat: now, exp: now + 3600 })}`;
+  const signature = sign('sha256', Buffer.from(signed), { key: createPrivateKey({ key: jwk, format: 'jwk' }), dsaEncoding: 'ieee-p1363' });
+  return `${signed}.${signature.toString('base64url')}`;
 }
 
 /** How long the launcher may take to stop its services after Ctrl+C before it is killed. */
@@ -57,5 +77,6 @@ export async function startLocalStack(env: Record<string, string> = {}): Promise
   const sandboxRoot = (workerId: string) => path.join(stateDir, 'sandboxes', workerId, 'root');
   const workerToken = async (workerId: string) => (await readFile(path.join(sandboxRoot(workerId), 'var/run/svc/token'), 'utf8')).trim();
   const signInCode = (await readFile(path.join(stateDir, LOCAL_SIGN_IN_CODE_FILE), 'utf8').catch(() => '')).trim();
-  return { url: `http://127.0.0.1:${port}`, demoWorker, workerToken, sandboxRoot, signInCode, stop };
+  const url = `http://127.0.0.1:${port}`;
+  return { url, demoWorker, workerToken, sandboxRoot, signInCode, userToken: (sub) => userTokenFor(url, stateDir, sub), stop };
 }

@@ -25,8 +25,10 @@ import { NotFoundPage } from './NotFoundPage.js';
 
 // The diff viewer and its highlighting load when the tab first opens: most workers have no repository.
 const ChangesPanel = lazy(() => import('../widgets/ChangesPanel.js').then((module) => ({ default: module.ChangesPanel })));
+// xterm.js too: few people open a terminal.
+const TerminalPanel = lazy(() => import('../widgets/TerminalPanel.js').then((module) => ({ default: module.TerminalPanel })));
 
-type WorkerTab = 'events' | 'logs' | 'changes';
+type WorkerTab = 'events' | 'logs' | 'changes' | 'terminal';
 
 /** How many approval cards stay on the page, open or recently closed. */
 const SHOWN_CARDS = 10;
@@ -80,6 +82,12 @@ function WorkerEvents({ worker }: { worker: Worker }) {
   useWorkerView(view);
   const [fatal, setFatal] = useState<string>();
   const [tab, setTab] = useState<WorkerTab>('events');
+  // Once shown, the Terminal tab's panel stays on the page, hidden behind the others: a look at the events does not end the shell.
+  const [terminalShown, setTerminalShown] = useState(false);
+  const selectTab = (next: WorkerTab) => {
+    setTab(next);
+    if (next === 'terminal') setTerminalShown(true);
+  };
   const [readEarlier] = useState(() => earlierPages(view, historyReader(api, workerId), EVENT_LIST_LIMIT.max));
 
   useEffect(() => {
@@ -186,30 +194,39 @@ function WorkerEvents({ worker }: { worker: Worker }) {
           </section>
         )
       )}
-      <Tabs label="What to show" tabs={tabsOf(worker)} selected={tab} onSelect={setTab} />
-      <div role="tabpanel" id={tabIds(tab).panel} aria-labelledby={tabIds(tab).tab} className="panel">
-        {tab === 'events' && (
-          <>
-            <EventList view={view} readEarlier={readEarlier} you={signedIn && tokenSubject(signedIn.token)} />
-            {view.notices.length > 0 && (
-              <ul className="notices">
-                {view.notices.map((notice, index) => (
-                  <li key={index} className={`notice ${notice.level}`}>
-                    {notice.text}
-                  </li>
-                ))}
-              </ul>
-            )}
-          </>
-        )}
-        {tab === 'logs' &&
-          (worker.session_id ? <SandboxLogs sessionId={worker.session_id} /> : <p>This worker has no session, so no sandbox of svc's: no logs here.</p>)}
-        {tab === 'changes' && (
-          <Suspense fallback={<p>Loading the changes…</p>}>
-            <ChangesPanel workerId={workerId} />
+      <Tabs label="What to show" tabs={tabsOf(worker, terminalShown)} selected={tab} onSelect={selectTab} />
+      {tab !== 'terminal' && (
+        <div role="tabpanel" id={tabIds(tab).panel} aria-labelledby={tabIds(tab).tab} className="panel">
+          {tab === 'events' && (
+            <>
+              <EventList view={view} readEarlier={readEarlier} you={signedIn && tokenSubject(signedIn.token)} />
+              {view.notices.length > 0 && (
+                <ul className="notices">
+                  {view.notices.map((notice, index) => (
+                    <li key={index} className={`notice ${notice.level}`}>
+                      {notice.text}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </>
+          )}
+          {tab === 'logs' &&
+            (worker.session_id ? <SandboxLogs sessionId={worker.session_id} /> : <p>This worker has no session, so no sandbox of svc's: no logs here.</p>)}
+          {tab === 'changes' && (
+            <Suspense fallback={<p>Loading the changes…</p>}>
+              <ChangesPanel workerId={workerId} />
+            </Suspense>
+          )}
+        </div>
+      )}
+      {terminalShown && (
+        <div role="tabpanel" id={tabIds('terminal').panel} aria-labelledby={tabIds('terminal').tab} className="panel" hidden={tab !== 'terminal'}>
+          <Suspense fallback={<p>Loading the terminal…</p>}>
+            <TerminalPanel workerId={workerId} ended={ended} />
           </Suspense>
-        )}
-      </div>
+        </div>
+      )}
       {!ended &&
         (worker.mode === 'conversation' ? (
           <MessageBox workerId={workerId} activity={view.activity} />
@@ -220,12 +237,16 @@ function WorkerEvents({ worker }: { worker: Worker }) {
   );
 }
 
-/** The worker's tabs: its changes only when it has a repository (docs/workspace.md). */
-function tabsOf(worker: Worker): Array<Tab<WorkerTab>> {
+/**
+ * The worker's tabs: its changes only when it has a repository (docs/workspace.md); a terminal
+ * while it runs, and after it ended if one was shown (what it last showed is still there).
+ */
+function tabsOf(worker: Worker, terminalShown: boolean): Array<Tab<WorkerTab>> {
   return [
     { id: 'events', label: 'Events' },
     { id: 'logs', label: 'Sandbox logs' },
     ...(worker.workspace ? [{ id: 'changes', label: 'Changes' } as const] : []),
+    ...(!isEndedStatus(worker.status) || terminalShown ? [{ id: 'terminal', label: 'Terminal' } as const] : []),
   ];
 }
 
