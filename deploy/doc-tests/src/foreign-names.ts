@@ -14,6 +14,8 @@ const groups: Record<string, string[]> = {
   "Claude Code's tool names": ['ToolSearch', 'WebSearch', 'WebFetch'],
   'JSON Schema keywords': ['additionalProperties'],
   'the browser: Web Storage': ['localStorage', 'sessionStorage'],
+  'the browser: the Encoding API and constructed stylesheets': ['TextEncoder', 'adoptedStyleSheets'],
+  "xterm.js's terminal options": ['windowOptions'],
   'Kubernetes: the seccomp profile type': ['RuntimeDefault'],
   'keys of the keyboard': ['PgUp', 'PgDn'],
   "Node's convention, which svc never reads": ['NODE_ENV'],
