@@ -45,7 +45,7 @@ import { modelProxyRoutes } from './routes/model-proxy.js';
 import { gitProxyRoutes } from './routes/git-proxy.js';
 import { workspaceChangeRoutes } from './routes/workspace-changes.js';
 import { changesRequestRoutes, workspaceActionRoutes, workspaceFileRoutes } from './routes/workspace-actions.js';
-import { terminalRoutes } from './routes/terminals.js';
+import { sandboxTerminalRoutes, terminalRoutes } from './routes/terminals.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 import { sessionLogRoutes } from './routes/session-logs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -131,6 +131,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     sessionRoutes,
     sessionLogRoutes,
     terminalRoutes,
+    sandboxTerminalRoutes,
     auditRoutes,
     webhookRoutes,
     decisionLinkRoutes,

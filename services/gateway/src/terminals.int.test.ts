@@ -72,5 +72,11 @@ describe('terminals: a person’s WebSocket and the sandbox’s, relayed through
     });
     const other = await gw.createWorker('wrk_term_other', 'alice', 'running');
     expect(await connect(`${workerUrl}/v1/workers/wrk_term/terminals/trm_x`, other)).toMatchObject({ status: 403 });
+    // A sandbox opening ends of its own (no person asked) holds at most 8 on a gateway.
+    const ends = [];
+    for (let i = 0; i < 8; i++) ends.push(await connect(`${workerUrl}/v1/workers/wrk_term_other/terminals/trm_spare${i}`, other));
+    expect(ends.every((end) => 'socket' in end)).toBe(true);
+    expect(await connect(`${workerUrl}/v1/workers/wrk_term_other/terminals/trm_spare8`, other)).toMatchObject({ status: 429 });
+    for (const end of ends) if ('socket' in end) end.socket.close();
   });
 });

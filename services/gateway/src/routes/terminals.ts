@@ -21,6 +21,14 @@ import { authorizeWorker } from '../auth/authorization.js';
 import { channelOf } from './audit.js';
 import { errorResponses, routePlugin } from './route-plugin.js';
 
+/** A plain request to a WebSocket route. */
+async function notWebSocket(): Promise<never> {
+  throw new CodedError('invalid_request', 'this endpoint is a WebSocket: connect with "Upgrade: websocket"');
+}
+
+/** The most terminal ends one worker's sandbox may hold on one gateway (a person opens a few at most). */
+const MAX_SANDBOX_TERMINALS_PER_WORKER = 8;
+
 /**
  * Relays one end of a terminal over NATS: what this end's socket receives is published to
  * `outward`, what comes in on `inward` is sent on the socket; either end closing closes the other.
@@ -76,9 +84,6 @@ async function admitTerminal(app: FastifyInstance, request: FastifyRequest, work
 export const terminalRoutes = routePlugin('svc-terminal-routes', ['svc-bus', 'svc-worker-directory', 'svc-websockets'], async (app) => {
   const publisher = createIncomingEventPublisher(app.bus, componentSource('workspace'));
   app.addHook('onClose', async () => publisher.close());
-  const notWebSocket = async () => {
-    throw new CodedError('invalid_request', 'this endpoint is a WebSocket: connect with "Upgrade: websocket"');
-  };
 
   app.route({
     method: 'GET',
@@ -147,15 +152,35 @@ export const terminalRoutes = routePlugin('svc-terminal-routes', ['svc-bus', 'sv
     if (!(await connected) && socket.readyState === socket.OPEN)
       socket.close(TERMINAL_CLOSE.sandboxUnanswered, JSON.stringify({ reason: "the sandbox's sidecar did not answer" }));
   }
+});
+
+/** `WS /v1/workers/{id}/terminals/{terminal_id}`: the sandbox's end of a terminal, opened by its sidecar through the worker port. */
+export const sandboxTerminalRoutes = routePlugin('svc-sandbox-terminal-routes', ['svc-bus', 'svc-websockets'], async (app) => {
+  /** The terminal ends each worker's sandbox holds on this gateway. */
+  const sandboxEnds = new Map<string, number>();
 
   app.route({
     method: 'GET',
     url: '/v1/workers/:id/terminals/:terminal_id',
     config: { auth: 'worker' },
     schema: { hide: true, params: TerminalParams },
+    // Before the upgrade: a sandbox holds a bounded number of terminal ends on this gateway (each is two subscriptions).
+    preHandler: async (request) => {
+      if ((sandboxEnds.get(request.params.id) ?? 0) >= MAX_SANDBOX_TERMINALS_PER_WORKER)
+        throw new CodedError(
+          'rate_limited',
+          `worker ${request.params.id} holds ${MAX_SANDBOX_TERMINALS_PER_WORKER} terminal ends on this gateway, the most one may`,
+        );
+    },
     handler: notWebSocket,
     wsHandler: (socket, request) => {
       const { id: workerId, terminal_id: terminalId } = request.params;
+      sandboxEnds.set(workerId, (sandboxEnds.get(workerId) ?? 0) + 1);
+      socket.once('close', () => {
+        const left = (sandboxEnds.get(workerId) ?? 1) - 1;
+        if (left > 0) sandboxEnds.set(workerId, left);
+        else sandboxEnds.delete(workerId);
+      });
       relay(app, socket, {
         outward: subjects.terminalToPerson(workerId, terminalId),
         inward: subjects.terminalToSandbox(workerId, terminalId),
