@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { CodedError } from './errors.js';
 import { CommitId, Timestamp, WorkerId } from './primitives.js';
 
 /**
@@ -218,3 +219,12 @@ export const SessionWorkspaceSchema = Type.Object(
   { additionalProperties: false, title: 'SessionWorkspace' },
 );
 export type SessionWorkspace = Static<typeof SessionWorkspaceSchema>;
+
+/** A worker's repository, or `404 no_repository` when its template has none (every workspace route's first check). */
+export function workspaceOfWorker<W extends { workspace?: WorkerWorkspace | undefined }>(
+  workerId: string,
+  worker: W | undefined,
+): W & { workspace: WorkerWorkspace } {
+  if (!worker?.workspace) throw new CodedError('no_repository', `worker ${workerId} has no repository (its template has no [workspace])`);
+  return worker as W & { workspace: WorkerWorkspace };
+}

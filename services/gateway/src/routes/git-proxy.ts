@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { CodedError, SYSTEM_SUBTYPES, type WorkerRecord, type WorkerWorkspace } from '@svc/protocol';
+import { CodedError, SYSTEM_SUBTYPES, workspaceOfWorker, type WorkerRecord, type WorkerWorkspace } from '@svc/protocol';
 import { parseGitCredentials } from '@svc/service-kit';
 import { withNoThin } from '../git-proxy/pkt-line.js';
 import { createGitRemotes, pickHeaders } from '../git-proxy/remote.js';
@@ -50,9 +50,7 @@ export const gitProxyRoutes = routePlugin('svc-git-proxy-routes', ['svc-settings
 
   async function workerOf(request: FastifyRequest): Promise<WorkerRecord & { workspace: WorkerWorkspace }> {
     const workerId = (request.params as { id: string }).id;
-    const worker = await app.workers.get(workerId);
-    if (!worker?.workspace) throw new CodedError('no_repository', `worker ${workerId} has no repository (its template has no [workspace])`);
-    return worker as WorkerRecord & { workspace: WorkerWorkspace };
+    return workspaceOfWorker(workerId, await app.workers.get(workerId));
   }
 
   function relay(reply: FastifyReply, answer: IncomingMessage, body: Readable | Buffer = answer) {

@@ -16,6 +16,7 @@ import {
   subjects,
   SYSTEM_SUBTYPES,
   WorkerParams,
+  workspaceOfWorker,
   type PersonChannel,
   type WorkerRecord,
   type PullRequestRecord,
@@ -186,8 +187,7 @@ export const changesRequestRoutes = routePlugin('svc-changes-request-routes', ['
     },
     async (request, reply) => {
       const workerId = request.params.id;
-      const worker = await authorizeWorker(request, app.workers, workerId);
-      if (!worker.workspace) throw new CodedError('no_repository', `worker ${workerId} has no repository (its template has no [workspace])`);
+      const worker = workspaceOfWorker(workerId, await authorizeWorker(request, app.workers, workerId));
       if (isEndedStatus(worker.status))
         throw new CodedError('worker_ended', `worker ${workerId} is ${worker.status}: its sidecar reports no more; its last report stays`);
       const caller = callerOf(request);

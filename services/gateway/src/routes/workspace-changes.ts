@@ -14,6 +14,7 @@ import {
   WORKSPACE_LISTED_FILES,
   WORKSPACE_PATCH_LIMIT_BYTES,
   WorkerParams,
+  workspaceOfWorker,
   WorkspaceChangesSchema,
   type ChangesReport,
   type IncomingEvent,
@@ -117,8 +118,7 @@ export const workspaceChangeRoutes = routePlugin('svc-workspace-change-routes', 
     },
     async (request, reply) => {
       const workerId = request.params.id;
-      const worker = await authorizeWorker(request, app.workers, workerId);
-      if (!worker.workspace) throw new CodedError('no_repository', `worker ${workerId} has no repository (its template has no [workspace])`);
+      const worker = workspaceOfWorker(workerId, await authorizeWorker(request, app.workers, workerId));
       const changes = changesOfReport(workerId, worker.workspace.repo, request.body);
       await app.workspaceChanges.put(changes, request.body.patch).catch(storeUnavailable);
       await publisher.publish(workerId, changesEvent(changes));
@@ -141,8 +141,7 @@ export const workspaceChangeRoutes = routePlugin('svc-workspace-change-routes', 
     },
     async (request) => {
       const workerId = request.params.id;
-      const worker = await authorizeWorker(request, app.workers, workerId);
-      if (!worker.workspace) throw new CodedError('no_repository', `worker ${workerId} has no repository (its template has no [workspace])`);
+      workspaceOfWorker(workerId, await authorizeWorker(request, app.workers, workerId));
       const changes = await app.workspaceChanges.get(workerId).catch(storeUnavailable);
       if (!changes) throw new CodedError('changes_not_found', `worker ${workerId} has not reported its workspace's changes yet (it does after each turn)`);
       return changes;
@@ -171,8 +170,7 @@ export const workspaceChangeRoutes = routePlugin('svc-workspace-change-routes', 
       const { path } = request.query;
       if (path !== undefined && !isWorkspacePath(path))
         throw new CodedError('invalid_request', '/querystring/path must be a path inside the workspace (relative, without "..", "." or empty parts)');
-      const worker = await authorizeWorker(request, app.workers, workerId);
-      if (!worker.workspace) throw new CodedError('no_repository', `worker ${workerId} has no repository (its template has no [workspace])`);
+      workspaceOfWorker(workerId, await authorizeWorker(request, app.workers, workerId));
       const [changes, patch] = await Promise.all([app.workspaceChanges.get(workerId), app.workspaceChanges.patch(workerId)]).catch(storeUnavailable);
       if (!changes || patch === undefined)
         throw new CodedError('changes_not_found', `worker ${workerId} has no stored changes (none reported yet, or older than kept)`);

@@ -10,12 +10,12 @@ import {
   WorkspaceFileRpc,
   WorkspaceFullDiffRpc,
   WorkspacePushRpc,
+  workspaceOfWorker,
   type AuditFacts,
   type CallerType,
   type PullRequestRecord,
   type PullRequestRpcType,
   type PushRecord,
-  type WorkerWorkspace,
   type WorkspaceFileAnswer,
   type WorkspaceFileRpcType,
   type WorkspaceFullDiffRpcType,
@@ -45,8 +45,7 @@ export interface WorkspaceRpcDeps {
 async function workspaceOf(deps: WorkspaceRpcDeps, caller: CallerType, workerId: string) {
   const row = await deps.store.byWorker(workerId);
   if (!row || (row.session.owner !== caller.sub && !caller.admin)) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);
-  const workspace = (await deps.registry.get(workerId))?.workspace;
-  if (!workspace) throw new CodedError('no_repository', `worker ${workerId} has no repository (its template has no [workspace])`);
+  const { workspace } = workspaceOfWorker(workerId, await deps.registry.get(workerId));
   return { row, workspace };
 }
 
@@ -115,7 +114,7 @@ export function serveWorkspaceRpcs(deps: WorkspaceRpcDeps): Subscription[] {
   };
   const pullRequest = async (request: PullRequestRpcType): Promise<PullRequestRecord> => {
     const { row, workspace } = await workspaceOf(deps, request.caller, request.worker_id);
-    const record = await openPullRequest(deps.forges, deps.gitCredentials, workspace as WorkerWorkspace, request);
+    const record = await openPullRequest(deps.forges, deps.gitCredentials, workspace, request);
     audited(
       request,
       row.session.id,
