@@ -10,7 +10,7 @@ import { openBucketWhenReachable } from './kv-buckets.js';
 import { consumeLasting } from './lasting-consumer.js';
 import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 import { consumeIncomingPartition, type JsMsg } from './partition-consumer.js';
-import { ensureStreams } from './streams.js';
+import { ensureStreams, streamsWhenDeclared } from './streams.js';
 
 const logger = createLogger({ name: 'lasting-consumer-test', level: 'silent' });
 const PARTITION = 3;
@@ -117,4 +117,25 @@ describe('a service’s start opening its consumers and KV buckets (real nats-se
     await kv.put('k', 'v');
     expect((await kv.get('k'))?.string()).toBe('v');
   }, 60_000);
+});
+
+describe('a service that reads the streams but does not declare them (session, gateway)', () => {
+  it('waits at its start until another service has declared them, then goes on', async () => {
+    const server = await launchNatsServer({ authorization: natsAuthorization() });
+    const nc = await connectBus({ servers: server.url, name: 'declared', logger, credentials: server.credentials.operator });
+    try {
+      const recording = recordingLogger();
+      let done = false;
+      const waiting = streamsWhenDeclared(nc, recording.logger).then(() => (done = true));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(done).toBe(false);
+      expect(recording.lines.some((line) => line.includes('waiting for event-ingest or control to declare the streams'))).toBe(true);
+      await ensureStreams(nc);
+      await waiting;
+      expect(done).toBe(true);
+    } finally {
+      await nc.close();
+      await server.stop();
+    }
+  }, 30_000);
 });

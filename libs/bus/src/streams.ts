@@ -191,6 +191,23 @@ export async function incomingBacklog(nc: NatsConnection): Promise<number> {
   return (await jsm.streams.info(streams.incomingEvents.name)).state.messages;
 }
 
+/**
+ * A service that reads the streams but does not declare them (session, gateway) waits at its
+ * start until event-ingest or control has: started together (a Helm release, a test's stack), it
+ * may come first, and a consumer of a missing stream fails at once (`consumeLasting`).
+ */
+export async function streamsWhenDeclared(nc: NatsConnection, logger: Logger): Promise<void> {
+  const names = streamConfigs({ replicas: 1 }).map((config) => config.name);
+  await retryWithBackoff(
+    'waiting for event-ingest or control to declare the streams',
+    async () => {
+      const jsm = await jetstreamManager(nc);
+      for (const name of names) await jsm.streams.info(name);
+    },
+    { logger, retryable: (err) => isBusUnavailable(err) || (err instanceof Error && err.name === 'StreamNotFoundError') },
+  );
+}
+
 /** `ensureStreams` at a service's start, tried until NATS is there (a service's `prepare`). */
 export async function ensureStreamsWhenReachable(nc: NatsConnection, logger: Logger, options: StreamOptions = {}): Promise<void> {
   const { replicas } = await retryWithBackoff('creating the streams', () => ensureStreams(nc, { logger, ...options }), {
