@@ -4,7 +4,8 @@
 # asks for a tool (a `control_request`) and reports the decision it reads on stdin.
 # PROBE_TARGETS: "name=host:port …", the addresses it must not reach directly.
 # PROXY_TARGETS: "name=host:port …", asked of the egress proxy (HTTPS_PROXY) with CONNECT.
-# (Its key patterns are bracketed so that the script does not find itself.)
+# (Its key patterns are bracketed so that the script does not find itself: model keys, and the
+# repository token of the test's git server.)
 say() { printf '{"type":"assistant","message":{"id":"msg_probe_%s","role":"assistant","content":[{"type":"text","text":"%s"}]}}\n' "$RANDOM$RANDOM" "$1"; }
 for target in $PROBE_TARGETS; do
   name=${target%%=*}; address=${target#*=}; host=${address%:*}; port=${address##*:}
@@ -23,8 +24,10 @@ for target in $PROXY_TARGETS; do
   say "proxy ${target%%=*} $(connect_via_proxy "${target#*=}")"
 done
 while IFS='=' read -r name value; do say "env $name=$value"; done < <(env | tr -d '"\\')
-for file in $(grep -rlsa -e 'sk-[a]nt' -e 'sk-[p]roj' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr 2>/dev/null); do say "key-like text in $file"; done
-say "environ of every process: $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c -e 'sk-[a]nt' -e 'sk-[p]roj') key-like lines"
+# The workspace's remote, fetched through the sidecar's git proxy (the gateway adds the credential).
+git -C /workspace fetch --quiet origin 2>/dev/null; say "git fetch exit $?"
+for file in $(grep -rlsa -e 'sk-[a]nt' -e 'sk-[p]roj' -e 'git-[t]oken-' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr 2>/dev/null); do say "key-like text in $file"; done
+say "environ of every process: $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c -e 'sk-[a]nt' -e 'sk-[p]roj' -e 'git-[t]oken-') key-like lines"
 say "probe done"
 printf '{"type":"control_request","request_id":"probe-request-1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"echo probe"},"tool_use_id":"toolu_probe_1"}}\n'
 while read -r line; do

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLACEHOLDER_MODEL_KEY, type EventData, type ListResponseOf, type StoredEvent } from '@svc/protocol';
-import { waitFor } from '@svc/test-support';
+import { startGitServer, waitFor, type GitServer } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
 import { listenOnHost, type HostListener } from './host-listener.js';
 import { startStack, type E2eStack } from './stack.js';
@@ -25,7 +25,7 @@ function lanAddress(): string {
 
 const portOf = (url: string) => new URL(url).port;
 
-describe('the sandbox boundary: a probe inside a sealed local sandbox (bubblewrap)', () => {
+describe('the sandbox boundary: a probe inside a sealed local sandbox (bubblewrap), on a cloned repository', () => {
   const modelKey = `sk-ant-svc-probe-${randomBytes(12).toString('hex')}`;
   let stack: E2eStack;
   let mock: MockAnthropic;
@@ -33,19 +33,24 @@ describe('the sandbox boundary: a probe inside a sealed local sandbox (bubblewra
   let token: string;
   let loopbackListener: HostListener;
   let lanListener: HostListener;
+  /** The workspace's repository, whose token only the control plane is given (SVC_GIT_CREDENTIALS). */
+  let forge: GitServer;
 
   beforeAll(async () => {
     const lan = lanAddress();
-    [loopbackListener, lanListener, mock] = await Promise.all([
+    [loopbackListener, lanListener, mock, forge] = await Promise.all([
       listenOnHost('127.0.0.1'),
       listenOnHost(lan),
       startMockAnthropic([{ text: 'unused' }, { text: 'unused' }]),
+      startGitServer(),
     ]);
+    forge.createRepository('probe', { 'README.md': 'the probed repository\n' });
+    const gitCredentials = { SVC_GIT_CREDENTIALS: JSON.stringify({ [new URL(forge.url).host]: forge.token }) };
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-e2e-probe-'));
     stack = await startStack({
       ingestReplicas: 1,
-      sessionEnv: { SVC_TEMPLATES_DIR: templatesDir },
-      gatewayEnv: { SVC_ANTHROPIC_API_KEY: modelKey, SVC_ANTHROPIC_UPSTREAM_URL: mock.url },
+      sessionEnv: { SVC_TEMPLATES_DIR: templatesDir, ...gitCredentials },
+      gatewayEnv: { SVC_ANTHROPIC_API_KEY: modelKey, SVC_ANTHROPIC_UPSTREAM_URL: mock.url, ...gitCredentials },
     });
     const targets = {
       nats: `127.0.0.1:${portOf(stack.env['SVC_NATS_URL']!)}`,
@@ -67,6 +72,9 @@ env = { PROBE_TARGETS = ${JSON.stringify(
 [model]
 api = "anthropic"
 
+[workspace]
+repo = "${forge.url}/probe.git"
+
 # Listed, so reached through the gateway without asking: the loopback listener, and NATS, which
 # is refused all the same.
 [sandbox]
@@ -84,7 +92,7 @@ adapter = "claude-code"
     token = await stack.userToken('e2e-prober');
   }, 120_000);
   afterAll(async () => {
-    await Promise.all([stack?.stop(), mock?.stop(), loopbackListener?.close(), lanListener?.close()]);
+    await Promise.all([stack?.stop(), mock?.stop(), loopbackListener?.close(), lanListener?.close(), forge?.stop()]);
     if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   });
 
@@ -98,7 +106,7 @@ adapter = "claude-code"
     return (await response.json()) as T;
   };
 
-  it('the agent finds no key and reaches nothing but loopback; its events arrive and a decision reaches it', async () => {
+  it('the agent finds no key nor the repository token and reaches nothing but loopback; its events arrive and a decision reaches it', async () => {
     const session = await api<{ id: string; worker_id: string }>('POST', '/v1/sessions', { template: 'probe' });
     const events = async () => (await api<ListResponseOf<StoredEvent>>('GET', `/v1/workers/${session.worker_id}/sdk-events?limit=1000`)).items;
     const said = async () => (await events()).filter((e): e is StoredEvent<'assistant'> => e.type === 'assistant').map((e) => e.data.text);
@@ -125,15 +133,25 @@ adapter = "claude-code"
     expect(loopbackListener.accepted()).toBe(1);
     expect(lanListener.accepted()).toBe(0);
 
-    // No key in its environment (the model API's variables hold the proxy and a placeholder), its files or any process's environment.
+    // No key in its environment (the model API's variables hold the proxy and a placeholder), its
+    // files (`.git/config` among them) or any process's environment — the repository's token
+    // neither, though the probe fetched from the repository through the sidecar's git proxy.
+    expect(findings).toContain('git fetch exit 0');
+    expect(forge.requests().filter((request) => !request.authorized)).toEqual([]);
     expect(findings).toContain(`env ANTHROPIC_API_KEY=${PLACEHOLDER_MODEL_KEY}`);
     expect(findings.find((line) => line.startsWith('env ANTHROPIC_BASE_URL='))).toMatch(/^env ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:\d+\/anthropic$/);
     expect(findings.filter((line) => line.startsWith('key-like text in '))).toEqual([]);
     expect(findings).toContain('environ of every process: 0 key-like lines');
-    expect(JSON.stringify(await events())).not.toContain(modelKey);
-    // Nor anywhere in the sandbox's files, as the host sees them.
-    const sandboxDir = path.join(stack.sandboxesDir, session.worker_id);
-    for (const file of await filesUnder(sandboxDir)) expect(await readFile(file, 'utf8').catch(() => ''), file).not.toContain(modelKey);
+    const secrets = { modelKey, repositoryToken: forge.token };
+    for (const [name, secret] of Object.entries(secrets)) {
+      expect(JSON.stringify(await events()), name).not.toContain(secret);
+      // Nor anywhere in the sandbox's files, as the host sees them, the services' logs or the API's answers.
+      const sandboxDir = path.join(stack.sandboxesDir, session.worker_id);
+      for (const file of await filesUnder(sandboxDir)) expect(await readFile(file, 'utf8').catch(() => ''), `${name} in ${file}`).not.toContain(secret);
+      expect(stack.outputs(), name).not.toContain(secret);
+      for (const url of [`/v1/sessions/${session.id}`, `/v1/workers/${session.worker_id}`])
+        expect(JSON.stringify(await api('GET', url)), `${name} in ${url}`).not.toContain(secret);
+    }
 
     // The decision still reaches it, through the sealed channel.
     expect(
