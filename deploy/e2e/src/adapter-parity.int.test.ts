@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@svc/protocol';
 import { addFilePatch, startMockAnthropic, startMockOpenAI, type MockAnthropic, type MockOpenAI } from '@svc/test-support/stand-ins';
-import { claudeAgent, codexAgent, CLAUDE_CODE_VERSIONS } from './real-agents.js';
+import { claudeAgent, codexAgent, CLAUDE_CODE_VERSIONS } from '@svc/test-support/real-agents';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 

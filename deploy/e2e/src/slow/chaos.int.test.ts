@@ -15,7 +15,7 @@ import { waitFor } from '@svc/test-support';
 import { standInAgent, startMockAnthropic } from '@svc/test-support/stand-ins';
 import { failedAnswer, type FailedAnswer } from '../answers.js';
 import { expectEverythingOnceInOrder, startLoad, unexpectedFailures, type Load } from '../load.js';
-import { claudeAgent, CLAUDE_CODE_VERSIONS } from '../real-agents.js';
+import { claudeAgent, CLAUDE_CODE_VERSIONS } from '@svc/test-support/real-agents';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { decideEach } from '../deciders.js';
 import { startStack, type E2eStack } from '../stack.js';

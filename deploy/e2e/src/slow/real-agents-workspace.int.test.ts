@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PullRequestRecord, PushRecord, WorkspaceChanges } from '@svc/protocol';
 import { startGitHubApi, startGitServer, waitFor, type GitHubApiStandIn, type GitServer } from '@svc/test-support';
 import { addFilePatch, startMockAnthropic, startMockOpenAI, type MockAnthropic, type MockOpenAI } from '@svc/test-support/stand-ins';
-import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvFor } from '../real-agents.js';
+import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvFor } from '@svc/test-support/real-agents';
 import { controlClient } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { activityOf, type EventData, type StoredEvent, type Worker } from '@svc/protocol';
 import { TINY_PNG_BASE64, waitFor } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
-import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS, sandboxEnvFor } from '../real-agents.js';
+import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS, sandboxEnvFor } from '@svc/test-support/real-agents';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 

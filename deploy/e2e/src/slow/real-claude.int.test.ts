@@ -8,7 +8,7 @@ import { PLACEHOLDER_MODEL_KEY, type StoredEvent, type Worker } from '@svc/proto
 import { waitFor } from '@svc/test-support';
 import { startMockAnthropic, type MockAnthropic } from '@svc/test-support/stand-ins';
 import { processesWithEnv } from '../host-processes.js';
-import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS, sandboxEnvFor } from '../real-agents.js';
+import { claudeAgent, claudeBinary, CLAUDE_CODE_VERSIONS, sandboxEnvFor } from '@svc/test-support/real-agents';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 

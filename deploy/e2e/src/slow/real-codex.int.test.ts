@@ -8,7 +8,7 @@ import type { EventData, ListResponseOf, PermissionRule, StoredEvent, Worker } f
 import { TINY_PNG_BASE64, waitFor } from '@svc/test-support';
 import { addFilePatch, startMockOpenAI, type MockOpenAI, type MockOpenAIOptions, type ResponsesTurn } from '@svc/test-support/stand-ins';
 import { processesWithEnv } from '../host-processes.js';
-import { codexAgent, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvFor } from '../real-agents.js';
+import { codexAgent, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvFor } from '@svc/test-support/real-agents';
 import { controlClient, startSidecarWith } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
