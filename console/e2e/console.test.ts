@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import {
   apiPaths,
@@ -19,6 +18,7 @@ import {
 } from '@svc/protocol';
 import { pngOfSize, startGitHubApi, startGitServer, type GitHubApiStandIn, type GitServer } from '@svc/test-support';
 import { launchBrowser } from '@svc/test-support/browser';
+import { seriousViolations } from './axe.js';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 
 /** Starts a demo session from the sessions page the browser is on, returns its worker id (the demo asks to write hello.txt). */
@@ -32,14 +32,6 @@ async function startDemo(page: Page): Promise<string> {
 async function startFrom(page: Page, template: string): Promise<string> {
   await page.getByLabel('Template').selectOption(template);
   return startDemo(page);
-}
-
-/** The serious and critical violations axe finds on the page, each named with `where`. */
-async function seriousViolations(page: Page, where: string): Promise<string[]> {
-  const { violations } = await new AxeBuilder({ page }).analyze();
-  return violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${where}: ${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
 }
 
 /** A PNG of `width`×`height` pixels of one colour (8-bit RGB, no filter): a real image for the browser to decode. */
