@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PermissionRule } from '@svc/protocol';
-import { createPermissionEngine, parseRule } from './permissions.js';
+import { parseRequestRule } from '@svc/protocol';
+import { createPermissionEngine } from './permissions.js';
 
 const lists = { auto_approve: ['Read', 'Bash(git *)', 'mcp__github__*'], deny: ['Bash(rm -rf *)', 'WebFetch'], ask: ['Bash(git push*)'] };
 const bash = (command: string) => ({ command });
@@ -91,12 +92,12 @@ describe('permission engine — lists, patterns and precedence', () => {
   });
 
   it('patterns: * spans anything (spaces and slashes too), ? one character, the whole input must match; regex characters are literal', () => {
-    expect(parseRule('Write(src/*.ts)').matches('Write', { file_path: 'src/a/b.ts' })).toBe(true);
-    expect(parseRule('Write(src/*.ts)').matches('Write', { file_path: 'lib/src/b.ts' })).toBe(false);
-    expect(parseRule('Bash(ls ?)').matches('Bash', bash('ls a'))).toBe(true);
-    expect(parseRule('Bash(ls ?)').matches('Bash', bash('ls ab'))).toBe(false);
-    expect(parseRule('Bash(echo (x)+)').matches('Bash', bash('echo (x)+'))).toBe(true);
-    expect(parseRule('Bash(git *)').matches('Bash', {})).toBe(false);
+    expect(parseRequestRule('Write(src/*.ts)').matches('Write', { file_path: 'src/a/b.ts' })).toBe(true);
+    expect(parseRequestRule('Write(src/*.ts)').matches('Write', { file_path: 'lib/src/b.ts' })).toBe(false);
+    expect(parseRequestRule('Bash(ls ?)').matches('Bash', bash('ls a'))).toBe(true);
+    expect(parseRequestRule('Bash(ls ?)').matches('Bash', bash('ls ab'))).toBe(false);
+    expect(parseRequestRule('Bash(echo (x)+)').matches('Bash', bash('echo (x)+'))).toBe(true);
+    expect(parseRequestRule('Bash(git *)').matches('Bash', {})).toBe(false);
   });
 
   it('patterns are matched in linear time: a pathological rule against a long command is decided at once', () => {

@@ -1,4 +1,4 @@
-import { parseToolRule, type PermissionRule } from '@svc/protocol';
+import { parseRequestRule, type PermissionRule, type RequestRule } from '@svc/protocol';
 
 /** The config's three lists (the spec's `permissions` object). */
 export interface PermissionLists {
@@ -12,63 +12,9 @@ export type Verdict =
   /** A person decides (the request goes to the control plane). */
   | { decision: 'ask'; reason: string };
 
-/**
- * The input a rule's argument pattern is matched against: `Bash(git *)` matches the command,
- * `Write(src/*)` the file path. A tool without one of these fields matches only argument-less rules.
- */
-const PRIMARY_INPUT_FIELDS = ['command', 'file_path', 'path', 'notebook_path', 'url', 'pattern', 'query'] as const;
-
-/**
- * What a rule's argument pattern is matched against: one value (the primary input field), or
- * several for a change to many files (Codex's `file_change`: `{changes: [{path}, …]}`), where an
- * allowing rule must match every path and a refusing one any.
- */
-function primaryInputs(input: Record<string, unknown>): string[] | undefined {
-  if (Array.isArray(input['changes'])) {
-    const paths = input['changes'].flatMap((change) =>
-      typeof change === 'object' && change !== null && typeof (change as { path?: unknown }).path === 'string' ? [(change as { path: string }).path] : [],
-    );
-    return paths.length > 0 ? paths : undefined;
-  }
-  for (const field of PRIMARY_INPUT_FIELDS) if (typeof input[field] === 'string') return [input[field]];
-  return undefined;
-}
-
-/** How a rule's pattern must hold over several inputs: `every` to allow, `some` to refuse or ask. */
-type MatchMode = 'every' | 'some';
-
-/** One rule: `Tool`, `mcp__github__*` (a glob over the name), or `Tool(pattern)` (a glob over its primary input). */
-export interface Rule {
-  source: string;
-  matches(toolName: string, input: Record<string, unknown>, mode?: MatchMode): boolean;
-  /** Whether the rule is about this tool at all (its name glob matches, whatever its pattern). */
-  namesTool(toolName: string): boolean;
-  /** Whether it matches every call of this tool: no pattern, or one of only `*`. */
-  coversEveryCall(toolName: string): boolean;
-}
-
-/**
- * The protocol's one rule parser and linear matcher (`parseToolRule`): `*` any run of
- * characters (spaces and slashes too), `?` one character; the whole text must match.
- */
-export function parseRule(source: string): Rule {
-  const rule = parseToolRule(source);
-  return {
-    source,
-    namesTool: (toolName) => rule.namesTool(toolName),
-    coversEveryCall: (toolName) => rule.coversEveryInput && rule.namesTool(toolName),
-    matches(toolName, input, mode = 'some') {
-      if (!rule.namesTool(toolName)) return false;
-      if (rule.pattern === undefined) return true;
-      const values = primaryInputs(input);
-      return values !== undefined && values[mode]((value) => rule.matchesInput(value));
-    },
-  };
-}
-
 /** A rule a person added with "always" (from `GET …/permission-rules`): its pattern is over the primary input. */
-function addedRule(rule: PermissionRule): Rule {
-  return parseRule(rule.input_pattern === undefined ? rule.tool_name : `${rule.tool_name}(${rule.input_pattern})`);
+function addedRule(rule: PermissionRule): RequestRule {
+  return parseRequestRule(rule.input_pattern === undefined ? rule.tool_name : `${rule.tool_name}(${rule.input_pattern})`);
 }
 
 /**
@@ -81,12 +27,12 @@ function addedRule(rule: PermissionRule): Rule {
  * In autonomous mode nobody is there to ask: `ask` (listed or by default) becomes allow; `deny` still denies.
  */
 export function createPermissionEngine(lists: PermissionLists, options: { autonomous: boolean }) {
-  const deny = lists.deny.map(parseRule);
-  const ask = lists.ask.map(parseRule);
-  const approve = lists.auto_approve.map(parseRule);
+  const deny = lists.deny.map(parseRequestRule);
+  const ask = lists.ask.map(parseRequestRule);
+  const approve = lists.auto_approve.map(parseRequestRule);
   /** The rules people added, by rule id: the control plane's list, and any learned from a decision before that list was read again. */
   const addedById = new Map<string, PermissionRule>();
-  let added: Array<{ rule: Rule; decision: 'allow' | 'deny'; by: string }> = [];
+  let added: Array<{ rule: RequestRule; decision: 'allow' | 'deny'; by: string }> = [];
   const compile = () => {
     added = [...addedById.values()]
       // The latest first: a rule's id is its decision's event id, in the worker's order.

@@ -145,7 +145,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     if (options.demo) {
       try {
         demo = await requestJson<Session>(nc, subjects.rpc.createSession, {
-          caller: { sub: LOCAL_USER, admin: false },
+          caller: { sub: LOCAL_USER, groups: [], admin: false },
           body: { template: 'demo' },
         } satisfies CreateSessionRpcType);
       } catch (err) {

@@ -4,6 +4,7 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { decodeJwt, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
+import { DEFAULT_GROUPS_CLAIM } from './oidc.js';
 
 /**
  * The built-in OIDC issuer of the local stack (off unless enabled): an ES256 key kept in the
@@ -37,6 +38,8 @@ export interface LocalIssuer {
     name?: string;
     email?: string;
     admin?: boolean;
+    /** Its groups, in the group claim (docs/teams.md). */
+    groups?: readonly string[];
     ttlSeconds?: number;
     /** When the person signed in with the code (OIDC `auth_time`, seconds); a renewal carries it on. */
     authTime?: number;
@@ -45,7 +48,7 @@ export interface LocalIssuer {
 
 export const LOCAL_ISSUER_KEY_FILE = 'local-issuer-key.json';
 
-export async function createLocalIssuer(options: { stateDir: string; issuer: string; adminClaim?: string }): Promise<LocalIssuer> {
+export async function createLocalIssuer(options: { stateDir: string; issuer: string; adminClaim?: string; groupsClaim?: string }): Promise<LocalIssuer> {
   const keyFile = path.join(options.stateDir, LOCAL_ISSUER_KEY_FILE);
   let privateJwk: JWK;
   if (existsSync(keyFile)) {
@@ -84,6 +87,7 @@ export async function createLocalIssuer(options: { stateDir: string; issuer: str
         ...(claims.name ? { name: claims.name } : {}),
         ...(claims.email ? { email: claims.email } : {}),
         ...(claims.admin ? { [adminClaim]: true } : {}),
+        ...(claims.groups?.length ? { [options.groupsClaim ?? DEFAULT_GROUPS_CLAIM]: [...claims.groups] } : {}),
         ...(claims.authTime === undefined ? {} : { auth_time: claims.authTime }),
       })
         .setProtectedHeader({ alg: 'ES256', kid: publicJwk.kid!, typ: 'JWT' })

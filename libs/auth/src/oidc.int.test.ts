@@ -17,8 +17,16 @@ describe('auth — OIDC user tokens against a real HTTP issuer', () => {
 
   it('a valid token gives the user, with name, email and admin flag', async () => {
     const token = await issuer.sign({ sub: 'alice', name: 'Alice', email: 'alice@example.com', svc_admin: true });
-    expect(await verifier.verify(token)).toEqual({ kind: 'user', sub: 'alice', name: 'Alice', email: 'alice@example.com', admin: true });
+    expect(await verifier.verify(token)).toEqual({ kind: 'user', sub: 'alice', name: 'Alice', email: 'alice@example.com', groups: [], admin: true });
     expect((await verifier.verify(await issuer.sign({ sub: 'bob' }))).admin).toBe(false);
+  });
+
+  it('groups come from the group claim: an array (strings only) or one string; another claim when configured', async () => {
+    expect((await verifier.verify(await issuer.sign({ sub: 'bob', groups: ['payments', 'release', 7, ''] }))).groups).toEqual(['payments', 'release']);
+    expect((await verifier.verify(await issuer.sign({ sub: 'dave', groups: 'oncall' }))).groups).toEqual(['oncall']);
+    expect((await verifier.verify(await issuer.sign({ sub: 'erin', groups: { payments: true } }))).groups).toEqual([]);
+    const byRoles = createOidcVerifier({ issuer: issuer.issuer, audience: issuer.audience, groupsClaim: 'roles', jwksCooldownMs: 0 });
+    expect((await byRoles.verify(await issuer.sign({ sub: 'bob', roles: ['release'], groups: ['payments'] }))).groups).toEqual(['release']);
   });
 
   it('keys are cached: many verifications fetch the JWKS once', async () => {

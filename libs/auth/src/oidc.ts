@@ -26,6 +26,8 @@ export interface OidcVerifierOptions {
   clockToleranceSeconds?: number;
   /** The claim that makes a user an admin when it is `true` (or lists "admin"). */
   adminClaim?: string;
+  /** The claim that lists the user's groups (an array of strings, or one string); default `groups`. */
+  groupsClaim?: string;
   /** How soon an unknown `kid` may trigger another JWKS fetch, in ms. */
   jwksCooldownMs?: number;
   /** The issuer's keys, when they are known here (the built-in issuer): no discovery then. */
@@ -113,6 +115,7 @@ export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
       const principal: UserPrincipal = {
         kind: 'user',
         sub: payload.sub!,
+        groups: groupsOf(payload[options.groupsClaim ?? DEFAULT_GROUPS_CLAIM]),
         admin,
         ...(typeof payload['name'] === 'string' ? { name: payload['name'] } : {}),
         ...(typeof payload['email'] === 'string' ? { email: payload['email'] } : {}),
@@ -121,6 +124,17 @@ export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
       return principal;
     },
   };
+}
+
+/** The claim a token's groups are read from unless `SVC_OIDC_GROUPS_CLAIM` names another. */
+export const DEFAULT_GROUPS_CLAIM = 'groups';
+/** The most groups taken from one token: a claim listing more is cut there. */
+const MAX_GROUPS = 256;
+
+/** A group claim's value as names: an array of strings (others left out), or one string; anything else none. */
+function groupsOf(claim: unknown): string[] {
+  const names = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim.filter((name): name is string => typeof name === 'string') : [];
+  return names.filter((name) => name !== '' && name.length <= 256).slice(0, MAX_GROUPS);
 }
 
 async function discover(issuer: string): Promise<string> {

@@ -7,6 +7,8 @@ export interface UserPrincipal {
   sub: string;
   name?: string;
   email?: string;
+  /** The groups the identity provider's group claim names (docs/teams.md): access lists name them. */
+  groups: readonly string[];
   /** Sees every session and worker (the configured admin claim is true). */
   admin: boolean;
 }
@@ -19,9 +21,4 @@ interface WorkerPrincipal {
 /** A short, token-free label for logs and rate-limit keys: `user:<sub>` or `worker:<id>`. */
 export function principalLabel(principal: Principal): string {
   return principal.kind === 'user' ? `user:${principal.sub}` : `worker:${principal.workerId}`;
-}
-
-/** Whether a user may see a resource owned by `owner` (its creator, or an admin). */
-export function canAccess(principal: UserPrincipal, owner: string): boolean {
-  return principal.admin || principal.sub === owner;
 }

@@ -6,7 +6,16 @@ import { signDecisionLink } from './decision-links.js';
 import { signUserAssertion, USER_ASSERTION_TTL_S, userAssertionKeySetting, verifyUserAssertion, type UserAssertion } from './user-assertion.js';
 
 const KEY = 'k'.repeat(40);
-const alice: UserAssertion = { sub: 'alice', name: 'Alice', email: 'alice@example.com', admin: false, channel: 'console', workerId: 'wrk_a', requestId: 'r1' };
+const alice: UserAssertion = {
+  sub: 'alice',
+  name: 'Alice',
+  email: 'alice@example.com',
+  groups: ['payments'],
+  admin: false,
+  channel: 'console',
+  workerId: 'wrk_a',
+  requestId: 'r1',
+};
 const decision = { workerId: 'wrk_a', requestId: 'r1' };
 
 async function refusal(promise: Promise<unknown>): Promise<CodedError> {
@@ -21,7 +30,7 @@ async function refusal(promise: Promise<unknown>): Promise<CodedError> {
 describe('user assertions (who decides, signed by the gateway, checked by control)', () => {
   it('user assertion — round-trips the person, the channel and the decision it is for', async () => {
     expect(await verifyUserAssertion(KEY, await signUserAssertion(KEY, alice), decision)).toEqual(alice);
-    const plain = { sub: 'bob', admin: true, channel: 'link' as const, workerId: 'wrk_a', requestId: 'r1' };
+    const plain = { sub: 'bob', groups: [], admin: true, channel: 'link' as const, workerId: 'wrk_a', requestId: 'r1' };
     expect(await verifyUserAssertion(KEY, await signUserAssertion(KEY, plain), decision)).toEqual({ ...plain, name: undefined, email: undefined });
   });
 

@@ -18,6 +18,8 @@ export interface UserAssertion {
   sub: string;
   name?: string | undefined;
   email?: string | undefined;
+  /** Their groups: which requests they may decide depends on them (docs/teams.md). */
+  groups: readonly string[];
   admin: boolean;
   /** How the person decided: the source of the decision is `user:<channel>:<sub>`. */
   channel: PersonChannel;
@@ -79,6 +81,7 @@ export async function signUserAssertion(key: string, assertion: UserAssertion, a
     sub: assertion.sub,
     ...(assertion.name === undefined ? {} : { name: assertion.name }),
     ...(assertion.email === undefined ? {} : { email: assertion.email }),
+    grp: assertion.groups,
     adm: assertion.admin,
     chn: assertion.channel,
     wid: assertion.workerId,
@@ -111,10 +114,12 @@ export async function verifyUserAssertion(
     if (err instanceof TokenError && err.code === TokenError.codes.expired) throw refused('its user assertion has expired');
     throw refused('its user assertion is not valid (its signature does not match, or it is not one)');
   }
-  const { sub, name, email, adm, chn, wid, rid } = payload;
+  const { sub, name, email, grp, adm, chn, wid, rid } = payload;
   if (
     typeof sub !== 'string' ||
     sub === '' ||
+    !Array.isArray(grp) ||
+    !grp.every((group) => typeof group === 'string') ||
     typeof adm !== 'boolean' ||
     !(PERSON_CHANNELS as readonly unknown[]).includes(chn) ||
     typeof wid !== 'string' ||
@@ -125,5 +130,5 @@ export async function verifyUserAssertion(
     throw refused('its user assertion does not say who decides, how, and on what');
   if (wid !== expected.workerId || rid !== expected.requestId)
     throw refused(`its user assertion is for request ${rid} of worker ${wid}, not request ${expected.requestId} of worker ${expected.workerId}`);
-  return { sub, name, email, admin: adm, channel: chn as PersonChannel, workerId: wid, requestId: rid };
+  return { sub, name, email, groups: grp as string[], admin: adm, channel: chn as PersonChannel, workerId: wid, requestId: rid };
 }

@@ -59,6 +59,7 @@ export interface NatsRequests {
 const PEOPLE_CONTROL_RPCS = [
   rpc.decide,
   rpc.controlRequests,
+  rpc.approvals,
   rpc.permissionRules,
   rpc.listAudit,
   rpc.verifyAudit,
@@ -74,6 +75,7 @@ const PEOPLE_SESSION_RPCS = [
   rpc.listSessions,
   rpc.listTemplates,
   rpc.deleteSession,
+  rpc.setSessionAccess,
   rpc.followLogs,
   rpc.workspacePush,
   rpc.pullRequest,
@@ -266,9 +268,10 @@ export const NATS_PERMISSIONS: Readonly<Record<NatsServiceUser, NatsPermissions>
     allow_responses: ANSWERS,
   },
   control: {
-    // No incoming events: its decisions are appended by event-ingest, asked on svc.events.decide.<partition>.
+    // Its decisions are appended by event-ingest, asked on svc.events.decide.<partition>; its
+    // incoming events are the approvals' facts (votes, escalations: docs/teams.md).
     publish: {
-      allow: [...NATS_REQUESTS.control.calls, ...jsApiOf('control'), '$JS.ACK.>', subjects.webhooksAll, subjects.auditHeads],
+      allow: [...NATS_REQUESTS.control.calls, ...jsApiOf('control'), '$JS.ACK.>', subjects.incomingAll, subjects.webhooksAll, subjects.auditHeads],
       deny: [...STORED_ANNOUNCEMENTS, KV(kvBuckets.workers), ...destructiveJsApiOf('control')],
     },
     subscribe: { allow: [INBOXES, ...NATS_REQUESTS.control.serves, wildcard(subjects.controlEventsAll)] },

@@ -6,5 +6,5 @@ export * from './event-store.js';
 export { createControlRequestLog, type ControlRequestLog, type StoredRequest } from './control-requests.js';
 export * from './store-settings.js';
 export { isStoreUnavailable } from './store-errors.js';
-export type { Insertable, Kysely, Selectable } from 'kysely';
+export type { Expression, ExpressionBuilder, Insertable, Kysely, Selectable, SqlBool } from 'kysely';
 export { sql } from 'kysely';

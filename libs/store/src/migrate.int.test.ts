@@ -35,7 +35,11 @@ describe('migrations — grouped by the service that owns the tables', () => {
   it("each owner applies its own group only; a reader of another's tables waits until they are migrated", async () => {
     const database = await openDatabase({});
     try {
-      expect(await migrateToLatest(database.db, 'session')).toEqual(['2026-11-22T1200-sessions', '2026-11-25T1100-event-retention']);
+      expect(await migrateToLatest(database.db, 'session')).toEqual([
+        '2026-11-22T1200-sessions',
+        '2026-11-25T1100-event-retention',
+        '2026-11-27T1600-session-access',
+      ]);
       expect(await tableExists(database.db, 'sessions')).toBe(true);
       expect(await tableExists(database.db, 'events')).toBe(false);
       const waiting = awaitMigrated(database.db, 'event-ingest');
@@ -132,8 +136,9 @@ describe('migrations — a group renamed for its owner keeps its records', () =>
     const database = await openDatabase({});
     try {
       // As a build of before audit keys migrated the group then: its records in `svc_migrations_audit`.
-      const { '2026-11-26T2200-audit-keys': keys, ...before } = migrationGroups.control.migrations;
+      const { '2026-11-26T2200-audit-keys': keys, '2026-11-27T1700-approvals': approvals, ...before } = migrationGroups.control.migrations;
       expect(keys).toBeDefined();
+      expect(approvals).toBeDefined();
       const migrator = new Migrator({
         db: database.db,
         provider: { getMigrations: () => Promise.resolve(before) },
@@ -144,7 +149,7 @@ describe('migrations — a group renamed for its owner keeps its records', () =>
       await sql`INSERT INTO webhooks (id, owner, url, kinds, format, scope, secret, created_at)
         VALUES ('wh_old', 'alice', 'https://hooks.example.com/x', '["worker.ended"]', 'standard', 'own', 'secret', now())`.execute(database.db);
 
-      expect(await migrateToLatest(database.db, 'control')).toEqual(['2026-11-26T2200-audit-keys']);
+      expect(await migrateToLatest(database.db, 'control')).toEqual(['2026-11-26T2200-audit-keys', '2026-11-27T1700-approvals']);
       expect(await migrateToLatest(database.db, 'control')).toEqual([]);
       await expect(awaitMigrated(database.db, 'control')).resolves.toBeUndefined();
       const { rows } = await sql<{ id: string }>`SELECT id FROM webhooks`.execute(database.db);

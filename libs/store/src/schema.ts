@@ -53,6 +53,10 @@ export interface SessionsTable {
   events_retention_days: ColumnType<number | null, number | null | undefined, never>;
   /** When its events were removed (retention). */
   events_purged_at: ColumnType<Date | null, never, Date>;
+  /** Its access list, `[{principal, role}]` (jsonb; written as JSON text): docs/teams.md. */
+  access: ColumnType<unknown, string | undefined, string>;
+  /** The principals `access` names, to find a person's shared sessions by. */
+  access_principals: ColumnType<string[], string[] | undefined, string[]>;
 }
 
 interface SessionSchema {
@@ -91,6 +95,26 @@ export interface WebhooksTable {
   created_at: ColumnType<Date, Date, never>;
   disabled_at: ColumnType<Date | null, never, Date>;
   disabled_reason: ColumnType<string | null, never, string>;
+  /** Its creator's groups when it was made (jsonb): a routed request's notices go to who may decide it. */
+  owner_groups: ColumnType<string[], string | undefined, never>;
+}
+
+/** One person's vote on a request whose approval route asks a quorum (docs/teams.md). */
+interface ApprovalVotesTable {
+  worker_id: string;
+  request_id: string;
+  voter: string;
+  decision: string;
+  channel: string;
+  at: ColumnType<Date, Date, never>;
+}
+
+/** A request offered to its route's `escalate_to` (once). */
+interface ApprovalEscalationsTable {
+  worker_id: string;
+  request_id: string;
+  escalated_to: ColumnType<string[], string, never>;
+  at: ColumnType<Date, Date, never>;
 }
 
 export interface WebhookAttemptsTable {
@@ -110,6 +134,8 @@ interface ControlSchema {
   audit_records: AuditRecordsTable;
   webhooks: WebhooksTable;
   webhook_attempts: WebhookAttemptsTable;
+  approval_votes: ApprovalVotesTable;
+  approval_escalations: ApprovalEscalationsTable;
 }
 
 /** The whole database, one interface per owner intersected. */

@@ -45,7 +45,7 @@ describe('a service store with its migrations on another connection (SVC_DATABAS
   it('with it, the migrations run there and the service works on its own connection', async () => {
     const store = await serviceStore({ owns: 'session' })({ databaseUrl: serviceUrl, databaseMigrationUrl: postgres.url, stateDir: '.' }, logger);
     try {
-      expect(await store.ready()).toEqual(['2026-11-22T1200-sessions', '2026-11-25T1100-event-retention']);
+      expect(await store.ready()).toEqual(['2026-11-22T1200-sessions', '2026-11-25T1100-event-retention', '2026-11-27T1600-session-access']);
       const { rows } = await sql<{ who: string; sessions: string }>`SELECT current_user AS who, (SELECT count(*) FROM sessions)::text AS sessions`.execute(
         store.db,
       );

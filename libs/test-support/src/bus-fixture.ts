@@ -1,4 +1,5 @@
-import { connectBus, type NatsConnection } from '@svc/bus';
+import { connectBus, openWorkerRecords, type NatsConnection } from '@svc/bus';
+import type { WorkerRecord } from '@svc/protocol';
 import { createLogger, type Logger } from '@svc/service-kit';
 import { startNatsServer } from './nats.js';
 
@@ -7,6 +8,8 @@ export interface BusFixture {
   url: string;
   /** A silent logger for the code under test. */
   logger: Logger;
+  /** Records a worker (running, owned by `owner`) as the session service would: who may decide its requests is read from it. */
+  registerWorker(workerId: string, owner: string, extra?: Partial<WorkerRecord>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -19,6 +22,10 @@ export async function startBusFixture(): Promise<BusFixture> {
     nc,
     url: server.url,
     logger,
+    async registerWorker(workerId, owner, extra = {}) {
+      const record: WorkerRecord = { worker_id: workerId, owner, status: 'running', updated_at: new Date().toISOString(), ...extra };
+      await (await openWorkerRecords(nc, logger)).put(workerId, JSON.stringify(record));
+    },
     async stop() {
       await nc.close();
       await server.stop();

@@ -23,7 +23,12 @@ describe.each([['postgres'], ['pglite']] as const)('the audit log on %s', (backe
   beforeAll(async () => {
     postgres = backend === 'postgres' ? await startPostgres() : undefined;
     database = await openDatabase(postgres ? { url: postgres.url, poolSize: 10 } : {});
-    expect(await migrateToLatest(database.db, 'control')).toEqual(['2026-11-25T0300-audit', '2026-11-25T0600-webhooks', '2026-11-26T2200-audit-keys']);
+    expect(await migrateToLatest(database.db, 'control')).toEqual([
+      '2026-11-25T0300-audit',
+      '2026-11-25T0600-webhooks',
+      '2026-11-26T2200-audit-keys',
+      '2026-11-27T1700-approvals',
+    ]);
     log = createAuditLog(database.db);
   });
   afterAll(async () => {

@@ -13,6 +13,7 @@ import {
 import type { Logger } from '@svc/service-kit';
 import type { ControlRequestLog, StoredRequest } from '@svc/store';
 import type { AuditRecorder } from './audit.js';
+import type { Escalations } from './approvals/escalations.js';
 import type { Deadlines } from './deadlines.js';
 import { deadlineOf } from './decisions.js';
 import type { Notifier } from './webhooks/notifications.js';
@@ -21,6 +22,8 @@ export interface ControlEventsDeps {
   nc: NatsConnection;
   requests: Pick<ControlRequestLog, 'findRequest' | 'allOpenRequests'>;
   deadlines: Deadlines;
+  /** Routed requests' escalations (docs/teams.md): a clock like the deadline's. */
+  escalations: Pick<Escalations, 'watch' | 'cancel'>;
   notifier: Notifier;
   audit: AuditRecorder;
   policyOf(workerId: string): Promise<DecisionPolicy>;
@@ -50,8 +53,10 @@ export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subsc
     );
     for (const event of batch.events) {
       const withdrawn = withdrawnRequestId(event);
-      if (withdrawn !== undefined) deps.deadlines.cancel(event.worker_id, withdrawn);
-      else if (event.type === 'control_response') onDecision(event as StoredEvent<'control_response'>);
+      if (withdrawn !== undefined) {
+        deps.deadlines.cancel(event.worker_id, withdrawn);
+        deps.escalations.cancel(event.worker_id, withdrawn);
+      } else if (event.type === 'control_response') onDecision(event as StoredEvent<'control_response'>);
       else if (event.type === 'control_request') {
         const request = { event: event as StoredEvent<'control_request'>, storedAt: new Date() };
         watchRequest(request, decidedHere.has(request.event.data.request_id)).catch((error: unknown) =>
@@ -63,6 +68,7 @@ export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subsc
 
   function onDecision(decision: StoredEvent<'control_response'>): void {
     const request = deps.deadlines.cancel(decision.worker_id, decision.data.request_id);
+    deps.escalations.cancel(decision.worker_id, decision.data.request_id);
     recordDecision(decision, request?.event);
     deps.notifier.decided(decision).catch(notifyFailed);
   }
@@ -76,6 +82,7 @@ export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subsc
     const first = await deps.requests.findRequest(request.event.worker_id, request.event.data.request_id);
     if (first && first.event.id !== request.event.id) return;
     await deps.deadlines.watch(request);
+    if (!decidedAlready) await deps.escalations.watch(request);
     if (!decidedAlready)
       await deps.notifier.needsDecision(request.event, new Date(deadlineOf(request, await deps.policyOf(request.event.worker_id)))).catch(notifyFailed);
   }
@@ -96,7 +103,7 @@ export async function watchControlEvents(deps: ControlEventsDeps): Promise<Subsc
   }
 
   const open = await deps.requests.allOpenRequests();
-  await Promise.all(open.map((request) => deps.deadlines.watch(request)));
+  await Promise.all(open.map(async (request) => Promise.all([deps.deadlines.watch(request), deps.escalations.watch(request)])));
   if (open.length > 0) log.info({ open: open.length }, 'keeping the deadlines of open requests');
   return subscription;
 }

@@ -21,7 +21,7 @@ import { controlSettings, start } from './index.js';
 /** The key a gateway would sign who decides with (docs/nats-security.md). */
 const USER_ASSERTION_KEY = 'the-user-assertion-key-of-this-test-0123';
 const asAlice = (workerId: string, requestId: string) =>
-  signUserAssertion(USER_ASSERTION_KEY, { sub: 'alice', admin: false, channel: 'api', workerId, requestId });
+  signUserAssertion(USER_ASSERTION_KEY, { sub: 'alice', groups: [], admin: false, channel: 'api', workerId, requestId });
 
 describe('control — start and stop', () => {
   let bus: BusFixture;
@@ -58,6 +58,8 @@ describe('control — start and stop', () => {
     await ensureStreams(bus.nc);
     const config = readConfig(controlSettings, { ...process.env, SVC_USER_ASSERTION_KEY: USER_ASSERTION_KEY, ...env });
     const service = await start({ nc: bus.nc, db: database.db, logger: bus.logger, instance, config });
+    // alice's worker: she may decide its requests.
+    await bus.registerWorker(workerId, 'alice');
     await createEventStore(database.db).append(workerId, [
       { type: 'control_request', uid: `cr-${requestId}`, ts: new Date().toISOString(), data: { request_id: requestId, tool_name: 'Bash', input: { command } } },
     ]);

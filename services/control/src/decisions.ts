@@ -4,6 +4,7 @@ import {
   CodedError,
   controlResponseUid,
   DEFAULT_DENY_MESSAGE,
+  type DecideAnswer,
   type DecideRequestType,
   type DecisionPolicy,
   checkEgressPattern,
@@ -16,7 +17,12 @@ import {
   type EventSource,
   type SourcedEvent,
   type StoredEvent,
+  type WorkerRecord,
 } from '@svc/protocol';
+import type { ApprovalFacts } from './approvals/approval-facts.js';
+import type { ApprovalStore } from './approvals/approval-store.js';
+import { checkDecider, routeOfRequest } from './approvals/deciders.js';
+import { takeVote } from './approvals/quorum.js';
 import { decisionsCounter, histogram, WAIT_BUCKETS_S, type Logger } from '@svc/service-kit';
 import type { ControlRequestLog, StoredRequest } from '@svc/store';
 
@@ -48,6 +54,11 @@ export interface DecisionsDeps {
   appendDecision: AppendDecision;
   /** The worker's decision deadline (from its template). */
   policyOf(workerId: string): Promise<DecisionPolicy>;
+  /** The worker's record: who may decide its requests. */
+  workerOf(workerId: string): Promise<WorkerRecord | undefined>;
+  /** Routed requests' votes and escalations (docs/teams.md). */
+  approvals: Pick<ApprovalStore, 'vote' | 'escalated'>;
+  facts: Pick<ApprovalFacts, 'voted'>;
   /** Checks who decides (`SVC_USER_ASSERTION_KEY`, the gateway's key); unset: no person's decision is taken. */
   userAssertionKey: string | undefined;
   logger: Logger;
@@ -140,17 +151,26 @@ export function createDecisions(deps: DecisionsDeps) {
      * exists, is not withdrawn, has not expired and is undecided. Its audit record is written
      * from its announcement (control-events.ts).
      */
-    async decide(request: DecideRequestType): Promise<StoredEvent<'control_response'>> {
+    async decide(request: DecideRequestType): Promise<DecideAnswer> {
       const person = await personOf(request);
       const { worker_id: workerId, decision: body } = request;
+      const { routing, found } = await routingOf(deps, workerId, body.request_id);
+      checkDecider(person, routing.worker, routing);
       if (body.input_pattern !== undefined) await checkRulePattern(workerId, body.request_id, body.input_pattern);
       if (body.interrupt && body.decision !== 'deny')
         throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
+      let data = personDecisionData(body, person);
+      const quorum = routing.route?.quorum ?? 1;
+      if (quorum > 1 && body.decision === 'allow' && found) {
+        const voted = await takeVote(deps, person, found, body, quorum, deadlineOf(found, policy));
+        if (voted && 'vote' in voted) return voted;
+        if (voted) data = { ...data, message: data.message ?? `allowed by ${voted.voters.join(' and ')} (a quorum of ${quorum})` };
+      }
       // The source names the person the gateway authenticated (the data's name is for display).
-      const decision = decisionEvent(personDecisionData(body, person), personSource(person.channel, person.sub));
+      const decision = decisionEvent(data, personSource(person.channel, person.sub));
       const appended = await deps.appendDecision(workerId, decision, policy.decision_timeout_s);
-      const found = appended.request && { event: appended.request, storedAt: new Date(appended.request_stored_at!) };
+      const stored = appended.request && { event: appended.request, storedAt: new Date(appended.request_stored_at!) };
       switch (appended.outcome) {
         case 'not_found':
           throw new CodedError('request_not_found', `worker ${workerId} has no control request ${body.request_id}`);
@@ -160,16 +180,28 @@ export function createDecisions(deps: DecisionsDeps) {
         case 'decided':
           throw refusal(appended.decision!);
         case 'expired':
-          throw refusal(await expire(found!, policy));
+          throw refusal(await expire(stored!, policy));
         case 'stored': {
-          const stored = appended.decision!;
-          countDecision('person', found!);
+          countDecision('person', stored!);
           log.info({ worker_id: workerId, request_id: body.request_id, decision: body.decision, decided_by: person.sub }, 'decided');
-          return stored;
+          return appended.decision!;
         }
       }
     },
   };
+}
+
+/**
+ * How a request is decided: a worker with approval routes has its request read to find its route
+ * (and whether it was escalated); any other is decided by its approvers, read no further.
+ */
+async function routingOf(deps: Pick<DecisionsDeps, 'workerOf' | 'requests' | 'approvals'>, workerId: string, requestId: string) {
+  const worker = await deps.workerOf(workerId);
+  if (!worker?.approvals?.length) return { routing: { worker, escalated: false }, found: undefined };
+  const found = await deps.requests.findRequest(workerId, requestId);
+  const route = found && routeOfRequest(worker, found.event);
+  const escalated = route?.escalate_to ? await deps.approvals.escalated(workerId, requestId) : false;
+  return { routing: { worker, route, escalated }, found };
 }
 
 /** A person's decision as stored: what they sent, with who they are. */

@@ -1,8 +1,12 @@
 import { createWorkerDirectory } from '@svc/auth';
-import { createDurablePublisher, serveHealth, type NatsConnection } from '@svc/bus';
-import { DEFAULT_DECISION_POLICY, type DecisionPolicy } from '@svc/protocol';
+import { createDurablePublisher, createIncomingEventPublisher, serveHealth, type NatsConnection } from '@svc/bus';
+import { componentSource, DEFAULT_DECISION_POLICY, type DecisionPolicy } from '@svc/protocol';
 import { readConfig, type ConfigOf, type Logger, type RunningService } from '@svc/service-kit';
 import { createControlRequestLog, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createApprovalFacts } from './approvals/approval-facts.js';
+import { createApprovalStore } from './approvals/approval-store.js';
+import { createEscalations } from './approvals/escalations.js';
+import { createInbox } from './approvals/inbox.js';
 import { startAuditTrail } from './audit.js';
 import { controlSettings } from './config.js';
 import { watchControlEvents } from './control-events.js';
@@ -47,9 +51,22 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   const audit = auditTrail.recorder;
   if (!config.userAssertionKey) log.warn("SVC_USER_ASSERTION_KEY is not set: every person's decision is refused until it is (docs/nats-security.md)");
   const appendDecision = createDecisionAppender(nc, { waitMs: config.decisionWaitMs, tryMs: config.decisionTryMs }, log);
-  const decisions = createDecisions({ requests, appendDecision, policyOf, userAssertionKey: config.userAssertionKey, logger: log });
   const publisher = createDurablePublisher(nc);
   const notifier = createNotifier({ publisher, workers, logger: log, publicUrl: config.publicUrl });
+  // Routed requests (docs/teams.md): votes toward a quorum and escalations, told to the history as `svc:approvals`.
+  const approvals = createApprovalStore(deps.db);
+  const facts = createApprovalFacts({ publisher: createIncomingEventPublisher(nc, componentSource('approvals')), audit, notifier });
+  const decisions = createDecisions({
+    requests,
+    appendDecision,
+    policyOf,
+    workerOf: (workerId) => workers.get(workerId),
+    approvals,
+    facts,
+    userAssertionKey: config.userAssertionKey,
+    logger: log,
+  });
+  const escalations = createEscalations({ workers, requests, approvals, facts, policyOf, logger: log });
   const deadlines = createDeadlines({
     policyOf,
     expire: decisions.expire,
@@ -57,8 +74,9 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       void notifier.deadlineNear(request, deadline).catch((err: unknown) => log.error({ err }, 'could not queue a webhook notification')),
     logger: log,
   });
-  const controlEvents = await watchControlEvents({ nc, requests, deadlines, notifier, audit, policyOf, logger: log });
-  const rpcs = serveControlRpcs({ nc, decisions, deadlines, requests, logger: log, queue: 'control' });
+  const controlEvents = await watchControlEvents({ nc, requests, deadlines, escalations, notifier, audit, policyOf, logger: log });
+  const inbox = createInbox({ requests, workers, approvals, policyOf });
+  const rpcs = serveControlRpcs({ nc, decisions, deadlines, requests, inbox, logger: log, queue: 'control' });
   const webhooks = await startWebhooks({ nc, db: deps.db, publisher, notifier, config, logger: log, queue: 'control' });
   const health = serveHealth(nc, 'control', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   return {
@@ -71,6 +89,7 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
       await webhooks.stop();
       publisher.close();
       deadlines.stop();
+      escalations.stop();
       await workers.stop();
     },
   };

@@ -1,12 +1,17 @@
 import type { Subscription } from '@nats-io/transport-node';
 import { serveRpc, type NatsConnection } from '@svc/bus';
 import {
+  ApprovalsRpc,
   ControlRequestsRpc,
+  isVoteAnswer,
   createChecker,
   DecideRequest,
   GetWorkerRequest,
   subjects,
+  type ApprovalItem,
+  type ApprovalsRpcType,
   type ControlRequestsRpcType,
+  type DecideAnswer,
   type DecideRequestType,
   type ListResponseOf,
   type PermissionRule,
@@ -14,6 +19,7 @@ import {
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { ControlRequestLog } from '@svc/store';
+import type { Inbox } from './approvals/inbox.js';
 import type { Deadlines } from './deadlines.js';
 import type { Decisions } from './decisions.js';
 
@@ -22,6 +28,8 @@ export interface ControlRpcsDeps {
   decisions: Decisions;
   deadlines: Deadlines;
   requests: Pick<ControlRequestLog, 'listRequests' | 'permissionRules'>;
+  /** What waits for a person across the workers (`GET /v1/approvals`). */
+  inbox: Inbox;
   logger: Logger;
   queue: string;
 }
@@ -31,16 +39,22 @@ export function serveControlRpcs(deps: ControlRpcsDeps): Subscription[] {
   const { nc, logger, queue } = deps;
   return [
     // Who decides is the user assertion's to say, checked by `decide` before anything else.
-    serveRpc<DecideRequestType, StoredEvent<'control_response'>>(
+    serveRpc<DecideRequestType, DecideAnswer>(
       nc,
       subjects.rpc.decide,
       async (request) => {
         const decided = await deps.decisions.decide(request);
-        deps.deadlines.cancel(request.worker_id, request.decision.request_id);
+        // A vote toward a quorum closes nothing: the request stays open.
+        if (!isVoteAnswer(decided)) deps.deadlines.cancel(request.worker_id, request.decision.request_id);
         return decided;
       },
       { logger, queue, checker: createChecker(DecideRequest) },
     ),
+    serveRpc<ApprovalsRpcType, ListResponseOf<ApprovalItem>>(nc, subjects.rpc.approvals, (request) => deps.inbox.of(request.person), {
+      logger,
+      queue,
+      checker: createChecker(ApprovalsRpc),
+    }),
     serveRpc<ControlRequestsRpcType, ListResponseOf<StoredEvent<'control_request'>>>(
       nc,
       subjects.rpc.controlRequests,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUserAssertion, type UserAssertion } from '@svc/auth';
-import { connectBus, ensureStreams, natsAuthorization, requestJson, type NatsConnection, type NatsCredentials } from '@svc/bus';
+import { connectBus, ensureStreams, natsAuthorization, openWorkerRecords, requestJson, type NatsConnection, type NatsCredentials } from '@svc/bus';
 import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
-import { subjects, type StoredEvent } from '@svc/protocol';
+import { subjects, type StoredEvent, type WorkerRecord } from '@svc/protocol';
 import { createLogger, readConfig, type RunningService } from '@svc/service-kit';
 import { createControlRequestLog, createEventStore, migrateToLatest, openDatabase, type StoreDatabase } from '@svc/store';
 import { start as startEventIngest } from '@svc/event-ingest';
@@ -16,6 +16,7 @@ const alice = (requestId: string, overrides: Partial<UserAssertion> = {}): UserA
   sub: 'alice',
   name: 'Alice',
   email: 'alice@example.com',
+  groups: ['payments'],
   admin: false,
   channel: 'console',
   workerId: WORKER,
@@ -60,6 +61,9 @@ describe('control — who decides is the user assertion, never the payload (docs
     database = await openDatabase({});
     // The event log is event-ingest's to migrate; the control service only reads it.
     await migrateToLatest(database.db, 'event-ingest');
+    // alice's worker, recorded as the session service records it: she may decide its requests.
+    const record: WorkerRecord = { worker_id: WORKER, owner: 'alice', status: 'running', updated_at: new Date().toISOString() };
+    await (await openWorkerRecords(operator, logger)).put(WORKER, JSON.stringify(record));
     await createEventStore(database.db).append(
       WORKER,
       ['r1', 'r2', 'r3'].map((requestId) => ({
@@ -119,7 +123,7 @@ describe('control — who decides is the user assertion, never the payload (docs
     // A decision link's person, through the link channel.
     const linked = await decide({
       ...allow('r2'),
-      assertion: await signUserAssertion(KEY, { sub: 'bob', admin: false, channel: 'link', workerId: WORKER, requestId: 'r2' }),
+      assertion: await signUserAssertion(KEY, { sub: 'bob', groups: [], admin: false, channel: 'link', workerId: WORKER, requestId: 'r2' }),
     });
     expect(linked.source).toBe('user:link:bob');
     expect(linked.data).not.toHaveProperty('decided_by_name');

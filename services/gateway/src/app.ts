@@ -32,6 +32,7 @@ import { settingsPlugin } from './plugins/settings.js';
 import { usersPlugin } from './plugins/users.js';
 import { websocketsPlugin } from './plugins/websockets.js';
 import { workerDirectoryPlugin } from './plugins/worker-directory.js';
+import { approvalRoutes } from './routes/approvals.js';
 import { auditRoutes } from './routes/audit.js';
 import { consoleRoutes } from './routes/console.js';
 import { controlRoutes } from './routes/control.js';
@@ -48,7 +49,7 @@ import { changesRequestRoutes, workspaceActionRoutes, workspaceFileRoutes } from
 import { sandboxTerminalRoutes, terminalRoutes } from './routes/terminals.js';
 import { sdkEventRoutes } from './routes/sdk-events.js';
 import { sessionLogRoutes } from './routes/session-logs.js';
-import { sessionRoutes } from './routes/sessions.js';
+import { sessionAccessRoutes, sessionRoutes } from './routes/sessions.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { workerRoutes } from './routes/workers.js';
 
@@ -122,6 +123,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     sdkEventRoutes,
     eventStreamRoutes,
     controlRoutes,
+    approvalRoutes,
     messageRoutes,
     messageImageRoutes,
     workspaceChangeRoutes,
@@ -129,6 +131,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     workspaceFileRoutes,
     changesRequestRoutes,
     sessionRoutes,
+    sessionAccessRoutes,
     sessionLogRoutes,
     terminalRoutes,
     sandboxTerminalRoutes,

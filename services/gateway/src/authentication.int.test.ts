@@ -19,7 +19,7 @@ describe('gateway authentication — user JWTs', () => {
   it('a valid token reaches the route as that user', async () => {
     const response = await call(`Bearer ${await gw.userToken('alice', { name: 'Alice', email: 'a@example.com' })}`);
     expect(response.statusCode).toBe(200);
-    expect(response.json().principal).toEqual({ kind: 'user', sub: 'alice', name: 'Alice', email: 'a@example.com', admin: false });
+    expect(response.json().principal).toEqual({ kind: 'user', sub: 'alice', name: 'Alice', email: 'a@example.com', groups: [], admin: false });
   });
 
   const attacks: Array<[string, () => Promise<string | undefined>]> = [

@@ -1,4 +1,5 @@
-import { userAssertionKeySetting } from '@svc/auth';
+import { DEFAULT_GROUPS_CLAIM, userAssertionKeySetting } from '@svc/auth';
+import { localUsersSetting } from './auth/local-users.js';
 import { streamLimitSettings, type StreamLimits } from './stream-limits.js';
 import {
   booleanSetting,
@@ -68,6 +69,14 @@ export const gatewaySettings = {
   oidcIssuer: optionalStringSetting('SVC_OIDC_ISSUER'),
   oidcAudience: stringSetting('SVC_OIDC_AUDIENCE', { default: 'svc' }),
   adminClaim: stringSetting('SVC_ADMIN_CLAIM', { default: 'svc_admin' }),
+  /** The token claim that lists a person's groups, which sessions' access lists and approval routes name (docs/teams.md). */
+  groupsClaim: stringSetting('SVC_OIDC_GROUPS_CLAIM', { default: DEFAULT_GROUPS_CLAIM }),
+  /**
+   * People the built-in issuer may sign in besides the local user, for a team's demo and tests
+   * (docs/teams.md): a JSON object of `sub` → `{name?, groups?}`; whoever holds the sign-in code
+   * chooses one (`POST /v1/local/token` with `user`).
+   */
+  localUsers: localUsersSetting,
   /** Serve the built-in issuer (local stack): users get tokens from POST /v1/local/token for the stack's sign-in code. */
   localIssuer: booleanSetting('SVC_LOCAL_ISSUER', { default: false }),
   /** How long a token of the built-in issuer lasts (the console renews it before it expires). */
@@ -134,6 +143,7 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'allowedHosts'
       | 'consoleDir'
       | 'localTokenTtlSeconds'
+      | 'localUsers'
       | 'oidcIssuer'
       | 'consoleOidcClientId'
       | 'consoleOidcScope'

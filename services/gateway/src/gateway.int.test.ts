@@ -6,10 +6,14 @@ import { requestJson, serveHealth, serveRpc } from '@svc/bus';
 import { signedInAt } from '@svc/auth';
 import { subjects, type ServiceHealth } from '@svc/protocol';
 import { ConfigError, readConfig } from '@svc/service-kit';
-import { freePort, localUserToken, startBusFixture, type BusFixture } from '@svc/test-support';
+import { freePort, localSignInCode, localUserToken, startBusFixture, type BusFixture } from '@svc/test-support';
 import { gatewaySettings } from './config.js';
 import { start } from './index.js';
 import { LOCAL_SIGN_IN_MAX_AGE_S } from './routes/local-issuer.js';
+
+/** A JWT's claims, read without checking (the gateway checked it). */
+const claimsOf = (token: string): Record<string, unknown> =>
+  JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
 
 describe('gateway — start with the built-in issuer, status and probes', () => {
   let bus: BusFixture;
@@ -84,6 +88,47 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
     } finally {
       await gateway.stop();
     }
+  });
+
+  it('SVC_LOCAL_USERS: the sign-in code signs in a named user with their groups, never an admin; an unknown one is refused; a renewal keeps its user', async () => {
+    const port = await freePort();
+    const config = readConfig(gatewaySettings, {
+      SVC_LOCAL_ISSUER: 'true',
+      SVC_GATEWAY_PORT: String(port),
+      SVC_GATEWAY_WORKER_PORT: '0',
+      SVC_STATE_DIR: stateDir,
+      SVC_LOG_LEVEL: 'silent',
+      SVC_LOCAL_USERS: JSON.stringify({ bob: { name: 'Bob', groups: ['payments', 'release'] }, carol: {} }),
+    });
+    const gateway = await start({ nc: bus.nc, logger: bus.logger, instance: 'gw-users', config });
+    try {
+      const code = await localSignInCode(stateDir);
+      const tokenFor = (body: object) =>
+        fetch(`${gateway.url}/v1/local/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const bob = ((await (await tokenFor({ code, user: 'bob' })).json()) as { token: string }).token;
+      expect(claimsOf(bob)).toMatchObject({ sub: 'bob', name: 'Bob', groups: ['payments', 'release'] });
+      expect(claimsOf(bob)).not.toHaveProperty('svc_admin');
+      const whoami = await fetch(`${gateway.url}/v1/status`, { headers: { authorization: `Bearer ${bob}` } });
+      expect(whoami.status).toBe(200);
+
+      const unknown = await tokenFor({ code, user: 'mallory' });
+      expect(unknown.status).toBe(400);
+      expect(await unknown.json()).toMatchObject({
+        code: 'invalid_request',
+        message: "/body/user: mallory is not one of this stack's users (SVC_LOCAL_USERS names bob, carol)",
+      });
+      expect((await tokenFor({ code: 'not-the-code', user: 'bob' })).status).toBe(403);
+
+      const renewed = await fetch(`${gateway.url}/v1/local/token`, { method: 'POST', headers: { authorization: `Bearer ${bob}` } });
+      expect(claimsOf(((await renewed.json()) as { token: string }).token)).toMatchObject({ sub: 'bob', groups: ['payments', 'release'] });
+    } finally {
+      await gateway.stop();
+    }
+  });
+
+  it('a malformed SVC_LOCAL_USERS stops the start, naming the variable', () => {
+    expect(() => readConfig(gatewaySettings, { SVC_LOCAL_USERS: '{"bob": {"groups": "payments"}}' })).toThrow(/SVC_LOCAL_USERS: .*groups/);
+    expect(() => readConfig(gatewaySettings, { SVC_LOCAL_USERS: 'bob' })).toThrow(/SVC_LOCAL_USERS must be a JSON object/);
   });
 
   it('status answers within about a second even when a service never replies', async () => {

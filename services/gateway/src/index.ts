@@ -36,11 +36,14 @@ export async function start(deps: GatewayDeps): Promise<RunningGateway> {
     throw new ConfigError(['SVC_OIDC_ISSUER is required (the OIDC issuer URL), unless SVC_LOCAL_ISSUER=true serves the built-in one']);
   }
   const publicUrl = (config.publicUrl ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
-  const localIssuer = config.localIssuer ? await createLocalIssuer({ stateDir: config.stateDir, issuer: publicUrl, adminClaim: config.adminClaim }) : undefined;
+  const localIssuer = config.localIssuer
+    ? await createLocalIssuer({ stateDir: config.stateDir, issuer: publicUrl, adminClaim: config.adminClaim, groupsClaim: config.groupsClaim })
+    : undefined;
   const users = createOidcVerifier({
     issuer: localIssuer?.issuer ?? config.oidcIssuer!,
     audience: config.oidcAudience,
     adminClaim: config.adminClaim,
+    groupsClaim: config.groupsClaim,
     // The built-in issuer's tokens are signed on this clock: no skew to allow for, so one expires when it says.
     ...(localIssuer ? { keys: localIssuer.jwks(), clockToleranceSeconds: 0 } : {}),
   });

@@ -64,10 +64,9 @@ describe('the model proxy: /v1/workers/{id}/model/{api}/*', () => {
       startMockAnthropic([{ text: 'Hello.' }, { text: 'Again.' }]),
       startMockOpenAI([{ text: 'Hi.' }, { text: 'Hi.' }]),
     ]);
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    downUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
-    await new Promise((resolve) => closed.close(resolve));
+    // Port 1: below the range the system hands out for port 0, so no test's server takes it
+    // (a port freed here could be given to another test file's listener meanwhile).
+    downUrl = 'http://127.0.0.1:1';
     gw = await startGatewayFixture(
       { anthropicApiKey: ANTHROPIC_KEY, anthropicUpstreamUrl: anthropic.url, openaiApiKey: OPENAI_KEY, openaiUpstreamUrl: openai.url.replace(/\/v1$/, '') },
       undefined,

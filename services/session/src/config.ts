@@ -19,6 +19,12 @@ export const CHECKOUT_SIDECAR_BINARY = fileURLToPath(new URL('../../../sidecar/e
 export const sessionSettings = {
   /** A directory of `<name>.toml` templates; they win over the built-in ones of the same name. */
   templatesDir: optionalStringSetting('SVC_TEMPLATES_DIR'),
+  /**
+   * The members of groups, where the deployment knows them (`{"release": ["bob", "dave"]}`): a
+   * template's approval quorum is checked against them at load (docs/teams.md). Tokens say each
+   * person's groups; nothing else tells svc who is in one.
+   */
+  groupMembers: optionalStringSetting('SVC_GROUP_MEMBERS'),
   sandboxProvider: choiceSetting('SVC_SANDBOX_PROVIDER', ['local', 'kubernetes'], { default: 'local' }),
   /** local: where sandboxes live on this machine. */
   sandboxesDir: stringSetting('SVC_SANDBOXES_DIR', { default: path.join('.svc', 'sandboxes') }),

@@ -14,6 +14,7 @@ import { createSessionStore } from './session-store.js';
 import { createSpawner, spawnSettingsOf } from './spawn/spawner.js';
 import { createTemplateCatalog } from './templates/catalog.js';
 import { createWorkerRegistry, livenessWriteIntervalOf, serveWorkerRegistry } from './worker-registry.js';
+import { parseGroupMembers } from './templates/approval-routes.js';
 
 export { sessionSettings, CHECKOUT_SIDECAR_BINARY, type SessionConfig } from './config.js';
 
@@ -47,7 +48,7 @@ export async function start(deps: SessionDeps): Promise<RunningService> {
   const registry = await createWorkerRegistry(nc, log);
   const store = createSessionStore(db);
   const stopCounting = reportWorkerCounts(() => store.countByStatus());
-  const templates = createTemplateCatalog({ dir: config.templatesDir });
+  const templates = createTemplateCatalog({ dir: config.templatesDir, groups: parseGroupMembers(config.groupMembers) });
   const publisher = createIncomingEventPublisher(nc, componentSource('spawn'));
   const hostEnv = deps.hostEnv ?? process.env;
   const spawner = createSpawner({

@@ -38,13 +38,13 @@ describe('session caps — sessions not ended, per person', () => {
   const stored = async (owner: string, status: 'pending' | 'provisioning' | 'running' | 'completed' | 'failed' | 'stopped' = 'pending') => {
     const sessionId = `ses_${randomBytes(9).toString('base64url')}`;
     const worker = await registry.create({ owner, session_id: sessionId });
-    await store.insert({ id: sessionId, worker_id: worker.worker_id, owner, template: 'sleeper', has_sidecar: false });
+    await store.insert({ id: sessionId, worker_id: worker.worker_id, owner, template: 'sleeper', has_sidecar: false, access: [], routePrincipals: [] });
     if (status !== 'pending') await store.setStatus(sessionId, status);
     return { sessionId, workerId: worker.worker_id };
   };
 
   it('session caps — pending, provisioning and running sessions count; ended ones and other people’s do not; admins are counted by their own sub', async () => {
-    const dave: CallerType = { sub: 'dave', admin: false };
+    const dave: CallerType = { sub: 'dave', groups: [], admin: false };
     await stored('dave', 'pending');
     await stored('dave', 'provisioning');
     await stored('dave', 'running');
@@ -60,12 +60,12 @@ describe('session caps — sessions not ended, per person', () => {
       'you have 3 sessions that have not ended, and one person may have 3: stop one (DELETE /v1/sessions/{id}) or wait for one to end, then try again',
     );
     expect(refused.details).toEqual({ unended: 3, max: 3 });
-    expect((await refusalOf(checkSessionCap(fixture.database.db, { sub: 'dave', admin: true }, 3))).code).toBe('too_many_sessions');
-    await checkSessionCap(fixture.database.db, { sub: 'erin', admin: false }, 2);
+    expect((await refusalOf(checkSessionCap(fixture.database.db, { sub: 'dave', groups: [], admin: true }, 3))).code).toBe('too_many_sessions');
+    await checkSessionCap(fixture.database.db, { sub: 'erin', groups: [], admin: false }, 2);
   });
 
   it('session caps — counting again once stored: within the cap nothing changes; over it the new session ends failed (admission), its worker ended and its token revoked', async () => {
-    const frank: CallerType = { sub: 'frank', admin: false };
+    const frank: CallerType = { sub: 'frank', groups: [], admin: false };
     const deps = { db: fixture.database.db, registry };
     const first = await stored('frank');
     await confirmSessionCap(deps, frank, first, 1);
@@ -101,7 +101,7 @@ describe('session caps — sessions not ended, per person', () => {
   }, 60_000);
 
   it('session caps — through the service: of six concurrent creates of one person with a cap of 2, exactly 2 are made; the rest are refused with too_many_sessions', async () => {
-    const grace: CallerType = { sub: 'grace', admin: false };
+    const grace: CallerType = { sub: 'grace', groups: [], admin: false };
     const results = await Promise.allSettled(Array.from({ length: 6 }, () => fixture.create(grace, { template: 'sleeper' })));
     const created = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     const refusals = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as CodedError] : []));

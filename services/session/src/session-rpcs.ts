@@ -1,13 +1,14 @@
 import type { Subscription } from '@nats-io/transport-node';
 import { serveRpc, type NatsConnection } from '@svc/bus';
 import {
-  CodedError,
   createChecker,
   CreateSessionRpc,
   FollowLogsRpc,
   isEndedStatus,
   ListSessionsRpc,
   ListTemplatesRpc,
+  routePrincipals,
+  SessionAccessRpc,
   SessionRpc,
   subjects,
   type CreateSessionRpcType,
@@ -16,6 +17,7 @@ import {
   type ListSessionsRpcType,
   type ListTemplatesRpcType,
   type Session,
+  type SessionAccessRpcType,
   type SessionRpcType,
   type TemplateSummary,
 } from '@svc/protocol';
@@ -23,6 +25,7 @@ import { parseGitCredentials, type Logger } from '@svc/service-kit';
 import type { Database, Kysely } from '@svc/store';
 import type { SessionConfig } from './config.js';
 import { recordAudit } from './audit-facts.js';
+import { visibleSession } from './session-access.js';
 import { followSandboxLogs } from './logs.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import type { SessionStore } from './session-store.js';
@@ -78,6 +81,10 @@ export function serveSessionRpcs(deps: SessionRpcDeps): { stop(): void } {
       ...shared,
       checker: createChecker(SessionRpc),
     }),
+    serveRpc<SessionAccessRpcType, Session>(nc, subjects.rpc.setSessionAccess, (request) => setSessionAccess(deps, request), {
+      ...shared,
+      checker: createChecker(SessionAccessRpc),
+    }),
     serveRpc<FollowLogsRpcType, { follow_id: string }>(nc, subjects.rpc.followLogs, (request) => followLogs(deps, request), {
       ...shared,
       checker: createChecker(FollowLogsRpc),
@@ -111,7 +118,7 @@ async function createSession(deps: SessionRpcDeps, { caller, body }: CreateSessi
  */
 async function deleteSession(deps: SessionRpcDeps, request: SessionRpcType): Promise<Session> {
   const { registry, store, logger: log } = deps;
-  const { session } = await visibleSession(deps, request);
+  const { session } = await visibleSession(deps, request, 'operator');
   if (!isEndedStatus(session.status)) {
     await setSessionStatus({ registry, store }, { workerId: session.worker_id, sessionId: session.id }, 'stopped');
   }
@@ -138,9 +145,23 @@ async function followLogs(deps: SessionRpcDeps, request: FollowLogsRpcType): Pro
   return { follow_id: request.follow_id };
 }
 
-/** The session, if the caller may see it (its owner, or an admin); anyone else is told it does not exist. */
-async function visibleSession(deps: Pick<SessionRpcDeps, 'store'>, request: SessionRpcType) {
-  const row = await deps.store.get(request.session_id, request.caller);
-  if (!row) throw new CodedError('session_not_found', `session ${request.session_id} does not exist`);
-  return row;
+/**
+ * Replaces a session's access list (its owner's and admins' to do), on its row and its worker's
+ * record, which every gateway checks; audited with the list before and after.
+ */
+async function setSessionAccess(deps: SessionRpcDeps, request: SessionAccessRpcType): Promise<Session> {
+  const { session } = await visibleSession(deps, request, 'admin');
+  const worker = await deps.registry.setAccess(session.worker_id, request.access);
+  const updated = (await deps.store.setAccess(session.id, request.access, routePrincipals(worker.approvals)))!;
+  recordAudit(deps, {
+    id: `access-changed:${session.id}:${updated.session.updated_at}`,
+    at: updated.session.updated_at,
+    actor: request.caller.sub,
+    channel: request.caller.channel ?? 'api',
+    action: 'access_changed',
+    session_id: session.id,
+    worker_id: session.worker_id,
+    details: { before: session.access ?? [], after: request.access },
+  });
+  return updated.session;
 }

@@ -1,9 +1,11 @@
-import { isEndedStatus, type ListResponseOf, type Session, type CallerType, type WorkerStatus } from '@svc/protocol';
+import { isEndedStatus, principalsOf, type AccessEntry, type ListResponseOf, type Session, type CallerType, type WorkerStatus } from '@svc/protocol';
 import { sql, type Database, type Kysely, type Selectable, type SessionsTable } from '@svc/store';
 import type { SandboxHandle } from './sandbox/provider.js';
 
 interface SessionRow {
   session: Session;
+  /** Every principal its access list and its worker's approval routes name (who may see it). */
+  principals: readonly string[];
   sandbox: SandboxHandle | undefined;
   hasSidecar: boolean;
 }
@@ -22,8 +24,9 @@ function toSessionRow(row: Row): SessionRow {
     updated_at: row.updated_at.toISOString(),
     ...(row.ended_at ? { ended_at: row.ended_at.toISOString() } : {}),
     ...(row.failure ? { failure: row.failure as { step: string; reason: string } } : {}),
+    ...((row.access as AccessEntry[]).length > 0 ? { access: row.access as AccessEntry[] } : {}),
   };
-  return { session, sandbox: (row.sandbox ?? undefined) as SandboxHandle | undefined, hasSidecar: row.has_sidecar };
+  return { session, principals: row.access_principals, sandbox: (row.sandbox ?? undefined) as SandboxHandle | undefined, hasSidecar: row.has_sidecar };
 }
 
 /** The `sessions` table: what the session API lists, and what the watchdog looks after. */
@@ -31,9 +34,17 @@ export function createSessionStore(db: Kysely<Database>) {
   return { ...sessionReads(db), ...sessionChanges(db) };
 }
 
-/** Finding sessions: for a caller (their own, or all for an admin), a worker, the watchdog, retention. */
+/**
+ * Finding sessions: for a caller (their own, those shared with them or a group of theirs, or all
+ * for an admin), a worker, the watchdog, retention.
+ */
 function sessionReads(db: Kysely<Database>) {
-  const visibleTo = (caller: CallerType) => (caller.admin ? db.selectFrom('sessions') : db.selectFrom('sessions').where('owner', '=', caller.sub));
+  const visibleTo = (caller: CallerType) =>
+    caller.admin
+      ? db.selectFrom('sessions')
+      : db
+          .selectFrom('sessions')
+          .where((eb) => eb.or([eb('owner', '=', caller.sub), eb('access_principals', '&&', sql<string[]>`${principalsOf(caller)}::text[]`)]));
 
   return {
     async get(id: string, caller?: CallerType): Promise<SessionRow | undefined> {
@@ -94,6 +105,11 @@ function sessionReads(db: Kysely<Database>) {
   };
 }
 
+/** An access list as its two columns: the list, and the principals it and the routes name. */
+function accessColumns(access: readonly AccessEntry[], routePrincipals: readonly string[]) {
+  return { access: JSON.stringify(access), access_principals: [...new Set([...access.map((entry) => entry.principal), ...routePrincipals])] };
+}
+
 /** Writing sessions: a new one, and what happens to it after. */
 function sessionChanges(db: Kysely<Database>) {
   return {
@@ -104,13 +120,28 @@ function sessionChanges(db: Kysely<Database>) {
       template: string;
       has_sidecar: boolean;
       events_retention_days?: number | undefined;
+      access: readonly AccessEntry[];
+      /** The principals its worker's approval routes name: they may see it too. */
+      routePrincipals: readonly string[];
     }): Promise<SessionRow> {
+      const { access, routePrincipals, ...rest } = session;
       const row = await db
         .insertInto('sessions')
-        .values({ ...session, status: 'pending' })
+        .values({ ...rest, ...accessColumns(access, routePrincipals), status: 'pending' })
         .returningAll()
         .executeTakeFirstOrThrow();
       return toSessionRow(row);
+    },
+
+    /** Replaces a session's access list (its routes' principals kept); resolves with the session as it is now. */
+    async setAccess(id: string, access: readonly AccessEntry[], routePrincipals: readonly string[]): Promise<SessionRow | undefined> {
+      const row = await db
+        .updateTable('sessions')
+        .set({ ...accessColumns(access, routePrincipals), updated_at: new Date() })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
+      return row && toSessionRow(row);
     },
 
     async markPurged(id: string, at: Date): Promise<void> {

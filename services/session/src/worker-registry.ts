@@ -14,6 +14,7 @@ import {
   type CreateWorkerResultType,
   type SetWorkerStatusRequestType,
   type WorkerActivity,
+  type AccessEntry,
   type WorkerRecord,
   type WorkerStatus,
 } from '@svc/protocol';
@@ -110,6 +111,14 @@ export async function createWorkerRegistry(nc: NatsConnection, logger: Logger) {
       await change(workerId, (record) => ({ ...record, events_purged_at: at.toISOString() }));
     },
 
+    /** Replaces who besides its owner may see or act on it (its session's list: docs/teams.md); every gateway follows within a moment. */
+    async setAccess(workerId: string, access: readonly AccessEntry[]): Promise<WorkerRecord> {
+      return change(workerId, (record) => {
+        const { access: _old, ...rest } = record;
+        return { ...rest, ...(access.length > 0 ? { access: [...access] } : {}), updated_at: new Date().toISOString() };
+      });
+    },
+
     /** Forgets the worker's token: every gateway refuses it (401) within a moment. */
     async revoke(workerId: string): Promise<void> {
       await change(workerId, (record) => {
@@ -136,6 +145,8 @@ async function createWorker(
     worker_id: workerId,
     ...(request.session_id ? { session_id: request.session_id } : {}),
     owner: request.owner,
+    ...(request.access?.length ? { access: request.access } : {}),
+    ...(request.approvals?.length ? { approvals: request.approvals } : {}),
     status: 'pending',
     token_hash: hashWorkerToken(token),
     ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),

@@ -10,9 +10,9 @@ import { startBusFixture, waitFor, type BusFixture } from '@svc/test-support';
 import { sessionSettings, start, type SessionConfig } from '../src/index.js';
 import type { SandboxProvider } from '../src/sandbox/provider.js';
 
-export const ALICE: CallerType = { sub: 'alice', admin: false };
-export const BOB: CallerType = { sub: 'bob', admin: false };
-export const ADMIN: CallerType = { sub: 'root', admin: true };
+export const ALICE: CallerType = { sub: 'alice', groups: [], admin: false };
+export const BOB: CallerType = { sub: 'bob', groups: [], admin: false };
+export const ADMIN: CallerType = { sub: 'root', groups: [], admin: true };
 
 export interface SessionFixture {
   bus: BusFixture;

@@ -1,4 +1,5 @@
-import { parseRule, type PermissionLists } from '../permissions.js';
+import { parseRequestRule } from '@svc/protocol';
+import type { PermissionLists } from '../permissions.js';
 
 /** The two Codex sandboxes svc uses (never `danger-full-access`: then Codex asks about nothing). */
 type CodexSandbox = 'read-only' | 'workspace-write';
@@ -28,8 +29,8 @@ const CODEX_TOOLS = ['command_execution', 'file_change'] as const;
  * that changes anything must ask to leave the sandbox.
  */
 export function codexSettingsFor(lists: PermissionLists, autonomous: boolean): CodexSettings {
-  const everyChangeApproved = lists.auto_approve.map(parseRule).find((rule) => rule.coversEveryCall('file_change'));
-  const binding = [...lists.deny, ...(autonomous ? [] : lists.ask)].map(parseRule).find((rule) => CODEX_TOOLS.some((tool) => rule.namesTool(tool)));
+  const everyChangeApproved = lists.auto_approve.map(parseRequestRule).find((rule) => rule.coversEveryCall('file_change'));
+  const binding = [...lists.deny, ...(autonomous ? [] : lists.ask)].map(parseRequestRule).find((rule) => CODEX_TOOLS.some((tool) => rule.namesTool(tool)));
   if (everyChangeApproved && !binding) {
     return {
       sandbox: 'workspace-write',

@@ -21,7 +21,11 @@ export const apiPaths = {
   auditVerify: '/v1/audit/verify',
   sessions: (parameters: { limit?: number; offset?: number; status?: string } = {}) => `/v1/sessions${query(parameters)}`,
   session,
+  /** A session's access list (docs/teams.md): PUT replaces it. */
+  sessionAccess: (sessionId: string) => `${session(sessionId)}/access`,
   templates: '/v1/templates',
+  /** What waits for the caller's decision across workers (docs/teams.md). */
+  approvals: '/v1/approvals',
   webhooks: '/v1/webhooks',
   /** A signed decision link from a notification: GET confirms, POST decides (docs/webhooks.md). */
   decisionLink: (token: string) => `/v1/links${query({ token })}`,

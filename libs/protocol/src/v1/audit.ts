@@ -14,7 +14,18 @@ export type AuditChannel = (typeof AUDIT_CHANNELS)[number];
 /** The header a client names itself in (values: the channels a person uses). */
 export const CHANNEL_HEADER = 'x-svc-channel';
 
-const AUDIT_ACTIONS = ['decision', 'rule_added', 'session_started', 'session_stopped', 'workspace_pushed', 'pull_request_opened', 'terminal_opened'] as const;
+const AUDIT_ACTIONS = [
+  'decision',
+  'rule_added',
+  'session_started',
+  'session_stopped',
+  'workspace_pushed',
+  'pull_request_opened',
+  'terminal_opened',
+  'access_changed',
+  'vote',
+  'escalated',
+] as const;
 
 /**
  * What one audit record says, before the chain places it (`seq`, `prev_hash`, `hash`); also the body

@@ -38,7 +38,16 @@ export const CONSOLE_SIGN_IN_CODE_PARAM = 'code';
 
 /** `POST /v1/local/token`: the sign-in code, or nothing with `Authorization: Bearer <a token of this issuer>` to renew it. */
 export const LocalTokenBody = Type.Object(
-  { code: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The sign-in code of the local stack.' })) },
+  {
+    code: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The sign-in code of the local stack.' })),
+    user: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description: "With the code: one of the stack's `SVC_LOCAL_USERS` instead of the local user (docs/teams.md).",
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 export type LocalTokenBodyType = Static<typeof LocalTokenBody>;

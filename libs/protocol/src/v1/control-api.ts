@@ -36,6 +36,33 @@ export type PostControlBodyType = Static<typeof PostControlBody>;
 /** `201`: the stored `control_response` event. */
 export const PostControlResponse = storedEventSchemaOf('control_response');
 
+/**
+ * `202`: a vote on a request whose approval route asks a quorum (docs/teams.md), kept; the
+ * request stays open until `quorum` different people allowed it (any deny ends it). The agent
+ * hears nothing of votes, only the decision that completes the quorum.
+ */
+export const ApprovalVoteAnswerSchema = Type.Object(
+  {
+    vote: Type.Object(
+      { request_id: Type.String(), voter: Type.String(), decision: DecisionSchema, at: Type.String({ format: 'date-time' }) },
+      { additionalProperties: false },
+    ),
+    /** Different people who allowed it so far, this one among them. */
+    allows: Type.Integer({ minimum: 1 }),
+    quorum: Type.Integer({ minimum: 2 }),
+    voters: Type.Array(Type.String()),
+  },
+  { additionalProperties: false, title: 'ApprovalVoteAnswer' },
+);
+export type ApprovalVoteAnswer = Static<typeof ApprovalVoteAnswerSchema>;
+
+/** What the control service answers a person's decision with: the stored decision, or a vote toward a quorum. */
+export type DecideAnswer = StoredEvent<'control_response'> | ApprovalVoteAnswer;
+
+export function isVoteAnswer(answer: DecideAnswer): answer is ApprovalVoteAnswer {
+  return 'vote' in answer;
+}
+
 /** `GET /v1/workers/{id}/control/pending?after_id=&wait_ms=`: decisions after the cursor. */
 export const PendingControlQuery = Type.Object({
   ...EventCursorQuery.properties,

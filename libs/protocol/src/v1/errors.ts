@@ -11,6 +11,10 @@ export const ERROR_CODES = {
   /** A decision link whose signature does not match (tampered with, or not svc's). */
   invalid_link: 401,
   forbidden: 403,
+  /** The person's role on the session is not enough for this (docs/teams.md): the message names theirs and the one needed. */
+  role_required: 403,
+  /** The request is routed to other people (docs/teams.md): the message names who may decide it. */
+  not_a_decider: 403,
   not_found: 404,
   worker_not_found: 404,
   session_not_found: 404,

@@ -18,7 +18,7 @@ import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 export type EventSource = 'worker' | 'worker:policy' | 'policy' | `svc:${ComponentName}` | `user:${PersonChannel}:${string}`;
 
 /** The control-plane components that write events of their own. */
-const COMPONENT_NAMES = ['model-proxy', 'egress', 'spawn', 'git', 'workspace'] as const;
+const COMPONENT_NAMES = ['model-proxy', 'egress', 'spawn', 'git', 'workspace', 'approvals'] as const;
 export type ComponentName = (typeof COMPONENT_NAMES)[number];
 
 /** The channels through which a person decides (a subset of the audit trail's channels). */

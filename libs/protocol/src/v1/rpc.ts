@@ -9,6 +9,8 @@ import { PullRequestBody, PushChangesBody, WorkerWorkspaceSchema } from './works
 import { ModelAccessSchema } from './model-proxy.js';
 import { EventSourceSchema } from './provenance.js';
 import { CreateSessionBody, DecisionPolicySchema, SessionModeSchema, WorkerStatusSchema } from './sessions-api.js';
+import { AccessListSchema } from './access.js';
+import { ApprovalRoutesSchema } from './approvals.js';
 
 /** What the gateway publishes to `svc.events.incoming.<partition>.<worker>` for each event. */
 const IncomingEventMessage = Type.Object(
@@ -98,6 +100,8 @@ export type ListEventsResultType = Static<typeof ListEventsResult>;
 export const CreateWorkerRequest = Type.Object(
   {
     owner: Type.String({ minLength: 1, maxLength: 256 }),
+    access: Type.Optional(AccessListSchema),
+    approvals: Type.Optional(ApprovalRoutesSchema),
     worker_id: Type.Optional(WorkerId),
     decision_policy: Type.Optional(DecisionPolicySchema),
     model: Type.Optional(ModelAccessSchema),
@@ -128,7 +132,13 @@ export const GetWorkerRequest = Type.Object({ worker_id: WorkerId }, { additiona
  * sessions, and the channel a person came through (the audit trail records it).
  */
 const Caller = Type.Object(
-  { sub: Type.String({ minLength: 1, maxLength: 256 }), admin: Type.Boolean(), channel: Type.Optional(Type.Enum(AUDIT_CHANNELS)) },
+  {
+    sub: Type.String({ minLength: 1, maxLength: 256 }),
+    /** The groups the identity provider's group claim names (docs/teams.md). */
+    groups: Type.Array(Type.String({ maxLength: 256 }), { maxItems: 256 }),
+    admin: Type.Boolean(),
+    channel: Type.Optional(Type.Enum(AUDIT_CHANNELS)),
+  },
   { additionalProperties: false },
 );
 export type CallerType = Static<typeof Caller>;
@@ -140,6 +150,10 @@ export type CreateSessionRpcType = Static<typeof CreateSessionRpc>;
 /** `svc.rpc.session.get` and `svc.rpc.session.delete`: one session, if `caller` may see it (else `404 session_not_found`). */
 export const SessionRpc = Type.Object({ caller: Caller, session_id: SessionId }, { additionalProperties: false });
 export type SessionRpcType = Static<typeof SessionRpc>;
+
+/** `svc.rpc.session.access`: replace a session's access list (its owner's or an admin's to do: docs/teams.md). */
+export const SessionAccessRpc = Type.Object({ caller: Caller, session_id: SessionId, access: AccessListSchema }, { additionalProperties: false });
+export type SessionAccessRpcType = Static<typeof SessionAccessRpc>;
 
 /** `svc.rpc.session.list`: the sessions `caller` may see, newest first. */
 export const ListSessionsRpc = Type.Object(

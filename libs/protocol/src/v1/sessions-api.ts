@@ -6,6 +6,8 @@ import { EnvironmentVariables, SessionId, Timestamp, WorkerId } from './primitiv
 import { SYSTEM_SUBTYPES } from './system-subtypes.js';
 import { SessionWorkspaceSchema, WorkerWorkspaceSchema, WorkspaceOverridesSchema } from './workspace.js';
 import { WorkerActivitySchema } from './activity.js';
+import { AccessListSchema } from './access.js';
+import { ApprovalRoutesSchema } from './approvals.js';
 
 /** Worker (and session) status: `pending → provisioning → running → completed | failed | stopped`. */
 export const WORKER_STATUSES = ['pending', 'provisioning', 'running', 'completed', 'failed', 'stopped'] as const;
@@ -36,6 +38,8 @@ export const CreateSessionBody = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** Who else may see or act on it, besides the template's list (docs/teams.md). */
+    access: Type.Optional(AccessListSchema),
   },
   { additionalProperties: false },
 );
@@ -57,6 +61,8 @@ export const SessionSchema = Type.Object(
     ),
     /** Its repository (a template with `[workspace]`): docs/workspace.md. */
     workspace: Type.Optional(SessionWorkspaceSchema),
+    /** Who besides its owner may see or act on it, and as what (docs/teams.md). */
+    access: Type.Optional(AccessListSchema),
   },
   { additionalProperties: false, title: 'Session' },
 );
@@ -136,6 +142,10 @@ export const WorkerRecordSchema = Type.Object(
     worker_id: WorkerId,
     session_id: Type.Optional(SessionId),
     owner: Type.String({ description: 'JWT `sub` of the user who spawned it.' }),
+    /** Who besides its owner may see or act on it (its session's list: docs/teams.md). */
+    access: Type.Optional(AccessListSchema),
+    /** Which requests go to whom (its template's `[[approvals.route]]`: docs/teams.md). */
+    approvals: Type.Optional(ApprovalRoutesSchema),
     status: WorkerStatusSchema,
     token_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the worker token, hex.' })),
     decision_policy: Type.Optional(DecisionPolicySchema),

@@ -36,6 +36,10 @@ export const SYSTEM_SUBTYPES = {
   changesRequested: 'changes_requested',
   /** A person opened a terminal in the sandbox (`details.terminal_id`, `cols`, `rows`): the sidecar connects it. */
   terminalRequested: 'terminal_requested',
+  /** A person's vote on a request whose approval route asks a quorum (`details.request_id`, `voter`, `allows`, `quorum`): docs/teams.md. */
+  approvalVote: 'approval_vote',
+  /** A request offered to its route's `escalate_to` (`details.request_id`, `to`, `rule`), its deadline still binding. */
+  requestEscalated: 'request_escalated',
   /** The model proxy refused a request: the session's budget is spent. */
   modelBudgetExhausted: 'model_budget_exhausted',
   /** The model proxy could not reach the model's API. */

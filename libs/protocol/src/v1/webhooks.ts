@@ -9,7 +9,7 @@ import { ListResponse } from './lists.js';
  * decided, its deadline is near, a worker's agent ended (or failed), a conversation's agent
  * finished its turn and waits for a message.
  */
-const WEBHOOK_KINDS = ['request.needs_decision', 'request.decided', 'request.deadline_near', 'worker.ended', 'worker.idle'] as const;
+const WEBHOOK_KINDS = ['request.needs_decision', 'request.decided', 'request.deadline_near', 'request.escalated', 'worker.ended', 'worker.idle'] as const;
 export type WebhookKind = (typeof WEBHOOK_KINDS)[number];
 
 /** `standard`: Standard Webhooks' JSON (`{type, timestamp, data}`); `slack`: a Slack incoming webhook's `{text, blocks}`. */
@@ -118,6 +118,10 @@ const WebhookDataSchema = Type.Object(
     links: Type.Optional(DecisionLinksSchema),
     /** The worker's page in the web console (`worker.idle`), when the control plane knows its public URL. */
     worker_url: Type.Optional(Type.String()),
+    /** Who may decide a routed request (`user:…`, `group:…`: docs/teams.md); its notices go to them, not the owner. */
+    deciders: Type.Optional(Type.Array(Type.String())),
+    /** The approval route's rule that routed it. */
+    rule: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -154,7 +158,12 @@ export interface WebhookDelivery {
 }
 
 /** RPCs of the control service behind `/v1/webhooks`. */
-export const CreateWebhookRpc = Type.Object({ owner: Type.String({ minLength: 1 }), request: CreateWebhookRequest });
+export const CreateWebhookRpc = Type.Object({
+  owner: Type.String({ minLength: 1 }),
+  /** The creator's groups: a request routed to one of them is told to this subscription (docs/teams.md). */
+  owner_groups: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 256 })),
+  request: CreateWebhookRequest,
+});
 export type CreateWebhookRpcType = Static<typeof CreateWebhookRpc>;
 /** `owner` undefined: every subscription (an admin's list). */
 export const ListWebhooksRpc = Type.Object({ owner: Type.Optional(Type.String()) });

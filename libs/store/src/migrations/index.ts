@@ -12,6 +12,8 @@ import * as webhooks from './2026-11-25T0600-webhooks.js';
 import * as auditKeys from './2026-11-26T2200-audit-keys.js';
 import * as eventRetention from './2026-11-25T1100-event-retention.js';
 import * as eventSources from './2026-11-26T2100-event-sources.js';
+import * as sessionAccess from './2026-11-27T1600-session-access.js';
+import * as approvals from './2026-11-27T1700-approvals.js';
 
 /**
  * The owners of tables, each group named after the service that applies its migrations (and
@@ -50,13 +52,22 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
   session: {
     // Named `sessions` until issue 35 (its records table keeps that name).
     table: 'svc_migrations_sessions',
-    migrations: { '2026-11-22T1200-sessions': sessions, '2026-11-25T1100-event-retention': eventRetention },
+    migrations: {
+      '2026-11-22T1200-sessions': sessions,
+      '2026-11-25T1100-event-retention': eventRetention,
+      '2026-11-27T1600-session-access': sessionAccess,
+    },
   },
   control: {
     // Named `audit` until issue 35. Its records stay in the table of that name, where databases
     // migrated before hold them: nothing to copy, and an older build still finds them.
     table: 'svc_migrations_audit',
     // The control service's own tables: the audit trail, then webhooks.
-    migrations: { '2026-11-25T0300-audit': audit, '2026-11-25T0600-webhooks': webhooks, '2026-11-26T2200-audit-keys': auditKeys },
+    migrations: {
+      '2026-11-25T0300-audit': audit,
+      '2026-11-25T0600-webhooks': webhooks,
+      '2026-11-26T2200-audit-keys': auditKeys,
+      '2026-11-27T1700-approvals': approvals,
+    },
   },
 };

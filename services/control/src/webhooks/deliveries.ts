@@ -70,6 +70,7 @@ function slackMessage(fact: WebhookFact): { text: string; blocks: unknown[] } {
     'request.needs_decision': `svc: ${worker} asks to use ${tool}${deadline ? ` (decided by policy at ${deadline})` : ''}`,
     'request.decided': `svc: ${worker}: request ${request} ${data.decision === 'allow' ? 'allowed' : 'denied'} by ${mrkdwnText(data.decided_by ?? 'someone')}`,
     'request.deadline_near': `svc: ${worker}: request ${request} (${tool}) is decided by policy at ${deadline ?? 'its deadline'}`,
+    'request.escalated': `svc: ${worker}: nobody decided ${tool} in time; it is now offered to ${mrkdwnText((data.deciders ?? []).join(', '))} too${deadline ? ` (decided by policy at ${deadline})` : ''}`,
     'worker.ended': `svc: ${worker} ${data.exit_code === 0 ? 'ended' : `failed (exit code ${data.exit_code ?? '?'})`}`,
     'worker.idle': `svc: ${worker} finished its turn and is waiting for you`,
   }[fact.kind];

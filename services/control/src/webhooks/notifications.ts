@@ -1,7 +1,18 @@
 import { createHash } from 'node:crypto';
 import type { WorkerDirectory } from '@svc/auth';
 import { consumeLasting, consumeWebhookQueue, decodeJson, type DurablePublisher, type JsMsg, type NatsConnection } from '@svc/bus';
-import { decidedByOf, subjects, type StoredEvent, type WebhookData, type WebhookDelivery, type WebhookFact, type WebhookKind } from '@svc/protocol';
+import {
+  decidedByOf,
+  routeOf,
+  subjects,
+  type ApprovalRoute,
+  type StoredEvent,
+  type WorkerRecord,
+  type WebhookData,
+  type WebhookDelivery,
+  type WebhookFact,
+  type WebhookKind,
+} from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { StoredRequest } from '@svc/store';
 import type { WebhookStore } from './webhook-store.js';
@@ -10,8 +21,10 @@ import type { WebhookStore } from './webhook-store.js';
 export type LinksFor = (workerId: string, requestId: string, subscriber: string, deadline: string | undefined) => Promise<WebhookData['links']> | undefined;
 
 export interface Notifier {
-  /** A request now waits for a person. */
+  /** A request now waits for a person (those its approval route names, when it has one). */
   needsDecision(request: StoredEvent<'control_request'>, deadline: Date | undefined): Promise<void>;
+  /** A routed request now offered to its route's `escalate_to` too (docs/teams.md). */
+  escalated(request: StoredEvent<'control_request'>, route: ApprovalRoute, deadline: Date): Promise<void>;
   decided(decision: StoredEvent<'control_response'>): Promise<void>;
   deadlineNear(request: StoredRequest, deadline: Date): Promise<void>;
   /** A worker's agent ended (`exit_code` 0) or failed. */
@@ -27,9 +40,16 @@ export interface Notifier {
  */
 export function createNotifier(deps: { publisher: DurablePublisher; workers: WorkerDirectory; logger: Logger; publicUrl?: string | undefined }): Notifier {
   const consoleBase = deps.publicUrl?.replace(/\/+$/, '');
-  async function publish(kind: WebhookKind, event: { worker_id: string }, key: string, data: Omit<WebhookData, 'worker_id' | 'owner'>): Promise<void> {
-    const owner = (await deps.workers.get(event.worker_id))?.owner;
-    if (owner === undefined) return deps.logger.warn({ worker_id: event.worker_id, kind }, 'no notification: the worker is unknown');
+  async function publish(
+    kind: WebhookKind,
+    event: { worker_id: string },
+    key: string,
+    data: Omit<WebhookData, 'worker_id' | 'owner'> | ((worker: WorkerRecord) => Omit<WebhookData, 'worker_id' | 'owner'>),
+  ): Promise<void> {
+    const worker = await deps.workers.get(event.worker_id);
+    if (worker === undefined) return deps.logger.warn({ worker_id: event.worker_id, kind }, 'no notification: the worker is unknown');
+    const { owner } = worker;
+    if (typeof data === 'function') data = data(worker);
     const fact: WebhookFact = {
       id: `${kind}:${event.worker_id}:${key}`,
       kind,
@@ -40,11 +60,24 @@ export function createNotifier(deps: { publisher: DurablePublisher; workers: Wor
   }
   return {
     needsDecision: (request, deadline) =>
-      publish('request.needs_decision', request, request.data.request_id, {
+      publish('request.needs_decision', request, request.data.request_id, (worker) => {
+        const route = routeOf(worker.approvals, request.data)?.route;
+        return {
+          request_id: request.data.request_id,
+          tool_name: request.data.tool_name,
+          input: request.data.input,
+          ...(deadline ? { deadline: deadline.toISOString() } : {}),
+          ...(route ? { deciders: route.to, rule: route.match } : {}),
+        };
+      }),
+    escalated: (request, route, deadline) =>
+      publish('request.escalated', request, request.data.request_id, {
         request_id: request.data.request_id,
         tool_name: request.data.tool_name,
         input: request.data.input,
-        ...(deadline ? { deadline: deadline.toISOString() } : {}),
+        deadline: deadline.toISOString(),
+        deciders: route.escalate_to ?? [],
+        rule: route.match,
       }),
     decided: (decision) =>
       publish('request.decided', decision, decision.data.request_id, {
@@ -92,10 +125,10 @@ export async function fanOutFacts(deps: {
       return;
     }
     try {
-      for (const webhook of await deps.webhooks.subscribersOf(fact.kind, fact.data.owner)) {
+      for (const webhook of await deps.webhooks.subscribersOf(fact.kind, fact.data.owner, fact.data.deciders)) {
         const data = { ...fact.data };
         // The links decide as the subscription's owner: who is told may decide.
-        if (fact.kind === 'request.needs_decision' && data.request_id) {
+        if ((fact.kind === 'request.needs_decision' || fact.kind === 'request.escalated') && data.request_id) {
           const links = await deps.linksFor(data.worker_id, data.request_id, webhook.owner, data.deadline);
           if (links) data.links = links;
         }

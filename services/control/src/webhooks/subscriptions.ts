@@ -52,11 +52,11 @@ export function serveWebhookRpcs(deps: { nc: NatsConnection; webhooks: WebhookSt
     serveRpc<CreateWebhookRpcType, CreatedWebhook>(
       deps.nc,
       subjects.rpc.createWebhook,
-      async ({ owner, request }) => {
+      async ({ owner, owner_groups: ownerGroups, request }) => {
         await checkDestination(deps.destinations, request.url);
         // Standard Webhooks' secret: `whsec_` and 24 random bytes in base64.
         const secret = `whsec_${randomBytes(24).toString('base64')}`;
-        const created = await deps.webhooks.create(`whk_${randomBytes(12).toString('hex')}`, owner, request, secret);
+        const created = await deps.webhooks.create(`whk_${randomBytes(12).toString('hex')}`, { owner, groups: ownerGroups ?? [] }, request, secret);
         return { ...publicWebhook(created), secret };
       },
       { ...options, checker: createChecker(CreateWebhookRpc) },

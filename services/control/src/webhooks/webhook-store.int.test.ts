@@ -9,7 +9,7 @@ describe('webhook attempts — every try listed, even one cut short', () => {
     try {
       await migrateToLatest(database.db, 'control');
       const webhooks = createWebhookStore(database.db);
-      await webhooks.create('wh_1', 'someone', { url: 'http://127.0.0.1:1/hook', kinds: ['worker.ended'] }, 'secret');
+      await webhooks.create('wh_1', { owner: 'someone', groups: [] }, { url: 'http://127.0.0.1:1/hook', kinds: ['worker.ended'] }, 'secret');
       const tried = { webhook_id: 'wh_1', message_id: 'msg_1', kind: 'worker.ended' as const, at: new Date().toISOString() };
       const first = await webhooks.startAttempt({ ...tried, attempt: 1 });
       // The service dies here: the try stays, saying so.
@@ -29,7 +29,7 @@ describe('webhook attempts — every try listed, even one cut short', () => {
     try {
       await migrateToLatest(database.db, 'control');
       const webhooks = createWebhookStore(database.db);
-      await webhooks.create('wh_2', 'someone', { url: 'https://hooks.example.com/x', kinds: ['worker.ended'] }, 'secret');
+      await webhooks.create('wh_2', { owner: 'someone', groups: [] }, { url: 'https://hooks.example.com/x', kinds: ['worker.ended'] }, 'secret');
       const tried = { webhook_id: 'wh_2', message_id: 'msg_2', kind: 'worker.ended' as const, at: new Date().toISOString() };
       // As the delivering service wrote it until issue 34: the first 200 characters of the answer.
       await webhooks

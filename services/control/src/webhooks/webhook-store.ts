@@ -1,5 +1,15 @@
 import { WEBHOOK_ATTEMPT_INTERRUPTED, type CreateWebhookRequestType, type Webhook, type WebhookAttempt, type WebhookKind } from '@svc/protocol';
-import type { Database, Kysely, Selectable, WebhookAttemptsTable, WebhooksTable } from '@svc/store';
+import {
+  sql,
+  type Database,
+  type Expression,
+  type ExpressionBuilder,
+  type Kysely,
+  type Selectable,
+  type SqlBool,
+  type WebhookAttemptsTable,
+  type WebhooksTable,
+} from '@svc/store';
 
 /** Attempts listed per subscription, newest last; older ones are still stored. */
 const ATTEMPTS_LISTED = 1000;
@@ -44,15 +54,30 @@ export function publicWebhook({ secret: _secret, ...webhook }: WebhookWithSecret
   return webhook;
 }
 
+/** Whose subscriptions hear of a worker's fact: its owner's, or a routed request's deciders' (a `user:` named, or a creator then in a `group:` named). */
+function toldOf(eb: ExpressionBuilder<Database, 'webhooks'>, owner: string, deciders: readonly string[] | undefined): Array<Expression<SqlBool>> {
+  if (deciders === undefined) return [eb('owner', '=', owner)];
+  const named = (kind: 'user' | 'group') =>
+    deciders.filter((principal) => principal.startsWith(`${kind}:`)).map((principal) => principal.slice(kind.length + 1));
+  const [users, groups] = [named('user'), named('group')];
+  return [...(users.length > 0 ? [eb('owner', 'in', users)] : []), ...(groups.length > 0 ? [sql<SqlBool>`owner_groups ?| ${sql.val(groups)}::text[]`] : [])];
+}
+
 /** Webhook subscriptions and their delivery attempts: the `webhooks` and `webhook_attempts` tables (docs/webhooks.md). */
 export function createWebhookStore(db: Kysely<Database>) {
   return {
-    async create(id: string, owner: string, request: CreateWebhookRequestType, secret: string): Promise<WebhookWithSecret> {
+    async create(
+      id: string,
+      owner: { owner: string; groups: readonly string[] },
+      request: CreateWebhookRequestType,
+      secret: string,
+    ): Promise<WebhookWithSecret> {
       const row = await db
         .insertInto('webhooks')
         .values({
           id,
-          owner,
+          owner: owner.owner,
+          owner_groups: JSON.stringify(owner.groups),
           url: request.url,
           kinds: JSON.stringify(request.kinds),
           format: request.format ?? 'standard',
@@ -79,13 +104,17 @@ export function createWebhookStore(db: Kysely<Database>) {
       const result = await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst();
       return result.numDeletedRows > 0n;
     },
-    /** The subscriptions told of `kind` for a worker of `owner`, enabled ones only. */
-    async subscribersOf(kind: WebhookKind, owner: string): Promise<WebhookWithSecret[]> {
+    /**
+     * The subscriptions told of `kind` for a worker of `owner`, enabled ones only; for a routed
+     * request (`deciders`, docs/teams.md), those of the people it is routed to instead: made by a
+     * `user:` it names, or by someone then in a `group:` it names. Admins' `all` always.
+     */
+    async subscribersOf(kind: WebhookKind, owner: string, deciders?: readonly string[]): Promise<WebhookWithSecret[]> {
       const rows = await db
         .selectFrom('webhooks')
         .selectAll()
         .where('disabled_at', 'is', null)
-        .where((eb) => eb.or([eb('owner', '=', owner), eb('scope', '=', 'all')]))
+        .where((eb) => eb.or([eb('scope', '=', 'all'), ...toldOf(eb, owner, deciders)]))
         .execute();
       return rows.map(toWebhook).filter((webhook) => webhook.kinds.includes(kind));
     },

@@ -3,11 +3,13 @@ import { signUserAssertion } from '@svc/auth';
 import { requestJson } from '@svc/bus';
 import { decisionAnswerWithinMs } from '@svc/service-kit';
 import {
+  ApprovalVoteAnswerSchema,
   CodedError,
   ControlRequestsQuery,
   ControlRequestsResponse,
   EVENT_LIST_LIMIT,
   isEndedStatus,
+  isVoteAnswer,
   PendingControlQuery,
   PendingControlResponse,
   PermissionRulesResponse,
@@ -15,6 +17,7 @@ import {
   PostControlResponse,
   subjects,
   WorkerParams,
+  type DecideAnswer,
   type DecideRequestType,
   type ListResponseOf,
   type PermissionRule,
@@ -32,12 +35,7 @@ import { errorResponses, routePlugin } from './route-plugin.js';
  * A person's decision on a request of `workerId`'s: who may make it is checked here, and signed
  * for the control service, which stores it (the first decision wins).
  */
-async function decide(
-  app: FastifyInstance,
-  request: FastifyRequest,
-  workerId: string,
-  decision: PostControlBodyType,
-): Promise<StoredEvent<'control_response'>> {
+async function decide(app: FastifyInstance, request: FastifyRequest, workerId: string, decision: PostControlBodyType): Promise<DecideAnswer> {
   const record = await authorizeWorker(request, app.workers, workerId);
   if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}; it takes no more decisions`);
   const principal = request.principal!;
@@ -49,6 +47,7 @@ async function decide(
     sub: principal.sub,
     name: principal.name || undefined,
     email: principal.email || undefined,
+    groups: principal.groups,
     admin: principal.admin,
     // `channelOf` names only the channels a person's client uses (api, cli, console).
     channel: channelOf(request) as PersonChannel,
@@ -63,8 +62,8 @@ async function decide(
  * Asks the control service to take a person's decision, waiting as long as it may take to store
  * it (its writer away): a decision stored late is still this person's 201, not a 504.
  */
-export function decideThroughControl(app: FastifyInstance, rpc: DecideRequestType, requestId: string): Promise<StoredEvent<'control_response'>> {
-  return requestJson<StoredEvent<'control_response'>>(app.bus, subjects.rpc.decide, rpc, { requestId, timeoutMs: decisionAnswerWithinMs(app.settings) });
+export function decideThroughControl(app: FastifyInstance, rpc: DecideRequestType, requestId: string): Promise<DecideAnswer> {
+  return requestJson<DecideAnswer>(app.bus, subjects.rpc.decide, rpc, { requestId, timeoutMs: decisionAnswerWithinMs(app.settings) });
 }
 
 const userErrors = errorResponses(400, 401, 403, 404, 409, 429);
@@ -89,13 +88,16 @@ export const controlRoutes = routePlugin(
           tags: ['control'],
           summary: 'Decide on a control request (first decision wins)',
           description:
-            'Answered 201 with the stored `control_response`. 404 `worker_not_found` (also when you may not steer it), 409 `worker_ended`, 404 `request_not_found`, 409 `already_decided` (naming who and when), 409 `request_closed` (withdrawn or expired). A deny without a message gets a default one.',
+            "Answered 201 with the stored `control_response`, or 202 with a vote when the request's approval route asks a quorum that this allow does not complete yet (docs/teams.md). 404 `worker_not_found` (also when you may not see it), 403 `role_required` (not an approver) or `not_a_decider` (routed to others: the message names them), 409 `worker_ended`, 404 `request_not_found`, 409 `already_decided` (naming who and when), 409 `request_closed` (withdrawn or expired). A deny without a message gets a default one.",
           params: WorkerParams,
           body: PostControlBody,
-          response: { 201: PostControlResponse, ...userErrors, ...errorResponses(503, 504) },
+          response: { 201: PostControlResponse, 202: ApprovalVoteAnswerSchema, ...userErrors, ...errorResponses(503, 504) },
         },
       },
-      async (request, reply) => reply.code(201).send(await decide(app, request, request.params.id, request.body)),
+      async (request, reply) => {
+        const answer = await decide(app, request, request.params.id, request.body);
+        return reply.code(isVoteAnswer(answer) ? 202 : 201).send(answer);
+      },
     );
 
     app.get(

@@ -5,9 +5,11 @@ import { requestJson } from '@svc/bus';
 import {
   CodedError,
   isEndedStatus,
+  isVoteAnswer,
   statusOfErrorCode,
   subjects,
   type ControlRequestsRpcType,
+  type DecideAnswer,
   type DecideRequestType,
   type ListResponseOf,
   type StoredEvent,
@@ -35,6 +37,19 @@ function refusal(reply: FastifyReply, err: unknown): FastifyReply {
 }
 
 const verb = (claims: DecisionLinkClaims) => (claims.decision === 'allow' ? 'Allow' : 'Deny');
+
+/** What a link's person is shown once their decision is taken: decided, or their vote counted toward a quorum. */
+function decidedPage(reply: FastifyReply, claims: { requestId: string; decision: string }, answer: DecideAnswer): FastifyReply {
+  const request = `<code>${escapeHtml(claims.requestId)}</code>`;
+  if (isVoteAnswer(answer))
+    return page(
+      reply,
+      202,
+      'Vote counted',
+      `<p>Your allow of request ${request} is counted: ${answer.allows} of the ${answer.quorum} people it needs. The agent goes on once enough have allowed it.</p>`,
+    );
+  return page(reply, 200, claims.decision === 'allow' ? 'Allowed' : 'Denied', `<p>Request ${request} is decided; the agent goes on.</p>`);
+}
 
 /**
  * `/v1/links?token=…` (docs/webhooks.md): the signed decision links of notifications. A GET only
@@ -119,7 +134,8 @@ export const decisionLinkRoutes = routePlugin('svc-decision-link-routes', ['svc-
         // The link's token proved who it is for; the control service believes only this assertion of it.
         const assertion = await signUserAssertion(userAssertionKey, {
           sub: claims.decidedBy,
-          // A link grants this one decision, nothing an admin may do.
+          // A link grants this one decision, nothing an admin may do, nothing a group may.
+          groups: [],
           admin: false,
           channel: 'link',
           workerId: claims.workerId,
@@ -130,13 +146,7 @@ export const decisionLinkRoutes = routePlugin('svc-decision-link-routes', ['svc-
           decision: { request_id: claims.requestId, decision: claims.decision },
           assertion,
         };
-        await decideThroughControl(app, decide, request.id);
-        return page(
-          reply,
-          200,
-          claims.decision === 'allow' ? 'Allowed' : 'Denied',
-          `<p>Request <code>${escapeHtml(claims.requestId)}</code> is decided; the agent goes on.</p>`,
-        );
+        return decidedPage(reply, claims, await decideThroughControl(app, decide, request.id));
       } catch (err) {
         return refusal(reply, err);
       }

@@ -44,6 +44,7 @@ export const localIssuerRoutes = routePlugin('svc-local-issuer-routes', ['svc-se
   // A renewal's token is checked by `users`: one of this issuer's, still valid.
   const audience = app.settings.oidcAudience;
   const ttlSeconds = app.settings.localTokenTtlSeconds ?? DEFAULT_LOCAL_TOKEN_TTL_S;
+  const localUsers = app.settings.localUsers ?? {};
   const publicRoute = { auth: 'public' as const };
   app.get(
     '/.well-known/openid-configuration',
@@ -59,8 +60,9 @@ export const localIssuerRoutes = routePlugin('svc-local-issuer-routes', ['svc-se
       config: publicRoute,
       schema: {
         tags: ['local issuer'],
-        summary: "A user token for the local user, for the stack's sign-in code (or to renew a valid token)",
-        description: 'Body `{"code": "<the sign-in code>"}`; or no body, with `Authorization: Bearer <a valid token of this issuer>`, to renew it.',
+        summary: "A user token for the local user (or one of SVC_LOCAL_USERS), for the stack's sign-in code (or to renew a valid token)",
+        description:
+          'Body `{"code": "<the sign-in code>"}` (with `"user": "<name>"` for one of the stack\'s `SVC_LOCAL_USERS`); or no body, with `Authorization: Bearer <a valid token of this issuer>`, to renew it for its own user.',
         response: { 200: TokenResponse, ...errorResponses(400, 403, 429) },
       },
     },
@@ -68,16 +70,24 @@ export const localIssuerRoutes = routePlugin('svc-local-issuer-routes', ['svc-se
       // A renewal may come without a body, which a body schema would refuse: checked here.
       const checked = isLocalTokenBody.check(request.body ?? {}, '/body');
       if (!checked.ok) throw new CodedError('invalid_request', describeFieldErrors(checked.errors), checked.errors);
-      const { code } = checked.value;
+      const { code, user } = checked.value;
       let authTime: number;
+      let sub: string;
       if (code !== undefined) {
         if (!issuer.isSignInCode(code)) throw refused();
+        if (user !== undefined && user !== LOCAL_USER && !Object.hasOwn(localUsers, user))
+          throw new CodedError(
+            'invalid_request',
+            `/body/user: ${user} is not one of this stack's users (SVC_LOCAL_USERS names ${Object.keys(localUsers).join(', ') || 'none'})`,
+          );
+        sub = user ?? LOCAL_USER;
         authTime = Math.floor(Date.now() / 1000);
       } else {
+        if (user !== undefined) throw new CodedError('invalid_request', "/body/user goes with /body/code: a renewal is for the token's own user");
         const token = presentedToken(request);
         if (token === undefined) throw refused();
         try {
-          await users.verify(token);
+          sub = (await users.verify(token)).sub;
         } catch (err) {
           if (err instanceof AuthenticationError) throw refused();
           throw err;
@@ -88,7 +98,10 @@ export const localIssuerRoutes = routePlugin('svc-local-issuer-routes', ['svc-se
           throw new CodedError('forbidden', 'this sign-in is older than a week (or was not made with the code): sign in again with the sign-in code');
         authTime = since;
       }
-      const token = await issuer.mintUserToken({ sub: LOCAL_USER, audience, name: 'Local user', admin: true, ttlSeconds, authTime });
+      // The local user is the stack's admin; the others are who SVC_LOCAL_USERS says, none an admin.
+      const claims =
+        sub === LOCAL_USER ? { name: 'Local user', admin: true } : { name: localUsers[sub]?.name ?? sub, admin: false, groups: localUsers[sub]?.groups ?? [] };
+      const token = await issuer.mintUserToken({ sub, audience, ...claims, ttlSeconds, authTime });
       return { token, token_type: 'Bearer' as const, expires_in: ttlSeconds };
     },
   );

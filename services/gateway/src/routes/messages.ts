@@ -53,7 +53,7 @@ async function steerableWorker(
   workerId: string,
   what: string,
 ): Promise<{ record: WorkerRecord; person: UserPrincipal }> {
-  const record = await authorizeWorker(request, workers, workerId);
+  const record = await authorizeWorker(request, workers, workerId, 'operator');
   const person = request.principal!;
   if (person.kind !== 'user') throw new CodedError('forbidden', `${what} are sent by people`);
   if (isEndedStatus(record.status)) throw new CodedError('worker_ended', `worker ${workerId} is ${record.status}${whyEnded(record)}; it takes no more ${what}`);

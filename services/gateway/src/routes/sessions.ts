@@ -6,6 +6,7 @@ import {
   ListSessionsQuery,
   ListSessionsResponse,
   ListTemplatesResponse,
+  PutSessionAccessBody,
   SessionParams,
   SessionSchema,
   subjects,
@@ -16,6 +17,7 @@ import {
   type Session,
   type TemplateSummary,
   type SessionRpcType,
+  type SessionAccessRpcType,
   type CallerType,
 } from '@svc/protocol';
 import { channelOf } from './audit.js';
@@ -29,7 +31,7 @@ const DELETE_TIMEOUT_MS = 60_000;
 export function callerOf(request: FastifyRequest): CallerType {
   const principal = request.principal;
   if (principal?.kind !== 'user') throw new CodedError('forbidden', 'sessions are for people (a user token), not for workers');
-  return { sub: principal.sub, admin: principal.admin, channel: channelOf(request) };
+  return { sub: principal.sub, groups: [...principal.groups], admin: principal.admin, channel: channelOf(request) };
 }
 
 /** A session with its repository (its worker's record) and how much the work changed (its last report): the sessions page shows them. */
@@ -143,6 +145,30 @@ export const sessionRoutes = routePlugin('svc-session-routes', ['svc-bus', 'svc-
     async (request) => {
       const rpc: SessionRpcType = { caller: callerOf(request), session_id: request.params.id };
       return requestJson<Session>(nc, subjects.rpc.deleteSession, rpc, { requestId: request.id, timeoutMs: DELETE_TIMEOUT_MS });
+    },
+  );
+});
+
+/** `PUT /v1/sessions/{id}/access`: a session's access list, its owner's to change (docs/teams.md). */
+export const sessionAccessRoutes = routePlugin('svc-session-access-routes', ['svc-bus', 'svc-worker-directory', 'svc-workspace-changes'], async (app) => {
+  const nc = app.bus;
+  const withWorkspace = (session: Session) => sessionWithWorkspace(app, session);
+  app.put(
+    '/v1/sessions/:id/access',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: "Replace a session's access list: who besides its owner may see or act on it, and as what",
+        description:
+          'Roles `viewer`, `approver`, `operator`, `admin` (docs/teams.md); principals `user:<sub>` or `group:<name>`. The owner and admins may; anyone else with a role gets `403 role_required`. Every gateway applies the new list within a moment; audited as `access_changed`.',
+        params: SessionParams,
+        body: PutSessionAccessBody,
+        response: { 200: SessionSchema, ...userErrors },
+      },
+    },
+    async (request) => {
+      const rpc: SessionAccessRpcType = { caller: callerOf(request), session_id: request.params.id, access: request.body.access };
+      return withWorkspace(await requestJson<Session>(nc, subjects.rpc.setSessionAccess, rpc, { requestId: request.id }));
     },
   );
 });

@@ -68,7 +68,7 @@ function relay(app: FastifyInstance, socket: WebSocket, subjectsOf: { outward: s
 
 /** Before the upgrade, so a refusal is an ordinary APIError: the worker is the caller's (else 404) and has not ended. */
 async function admitTerminal(app: FastifyInstance, request: FastifyRequest, workerId: string): Promise<void> {
-  const worker = await authorizeWorker(request, app.workers, workerId);
+  const worker = await authorizeWorker(request, app.workers, workerId, 'operator');
   if (isEndedStatus(worker.status))
     throw new CodedError('worker_ended', `worker ${workerId} is ${worker.status}: its sandbox has no sidecar to open a terminal`);
   app.openStreams.admit(request);

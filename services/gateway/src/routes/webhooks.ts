@@ -52,7 +52,7 @@ export const webhookRoutes = routePlugin('svc-webhook-routes', ['svc-bus'], asyn
     async (request, reply) => {
       const user = userOf(request);
       if (request.body.scope === 'all' && !user.admin) throw new CodedError('forbidden', 'only an admin may subscribe to every worker (scope "all")');
-      const rpc: CreateWebhookRpcType = { owner: user.sub, request: request.body };
+      const rpc: CreateWebhookRpcType = { owner: user.sub, owner_groups: [...user.groups], request: request.body };
       return reply.code(201).send(await ask<CreatedWebhook>(subjects.rpc.createWebhook, rpc, request));
     },
   );

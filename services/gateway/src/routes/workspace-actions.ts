@@ -85,7 +85,7 @@ export const workspaceActionRoutes = routePlugin('svc-workspace-action-routes', 
     },
     async (request) => {
       const workerId = request.params.id;
-      const worker = await authorizeWorker(request, app.workers, workerId);
+      const worker = await authorizeWorker(request, app.workers, workerId, 'operator');
       refuseDeniedBranch(worker, request.body.branch);
       const principal = request.principal!;
       const caller = callerOf(request);
@@ -120,7 +120,7 @@ export const workspaceActionRoutes = routePlugin('svc-workspace-action-routes', 
     },
     async (request) => {
       const workerId = request.params.id;
-      await authorizeWorker(request, app.workers, workerId);
+      await authorizeWorker(request, app.workers, workerId, 'operator');
       const pushed = (await app.workspaceChanges.get(workerId))?.pushed;
       if (!pushed) throw new CodedError('conflict', `worker ${workerId}'s work has not been pushed: POST /v1/workers/${workerId}/changes/push first`);
       const caller = callerOf(request);
@@ -187,7 +187,7 @@ export const changesRequestRoutes = routePlugin('svc-changes-request-routes', ['
     },
     async (request, reply) => {
       const workerId = request.params.id;
-      const worker = workspaceOfWorker(workerId, await authorizeWorker(request, app.workers, workerId));
+      const worker = workspaceOfWorker(workerId, await authorizeWorker(request, app.workers, workerId, 'operator'));
       if (isEndedStatus(worker.status))
         throw new CodedError('worker_ended', `worker ${workerId} is ${worker.status}: its sidecar reports no more; its last report stays`);
       const caller = callerOf(request);

@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CodedError, type TemplateSummary } from '@svc/protocol';
+import type { GroupMembers } from './approval-routes.js';
 import { parseTemplate, type Template } from './template.js';
 
 /** The templates shipped with svc (`demo`, `claude`, `codex`, `codex-auto`), beside `src/` and `dist/`. */
@@ -20,7 +21,7 @@ const TEMPLATE_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
  * Templates are read when a session is asked for, not at start: an edited file applies to the
  * next session without a restart, and a broken file fails only the sessions that use it.
  */
-export function createTemplateCatalog(options: { dir?: string | undefined }): TemplateCatalog {
+export function createTemplateCatalog(options: { dir?: string | undefined; groups?: GroupMembers }): TemplateCatalog {
   const dirs = [...(options.dir ? [path.resolve(options.dir)] : []), BUILT_IN_TEMPLATES_DIR];
   const load = async (name: string): Promise<Template> => {
     // The name is checked by the API's schema too; a path separator here would leave the directory.
@@ -34,7 +35,7 @@ export function createTemplateCatalog(options: { dir?: string | undefined }): Te
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
         throw new CodedError('invalid_template', `template file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
       }
-      return parseTemplate(name, text, file);
+      return parseTemplate(name, text, file, options.groups);
     }
     throw new CodedError('template_not_found', `template "${name}" does not exist (looked in ${dirs.join(', ')})`);
   };

@@ -1,7 +1,12 @@
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
 import { parse as parseToml, TomlError } from 'smol-toml';
+import { approvalRouteProblems, type GroupMembers } from './approval-routes.js';
 import {
+  AccessEntrySchema,
+  APPROVAL_LIMITS,
+  ApprovalRouteSchema,
+  ACCESS_MAX_ENTRIES,
   CodedError,
   createChecker,
   describeFieldErrors,
@@ -144,6 +149,13 @@ const TemplateSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    /** Which requests go to whom (`[[approvals.route]]`, docs/teams.md); a request no route matches goes to the session's approvers. */
+    approvals: Type.Object(
+      { route: Type.Array(ApprovalRouteSchema, { maxItems: APPROVAL_LIMITS.routes, default: [] }) },
+      { additionalProperties: false, default: {} },
+    ),
+    /** Who besides the owner may see or act on its sessions, and as what (docs/teams.md); a session adds its own. */
+    access: Type.Array(AccessEntrySchema, { maxItems: ACCESS_MAX_ENTRIES, default: [] }),
     /** Who may change this template's settings for one session (`POST /v1/sessions` `overrides`). */
     overrides: Type.Object(
       {
@@ -254,7 +266,7 @@ export function repositoryUrlProblem(repo: string): string | undefined {
  * Parses and validates one template. Errors are `invalid_template` and name the file and each
  * bad key (`templates/x.toml: /sidecar/adapter must be …`), so the author can fix it at once.
  */
-export function parseTemplate(name: string, text: string, source: string): Template {
+export function parseTemplate(name: string, text: string, source: string, groups: GroupMembers = new Map()): Template {
   let raw: unknown;
   try {
     raw = parseToml(text);
@@ -267,7 +279,7 @@ export function parseTemplate(name: string, text: string, source: string): Templ
   if (!checked.ok) {
     throw new CodedError('invalid_template', `${source}: ${describeFieldErrors(checked.errors)}`, { file: source, fields: checked.errors });
   }
-  const overCap = ruleProblems(checked.value);
+  const overCap = [...ruleProblems(checked.value), ...approvalRouteProblems(checked.value.approvals.route, checked.value.sidecar, groups)];
   if (overCap.length > 0) {
     throw new CodedError('invalid_template', `${source}: ${describeFieldErrors(overCap)}`, { file: source, fields: overCap });
   }

@@ -9,7 +9,7 @@ const WORKSPACE: WorkerWorkspace = {
   push_rules: { auto_approve: [], deny: [], ask: [] },
   autonomous: false,
 };
-const REQUEST: PullRequestRpcType = { caller: { sub: 'alice', admin: false }, worker_id: 'wrk_1', head: 'svc/ses_1', title: 'The work' };
+const REQUEST: PullRequestRpcType = { caller: { sub: 'alice', groups: [], admin: false }, worker_id: 'wrk_1', head: 'svc/ses_1', title: 'The work' };
 
 describe('pull requests through a forge (GitHub’s REST API)', () => {
   let github: GitHubApiStandIn;

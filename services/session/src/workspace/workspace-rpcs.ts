@@ -2,6 +2,7 @@ import type { Subscription } from '@nats-io/transport-node';
 import { openFullPatches, serveRpc, type FullPatches, type KeptPatch, type NatsConnection } from '@svc/bus';
 import {
   CodedError,
+  type AccessRole,
   createChecker,
   isWorkspacePath,
   PullRequestRpc,
@@ -23,6 +24,7 @@ import {
 } from '@svc/protocol';
 import type { GitCredentials, Logger } from '@svc/service-kit';
 import { recordAudit } from '../audit-facts.js';
+import { checkRole } from '../session-access.js';
 import type { Sandbox, SandboxProvider } from '../sandbox/provider.js';
 import type { SessionStore } from '../session-store.js';
 import { SANDBOX_PATHS } from '../spawn/sandbox-layout.js';
@@ -41,10 +43,14 @@ export interface WorkspaceRpcDeps {
   forges: Forges;
 }
 
-/** A worker's session, workspace and sandbox, if `caller` may see it (its owner, an admin); anyone else is told it does not exist. */
-async function workspaceOf(deps: WorkspaceRpcDeps, caller: CallerType, workerId: string) {
+/**
+ * A worker's session, workspace and sandbox, if `caller` may see it and do what `needed` allows
+ * (docs/teams.md); anyone who may not see it is told it does not exist.
+ */
+async function workspaceOf(deps: WorkspaceRpcDeps, caller: CallerType, workerId: string, needed: AccessRole) {
   const row = await deps.store.byWorker(workerId);
-  if (!row || (row.session.owner !== caller.sub && !caller.admin)) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);
+  if (!row) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);
+  checkRole(caller, row, needed, { kind: 'worker', id: workerId });
   const { workspace } = workspaceOfWorker(workerId, await deps.registry.get(workerId));
   return { row, workspace };
 }
@@ -98,7 +104,7 @@ export function serveWorkspaceRpcs(deps: WorkspaceRpcDeps): Subscription[] {
       details,
     });
   const push = async (request: WorkspacePushRpcType): Promise<PushRecord> => {
-    const { row, workspace } = await workspaceOf(deps, request.caller, request.worker_id);
+    const { row, workspace } = await workspaceOf(deps, request.caller, request.worker_id, 'operator');
     const record = await pushWork(await liveSandbox(deps, row, request.worker_id), workspace, deps.gitCredentials, request);
     audited(
       request,
@@ -113,7 +119,7 @@ export function serveWorkspaceRpcs(deps: WorkspaceRpcDeps): Subscription[] {
     return record;
   };
   const pullRequest = async (request: PullRequestRpcType): Promise<PullRequestRecord> => {
-    const { row, workspace } = await workspaceOf(deps, request.caller, request.worker_id);
+    const { row, workspace } = await workspaceOf(deps, request.caller, request.worker_id, 'operator');
     const record = await openPullRequest(deps.forges, deps.gitCredentials, workspace, request);
     audited(
       request,
@@ -132,14 +138,14 @@ export function serveWorkspaceRpcs(deps: WorkspaceRpcDeps): Subscription[] {
   const fullDiff = async (request: WorkspaceFullDiffRpcType): Promise<KeptPatch> => {
     if (request.path !== undefined && !isWorkspacePath(request.path))
       throw new CodedError('invalid_request', 'the path must stay inside the workspace (relative, without "..", "." or empty parts)');
-    const { row } = await workspaceOf(deps, request.caller, request.worker_id);
+    const { row } = await workspaceOf(deps, request.caller, request.worker_id, 'viewer');
     const sandbox = await liveSandbox(deps, row, request.worker_id);
     return keepFullDiff(sandbox, await (fullPatches ??= openFullPatches(deps.nc, deps.logger)), request);
   };
   const file = async (request: WorkspaceFileRpcType): Promise<WorkspaceFileAnswer> => {
     if (!isWorkspacePath(request.path))
       throw new CodedError('invalid_request', 'the path must stay inside the workspace (relative, without "..", "." or empty parts)');
-    const { row } = await workspaceOf(deps, request.caller, request.worker_id);
+    const { row } = await workspaceOf(deps, request.caller, request.worker_id, 'viewer');
     return readWorkspaceFile(await liveSandbox(deps, row, request.worker_id), request.path);
   };
   return [

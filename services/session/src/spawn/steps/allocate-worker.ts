@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { CreateSessionBodyType, Session, CallerType } from '@svc/protocol';
+import { routePrincipals, type AccessEntry, type CreateSessionBodyType, type Session, type CallerType } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { Database, Kysely } from '@svc/store';
 import type { SessionConfig } from '../../config.js';
@@ -35,8 +35,11 @@ export async function allocateWorker(
   const model = modelAccessOf(template, body);
   const egress = egressPolicyOf(template, body);
   const workspace = workspaceOf(template, body, sessionId);
+  const access = accessOf(template.access, body.access);
   const worker = await deps.registry.create({
     owner: caller.sub,
+    ...(access.length > 0 ? { access } : {}),
+    ...(template.approvals.route.length > 0 ? { approvals: template.approvals.route } : {}),
     session_id: sessionId,
     ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}),
     ...(model ? { model } : {}),
@@ -52,11 +55,20 @@ export async function allocateWorker(
     template: template.name,
     has_sidecar: template.sidecar !== undefined,
     events_retention_days: template.retention?.events_days,
+    access,
+    routePrincipals: routePrincipals(template.approvals.route),
   });
   const ids = { workerId: worker.worker_id, sessionId };
   await confirmSessionCap({ db: deps.db, registry: deps.registry }, caller, ids, deps.config.maxRunningSessionsPerUser);
   deps.logger.info({ session_id: sessionId, worker_id: worker.worker_id, template: template.name, owner: caller.sub }, 'session created');
   return { session: row.session, token: worker.token };
+}
+
+/** A session's access list: the template's, then the request's (an entry for the same principal replacing the template's). */
+function accessOf(fromTemplate: readonly AccessEntry[], fromRequest: readonly AccessEntry[] = []): AccessEntry[] {
+  const byPrincipal = new Map<string, AccessEntry>();
+  for (const entry of [...fromTemplate, ...fromRequest]) byPrincipal.set(entry.principal, entry);
+  return [...byPrincipal.values()];
 }
 
 /** Step 2's event, once the spawn runs. */
