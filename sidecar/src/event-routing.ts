@@ -70,6 +70,8 @@ function ruleOf(decision: StoredEvent<'control_response'>, request: EventData<'c
     added_by: person.sub,
     request_id: decision.data.request_id,
     added_at: decision.ts,
+    ...(decision.data.rule_scope === undefined ? {} : { scope: decision.data.rule_scope }),
+    ...(decision.data.rule_key === undefined ? {} : { scope_key: decision.data.rule_key }),
   };
 }
 

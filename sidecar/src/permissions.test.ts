@@ -74,6 +74,28 @@ describe('permission engine — lists, patterns and precedence', () => {
     expect(withRules.decide('Bash', bash('rm -rf /')).decision).toBe('deny');
   });
 
+  it('an answer by a rule given beyond this worker names its scope, what it applies to and its id (docs/teams.md, "Rules")', () => {
+    const engine = createPermissionEngine(lists, { autonomous: false });
+    engine.setAddedRules([
+      {
+        rule_id: '41',
+        tool_name: 'command_execution',
+        input_pattern: 'npm test',
+        decision: 'allow',
+        added_by: 'bob',
+        request_id: 'r1',
+        added_at: '2026-11-27T09:00:00.000Z',
+        scope: 'team',
+        scope_key: 'team:payments',
+        worker_id: 'wrk_other',
+      },
+    ]);
+    expect(engine.decide('command_execution', { command: 'npm test' })).toEqual({
+      decision: 'allow',
+      reason: "allowed by bob's team rule command_execution(npm test) (team:payments, rule 41)",
+    });
+  });
+
   it('a rule learned from a decision as it arrives is kept when a list read before it was stored comes back', () => {
     const engine = createPermissionEngine(lists, { autonomous: false });
     const rule = (id: string): PermissionRule => ({

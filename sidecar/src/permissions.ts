@@ -12,6 +12,15 @@ export type Verdict =
   /** A person decides (the request goes to the control plane). */
   | { decision: 'ask'; reason: string };
 
+/**
+ * How an automatic answer names the rule that gave it (docs/teams.md, "Rules"): its pattern, and
+ * for a rule beyond this worker its scope and id — `team rule command_execution(npm test) (team:payments, rule 41)`.
+ */
+function ruleName(rule: PermissionRule): string {
+  const source = rule.input_pattern === undefined ? rule.tool_name : `${rule.tool_name}(${rule.input_pattern})`;
+  return rule.scope === undefined || rule.scope === 'worker' ? `rule ${source}` : `${rule.scope} rule ${source} (${rule.scope_key}, rule ${rule.rule_id})`;
+}
+
 /** A rule a person added with "always" (from `GET …/permission-rules`): its pattern is over the primary input. */
 function addedRule(rule: PermissionRule): RequestRule {
   return parseRequestRule(rule.input_pattern === undefined ? rule.tool_name : `${rule.tool_name}(${rule.input_pattern})`);
@@ -32,12 +41,12 @@ export function createPermissionEngine(lists: PermissionLists, options: { autono
   const approve = lists.auto_approve.map(parseRequestRule);
   /** The rules people added, by rule id: the control plane's list, and any learned from a decision before that list was read again. */
   const addedById = new Map<string, PermissionRule>();
-  let added: Array<{ rule: RequestRule; decision: 'allow' | 'deny'; by: string }> = [];
+  let added: Array<{ rule: RequestRule; decision: 'allow' | 'deny'; by: string; named: string }> = [];
   const compile = () => {
     added = [...addedById.values()]
       // The latest first: a rule's id is its decision's event id, in the worker's order.
       .sort((a, b) => Number(BigInt(b.rule_id) - BigInt(a.rule_id)))
-      .map((rule) => ({ rule: addedRule(rule), decision: rule.decision, by: rule.added_by }));
+      .map((rule) => ({ rule: addedRule(rule), decision: rule.decision, by: rule.added_by, named: ruleName(rule) }));
   };
 
   const asked = (reason: string): Verdict =>
@@ -65,8 +74,7 @@ export function createPermissionEngine(lists: PermissionLists, options: { autono
       const denied = deny.find((rule) => rule.matches(toolName, input, 'some'));
       if (denied) return { decision: 'deny', reason: `denied by the rule ${denied.source}` };
       const person = added.find((entry) => entry.rule.matches(toolName, input, entry.decision === 'allow' ? 'every' : 'some'));
-      if (person)
-        return { decision: person.decision, reason: `${person.decision === 'allow' ? 'allowed' : 'denied'} by ${person.by}'s rule ${person.rule.source}` };
+      if (person) return { decision: person.decision, reason: `${person.decision === 'allow' ? 'allowed' : 'denied'} by ${person.by}'s ${person.named}` };
       const listed = ask.find((rule) => rule.matches(toolName, input, 'some'));
       if (listed) return asked(`the rule ${listed.source} asks`);
       const approved = approve.find((rule) => rule.matches(toolName, input, 'every'));

@@ -61,6 +61,8 @@ const PEOPLE_CONTROL_RPCS = [
   rpc.controlRequests,
   rpc.approvals,
   rpc.permissionRules,
+  rpc.listRules,
+  rpc.revokeRule,
   rpc.listAudit,
   rpc.verifyAudit,
   rpc.createWebhook,

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import {
   CONTROL_WITHDRAWN_SUBTYPE,
   parseSource,
@@ -92,6 +92,34 @@ const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worke
  * decision or withdrawal, the requests of a worker by state, the rules people added. Every read is an index lookup (migration 2026-11-22T1000-control).
  */
 export function createControlRequestLog(db: Kysely<Database>) {
+  /** Rules (people's "always" decisions, with their request's tool) where `condition` holds of the decision `d`, oldest first, or the newest `limit`. */
+  async function rulesWhere(condition: RawBuilder<unknown>, limit?: number): Promise<PermissionRule[]> {
+    const { rows } = await sql<{ id: string; worker_id: string; stored_at: Date; data: EventData<'control_response'>; source: string; tool_name: string }>`
+      SELECT d.id, d.worker_id, d.stored_at, d.data, d.source, r.data->>'tool_name' AS tool_name FROM events d
+      JOIN LATERAL (SELECT q.data FROM events q
+        WHERE q.worker_id = d.worker_id AND q.type = 'control_request' AND q.data->>'request_id' = d.data->>'request_id' ORDER BY q.id LIMIT 1) r ON true
+      WHERE d.type = 'control_response' AND d.data->>'scope' = 'always' AND d.source LIKE 'user:%' AND ${condition}
+      ORDER BY d.id ${limit === undefined ? sql`` : sql`DESC LIMIT ${limit}`}`.execute(db);
+    return rows.flatMap(({ id, worker_id: workerId, stored_at: storedAt, data, source, tool_name: toolName }) => {
+      const person = parseSource(source);
+      if (person.kind !== 'person') return [];
+      return [
+        {
+          rule_id: id,
+          tool_name: toolName,
+          ...(data.input_pattern === undefined ? {} : { input_pattern: data.input_pattern }),
+          decision: data.decision,
+          added_by: person.sub,
+          request_id: data.request_id,
+          added_at: storedAt.toISOString(),
+          scope: data.rule_scope ?? 'worker',
+          ...(data.rule_key === undefined ? {} : { scope_key: data.rule_key }),
+          worker_id: workerId,
+        },
+      ];
+    });
+  }
+
   return {
     /**
      * The worker's `control_request` with this `request_id` (the first, if the agent repeated
@@ -128,32 +156,28 @@ export function createControlRequestLog(db: Kysely<Database>) {
     /**
      * The worker's permission rules, oldest first: the decisions a person stored with
      * `scope: "always"` (their source is a person's, set by the control service: never an event
-     * the worker posted), each for its request's tool. The decision's id is the rule's. A decision
-     * stored before sources existed has none and makes no rule: it cannot be told from one a
-     * worker forged (docs/protocol.md).
+     * the worker posted), each for its request's tool — its own, and those given at a wider
+     * scope whose `rule_key` is one of `keys` (its session's, template's, teams': docs/teams.md),
+     * whichever worker they were given on — less the revoked. The decision's id is the rule's. A
+     * decision stored before sources existed has none and makes no rule: it cannot be told from
+     * one a worker forged (docs/protocol.md).
      */
-    async permissionRules(workerId: string): Promise<PermissionRule[]> {
-      const { rows } = await sql<{ id: string; stored_at: Date; data: EventData<'control_response'>; source: string; tool_name: string }>`
-        SELECT d.id, d.stored_at, d.data, d.source, r.data->>'tool_name' AS tool_name FROM events d
-        JOIN LATERAL (SELECT q.data FROM events q
-          WHERE q.worker_id = d.worker_id AND q.type = 'control_request' AND q.data->>'request_id' = d.data->>'request_id' ORDER BY q.id LIMIT 1) r ON true
-        WHERE d.worker_id = ${workerId} AND d.type = 'control_response' AND d.data->>'scope' = 'always' AND d.source LIKE 'user:%'
-        ORDER BY d.id`.execute(db);
-      return rows.flatMap(({ id, stored_at: storedAt, data, source, tool_name: toolName }) => {
-        const person = parseSource(source);
-        if (person.kind !== 'person') return [];
-        return [
-          {
-            rule_id: id,
-            tool_name: toolName,
-            ...(data.input_pattern === undefined ? {} : { input_pattern: data.input_pattern }),
-            decision: data.decision,
-            added_by: person.sub,
-            request_id: data.request_id,
-            added_at: storedAt.toISOString(),
-          },
-        ];
-      });
+    async permissionRules(workerId: string, keys: readonly string[] = []): Promise<PermissionRule[]> {
+      return rulesWhere(sql`((d.worker_id = ${workerId} AND NOT d.data ? 'rule_key') OR (d.data ? 'rule_key' AND d.data->>'rule_key' = ANY(${[...keys]}::text[])))
+        AND NOT EXISTS (SELECT 1 FROM rule_revocations v WHERE v.rule_id = d.id)`);
+    },
+
+    /** Every rule not revoked (the newest `limit`), for `GET /v1/rules`: the caller sees those it may (the control service filters). */
+    async allRules(limit: number): Promise<PermissionRule[]> {
+      return rulesWhere(sql`NOT EXISTS (SELECT 1 FROM rule_revocations v WHERE v.rule_id = d.id)`, limit);
+    },
+
+    /** One rule by its id (revoked or not). */
+    async ruleById(ruleId: string): Promise<(PermissionRule & { revoked: boolean }) | undefined> {
+      const [rule] = await rulesWhere(sql`d.id = ${ruleId}`);
+      if (!rule) return undefined;
+      const { rows } = await sql<{ one: number }>`SELECT 1 AS one FROM rule_revocations WHERE rule_id = ${ruleId}`.execute(db);
+      return { ...rule, revoked: rows.length > 0 };
     },
 
     /** Every open request of every worker: what a starting control replica must keep deadlines for. */

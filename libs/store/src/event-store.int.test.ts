@@ -137,6 +137,7 @@ describe.each(backends)('event store on %s', (backend) => {
       '2026-11-22T2000-append-many-set-based',
       '2026-11-24T2330-rules-from-decisions',
       '2026-11-26T2100-event-sources',
+      '2026-11-27T1800-rule-keys',
     ]);
     store = createEventStore(database.db);
   });
@@ -362,9 +363,10 @@ describe('event store — upgraded under its events', () => {
         '2026-11-22T2000-append-many-set-based': setBased,
         '2026-11-24T2330-rules-from-decisions': rulesFromDecisions,
         '2026-11-26T2100-event-sources': sources,
+        '2026-11-27T1800-rule-keys': ruleKeys,
         ...before
       } = migrationGroups['event-ingest'].migrations;
-      expect(setBased && rulesFromDecisions && sources).toBeDefined();
+      expect(setBased && rulesFromDecisions && sources && ruleKeys).toBeDefined();
       const { error } = await new Migrator({ db: database.db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
       expect(error).toBeUndefined();
       // Appended as the store of then did (its functions knew no sources).
@@ -376,6 +378,7 @@ describe('event store — upgraded under its events', () => {
         '2026-11-22T2000-append-many-set-based',
         '2026-11-24T2330-rules-from-decisions',
         '2026-11-26T2100-event-sources',
+        '2026-11-27T1800-rule-keys',
       ]);
       const store = createEventStore(database.db);
       const results = await store.appendMany([

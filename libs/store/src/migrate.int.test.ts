@@ -11,10 +11,16 @@ import type { Database, Kysely } from './index.js';
 
 /** Every migration as it was before they were grouped by owner (issue 21), in Kysely's default table. */
 async function migrateAsBeforeTheGrouping(db: Kysely<Database>): Promise<void> {
-  const { '2026-11-24T2330-rules-from-decisions': added, '2026-11-26T2100-event-sources': sources, ...eventLog } = migrationGroups['event-ingest'].migrations;
-  expect(added).toBeDefined();
-  expect(sources).toBeDefined();
-  const before = { ...eventLog, ...migrationGroups.session.migrations };
+  const {
+    '2026-11-24T2330-rules-from-decisions': added,
+    '2026-11-26T2100-event-sources': sources,
+    '2026-11-27T1800-rule-keys': ruleKeys,
+    ...eventLog
+  } = migrationGroups['event-ingest'].migrations;
+  expect([added, sources, ruleKeys].every(Boolean)).toBe(true);
+  const { '2026-11-27T1600-session-access': access, ...sessions } = migrationGroups.session.migrations;
+  expect(access).toBeDefined();
+  const before = { ...eventLog, ...sessions };
   const { error } = await new Migrator({ db, provider: { getMigrations: () => Promise.resolve(before) } }).migrateToLatest();
   expect(error).toBeUndefined();
 }
@@ -74,9 +80,15 @@ describe('migrations — grouped by the service that owns the tables', () => {
         SELECT tool_name, input_pattern, added_by, request_id FROM permission_rules`.execute(database.db);
       expect(oldRules).toEqual([{ tool_name: 'Bash', input_pattern: 'npm *', added_by: 'alice', request_id: 'r1' }]);
 
-      expect(await migrateToLatest(database.db, 'event-ingest')).toEqual(['2026-11-24T2330-rules-from-decisions', '2026-11-26T2100-event-sources']);
-      expect(await migrateToLatest(database.db, 'session')).toEqual([]);
+      expect(await migrateToLatest(database.db, 'event-ingest')).toEqual([
+        '2026-11-24T2330-rules-from-decisions',
+        '2026-11-26T2100-event-sources',
+        '2026-11-27T1800-rule-keys',
+      ]);
+      expect(await migrateToLatest(database.db, 'session')).toEqual(['2026-11-27T1600-session-access']);
       expect(await tableExists(database.db, 'permission_rules')).toBe(false);
+      // The control service reads the rules (and keeps their revocations).
+      await migrateToLatest(database.db, 'control');
       // The decision stays in the log, read as the worker's: nothing proves a person wrote it (a
       // worker could post one under that uid then), so it makes no rule (docs/protocol.md, "Sources").
       const [, , stored] = await createEventStore(database.db).list('wrk_old', { afterId: '0', limit: 10 });
@@ -107,7 +119,12 @@ describe('migrations — grouped by the service that owns the tables', () => {
         migrateToLatest(database.db, 'session'),
         migrateToLatest(database.db, 'session'),
       ]);
-      expect(results.flat().sort()).toEqual(['2026-11-24T2330-rules-from-decisions', '2026-11-26T2100-event-sources']);
+      expect(results.flat().sort()).toEqual([
+        '2026-11-24T2330-rules-from-decisions',
+        '2026-11-26T2100-event-sources',
+        '2026-11-27T1600-session-access',
+        '2026-11-27T1800-rule-keys',
+      ]);
       await expect(awaitMigrated(database.db, 'event-ingest')).resolves.toBeUndefined();
     });
 
@@ -136,9 +153,15 @@ describe('migrations — a group renamed for its owner keeps its records', () =>
     const database = await openDatabase({});
     try {
       // As a build of before audit keys migrated the group then: its records in `svc_migrations_audit`.
-      const { '2026-11-26T2200-audit-keys': keys, '2026-11-27T1700-approvals': approvals, ...before } = migrationGroups.control.migrations;
+      const {
+        '2026-11-26T2200-audit-keys': keys,
+        '2026-11-27T1700-approvals': approvals,
+        '2026-11-27T1810-rule-revocations': revocations,
+        ...before
+      } = migrationGroups.control.migrations;
       expect(keys).toBeDefined();
       expect(approvals).toBeDefined();
+      expect(revocations).toBeDefined();
       const migrator = new Migrator({
         db: database.db,
         provider: { getMigrations: () => Promise.resolve(before) },
@@ -149,7 +172,11 @@ describe('migrations — a group renamed for its owner keeps its records', () =>
       await sql`INSERT INTO webhooks (id, owner, url, kinds, format, scope, secret, created_at)
         VALUES ('wh_old', 'alice', 'https://hooks.example.com/x', '["worker.ended"]', 'standard', 'own', 'secret', now())`.execute(database.db);
 
-      expect(await migrateToLatest(database.db, 'control')).toEqual(['2026-11-26T2200-audit-keys', '2026-11-27T1700-approvals']);
+      expect(await migrateToLatest(database.db, 'control')).toEqual([
+        '2026-11-26T2200-audit-keys',
+        '2026-11-27T1700-approvals',
+        '2026-11-27T1810-rule-revocations',
+      ]);
       expect(await migrateToLatest(database.db, 'control')).toEqual([]);
       await expect(awaitMigrated(database.db, 'control')).resolves.toBeUndefined();
       const { rows } = await sql<{ id: string }>`SELECT id FROM webhooks`.execute(database.db);

@@ -109,6 +109,13 @@ interface ApprovalVotesTable {
   at: ColumnType<Date, Date, never>;
 }
 
+/** A rule (an "always" decision's event id) revoked, by whom and when. */
+interface RuleRevocationsTable {
+  rule_id: string;
+  revoked_by: string;
+  revoked_at: ColumnType<Date, Date, never>;
+}
+
 /** A request offered to its route's `escalate_to` (once). */
 interface ApprovalEscalationsTable {
   worker_id: string;
@@ -136,6 +143,7 @@ interface ControlSchema {
   webhook_attempts: WebhookAttemptsTable;
   approval_votes: ApprovalVotesTable;
   approval_escalations: ApprovalEscalationsTable;
+  rule_revocations: RuleRevocationsTable;
 }
 
 /** The whole database, one interface per owner intersected. */

@@ -28,6 +28,7 @@ describe.each([['postgres'], ['pglite']] as const)('the audit log on %s', (backe
       '2026-11-25T0600-webhooks',
       '2026-11-26T2200-audit-keys',
       '2026-11-27T1700-approvals',
+      '2026-11-27T1810-rule-revocations',
     ]);
     log = createAuditLog(database.db);
   });

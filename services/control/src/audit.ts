@@ -81,7 +81,11 @@ function createAuditRecorder(log: AuditLog, logger: Logger) {
           id: `rule:${decision.worker_id}:${data.request_id}`,
           action: 'rule_added',
           ...common,
-          details: { tool_name: toolName, ...(data.input_pattern ? { input_pattern: data.input_pattern } : {}) },
+          details: {
+            tool_name: toolName,
+            ...(data.input_pattern ? { input_pattern: data.input_pattern } : {}),
+            ...(data.rule_scope ? { rule_scope: data.rule_scope, rule_key: data.rule_key } : {}),
+          },
         });
     },
   };

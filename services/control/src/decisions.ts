@@ -23,6 +23,7 @@ import type { ApprovalFacts } from './approvals/approval-facts.js';
 import type { ApprovalStore } from './approvals/approval-store.js';
 import { checkDecider, routeOfRequest } from './approvals/deciders.js';
 import { takeVote } from './approvals/quorum.js';
+import { ruleScopeData } from './approvals/rule-scopes.js';
 import { decisionsCounter, histogram, WAIT_BUCKETS_S, type Logger } from '@svc/service-kit';
 import type { ControlRequestLog, StoredRequest } from '@svc/store';
 
@@ -160,7 +161,7 @@ export function createDecisions(deps: DecisionsDeps) {
       if (body.interrupt && body.decision !== 'deny')
         throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
-      let data = personDecisionData(body, person);
+      let data = { ...personDecisionData(body, person), ...ruleScopeData(person, routing.worker, body) };
       const quorum = routing.route?.quorum ?? 1;
       if (quorum > 1 && body.decision === 'allow' && found) {
         const voted = await takeVote(deps, person, found, body, quorum, deadlineOf(found, policy));

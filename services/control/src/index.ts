@@ -7,6 +7,7 @@ import { createApprovalFacts } from './approvals/approval-facts.js';
 import { createApprovalStore } from './approvals/approval-store.js';
 import { createEscalations } from './approvals/escalations.js';
 import { createInbox } from './approvals/inbox.js';
+import { createRules } from './approvals/rules.js';
 import { startAuditTrail } from './audit.js';
 import { controlSettings } from './config.js';
 import { watchControlEvents } from './control-events.js';
@@ -76,7 +77,8 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   });
   const controlEvents = await watchControlEvents({ nc, requests, deadlines, escalations, notifier, audit, policyOf, logger: log });
   const inbox = createInbox({ requests, workers, approvals, policyOf });
-  const rpcs = serveControlRpcs({ nc, decisions, deadlines, requests, inbox, logger: log, queue: 'control' });
+  const rules = createRules({ db: deps.db, requests, workers, audit });
+  const rpcs = serveControlRpcs({ nc, decisions, deadlines, requests, inbox, rules, logger: log, queue: 'control' });
   const webhooks = await startWebhooks({ nc, db: deps.db, publisher, notifier, config, logger: log, queue: 'control' });
   const health = serveHealth(nc, 'control', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   return {

@@ -7,6 +7,8 @@ import {
   createChecker,
   DecideRequest,
   GetWorkerRequest,
+  ListRulesRpc,
+  RevokeRuleRpc,
   subjects,
   type ApprovalItem,
   type ApprovalsRpcType,
@@ -14,12 +16,15 @@ import {
   type DecideAnswer,
   type DecideRequestType,
   type ListResponseOf,
+  type ListRulesRpcType,
+  type RevokeRuleRpcType,
   type PermissionRule,
   type StoredEvent,
 } from '@svc/protocol';
 import type { Logger } from '@svc/service-kit';
 import type { ControlRequestLog } from '@svc/store';
 import type { Inbox } from './approvals/inbox.js';
+import type { Rules } from './approvals/rules.js';
 import type { Deadlines } from './deadlines.js';
 import type { Decisions } from './decisions.js';
 
@@ -27,7 +32,9 @@ export interface ControlRpcsDeps {
   nc: NatsConnection;
   decisions: Decisions;
   deadlines: Deadlines;
-  requests: Pick<ControlRequestLog, 'listRequests' | 'permissionRules'>;
+  requests: Pick<ControlRequestLog, 'listRequests'>;
+  /** People's "always" rules at every scope (docs/teams.md, "Rules"). */
+  rules: Rules;
   /** What waits for a person across the workers (`GET /v1/approvals`). */
   inbox: Inbox;
   logger: Logger;
@@ -64,14 +71,20 @@ export function serveControlRpcs(deps: ControlRpcsDeps): Subscription[] {
       },
       { logger, queue, checker: createChecker(ControlRequestsRpc) },
     ),
-    serveRpc<{ worker_id: string }, ListResponseOf<PermissionRule>>(
-      nc,
-      subjects.rpc.permissionRules,
-      async (request) => {
-        const items = await deps.requests.permissionRules(request.worker_id);
-        return { items, total: items.length };
-      },
-      { logger, queue, checker: createChecker(GetWorkerRequest) },
-    ),
+    serveRpc<{ worker_id: string }, ListResponseOf<PermissionRule>>(nc, subjects.rpc.permissionRules, (request) => deps.rules.ofWorker(request.worker_id), {
+      logger,
+      queue,
+      checker: createChecker(GetWorkerRequest),
+    }),
+    serveRpc<ListRulesRpcType, ListResponseOf<PermissionRule>>(nc, subjects.rpc.listRules, (request) => deps.rules.list(request), {
+      logger,
+      queue,
+      checker: createChecker(ListRulesRpc),
+    }),
+    serveRpc<RevokeRuleRpcType, { revoked: true; rule: PermissionRule }>(nc, subjects.rpc.revokeRule, (request) => deps.rules.revoke(request), {
+      logger,
+      queue,
+      checker: createChecker(RevokeRuleRpc),
+    }),
   ];
 }

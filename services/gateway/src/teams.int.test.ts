@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AccessEntry, ApprovalItem, ListResponseOf, StoredEvent } from '@svc/protocol';
+import type { AccessEntry, ApprovalItem, ListResponseOf, PermissionRule, StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
 
@@ -221,3 +221,84 @@ async function routedTeam(options: { postgres?: boolean; controlReplicas?: numbe
   };
   return { gw, workerId, workerToken, tokens };
 }
+
+describe('rules beyond one worker: team, template, session (docs/teams.md, "Rules")', () => {
+  let team: Team;
+  const { get, ask } = teamClient(() => team);
+  const workerTokens: Record<string, string> = {};
+  const rulesOf = async (workerId: string) =>
+    (
+      (
+        await team.gw.app.inject({ url: `/v1/workers/${workerId}/permission-rules`, headers: { authorization: `Bearer ${workerTokens[workerId]}` } })
+      ).json() as ListResponseOf<PermissionRule>
+    ).items;
+
+  beforeAll(async () => {
+    const gw = await startGatewayFixture({}, [], { services: true });
+    const shared = { access: [{ principal: 'group:payments', role: 'approver' as const }], template: 'shop', teams: ['payments'] };
+    workerTokens['wrk_a'] = await gw.createWorker('wrk_a', 'alice', 'running', { ...shared, session_id: 'ses_a' });
+    workerTokens['wrk_b'] = await gw.createWorker('wrk_b', 'alice', 'running', { ...shared, session_id: 'ses_b' });
+    workerTokens['wrk_c'] = await gw.createWorker('wrk_c', 'alice', 'running', { template: 'other', session_id: 'ses_c' });
+    const tokens = {
+      alice: await gw.userToken('alice', { groups: ['payments'] }),
+      bob: await gw.userToken('bob', { groups: ['payments', 'release'] }),
+      carol: await gw.userToken('carol'),
+    };
+    team = { gw, workerId: 'wrk_a', workerToken: workerTokens['wrk_a']!, tokens };
+  }, 60_000);
+  afterAll(() => team?.gw.stop());
+
+  const always = (person: string, requestId: string, extra: object) =>
+    team.gw.app.inject({
+      method: 'POST',
+      url: '/v1/workers/wrk_a/control',
+      headers: { authorization: `Bearer ${team.tokens[person]}` },
+      payload: { request_id: requestId, decision: 'allow', scope: 'always', input_pattern: 'npm test', ...extra },
+    });
+
+  it('a team rule given by a member applies to every worker of that team (its sidecar reads it, naming the scope) and to no other; who may give which scope', async () => {
+    const requestId = await ask('npm test', 'bob');
+    expect((await always('bob', requestId, { rule_scope: 'team', rule_team: 'marketing' })).json()).toMatchObject({ code: 'forbidden' });
+    expect((await always('bob', requestId, { rule_scope: 'template' })).json()).toMatchObject({ code: 'role_required', details: { needed: 'operator' } });
+    expect((await always('bob', requestId, { rule_scope: 'team' })).json()).toMatchObject({ code: 'invalid_request' });
+    const given = await always('bob', requestId, { rule_scope: 'team', rule_team: 'payments' });
+    expect(given.statusCode).toBe(201);
+    expect(given.json()).toMatchObject({ data: { rule_scope: 'team', rule_key: 'team:payments' } });
+    const [rule] = await rulesOf('wrk_b');
+    expect(rule).toMatchObject({
+      tool_name: 'Bash',
+      input_pattern: 'npm test',
+      added_by: 'bob',
+      scope: 'team',
+      scope_key: 'team:payments',
+      worker_id: 'wrk_a',
+    });
+    expect(await rulesOf('wrk_c')).toEqual([]);
+    expect((await rulesOf('wrk_a')).map((found) => found.rule_id)).toEqual([rule!.rule_id]);
+  });
+
+  it('GET /v1/rules lists what each may see and searches; DELETE revokes (404 to who may not see it): the workers read it gone', async () => {
+    const listed = async (person: string, query = '') =>
+      ((await get(person, `/v1/rules${query}`)).json() as ListResponseOf<PermissionRule>).items.map(
+        (rule) => `${rule.scope}:${rule.tool_name}(${rule.input_pattern})`,
+      );
+    expect(await listed('bob')).toEqual(['team:Bash(npm test)']);
+    expect(await listed('bob', '?q=NPM')).toEqual(['team:Bash(npm test)']);
+    expect(await listed('bob', '?scope=template')).toEqual([]);
+    expect(await listed('carol')).toEqual([]);
+    const [rule] = await rulesOf('wrk_b');
+    const revoke = (person: string) =>
+      team.gw.app.inject({ method: 'DELETE', url: `/v1/rules/${rule!.rule_id}`, headers: { authorization: `Bearer ${team.tokens[person]}` } });
+    expect((await revoke('carol')).statusCode).toBe(404);
+    const revoked = await revoke('alice');
+    expect(revoked.statusCode).toBe(200);
+    expect(revoked.json()).toMatchObject({ revoked: true, rule: { rule_id: rule!.rule_id } });
+    expect(await rulesOf('wrk_b')).toEqual([]);
+    expect(await listed('bob')).toEqual([]);
+    // A session rule: its session's worker gets it, the team's other workers do not.
+    const requestId = await ask('npm run lint', 'bob');
+    expect((await always('bob', requestId, { rule_scope: 'session', input_pattern: 'npm run *' })).statusCode).toBe(201);
+    expect((await rulesOf('wrk_a')).map((found) => `${found.scope_key}:${found.input_pattern}`)).toEqual(['session:ses_a:npm run *']);
+    expect(await rulesOf('wrk_b')).toEqual([]);
+  });
+});

@@ -147,6 +147,8 @@ async function createWorker(
     owner: request.owner,
     ...(request.access?.length ? { access: request.access } : {}),
     ...(request.approvals?.length ? { approvals: request.approvals } : {}),
+    ...(request.template ? { template: request.template } : {}),
+    ...(request.teams?.length ? { teams: request.teams } : {}),
     status: 'pending',
     token_hash: hashWorkerToken(token),
     ...(request.decision_policy ? { decision_policy: request.decision_policy } : {}),

@@ -39,6 +39,9 @@ export const apiPaths = {
     `${worker(workerId)}/control/pending${query(parameters)}`,
   controlRequests: (workerId: string, parameters: { state?: string } = {}) => `${worker(workerId)}/control/requests${query(parameters)}`,
   permissionRules: (workerId: string) => `${worker(workerId)}/permission-rules`,
+  /** Every "always" rule the caller may see (docs/teams.md, "Rules"); `rule(id)` to revoke one. */
+  rules: (parameters: { scope?: string; tool?: string; q?: string; worker_id?: string } = {}) => `/v1/rules${query(parameters)}`,
+  rule: (ruleId: string) => `/v1/rules/${encodeURIComponent(ruleId)}`,
   messages: (workerId: string) => `${worker(workerId)}/messages`,
   /** An image of a person's message, by its SHA-256 (hex). */
   messageImage: (workerId: string, sha256: string) => `${worker(workerId)}/messages/images/${encodeURIComponent(sha256)}`,

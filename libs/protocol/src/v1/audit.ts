@@ -25,6 +25,7 @@ const AUDIT_ACTIONS = [
   'access_changed',
   'vote',
   'escalated',
+  'rule_revoked',
 ] as const;
 
 /**

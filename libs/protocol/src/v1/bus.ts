@@ -76,6 +76,8 @@ export const subjects = {
     purgeEvents: 'svc.rpc.events.purge',
     decide: 'svc.rpc.control.decide',
     permissionRules: 'svc.rpc.control.rules',
+    listRules: 'svc.rpc.control.rules.list',
+    revokeRule: 'svc.rpc.control.rules.revoke',
     controlRequests: 'svc.rpc.control.requests',
     approvals: 'svc.rpc.control.approvals',
     appendAudit: 'svc.rpc.control.audit.append',

@@ -1,5 +1,5 @@
 import Type, { type Static } from 'typebox';
-import { DecisionSchema, DecisionScopeSchema, type EventData } from './events.js';
+import { DecisionSchema, DecisionScopeSchema, RuleScopeSchema, type EventData } from './events.js';
 import { storedEventSchemaOf, type StoredEvent } from './envelope.js';
 import { EventCursorQuery, ListResponse } from './lists.js';
 import { EventId, JsonObject, WorkerId } from './primitives.js';
@@ -25,6 +25,14 @@ export const PostControlBody = Type.Object(
     updated_input: Type.Optional(JsonObject),
     scope: Type.Optional(DecisionScopeSchema),
     input_pattern: Type.Optional(InputPattern),
+    rule_scope: Type.Optional(RuleScopeSchema),
+    rule_team: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description: 'With `rule_scope: "team"`: the team (one of your groups) whose sessions the rule applies to.',
+      }),
+    ),
     interrupt: Type.Optional(
       Type.Boolean({ description: "With deny: also end the agent's turn (Claude Code: the deny's interrupt; Codex: cancel). Only with deny." }),
     ),
@@ -191,10 +199,45 @@ const PermissionRuleSchema = Type.Object(
     added_by: Type.String(),
     request_id: Type.String(),
     added_at: Type.String({ format: 'date-time' }),
+    /** Where it applies (absent: the worker it was given on). */
+    scope: Type.Optional(RuleScopeSchema),
+    /** With a wider scope: `session:<id>`, `template:<name>` or `team:<group>`. */
+    scope_key: Type.Optional(Type.String()),
+    /** The worker whose request it was given on. */
+    worker_id: Type.Optional(WorkerId),
   },
   { additionalProperties: false },
 );
 export type PermissionRule = Static<typeof PermissionRuleSchema>;
+
+/** `GET /v1/rules`: the rules people added with "always" that the caller may see, newest first (docs/teams.md, "Rules"). */
+export const ListRulesQuery = Type.Object(
+  {
+    scope: Type.Optional(RuleScopeSchema),
+    tool: Type.Optional(Type.String({ maxLength: 256, description: 'Only rules of this tool.' })),
+    q: Type.Optional(Type.String({ maxLength: 256, description: 'Only rules whose tool, pattern, author or scope holds this text.' })),
+    worker_id: Type.Optional(WorkerId),
+  },
+  { additionalProperties: false },
+);
+export type ListRulesQueryType = Static<typeof ListRulesQuery>;
+export const ListRulesResponse = ListResponse(PermissionRuleSchema);
+export const RuleParams = Type.Object({ rule_id: EventId });
+/** `DELETE /v1/rules/{id}`: the rule revoked. */
+export const RevokedRuleSchema = Type.Object({ revoked: Type.Literal(true), rule: PermissionRuleSchema }, { additionalProperties: false });
+
+/** `svc.rpc.control.rules.list` / `.revoke`: the person the gateway authenticated, and what they ask. */
+const RulesPerson = Type.Object(
+  { sub: Type.String({ minLength: 1, maxLength: 256 }), groups: Type.Array(Type.String({ maxLength: 256 }), { maxItems: 256 }), admin: Type.Boolean() },
+  { additionalProperties: false },
+);
+export const ListRulesRpc = Type.Object({ person: RulesPerson, query: ListRulesQuery }, { additionalProperties: false });
+export type ListRulesRpcType = Static<typeof ListRulesRpc>;
+export const RevokeRuleRpc = Type.Object(
+  { person: RulesPerson, rule_id: EventId, channel: Type.Optional(Type.String({ maxLength: 32 })) },
+  { additionalProperties: false },
+);
+export type RevokeRuleRpcType = Static<typeof RevokeRuleRpc>;
 
 /** `GET /v1/workers/{id}/permission-rules`: the worker's added rules, oldest first. */
 export const PermissionRulesResponse = ListResponse(PermissionRuleSchema);

@@ -105,6 +105,13 @@ export const DecisionScopeSchema = Type.Enum(DECISION_SCOPES, {
   description: '"always" also adds an allow rule for this tool to the worker\'s permission rules.',
 });
 
+/** Where an "always" rule applies (docs/teams.md, "Rules"): this worker, its session, every session of its template, or every session of a team. */
+export const RULE_SCOPES = ['worker', 'session', 'template', 'team'] as const;
+export type RuleScope = (typeof RULE_SCOPES)[number];
+export const RuleScopeSchema = Type.Enum(RULE_SCOPES, {
+  description: 'Where the "always" rule applies: `worker` (the default), `session`, `template` or `team`.',
+});
+
 /** `control_response`: the decision. `decided_by` is a user's `sub`, `policy` or `policy:timeout`. */
 const ControlResponseData = Type.Object(
   {
@@ -114,6 +121,9 @@ const ControlResponseData = Type.Object(
     updated_input: Type.Optional(JsonObject),
     scope: Type.Optional(DecisionScopeSchema),
     input_pattern: Type.Optional(Type.String({ maxLength: 1024, description: 'With scope "always": the inputs the added rule covers.' })),
+    rule_scope: Type.Optional(RuleScopeSchema),
+    /** With a `rule_scope` beyond the worker: what it applies to (`session:<id>`, `template:<name>`, `team:<group>`). */
+    rule_key: Type.Optional(Type.String({ maxLength: 512 })),
     interrupt: Type.Optional(Type.Boolean({ description: "With deny: the agent's turn ends too." })),
     decided_by: Identifier('JWT `sub` of the deciding user, or "policy" / "policy:timeout".'),
     decided_by_name: Type.Optional(Type.String({ maxLength: 256 })),

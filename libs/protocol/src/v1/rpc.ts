@@ -102,6 +102,8 @@ export const CreateWorkerRequest = Type.Object(
     owner: Type.String({ minLength: 1, maxLength: 256 }),
     access: Type.Optional(AccessListSchema),
     approvals: Type.Optional(ApprovalRoutesSchema),
+    template: Type.Optional(Type.String({ maxLength: 64 })),
+    teams: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 256 })),
     worker_id: Type.Optional(WorkerId),
     decision_policy: Type.Optional(DecisionPolicySchema),
     model: Type.Optional(ModelAccessSchema),

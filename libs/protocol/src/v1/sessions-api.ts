@@ -146,6 +146,10 @@ export const WorkerRecordSchema = Type.Object(
     access: Type.Optional(AccessListSchema),
     /** Which requests go to whom (its template's `[[approvals.route]]`: docs/teams.md). */
     approvals: Type.Optional(ApprovalRoutesSchema),
+    /** Its session's template, for rules given at scope `template`. */
+    template: Type.Optional(Type.String({ maxLength: 64 })),
+    /** Its owner's groups when it was made: the teams whose rules apply to it (scope `team`). */
+    teams: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 256 })),
     status: WorkerStatusSchema,
     token_hash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the worker token, hex.' })),
     decision_policy: Type.Optional(DecisionPolicySchema),

@@ -14,6 +14,8 @@ import * as eventRetention from './2026-11-25T1100-event-retention.js';
 import * as eventSources from './2026-11-26T2100-event-sources.js';
 import * as sessionAccess from './2026-11-27T1600-session-access.js';
 import * as approvals from './2026-11-27T1700-approvals.js';
+import * as ruleKeys from './2026-11-27T1800-rule-keys.js';
+import * as ruleRevocations from './2026-11-27T1810-rule-revocations.js';
 
 /**
  * The owners of tables, each group named after the service that applies its migrations (and
@@ -47,6 +49,7 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
       '2026-11-22T2000-append-many-set-based': appendManySetBased,
       '2026-11-24T2330-rules-from-decisions': rulesFromDecisions,
       '2026-11-26T2100-event-sources': eventSources,
+      '2026-11-27T1800-rule-keys': ruleKeys,
     },
   },
   session: {
@@ -68,6 +71,7 @@ export const migrationGroups: Record<MigrationGroup, MigrationGroupOf> = {
       '2026-11-25T0600-webhooks': webhooks,
       '2026-11-26T2200-audit-keys': auditKeys,
       '2026-11-27T1700-approvals': approvals,
+      '2026-11-27T1810-rule-revocations': ruleRevocations,
     },
   },
 };

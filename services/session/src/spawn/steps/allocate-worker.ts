@@ -40,6 +40,8 @@ export async function allocateWorker(
     owner: caller.sub,
     ...(access.length > 0 ? { access } : {}),
     ...(template.approvals.route.length > 0 ? { approvals: template.approvals.route } : {}),
+    template: template.name,
+    ...(caller.groups.length > 0 ? { teams: caller.groups } : {}),
     session_id: sessionId,
     ...(decisionPolicy ? { decision_policy: decisionPolicy } : {}),
     ...(model ? { model } : {}),
