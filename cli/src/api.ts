@@ -14,9 +14,12 @@ export class ApiError extends CliError {
   }
 }
 
+/** The methods the CLI calls the REST API with. */
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
 export interface Api {
   readonly url: string;
-  request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T>;
+  request<T>(method: Method, path: string, body?: unknown): Promise<T>;
   /** `GET path` for a text answer (a diff), with its headers. */
   text(path: string): Promise<{ text: string; headers: Headers }>;
   /** A WebSocket to `path` with the token. */
@@ -32,7 +35,7 @@ export function createApi(connection: Connection): Api {
     ...(json ? { 'content-type': 'application/json' } : {}),
   });
   /** The answer's text, or the `ApiError` a non-2xx answer holds. */
-  async function exchange(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<{ text: string; headers: Headers }> {
+  async function exchange(method: Method, path: string, body?: unknown): Promise<{ text: string; headers: Headers }> {
     let response: Response;
     try {
       response = await fetch(`${connection.url}${path}`, {
@@ -53,7 +56,7 @@ export function createApi(connection: Connection): Api {
   }
   return {
     url: connection.url,
-    async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+    async request<T>(method: Method, path: string, body?: unknown): Promise<T> {
       const { text } = await exchange(method, path, body);
       return (text ? JSON.parse(text) : undefined) as T;
     },

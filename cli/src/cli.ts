@@ -1,5 +1,7 @@
 import meow, { type AnyFlags } from 'meow';
 import { ApiError } from './api.js';
+import { accessCommand } from './commands/access.js';
+import { approvalsCommand } from './commands/approvals.js';
 import { attachCommand } from './commands/attach.js';
 import type { Command } from './commands/command.js';
 import { loginCommand } from './commands/login.js';
@@ -20,6 +22,8 @@ export const COMMANDS: Array<Command<AnyFlags>> = [
   pushCommand,
   prCommand,
   sessionsCommand,
+  approvalsCommand,
+  accessCommand,
   logsCommand,
   statusCommand,
   auditCommand,
