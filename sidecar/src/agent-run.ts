@@ -3,7 +3,7 @@ import { createActivity, type Activity } from './activity.js';
 import type { Adapter, AgentEvent, LaunchPlan } from './adapters/adapter.js';
 import { startAgentProcess, type AgentExit } from './agent-process.js';
 import { createEventRouting } from './event-routing.js';
-import type { PermissionEngine } from './permissions.js';
+import type { PermissionEngine } from '@svc/protocol';
 
 /** After a result, how long a queued turn has to show before the agent is taken to have absorbed it. */
 const QUEUED_TURN_WAIT_MS = 3000;

@@ -4,7 +4,7 @@ import { personInterruptData, personMessageData, type EventData, type EventSourc
 import type { AgentEvent } from './adapters/adapter.js';
 import { createActivity } from './activity.js';
 import { createEventRouting } from './event-routing.js';
-import { createPermissionEngine } from './permissions.js';
+import { createPermissionEngine } from '@svc/protocol';
 import { createControlPlaneClient } from './http-client.js';
 import { fetchMessageImages } from './message-images.js';
 import { pngOfSize } from '@svc/test-support';

@@ -14,7 +14,7 @@ import {
 import type { Activity } from './activity.js';
 import type { Adapter, AgentEvent, MessageForAgent } from './adapters/adapter.js';
 import { imagesNotGiven, imagesOf } from './message-images.js';
-import type { PermissionEngine } from './permissions.js';
+import type { PermissionEngine } from '@svc/protocol';
 
 export interface EventRoutingOptions {
   adapter: Pick<Adapter, 'name' | 'formatDecision' | 'formatMessage' | 'formatInterrupt' | 'interruptsBySignal' | 'turns' | 'takesImages'>;

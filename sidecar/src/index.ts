@@ -2,6 +2,5 @@
 export * from './adapters/adapter.js';
 export { claudeCodeAdapter } from './adapters/claude-code.js';
 export * from './config.js';
-export * from './permissions.js';
 export { createControlPlaneClient } from './http-client.js';
 export { startModelProxy } from './model-proxy.js';

@@ -36,7 +36,7 @@ import { startGitProxy } from './git-proxy.js';
 import { openTerminal } from './terminal.js';
 import { createChangesReporter, type ChangesReporter } from './workspace-changes.js';
 import { startModelProxy } from './model-proxy.js';
-import { createPermissionEngine } from './permissions.js';
+import { createPermissionEngine } from '@svc/protocol';
 
 /**
  * The adapter for one run (Codex's keeps the state of its JSON-RPC session, so each run gets its

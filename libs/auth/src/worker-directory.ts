@@ -23,6 +23,8 @@ export interface WorkerDirectory {
    * (no worker's).
    */
   checkWorkerToken(workerId: string, token: string, record: WorkerRecord | undefined): void;
+  /** Every record the watch has delivered (the bucket's workers, once the watch has caught up). */
+  all(): WorkerRecord[];
   stop(): Promise<void>;
 }
 
@@ -78,6 +80,7 @@ export async function createWorkerDirectory(nc: NatsConnection, logger: Logger):
       return records.get(workerId) ?? record;
     },
     known: (workerId) => records.get(workerId),
+    all: () => [...records.values()],
     checkWorkerToken(workerId, token, record) {
       // Worker ids are random (96 bits): saying that one does not exist reveals nothing useful.
       if (!record) throw new CodedError('worker_not_found', `worker ${workerId} does not exist`);

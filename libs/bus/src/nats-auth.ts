@@ -63,6 +63,8 @@ const PEOPLE_CONTROL_RPCS = [
   rpc.permissionRules,
   rpc.listRules,
   rpc.revokeRule,
+  rpc.policySuggestions,
+  rpc.policyReplay,
   rpc.listAudit,
   rpc.verifyAudit,
   rpc.createWebhook,

@@ -92,34 +92,6 @@ const withdrawn = sql`EXISTS (SELECT 1 FROM events w WHERE w.worker_id = r.worke
  * decision or withdrawal, the requests of a worker by state, the rules people added. Every read is an index lookup (migration 2026-11-22T1000-control).
  */
 export function createControlRequestLog(db: Kysely<Database>) {
-  /** Rules (people's "always" decisions, with their request's tool) where `condition` holds of the decision `d`, oldest first, or the newest `limit`. */
-  async function rulesWhere(condition: RawBuilder<unknown>, limit?: number): Promise<PermissionRule[]> {
-    const { rows } = await sql<{ id: string; worker_id: string; stored_at: Date; data: EventData<'control_response'>; source: string; tool_name: string }>`
-      SELECT d.id, d.worker_id, d.stored_at, d.data, d.source, r.data->>'tool_name' AS tool_name FROM events d
-      JOIN LATERAL (SELECT q.data FROM events q
-        WHERE q.worker_id = d.worker_id AND q.type = 'control_request' AND q.data->>'request_id' = d.data->>'request_id' ORDER BY q.id LIMIT 1) r ON true
-      WHERE d.type = 'control_response' AND d.data->>'scope' = 'always' AND d.source LIKE 'user:%' AND ${condition}
-      ORDER BY d.id ${limit === undefined ? sql`` : sql`DESC LIMIT ${limit}`}`.execute(db);
-    return rows.flatMap(({ id, worker_id: workerId, stored_at: storedAt, data, source, tool_name: toolName }) => {
-      const person = parseSource(source);
-      if (person.kind !== 'person') return [];
-      return [
-        {
-          rule_id: id,
-          tool_name: toolName,
-          ...(data.input_pattern === undefined ? {} : { input_pattern: data.input_pattern }),
-          decision: data.decision,
-          added_by: person.sub,
-          request_id: data.request_id,
-          added_at: storedAt.toISOString(),
-          scope: data.rule_scope ?? 'worker',
-          ...(data.rule_key === undefined ? {} : { scope_key: data.rule_key }),
-          worker_id: workerId,
-        },
-      ];
-    });
-  }
-
   return {
     /**
      * The worker's `control_request` with this `request_id` (the first, if the agent repeated
@@ -154,6 +126,72 @@ export function createControlRequestLog(db: Kysely<Database>) {
     },
 
     /**
+     * The newest `limit` requests of `workerIds` (the first under each id), each with its first
+     * decision if it has one: what the policy's suggestions and replay read (docs/policy.md).
+     */
+    async requestHistory(
+      workerIds: readonly string[],
+      limit: number,
+    ): Promise<Array<{ request: StoredEvent<'control_request'>; decision: StoredEvent<'control_response'> | undefined }>> {
+      if (workerIds.length === 0) return [];
+      const { rows } = await sql<EventRow & { decision: DecisionJson | null }>`
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, r.source, ${firstDecision} AS decision FROM events r
+        WHERE r.worker_id = ANY(${[...workerIds]}::text[]) AND r.type = 'control_request' AND NOT ${repeated}
+        ORDER BY r.stored_at DESC, r.id DESC LIMIT ${limit}`.execute(db);
+      return rows.map((row) => ({
+        request: toStored(row).event,
+        decision: row.decision ? toDecision(row.worker_id, row.decision) : undefined,
+      }));
+    },
+
+    /** Every open request of every worker: what a starting control replica must keep deadlines for. */
+    async allOpenRequests(): Promise<StoredRequest[]> {
+      const { rows } = await sql<EventRow>`
+        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, r.source FROM events r
+        WHERE r.type = 'control_request' AND NOT ${repeated} AND NOT ${decided} AND NOT ${withdrawn}
+        ORDER BY r.stored_at`.execute(db);
+      return rows.map(toStored);
+    },
+  };
+}
+
+export type ControlRequestLog = ReturnType<typeof createControlRequestLog>;
+
+/**
+ * The rules people added with "always" (docs/teams.md, "Rules"), as the control service reads
+ * them: each is a person's decision in the log; a revocation is the control service's own row.
+ */
+export function createRuleLog(db: Kysely<Database>) {
+  /** Rules (people's "always" decisions, with their request's tool) where `condition` holds of the decision `d`, oldest first, or the newest `limit`. */
+  async function rulesWhere(condition: RawBuilder<unknown>, limit?: number): Promise<PermissionRule[]> {
+    const { rows } = await sql<{ id: string; worker_id: string; stored_at: Date; data: EventData<'control_response'>; source: string; tool_name: string }>`
+      SELECT d.id, d.worker_id, d.stored_at, d.data, d.source, r.data->>'tool_name' AS tool_name FROM events d
+      JOIN LATERAL (SELECT q.data FROM events q
+        WHERE q.worker_id = d.worker_id AND q.type = 'control_request' AND q.data->>'request_id' = d.data->>'request_id' ORDER BY q.id LIMIT 1) r ON true
+      WHERE d.type = 'control_response' AND d.data->>'scope' = 'always' AND d.source LIKE 'user:%' AND ${condition}
+      ORDER BY d.id ${limit === undefined ? sql`` : sql`DESC LIMIT ${limit}`}`.execute(db);
+    return rows.flatMap(({ id, worker_id: workerId, stored_at: storedAt, data, source, tool_name: toolName }) => {
+      const person = parseSource(source);
+      if (person.kind !== 'person') return [];
+      return [
+        {
+          rule_id: id,
+          tool_name: toolName,
+          ...(data.input_pattern === undefined ? {} : { input_pattern: data.input_pattern }),
+          decision: data.decision,
+          added_by: person.sub,
+          request_id: data.request_id,
+          added_at: storedAt.toISOString(),
+          scope: data.rule_scope ?? 'worker',
+          ...(data.rule_key === undefined ? {} : { scope_key: data.rule_key }),
+          worker_id: workerId,
+        },
+      ];
+    });
+  }
+
+  return {
+    /**
      * The worker's permission rules, oldest first: the decisions a person stored with
      * `scope: "always"` (their source is a person's, set by the control service: never an event
      * the worker posted), each for its request's tool — its own, and those given at a wider
@@ -179,19 +217,10 @@ export function createControlRequestLog(db: Kysely<Database>) {
       const { rows } = await sql<{ one: number }>`SELECT 1 AS one FROM rule_revocations WHERE rule_id = ${ruleId}`.execute(db);
       return { ...rule, revoked: rows.length > 0 };
     },
-
-    /** Every open request of every worker: what a starting control replica must keep deadlines for. */
-    async allOpenRequests(): Promise<StoredRequest[]> {
-      const { rows } = await sql<EventRow>`
-        SELECT r.worker_id, r.id, r.uid, r.type, r.ts, r.stored_at, r.data, r.source FROM events r
-        WHERE r.type = 'control_request' AND NOT ${repeated} AND NOT ${decided} AND NOT ${withdrawn}
-        ORDER BY r.stored_at`.execute(db);
-      return rows.map(toStored);
-    },
   };
 }
 
-export type ControlRequestLog = ReturnType<typeof createControlRequestLog>;
+export type RuleLog = ReturnType<typeof createRuleLog>;
 
 /**
  * Checks a person's decision and stores it, in one round trip: an append, so only the worker's

@@ -2,7 +2,7 @@ import { Migrator, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlResponseUid, type IncomingEvent } from '@svc/protocol';
 import { startPostgres, type PostgresProcess } from '@svc/test-support';
-import { createControlRequestLog } from './control-requests.js';
+import { createRuleLog } from './control-requests.js';
 import { openDatabase, type StoreDatabase } from './database.js';
 import { createEventStore } from './event-store.js';
 import { awaitMigrated, migrateToLatest, MigrationsPending } from './migrate.js';
@@ -93,7 +93,7 @@ describe('migrations — grouped by the service that owns the tables', () => {
       // worker could post one under that uid then), so it makes no rule (docs/protocol.md, "Sources").
       const [, , stored] = await createEventStore(database.db).list('wrk_old', { afterId: '0', limit: 10 });
       expect(stored).toMatchObject({ id: '3', type: 'control_response', source: 'worker', data: { scope: 'always', decided_by: 'alice' } });
-      expect(await createControlRequestLog(database.db).permissionRules('wrk_old')).toEqual([]);
+      expect(await createRuleLog(database.db).permissionRules('wrk_old')).toEqual([]);
     } finally {
       await database.close();
     }

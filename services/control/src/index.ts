@@ -2,12 +2,13 @@ import { createWorkerDirectory } from '@svc/auth';
 import { createDurablePublisher, createIncomingEventPublisher, serveHealth, type NatsConnection } from '@svc/bus';
 import { componentSource, DEFAULT_DECISION_POLICY, type DecisionPolicy } from '@svc/protocol';
 import { readConfig, type ConfigOf, type Logger, type RunningService } from '@svc/service-kit';
-import { createControlRequestLog, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
+import { createControlRequestLog, createRuleLog, prepareTables, type StoreUse, pingDatabase, type Database, type Kysely } from '@svc/store';
 import { createApprovalFacts } from './approvals/approval-facts.js';
 import { createApprovalStore } from './approvals/approval-store.js';
 import { createEscalations } from './approvals/escalations.js';
 import { createInbox } from './approvals/inbox.js';
 import { createRules } from './approvals/rules.js';
+import { createPolicy } from './policy/policy.js';
 import { startAuditTrail } from './audit.js';
 import { controlSettings } from './config.js';
 import { watchControlEvents } from './control-events.js';
@@ -77,8 +78,9 @@ export async function start(deps: ControlDeps): Promise<RunningService> {
   });
   const controlEvents = await watchControlEvents({ nc, requests, deadlines, escalations, notifier, audit, policyOf, logger: log });
   const inbox = createInbox({ requests, workers, approvals, policyOf });
-  const rules = createRules({ db: deps.db, requests, workers, audit });
-  const rpcs = serveControlRpcs({ nc, decisions, deadlines, requests, inbox, rules, logger: log, queue: 'control' });
+  const rules = createRules({ db: deps.db, requests: createRuleLog(deps.db), workers, audit });
+  const policy = createPolicy({ requests, workers });
+  const rpcs = serveControlRpcs({ nc, decisions, deadlines, requests, inbox, rules, policy, logger: log, queue: 'control' });
   const webhooks = await startWebhooks({ nc, db: deps.db, publisher, notifier, config, logger: log, queue: 'control' });
   const health = serveHealth(nc, 'control', { instance: deps.instance, logger: log, probeStore: () => pingDatabase(deps.db) });
   return {

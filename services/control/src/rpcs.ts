@@ -8,6 +8,8 @@ import {
   DecideRequest,
   GetWorkerRequest,
   ListRulesRpc,
+  PolicyReplayRpc,
+  PolicySuggestionsRpc,
   RevokeRuleRpc,
   subjects,
   type ApprovalItem,
@@ -17,6 +19,10 @@ import {
   type DecideRequestType,
   type ListResponseOf,
   type ListRulesRpcType,
+  type PolicyReplay,
+  type PolicyReplayRpcType,
+  type PolicySuggestion,
+  type PolicySuggestionsRpcType,
   type RevokeRuleRpcType,
   type PermissionRule,
   type StoredEvent,
@@ -25,6 +31,7 @@ import type { Logger } from '@svc/service-kit';
 import type { ControlRequestLog } from '@svc/store';
 import type { Inbox } from './approvals/inbox.js';
 import type { Rules } from './approvals/rules.js';
+import type { Policy } from './policy/policy.js';
 import type { Deadlines } from './deadlines.js';
 import type { Decisions } from './decisions.js';
 
@@ -35,6 +42,8 @@ export interface ControlRpcsDeps {
   requests: Pick<ControlRequestLog, 'listRequests'>;
   /** People's "always" rules at every scope (docs/teams.md, "Rules"). */
   rules: Rules;
+  /** Suggestions and replay from the decision log (docs/policy.md). */
+  policy: Policy;
   /** What waits for a person across the workers (`GET /v1/approvals`). */
   inbox: Inbox;
   logger: Logger;
@@ -80,6 +89,16 @@ export function serveControlRpcs(deps: ControlRpcsDeps): Subscription[] {
       logger,
       queue,
       checker: createChecker(ListRulesRpc),
+    }),
+    serveRpc<PolicySuggestionsRpcType, ListResponseOf<PolicySuggestion>>(nc, subjects.rpc.policySuggestions, (request) => deps.policy.suggestions(request), {
+      logger,
+      queue,
+      checker: createChecker(PolicySuggestionsRpc),
+    }),
+    serveRpc<PolicyReplayRpcType, PolicyReplay>(nc, subjects.rpc.policyReplay, (request) => deps.policy.replay(request), {
+      logger,
+      queue,
+      checker: createChecker(PolicyReplayRpc),
     }),
     serveRpc<RevokeRuleRpcType, { revoked: true; rule: PermissionRule }>(nc, subjects.rpc.revokeRule, (request) => deps.rules.revoke(request), {
       logger,

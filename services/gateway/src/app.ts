@@ -34,6 +34,7 @@ import { websocketsPlugin } from './plugins/websockets.js';
 import { workerDirectoryPlugin } from './plugins/worker-directory.js';
 import { approvalRoutes } from './routes/approvals.js';
 import { auditRoutes } from './routes/audit.js';
+import { policyRoutes } from './routes/policy.js';
 import { consoleRoutes } from './routes/console.js';
 import { controlRoutes } from './routes/control.js';
 import { messageRoutes } from './routes/messages.js';
@@ -124,6 +125,7 @@ export async function buildGatewayApp(options: GatewayAppOptions): Promise<Gatew
     eventStreamRoutes,
     controlRoutes,
     approvalRoutes,
+    policyRoutes,
     messageRoutes,
     messageImageRoutes,
     workspaceChangeRoutes,

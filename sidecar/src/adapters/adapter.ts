@@ -1,5 +1,5 @@
 import { SYSTEM_SUBTYPES, type EventData, type EventType, type MessageImageType, type ModelApi } from '@svc/protocol';
-import type { PermissionLists } from '../permissions.js';
+import type { PermissionLists } from '@svc/protocol';
 
 /** An event as an adapter makes it; the sidecar adds `uid` (`<boot-id>:<n>`) and `ts` when it sends it. */
 export type AgentEvent = { [K in EventType]: { type: K; data: EventData<K> } }[EventType];

@@ -1,5 +1,5 @@
 import { parseRequestRule } from '@svc/protocol';
-import type { PermissionLists } from '../permissions.js';
+import type { PermissionLists } from '@svc/protocol';
 
 /** The two Codex sandboxes svc uses (never `danger-full-access`: then Codex asks about nothing). */
 type CodexSandbox = 'read-only' | 'workspace-write';

@@ -42,6 +42,9 @@ export const apiPaths = {
   /** Every "always" rule the caller may see (docs/teams.md, "Rules"); `rule(id)` to revoke one. */
   rules: (parameters: { scope?: string; tool?: string; q?: string; worker_id?: string } = {}) => `/v1/rules${query(parameters)}`,
   rule: (ruleId: string) => `/v1/rules/${encodeURIComponent(ruleId)}`,
+  /** Rules proposed from the decision log, and a candidate policy replayed over it (docs/policy.md). */
+  policySuggestions: (parameters: { template: string; min_evidence?: number; last?: number }) => `/v1/policy/suggestions${query(parameters)}`,
+  policyReplay: '/v1/policy/replay',
   messages: (workerId: string) => `${worker(workerId)}/messages`,
   /** An image of a person's message, by its SHA-256 (hex). */
   messageImage: (workerId: string, sha256: string) => `${worker(workerId)}/messages/images/${encodeURIComponent(sha256)}`,

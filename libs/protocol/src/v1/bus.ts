@@ -78,6 +78,8 @@ export const subjects = {
     permissionRules: 'svc.rpc.control.rules',
     listRules: 'svc.rpc.control.rules.list',
     revokeRule: 'svc.rpc.control.rules.revoke',
+    policySuggestions: 'svc.rpc.control.policy.suggestions',
+    policyReplay: 'svc.rpc.control.policy.replay',
     controlRequests: 'svc.rpc.control.requests',
     approvals: 'svc.rpc.control.approvals',
     appendAudit: 'svc.rpc.control.audit.append',

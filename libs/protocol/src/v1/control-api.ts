@@ -220,7 +220,6 @@ export const ListRulesQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-export type ListRulesQueryType = Static<typeof ListRulesQuery>;
 export const ListRulesResponse = ListResponse(PermissionRuleSchema);
 export const RuleParams = Type.Object({ rule_id: EventId });
 /** `DELETE /v1/rules/{id}`: the rule revoked. */

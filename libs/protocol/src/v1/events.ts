@@ -106,7 +106,7 @@ export const DecisionScopeSchema = Type.Enum(DECISION_SCOPES, {
 });
 
 /** Where an "always" rule applies (docs/teams.md, "Rules"): this worker, its session, every session of its template, or every session of a team. */
-export const RULE_SCOPES = ['worker', 'session', 'template', 'team'] as const;
+const RULE_SCOPES = ['worker', 'session', 'template', 'team'] as const;
 export type RuleScope = (typeof RULE_SCOPES)[number];
 export const RuleScopeSchema = Type.Enum(RULE_SCOPES, {
   description: 'Where the "always" rule applies: `worker` (the default), `session`, `template` or `team`.',

@@ -22,6 +22,8 @@ export * from './sidecar-config.js';
 export * from './model-proxy.js';
 export * from './rules.js';
 export * from './request-rules.js';
+export * from './permission-engine.js';
+export * from './policy.js';
 export * from './egress.js';
 export * from './workspace.js';
 export * from './terminals.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { PermissionRule } from '@svc/protocol';
-import { parseRequestRule } from '@svc/protocol';
-import { createPermissionEngine } from './permissions.js';
+import type { PermissionRule } from './control-api.js';
+import { createPermissionEngine } from './permission-engine.js';
+import { parseRequestRule } from './request-rules.js';
 
 const lists = { auto_approve: ['Read', 'Bash(git *)', 'mcp__github__*'], deny: ['Bash(rm -rf *)', 'WebFetch'], ask: ['Bash(git push*)'] };
 const bash = (command: string) => ({ command });

@@ -1,4 +1,5 @@
-import { parseRequestRule, type PermissionRule, type RequestRule } from '@svc/protocol';
+import type { PermissionRule } from './control-api.js';
+import { parseRequestRule, type RequestRule } from './request-rules.js';
 
 /** The config's three lists (the spec's `permissions` object). */
 export interface PermissionLists {

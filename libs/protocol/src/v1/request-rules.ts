@@ -16,7 +16,7 @@ const PRIMARY_INPUT_FIELDS = ['command', 'file_path', 'path', 'notebook_path', '
  * several for a change to many files (Codex's `file_change`: `{changes: [{path}, …]}`), where an
  * allowing rule must match every path and a refusing one any.
  */
-function primaryInputs(input: Record<string, unknown>): string[] | undefined {
+export function primaryInputs(input: Record<string, unknown>): string[] | undefined {
   if (Array.isArray(input['changes'])) {
     const paths = input['changes'].flatMap((change) =>
       typeof change === 'object' && change !== null && typeof (change as { path?: unknown }).path === 'string' ? [(change as { path: string }).path] : [],

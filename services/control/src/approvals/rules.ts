@@ -1,6 +1,6 @@
 import type { WorkerDirectory } from '@svc/auth';
 import { CodedError, workerRoleOf, type ListResponseOf, type ListRulesRpcType, type PermissionRule, type RevokeRuleRpcType } from '@svc/protocol';
-import { sql, type ControlRequestLog, type Database, type Kysely } from '@svc/store';
+import { sql, type Database, type Kysely, type RuleLog } from '@svc/store';
 import type { AuditRecorder } from '../audit.js';
 import { mayRevoke, ruleKeysOf, seesRule } from './rule-scopes.js';
 
@@ -14,7 +14,7 @@ const RULES_READ = 2000;
  */
 export function createRules(deps: {
   db: Kysely<Database>;
-  requests: Pick<ControlRequestLog, 'permissionRules' | 'allRules' | 'ruleById'>;
+  requests: Pick<RuleLog, 'permissionRules' | 'allRules' | 'ruleById'>;
   workers: Pick<WorkerDirectory, 'get'>;
   audit: Pick<AuditRecorder, 'append'>;
 }) {

@@ -10,7 +10,7 @@ function tableDirectory(records: readonly WorkerRecord[]): WorkerDirectory {
   const unused = () => {
     throw new Error('not used by tunnel authentication');
   };
-  return { get: async (workerId) => byId.get(workerId), known: unused, checkWorkerToken: unused, stop: unused };
+  return { get: async (workerId) => byId.get(workerId), known: unused, checkWorkerToken: unused, all: unused, stop: unused };
 }
 
 const connectWith = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;

@@ -80,7 +80,7 @@ export const approvalRoutes = routePlugin('svc-approval-routes', ['svc-bus'], as
 });
 
 /** The person calling, as the control service's reads take them (a worker token may not). */
-function personOf(request: FastifyRequest): ApprovalsRpcType['person'] {
+export function personOf(request: FastifyRequest): ApprovalsRpcType['person'] {
   const principal = request.principal;
   if (principal?.kind !== 'user') throw new CodedError('forbidden', "this is a person's (a user token), not a worker's");
   return { sub: principal.sub, groups: [...principal.groups], admin: principal.admin };
