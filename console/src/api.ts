@@ -14,10 +14,12 @@ export class ApiError extends Error {
 
 export type Api = ReturnType<typeof createApi>;
 
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
 /** Calls the gateway's `/v1` API with the signed-in user's token; a 401 signs out (the page asks to sign in again). */
 export function createApi(auth: Auth) {
   /** The gateway's answer when it is a success; its `APIError` thrown otherwise. */
-  const call = async (method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<Response> => {
+  const call = async (method: Method, path: string, body?: unknown): Promise<Response> => {
     const token = auth.signedIn?.token;
     if (!token) throw new ApiError(401, 'unauthorized', 'sign in first');
     const response = await fetch(path, {
@@ -34,7 +36,7 @@ export function createApi(auth: Auth) {
   };
 
   return {
-    async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+    async request<T>(method: Method, path: string, body?: unknown): Promise<T> {
       const text = await (await call(method, path, body)).text();
       return (text ? JSON.parse(text) : undefined) as T;
     },

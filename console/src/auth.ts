@@ -1,5 +1,5 @@
 import * as oauth from 'oauth4webapi';
-import { apiPaths, CONSOLE_CALLBACK_PATH, type ConsoleSignIn } from '@svc/protocol';
+import { apiPaths, CONSOLE_CALLBACK_PATH, type AccessPerson, type ConsoleSignIn } from '@svc/protocol';
 
 /** Who is signed in: the token lives in this page's memory only (never storage, never the URL). */
 export interface SignedIn {
@@ -64,14 +64,15 @@ export class Auth {
 
   /**
    * Signs in as the local stack's user with its sign-in code (or, with none, renews the token
-   * held now); throws with the gateway's reason when it refuses.
+   * held now); `user`: one of the stack's `SVC_LOCAL_USERS` instead (docs/teams.md). Throws with
+   * the gateway's reason when it refuses.
    */
-  async signInLocal(code?: string): Promise<void> {
+  async signInLocal(code?: string, user?: string): Promise<void> {
     const renewing = code === undefined ? this.current?.token : undefined;
     const response = await fetch(apiPaths.localToken, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(renewing ? { authorization: `Bearer ${renewing}` } : {}) },
-      body: JSON.stringify(code === undefined ? {} : { code }),
+      body: JSON.stringify(code === undefined ? {} : { code, ...(user ? { user } : {}) }),
     });
     const body = (await response.json().catch(() => ({}))) as { token?: string; expires_in?: number; message?: string };
     if (!response.ok || !body.token || !body.expires_in) throw new Error(body.message ?? `the gateway answered ${response.status}`);
@@ -168,20 +169,44 @@ export class Auth {
   }
 }
 
+/** A JWT's claims, read without checking them (the gateway does); undefined for a token that is no JWT. */
+function tokenClaims(token: string): Record<string, unknown> | undefined {
+  const payload = token.split('.')[1];
+  if (!payload) return undefined;
+  try {
+    const bytes = Uint8Array.from(atob(payload.replaceAll('-', '+').replaceAll('_', '/')), (char) => char.charCodeAt(0));
+    const claims = JSON.parse(new TextDecoder().decode(bytes)) as unknown;
+    return typeof claims === 'object' && claims !== null ? (claims as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The `sub` of a JWT access token, read without checking it (the gateway does): enough to tell a
  * person's own messages in a history from someone else's. Undefined for a token that is no JWT.
  */
 export function tokenSubject(token: string): string | undefined {
-  const payload = token.split('.')[1];
-  if (!payload) return undefined;
-  try {
-    const bytes = Uint8Array.from(atob(payload.replaceAll('-', '+').replaceAll('_', '/')), (char) => char.charCodeAt(0));
-    const sub = (JSON.parse(new TextDecoder().decode(bytes)) as { sub?: unknown }).sub;
-    return typeof sub === 'string' ? sub : undefined;
-  } catch {
-    return undefined;
-  }
+  const sub = tokenClaims(token)?.['sub'];
+  return typeof sub === 'string' ? sub : undefined;
+}
+
+/**
+ * The person a token names, as far as the page can tell: its `sub`, and its groups and admin
+ * claim by their default names (`groups`, `svc_admin`: docs/teams.md). Enough to offer what the
+ * gateway would allow (the access editor to a session's admins); the gateway decides, and a
+ * deployment that renames the claims gets its refusal, said in place.
+ */
+export function tokenPerson(token: string): AccessPerson | undefined {
+  const claims = tokenClaims(token);
+  const sub = claims?.['sub'];
+  if (typeof sub !== 'string') return undefined;
+  const groups = claims?.['groups'];
+  return {
+    sub,
+    groups: Array.isArray(groups) ? groups.filter((group): group is string => typeof group === 'string') : typeof groups === 'string' ? [groups] : [],
+    admin: claims?.['svc_admin'] === true,
+  };
 }
 
 function callbackUrl(): string {

@@ -22,6 +22,8 @@ export function SignInPage() {
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const [code, setCode] = useState(takeCodeFromLink);
+  /** One of the local stack's other users (`SVC_LOCAL_USERS`), or empty for its own. */
+  const [user, setUser] = useState('');
   useEffect(() => {
     Auth.methods()
       .then(setMethods)
@@ -50,7 +52,7 @@ export function SignInPage() {
             className="local-sign-in"
             onSubmit={(event) => {
               event.preventDefault();
-              attempt(() => auth.signInLocal(code.trim()));
+              attempt(() => auth.signInLocal(code.trim(), user.trim() || undefined));
             }}
           >
             <label>
@@ -60,8 +62,15 @@ export function SignInPage() {
               </small>
               <input type="password" autoComplete="off" value={code} onChange={(event) => setCode(event.target.value)} required />
             </label>
+            <label>
+              User{' '}
+              <small>
+                (empty for the local user; or one of the stack's <code>SVC_LOCAL_USERS</code>)
+              </small>
+              <input autoComplete="off" value={user} onChange={(event) => setUser(event.target.value)} />
+            </label>
             <button type="submit" className="primary" disabled={busy || code.trim() === ''}>
-              {busy ? 'Signing in…' : 'Sign in as the local user'}
+              {busy ? 'Signing in…' : user.trim() ? `Sign in as ${user.trim()}` : 'Sign in as the local user'}
             </button>
           </form>
         )}

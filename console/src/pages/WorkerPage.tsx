@@ -1,5 +1,15 @@
 import { lazy, Suspense, useEffect, useState } from 'react';
-import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, WORKER_POLICY_SOURCE, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
+import {
+  apiPaths,
+  EVENT_LIST_LIMIT,
+  isEndedStatus,
+  routeDeciders,
+  routeOf,
+  WORKER_POLICY_SOURCE,
+  type ListResponseOf,
+  type StoredEvent,
+  type Worker,
+} from '@svc/protocol';
 import {
   activityText,
   earlierPages,
@@ -16,8 +26,10 @@ import { ApiError, type Api } from '../api.js';
 import { tokenSubject } from '../auth.js';
 import { browserTransport } from '../browser-transport.js';
 import { useConsole } from '../console-context.js';
+import { AccessPanel } from '../widgets/AccessPanel.js';
 import { ApprovalCard } from '../widgets/ApprovalCard.js';
 import { EventList } from '../widgets/EventList.js';
+import type { RouteShown } from '../widgets/RouteNote.js';
 import { MessageBox } from '../widgets/MessageBox.js';
 import { SandboxLogs } from '../widgets/SandboxLogs.js';
 import { tabIds, Tabs, type Tab } from '../widgets/Tabs.js';
@@ -28,7 +40,7 @@ const ChangesPanel = lazy(() => import('../widgets/ChangesPanel.js').then((modul
 // xterm.js too: few people open a terminal.
 const TerminalPanel = lazy(() => import('../widgets/TerminalPanel.js').then((module) => ({ default: module.TerminalPanel })));
 
-type WorkerTab = 'events' | 'logs' | 'changes' | 'terminal';
+type WorkerTab = 'events' | 'logs' | 'changes' | 'access' | 'terminal';
 
 /** How many approval cards stay on the page, open or recently closed. */
 const SHOWN_CARDS = 10;
@@ -187,6 +199,7 @@ function WorkerEvents({ worker }: { worker: Worker }) {
                 workerId={workerId}
                 request={request}
                 policy={worker.decision_policy}
+                route={routeShown(worker, request)}
                 closing={view.closingOf(request.data.request_id)}
                 onDecided={() => view.decided(request.data.request_id)}
               />
@@ -218,6 +231,7 @@ function WorkerEvents({ worker }: { worker: Worker }) {
               <ChangesPanel workerId={workerId} />
             </Suspense>
           )}
+          {tab === 'access' && worker.session_id && <AccessPanel worker={worker} sessionId={worker.session_id} />}
         </div>
       )}
       {terminalShown && (
@@ -238,7 +252,17 @@ function WorkerEvents({ worker }: { worker: Worker }) {
 }
 
 /**
- * The worker's tabs: its changes only when it has a repository (docs/workspace.md); a terminal
+ * Who may decide a request of this worker when its template routes it (docs/teams.md): the first
+ * route that matches. The page does not follow escalations or votes; the inbox shows them.
+ */
+function routeShown(worker: Worker, request: StoredEvent<'control_request'>): RouteShown | undefined {
+  const route = routeOf(worker.approvals, { tool_name: request.data.tool_name, input: request.data.input })?.route;
+  return route && { rule: route.match, deciders: routeDeciders(route, false), quorum: route.quorum ?? 1 };
+}
+
+/**
+ * The worker's tabs: its changes only when it has a repository (docs/workspace.md); its
+ * session's access list when it has a session (docs/teams.md); a terminal
  * while it runs, and after it ended if one was shown (what it last showed is still there).
  */
 function tabsOf(worker: Worker, terminalShown: boolean): Array<Tab<WorkerTab>> {
@@ -246,6 +270,7 @@ function tabsOf(worker: Worker, terminalShown: boolean): Array<Tab<WorkerTab>> {
     { id: 'events', label: 'Events' },
     { id: 'logs', label: 'Sandbox logs' },
     ...(worker.workspace ? [{ id: 'changes', label: 'Changes' } as const] : []),
+    ...(worker.session_id ? [{ id: 'access', label: 'Access' } as const] : []),
     ...(!isEndedStatus(worker.status) || terminalShown ? [{ id: 'terminal', label: 'Terminal' } as const] : []),
   ];
 }
