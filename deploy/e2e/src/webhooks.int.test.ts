@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { Webhook as Verifier } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signDecisionLink } from '@svc/auth';
@@ -21,6 +20,7 @@ import { waitFor } from '@svc/test-support';
 import { controlClient } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 import { bashRequest, postAsWorker } from './worker-events.js';
+import { startReceiver } from './webhook-receiver.js';
 
 /** How this stack retries a delivery: the pause after the first failed try, doubling up to the longest. */
 const RETRY_FIRST_MS = 500;
@@ -37,36 +37,6 @@ const CONTROL_KILLED_AT_MS = 3_000;
 const WINDOW_S = 15;
 /** How long a notification answered 200 is watched for a stray repeat: longer than the longest pause between tries. */
 const REPEAT_WATCH_MS = RETRY_MAX_MS + 1_000;
-
-interface Received {
-  id: string;
-  timestamp: string;
-  signature: string;
-  body: string;
-  answered: number;
-}
-
-/** A webhook receiver: answers what `answer()` says, and keeps every delivery. */
-async function startReceiver(answer: () => number): Promise<{ url: string; received: Received[]; server: Server }> {
-  const received: Received[] = [];
-  const server = createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    request.on('end', () => {
-      const status = answer();
-      received.push({
-        id: String(request.headers['webhook-id']),
-        timestamp: String(request.headers['webhook-timestamp']),
-        signature: String(request.headers['webhook-signature']),
-        body,
-        answered: status,
-      });
-      response.writeHead(status).end(status === 200 ? 'ok' : 'receiver down');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, server };
-}
 
 describe('webhooks: signed, durable, retried, disabled when the receiver never answers (every service its own process)', () => {
   let stack: E2eStack;
