@@ -120,3 +120,20 @@ export function readConfig<S extends Record<string, Setting<unknown>>>(settings:
   if (problems.length > 0) throw new ConfigError(problems);
   return config as ConfigOf<S>;
 }
+
+/**
+ * A setting's JSON object (`SVC_GIT_CREDENTIALS`, `SVC_GROUP_MEMBERS`, …): undefined when unset
+ * or blank; else the object, or an Error naming the variable and what it should look like
+ * (`example`), never echoing the value (it may hold a secret).
+ */
+export function jsonObjectSetting(variable: string, raw: string | undefined, example: string): Record<string, unknown> | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new Error(`${variable} must be a JSON object, e.g. ${example}: it is not JSON`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`${variable} must be a JSON object, e.g. ${example}`);
+  return parsed as Record<string, unknown>;
+}

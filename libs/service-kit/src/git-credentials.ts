@@ -1,4 +1,4 @@
-import { optionalStringSetting } from './config.js';
+import { jsonObjectSetting, optionalStringSetting } from './config.js';
 
 /**
  * The tokens the control plane holds for git hosts (`SVC_GIT_CREDENTIALS`, docs/workspace.md): a
@@ -10,17 +10,9 @@ export type GitCredentials = ReadonlyMap<string, string>;
 
 /** Reads `SVC_GIT_CREDENTIALS`; a malformed value stops the start, naming the variable (never echoing a token). */
 export function parseGitCredentials(raw: string | undefined): GitCredentials {
-  if (raw === undefined || raw.trim() === '') return new Map();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new Error('SVC_GIT_CREDENTIALS must be a JSON object of host → token, e.g. {"git.example.com": "<token>"}: it is not JSON');
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-    throw new Error('SVC_GIT_CREDENTIALS must be a JSON object of host → token, e.g. {"git.example.com": "<token>"}');
+  const parsed = jsonObjectSetting('SVC_GIT_CREDENTIALS', raw, 'host → token, {"git.example.com": "<token>"}');
   const credentials = new Map<string, string>();
-  for (const [host, token] of Object.entries(parsed)) {
+  for (const [host, token] of Object.entries(parsed ?? {})) {
     if (typeof token !== 'string' || token === '' || /[\r\n]/.test(token))
       throw new Error(`SVC_GIT_CREDENTIALS: the token for ${host} must be a non-empty string on one line`);
     credentials.set(host.toLowerCase(), token);

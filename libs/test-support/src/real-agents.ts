@@ -83,6 +83,15 @@ export function sandboxEnvFor(binary: string): { SVC_SANDBOX_HOST_DIRS: string; 
   return { SVC_SANDBOX_HOST_DIRS: installed, SVC_SANDBOX_PATH: `${path.join(installed, 'node_modules/.bin')}:/usr/local/bin:/usr/bin:/bin` };
 }
 
+/** The same for several agents at once: every install directory mounted, every bin directory on the PATH. */
+export function sandboxEnvForAll(binaries: readonly string[]): { SVC_SANDBOX_HOST_DIRS: string; SVC_SANDBOX_PATH: string } {
+  const each = binaries.map(sandboxEnvFor);
+  return {
+    SVC_SANDBOX_HOST_DIRS: each.map((env) => env.SVC_SANDBOX_HOST_DIRS).join(','),
+    SVC_SANDBOX_PATH: [...new Set(each.flatMap((env) => env.SVC_SANDBOX_PATH.split(':')))].join(':'),
+  };
+}
+
 /** A template running interactive Codex (app-server) through the model proxy (`gpt-5.5` is in Codex's catalog), with `sections` (TOML) before its `[sidecar]`. */
 export function codexTemplate(sections = ''): string {
   return [

@@ -15,6 +15,17 @@ import { LOCAL_SIGN_IN_MAX_AGE_S } from './routes/local-issuer.js';
 const claimsOf = (token: string): Record<string, unknown> =>
   JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
 
+/** A gateway that is its own issuer, on `port`, its state in `stateDir`. */
+const issuerConfig = (port: number, stateDir: string, more: Record<string, string> = {}) =>
+  readConfig(gatewaySettings, {
+    SVC_LOCAL_ISSUER: 'true',
+    SVC_GATEWAY_PORT: String(port),
+    SVC_GATEWAY_WORKER_PORT: '0',
+    SVC_STATE_DIR: stateDir,
+    SVC_LOG_LEVEL: 'silent',
+    ...more,
+  });
+
 describe('gateway — start with the built-in issuer, status and probes', () => {
   let bus: BusFixture;
   let stateDir: string;
@@ -29,13 +40,7 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
 
   it("serves discovery, gives the local user a token for the stack's sign-in code, and that token reads /v1/status", async () => {
     const port = await freePort();
-    const config = readConfig(gatewaySettings, {
-      SVC_LOCAL_ISSUER: 'true',
-      SVC_GATEWAY_PORT: String(port),
-      SVC_GATEWAY_WORKER_PORT: '0',
-      SVC_STATE_DIR: stateDir,
-      SVC_LOG_LEVEL: 'silent',
-    });
+    const config = issuerConfig(port, stateDir);
     const gateway = await start({ nc: bus.nc, logger: bus.logger, instance: 'gw-0', config });
     try {
       const discovery = await (await fetch(`${gateway.url}/.well-known/openid-configuration`)).json();
@@ -92,14 +97,7 @@ describe('gateway — start with the built-in issuer, status and probes', () => 
 
   it('SVC_LOCAL_USERS: the sign-in code signs in a named user with their groups, never an admin; an unknown one is refused; a renewal keeps its user', async () => {
     const port = await freePort();
-    const config = readConfig(gatewaySettings, {
-      SVC_LOCAL_ISSUER: 'true',
-      SVC_GATEWAY_PORT: String(port),
-      SVC_GATEWAY_WORKER_PORT: '0',
-      SVC_STATE_DIR: stateDir,
-      SVC_LOG_LEVEL: 'silent',
-      SVC_LOCAL_USERS: JSON.stringify({ bob: { name: 'Bob', groups: ['payments', 'release'] }, carol: {} }),
-    });
+    const config = issuerConfig(port, stateDir, { SVC_LOCAL_USERS: JSON.stringify({ bob: { name: 'Bob', groups: ['payments', 'release'] }, carol: {} }) });
     const gateway = await start({ nc: bus.nc, logger: bus.logger, instance: 'gw-users', config });
     try {
       const code = await localSignInCode(stateDir);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PullRequestRecord, PushRecord, WorkspaceChanges } from '@svc/protocol';
 import { startGitHubApi, startGitServer, waitFor, type GitHubApiStandIn, type GitServer } from '@svc/test-support';
 import { addFilePatch, startMockAnthropic, startMockOpenAI, type MockAnthropic, type MockOpenAI } from '@svc/test-support/stand-ins';
-import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvFor } from '@svc/test-support/real-agents';
+import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvForAll } from '@svc/test-support/real-agents';
 import { controlClient } from '../sidecar-process.js';
 import { startStack, type E2eStack } from '../stack.js';
 
@@ -50,13 +50,11 @@ describe(`the workspace with real agents (Claude Code ${CLAUDE_VERSION}, Codex $
     await writeFile(path.join(templates, 'codex-repo.toml'), codexTemplate(`[workspace]\nrepo = "${forge.url}/acme/codex-shop.git"`));
     const host = new URL(forge.url).host;
     const credentials = JSON.stringify({ [host]: forge.token });
-    const hostDirs = [sandboxEnvFor(claudeBinary(CLAUDE_VERSION)), sandboxEnvFor(codexBinary())];
     stack = await startStack({
       ingestReplicas: 1,
       sessionEnv: {
         SVC_TEMPLATES_DIR: templates,
-        SVC_SANDBOX_HOST_DIRS: hostDirs.map((env) => env.SVC_SANDBOX_HOST_DIRS).join(','),
-        SVC_SANDBOX_PATH: [...new Set(hostDirs.flatMap((env) => env.SVC_SANDBOX_PATH.split(':')))].join(':'),
+        ...sandboxEnvForAll([claudeBinary(CLAUDE_VERSION), codexBinary()]),
         SVC_GIT_CREDENTIALS: credentials,
         SVC_GIT_FORGES: JSON.stringify({ [host]: { type: 'github', api_url: github.url } }),
       },

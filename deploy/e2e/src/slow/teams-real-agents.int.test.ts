@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiPaths, type ApprovalItem, type AuditRecord, type ListResponseOf, type PermissionRule, type Session, type StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvFor } from '@svc/test-support/real-agents';
+import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_VERSION, sandboxEnvForAll } from '@svc/test-support/real-agents';
 import { startMockAnthropic, startMockOpenAI, type MockAnthropic, type MockOpenAI } from '@svc/test-support/stand-ins';
 import { startStack, type E2eStack } from '../stack.js';
 import { startReceiver, type Received } from '../webhook-receiver.js';
@@ -74,13 +74,11 @@ quorum = 2
 `;
     await writeFile(path.join(templates, 'claude-team.toml'), `${shared}${builtInClaude}${routes}`);
     await writeFile(path.join(templates, 'codex-team.toml'), `${shared}${codexTemplate()}`);
-    const hostDirs = [sandboxEnvFor(claudeBinary(CLAUDE_VERSION)), sandboxEnvFor(codexBinary())];
     stack = await startStack({
       ingestReplicas: 1,
       sessionEnv: {
         SVC_TEMPLATES_DIR: templates,
-        SVC_SANDBOX_HOST_DIRS: hostDirs.map((env) => env.SVC_SANDBOX_HOST_DIRS).join(','),
-        SVC_SANDBOX_PATH: [...new Set(hostDirs.flatMap((env) => env.SVC_SANDBOX_PATH.split(':')))].join(':'),
+        ...sandboxEnvForAll([claudeBinary(CLAUDE_VERSION), codexBinary()]),
       },
       gatewayEnv: {
         SVC_ANTHROPIC_API_KEY: 'sk-ant-e2e-teams',

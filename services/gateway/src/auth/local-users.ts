@@ -1,6 +1,6 @@
 import Type, { type Static } from 'typebox';
 import { createChecker, describeFieldErrors } from '@svc/protocol';
-import type { Setting } from '@svc/service-kit';
+import { jsonObjectSetting, type Setting } from '@svc/service-kit';
 
 const LocalUser = Type.Object(
   {
@@ -20,14 +20,13 @@ const isLocalUsers = createChecker<LocalUsers>(LocalUsers);
 export const localUsersSetting: Setting<LocalUsers> = {
   variable: 'SVC_LOCAL_USERS',
   read(raw) {
-    if (raw === undefined || raw.trim() === '') return { value: {} };
-    let parsed: unknown;
+    let parsed: Record<string, unknown> | undefined;
     try {
-      parsed = JSON.parse(raw);
-    } catch {
-      return { problem: 'SVC_LOCAL_USERS must be a JSON object of user → {name?, groups?}, e.g. {"alice": {"groups": ["payments"]}}: it is not JSON' };
+      parsed = jsonObjectSetting('SVC_LOCAL_USERS', raw, 'user → {name?, groups?}, {"alice": {"groups": ["payments"]}}');
+    } catch (err) {
+      return { problem: (err as Error).message };
     }
-    const checked = isLocalUsers.check(parsed, '/SVC_LOCAL_USERS');
+    const checked = isLocalUsers.check(parsed ?? {}, '/SVC_LOCAL_USERS');
     return checked.ok ? { value: checked.value } : { problem: `SVC_LOCAL_USERS: ${describeFieldErrors(checked.errors)}` };
   },
 };

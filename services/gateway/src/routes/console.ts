@@ -11,7 +11,7 @@ import { routePlugin } from './route-plugin.js';
  * The console's own paths (client-side routes): each is answered with `index.html`, and the
  * page's script shows what the path names. Anything else outside `/v1` is not the console's.
  */
-const CONSOLE_PAGES = ['/', '/sessions', '/inbox', '/workers/:id', CONSOLE_CALLBACK_PATH] as const;
+const CONSOLE_PAGES = ['/', '/sessions', '/inbox', '/policy', '/workers/:id', CONSOLE_CALLBACK_PATH] as const;
 
 /**
  * What a browser may do with the console's pages: scripts, styles and fonts from the gateway

@@ -1,21 +1,14 @@
 import { parseToolRule, quoteRule, ruleLimitProblem, type ApprovalRoute, type FieldError } from '@svc/protocol';
+import { jsonObjectSetting } from '@svc/service-kit';
 
 /** Who is in which group, where the deployment says (`SVC_GROUP_MEMBERS`). */
 export type GroupMembers = ReadonlyMap<string, readonly string[]>;
 
 /** Reads `SVC_GROUP_MEMBERS`: a JSON object of group → member `sub`s; a malformed one stops the start, naming it. */
 export function parseGroupMembers(raw: string | undefined): GroupMembers {
-  if (raw === undefined || raw.trim() === '') return new Map();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new Error('SVC_GROUP_MEMBERS must be a JSON object of group → [member, …], e.g. {"release": ["bob", "dave"]}: it is not JSON');
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-    throw new Error('SVC_GROUP_MEMBERS must be a JSON object of group → [member, …], e.g. {"release": ["bob", "dave"]}');
+  const parsed = jsonObjectSetting('SVC_GROUP_MEMBERS', raw, 'group → [member, …], {"release": ["bob", "dave"]}');
   const groups = new Map<string, string[]>();
-  for (const [group, members] of Object.entries(parsed)) {
+  for (const [group, members] of Object.entries(parsed ?? {})) {
     if (!Array.isArray(members) || !members.every((member) => typeof member === 'string'))
       throw new Error(`SVC_GROUP_MEMBERS: the members of ${group} must be a list of user names`);
     groups.set(group, members as string[]);
