@@ -31,6 +31,20 @@ describe('svc attach — what a person does from the screen', () => {
       expect(personActions(api, new WorkerView({ readOnly: false }), worker).conversation).toBeUndefined();
   });
 
+  it('an allow that is a vote toward a quorum (202, docs/teams.md) says so: the request waits for more people', async () => {
+    const { api, requests } = fakeApi(() => ({
+      vote: { request_id: 'req_9', voter: 'bob', decision: 'allow', at: '2026-11-27T00:00:00.000Z' },
+      allows: 1,
+      quorum: 2,
+      voters: ['bob'],
+    }));
+    const model = new WorkerView({ readOnly: false });
+    personActions(api, model, WORKER).decide('req_9', 'allow');
+    await settled();
+    expect(requests).toEqual([{ method: 'POST', path: '/v1/workers/wrk_1/control', body: { request_id: 'req_9', decision: 'allow' } }]);
+    expect(model.notices.at(-1)).toEqual({ text: 'req_9: your vote is counted (1 of 2); it waits for 1 more', level: 'info' });
+  });
+
   it('a conversation: a message goes to POST /messages with an id of its own, an interrupt to POST /interrupt', async () => {
     const { api, requests } = fakeApi((path) => (path.endsWith('/interrupt') ? { interrupt_id: 'int_1' } : { message_id: 'msg_1' }));
     const model = new WorkerView({ readOnly: false });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { render } from 'ink';
-import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
+import { apiPaths, EVENT_LIST_LIMIT, isEndedStatus, isVoteAnswer, type DecideAnswer, type ListResponseOf, type StoredEvent, type Worker } from '@svc/protocol';
 import { ApiError, createApi, type Api } from '../api.js';
 import { AttachApp, type AttachAppProps, type ConversationActions, type ExitReason } from '../attach/components/AttachApp.js';
 import { followEventStream } from '@svc/viewer';
@@ -34,7 +34,12 @@ export function personActions(
   const decide = (requestId: string, decision: 'allow' | 'deny') => {
     model.decided(requestId);
     api
-      .request<StoredEvent<'control_response'>>('POST', apiPaths.control(worker.worker_id), { request_id: requestId, decision })
+      .request<DecideAnswer>('POST', apiPaths.control(worker.worker_id), { request_id: requestId, decision })
+      .then((answer) => {
+        // A vote toward a quorum (docs/teams.md): this person is done with it, the request waits for others.
+        if (isVoteAnswer(answer))
+          model.notify(`${requestId}: your vote is counted (${answer.allows} of ${answer.quorum}); it waits for ${answer.quorum - answer.allows} more`, 'info');
+      })
       .catch(refused('the decision was not taken'));
   };
   if (worker.mode !== 'conversation') return { decide };
