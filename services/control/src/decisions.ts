@@ -9,6 +9,9 @@ import {
   type DecisionPolicy,
   checkEgressPattern,
   checkRuleLimits,
+  parseRequestRule,
+  routeOf,
+  type ApprovalRoute,
   EGRESS_TOOL,
   decidedByOf,
   personSource,
@@ -138,12 +141,6 @@ export function createDecisions(deps: DecisionsDeps) {
   }
 
   /** A person's rule pattern is matched on every later request: capped like any rule, and a `network` one must name `host:port` (the gateway's schema caps it too). */
-  async function checkRulePattern(workerId: string, requestId: string, pattern: string): Promise<void> {
-    checkRuleLimits(pattern, '/body/input_pattern');
-    const request = await deps.requests.findRequest(workerId, requestId);
-    if (request?.event.data.tool_name === EGRESS_TOOL) checkEgressPattern(pattern, '/body/input_pattern');
-  }
-
   return {
     expire,
 
@@ -157,14 +154,17 @@ export function createDecisions(deps: DecisionsDeps) {
       const { worker_id: workerId, decision: body } = request;
       const { routing, found } = await routingOf(deps, workerId, body.request_id);
       checkDecider(person, routing.worker, routing);
-      if (body.input_pattern !== undefined) await checkRulePattern(workerId, body.request_id, body.input_pattern);
+      if (body.scope === 'always') await checkRule(deps, workerId, body.request_id, body.input_pattern);
+      else if (body.input_pattern !== undefined) checkRuleLimits(body.input_pattern, '/body/input_pattern');
       if (body.interrupt && body.decision !== 'deny')
         throw new CodedError('invalid_request', '/body/interrupt ends the agent\'s turn and goes only with decision "deny"');
       const policy = await deps.policyOf(workerId);
       let data = { ...personDecisionData(body, person), ...ruleScopeData(person, routing.worker, body) };
       const quorum = routing.route?.quorum ?? 1;
+      if (body.updated_input !== undefined && found) checkUpdatedInput(routing, found.event, body.updated_input);
       if (quorum > 1 && body.decision === 'allow' && found) {
         const voted = await takeVote(deps, person, found, body, quorum, deadlineOf(found, policy));
+        if (voted === 'expired') throw refusal(await expire(found, policy));
         if (voted && 'vote' in voted) return voted;
         if (voted) data = { ...data, message: data.message ?? `allowed by ${voted.voters.join(' and ')} (a quorum of ${quorum})` };
       }
@@ -203,6 +203,45 @@ async function routingOf(deps: Pick<DecisionsDeps, 'workerOf' | 'requests' | 'ap
   const route = found && routeOfRequest(worker, found.event);
   const escalated = route?.escalate_to ? await deps.approvals.escalated(workerId, requestId) : false;
   return { routing: { worker, route, escalated }, found };
+}
+
+/**
+ * An "always" makes a rule from its request's tool and `pattern` (every input without one): the
+ * pattern is capped like any rule, a `network` one must name `host:port`, and the rule must
+ * cover the very request it is given on — a rule for other inputs is not what the person saw.
+ */
+async function checkRule(deps: Pick<DecisionsDeps, 'requests'>, workerId: string, requestId: string, pattern: string | undefined): Promise<void> {
+  if (pattern !== undefined) checkRuleLimits(pattern, '/body/input_pattern');
+  const request = await deps.requests.findRequest(workerId, requestId);
+  if (!request) return;
+  const { tool_name: toolName, input } = request.event.data;
+  if (pattern !== undefined && toolName === EGRESS_TOOL) checkEgressPattern(pattern, '/body/input_pattern');
+  const rule = pattern === undefined ? toolName : `${toolName}(${pattern})`;
+  if (!parseRequestRule(rule).matches(toolName, input, 'every'))
+    throw new CodedError(
+      'invalid_request',
+      `/body/input_pattern: the rule ${rule} does not cover request ${requestId} itself; an "always" is given for what was asked`,
+    );
+}
+
+/**
+ * A person may answer a request with its input changed (`updated_input`), but not so that other
+ * people would decide it (docs/teams.md): on a worker with approval routes the changed input must
+ * take the route the request took, and a request needing a quorum is allowed as it was asked.
+ */
+function checkUpdatedInput(
+  routing: { worker?: WorkerRecord | undefined; route?: ApprovalRoute | undefined },
+  request: StoredEvent<'control_request'>,
+  updated: Record<string, unknown>,
+): void {
+  if ((routing.route?.quorum ?? 1) > 1)
+    throw new CodedError('invalid_request', `/body/updated_input: request ${request.data.request_id} needs a quorum; it is allowed or denied as it was asked`);
+  const after = routeOf(routing.worker?.approvals, { tool_name: request.data.tool_name, input: updated })?.route;
+  if (after?.match !== routing.route?.match)
+    throw new CodedError(
+      'invalid_request',
+      `/body/updated_input: the changed input would be decided by ${after ? `the route ${after.match}` : "the session's approvers"}, not as the request was (${routing.route ? `the route ${routing.route.match}` : "the session's approvers"})`,
+    );
 }
 
 /** A person's decision as stored: what they sent, with who they are. */

@@ -153,5 +153,14 @@ describe('the policy learned from the decision log: suggestions and replay (docs
       payload: { template: 'shop', policy: { ...policy, rules: [{ tool_name: 'Bash', input_pattern: 'rm -rf dir*', decision: 'allow' }] }, last: 200 },
     });
     expect((withRule.json() as PolicyReplay).counts).toMatchObject({ still_asked: 0, let_through_denied: 5 });
+    // Every candidate rule is matched against every request: one over a rule's caps is refused.
+    const overCap = await gw.app.inject({
+      method: 'POST',
+      url: '/v1/policy/replay',
+      headers: { authorization: `Bearer ${alice}` },
+      payload: { template: 'shop', policy: { auto_approve: [`Bash(${'*a'.repeat(70)})`] } },
+    });
+    expect(overCap.statusCode).toBe(400);
+    expect(overCap.json().message).toContain('/body/policy/auto_approve/0');
   });
 });

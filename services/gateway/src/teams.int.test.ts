@@ -22,8 +22,8 @@ function teamClient(team: () => Team) {
   const as = (person: string) => ({ authorization: `Bearer ${team().tokens[person]}` });
   const get = (person: string, url: string) => team().gw.app.inject({ url, headers: as(person) });
   const post = (person: string, url: string, payload: object) => team().gw.app.inject({ method: 'POST', url, headers: as(person), payload });
-  const decide = (person: string, requestId: string, decision: 'allow' | 'deny') =>
-    post(person, `/v1/workers/${team().workerId}/control`, { request_id: requestId, decision });
+  const decide = (person: string, requestId: string, decision: 'allow' | 'deny', more: object = {}) =>
+    post(person, `/v1/workers/${team().workerId}/control`, { request_id: requestId, decision, ...more });
   const inboxItems = async (person: string) => ((await get(person, '/v1/approvals')).json() as ListResponseOf<ApprovalItem>).items;
   const inbox = async (person: string) => (await inboxItems(person)).map((item) => item.request.data.request_id);
   const history = async () => ((await get('alice', `/v1/workers/${team().workerId}/sdk-events?limit=1000`)).json() as ListResponseOf<StoredEvent>).items;
@@ -186,6 +186,21 @@ describe('a quorum of two (docs/teams.md; real NATS, Postgres and two control re
     const denied = await decide('dave', second, 'deny');
     expect(denied.statusCode).toBe(201);
     expect(denied.json()).toMatchObject({ data: { decision: 'deny' } });
+  });
+
+  it('what would take a request from its deciders is refused: an "always" that does not cover its own request, an input changed onto another route, a changed input on a quorum', async () => {
+    const ls = await ask('ls -la', 'alice');
+    const broad = await decide('alice', ls, 'allow', { scope: 'always', input_pattern: 'git push*' });
+    expect(broad.statusCode).toBe(400);
+    expect(broad.json().message).toContain('the rule Bash(git push*) does not cover request');
+    const moved = await decide('alice', ls, 'allow', { updated_input: { command: 'git push origin main' } });
+    expect(moved.statusCode).toBe(400);
+    expect(moved.json().message).toContain('would be decided by the route Bash(git push*)');
+    const removal = await ask('rm -rf tmp', 'bob');
+    const rewritten = await decide('bob', removal, 'allow', { updated_input: { command: 'rm -rf /' } });
+    expect(rewritten.statusCode).toBe(400);
+    expect(rewritten.json().message).toContain('needs a quorum');
+    expect((await decide('alice', ls, 'allow', { scope: 'always', input_pattern: 'ls *' })).statusCode).toBe(201);
   });
 
   it('two people completing the quorum at once on two control replicas: exactly one completes it, the other hears it was decided', async () => {

@@ -30,7 +30,9 @@ const CODEX_TOOLS = ['command_execution', 'file_change'] as const;
  */
 export function codexSettingsFor(lists: PermissionLists, autonomous: boolean): CodexSettings {
   const everyChangeApproved = lists.auto_approve.map(parseRequestRule).find((rule) => rule.coversEveryCall('file_change'));
-  const binding = [...lists.deny, ...(autonomous ? [] : lists.ask)].map(parseRequestRule).find((rule) => CODEX_TOOLS.some((tool) => rule.namesTool(tool)));
+  const binding = [...lists.deny, ...(lists.routed ?? []), ...(autonomous ? [] : lists.ask)]
+    .map(parseRequestRule)
+    .find((rule) => CODEX_TOOLS.some((tool) => rule.namesTool(tool)));
   if (everyChangeApproved && !binding) {
     return {
       sandbox: 'workspace-write',

@@ -96,6 +96,19 @@ describe('permission engine — lists, patterns and precedence', () => {
     });
   });
 
+  it("an approval route's rule is asked whatever people's rules or autonomy say; only deny comes first (docs/teams.md)", () => {
+    for (const autonomous of [false, true]) {
+      const engine = createPermissionEngine({ ...lists, routed: ['Bash(git push*)'] }, { autonomous });
+      engine.setAddedRules([{ rule_id: '5', tool_name: 'Bash', decision: 'allow', added_by: 'alice', request_id: 'r5', added_at: '2026-11-27T09:00:00.000Z' }]);
+      expect(engine.decide('Bash', bash('git push origin main'))).toEqual({
+        decision: 'ask',
+        reason: 'routed by the rule Bash(git push*): the people it names decide',
+      });
+      expect(engine.decide('Bash', bash('git status')).decision).toBe('allow');
+      expect(engine.decide('Bash', bash('rm -rf /')).decision).toBe('deny');
+    }
+  });
+
   it('a rule learned from a decision as it arrives is kept when a list read before it was stored comes back', () => {
     const engine = createPermissionEngine(lists, { autonomous: false });
     const rule = (id: string): PermissionRule => ({

@@ -6,6 +6,8 @@ export interface PermissionLists {
   auto_approve: readonly string[];
   deny: readonly string[];
   ask: readonly string[];
+  /** The template's approval routes' rules (docs/teams.md): the people a route names decide, always. */
+  routed?: readonly string[] | undefined;
 }
 
 export type Verdict =
@@ -30,14 +32,17 @@ function addedRule(rule: PermissionRule): RequestRule {
 /**
  * The permission engine. Precedence, first match wins:
  * 1. the config's `deny` list (the operator's hard limits: nobody overrides them);
- * 2. rules people added with "always" (the latest first);
- * 3. `ask`;
- * 4. `auto_approve`;
- * 5. anything else is `ask`.
+ * 2. an approval route's rule (docs/teams.md): asked, so the people it names decide — no rule
+ *    someone added with "always", and no autonomy, answers for them;
+ * 3. rules people added with "always" (the latest first);
+ * 4. `ask`;
+ * 5. `auto_approve`;
+ * 6. anything else is `ask`.
  * In autonomous mode nobody is there to ask: `ask` (listed or by default) becomes allow; `deny` still denies.
  */
 export function createPermissionEngine(lists: PermissionLists, options: { autonomous: boolean }) {
   const deny = lists.deny.map(parseRequestRule);
+  const routed = (lists.routed ?? []).map(parseRequestRule);
   const ask = lists.ask.map(parseRequestRule);
   const approve = lists.auto_approve.map(parseRequestRule);
   /** The rules people added, by rule id: the control plane's list, and any learned from a decision before that list was read again. */
@@ -74,6 +79,8 @@ export function createPermissionEngine(lists: PermissionLists, options: { autono
       // A change to many files: any path a rule refuses or asks about is enough; an allowing rule must cover every path.
       const denied = deny.find((rule) => rule.matches(toolName, input, 'some'));
       if (denied) return { decision: 'deny', reason: `denied by the rule ${denied.source}` };
+      const route = routed.find((rule) => rule.matches(toolName, input, 'some'));
+      if (route) return { decision: 'ask', reason: `routed by the rule ${route.source}: the people it names decide` };
       const person = added.find((entry) => entry.rule.matches(toolName, input, entry.decision === 'allow' ? 'every' : 'some'));
       if (person) return { decision: person.decision, reason: `${person.decision === 'allow' ? 'allowed' : 'denied'} by ${person.by}'s ${person.named}` };
       const listed = ask.find((rule) => rule.matches(toolName, input, 'some'));

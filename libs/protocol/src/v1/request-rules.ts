@@ -7,9 +7,10 @@ import { parseToolRule } from './rules.js';
 
 /**
  * The input a rule's argument pattern is matched against: `Bash(git *)` matches the command,
- * `Write(src/*)` the file path. A tool without one of these fields matches only argument-less rules.
+ * `Write(src/*)` the file path, `git_push(refs/heads/*)` the ref, `network(*.internal:443)` the
+ * `host:port` asked for. A tool without one of these fields matches only argument-less rules.
  */
-const PRIMARY_INPUT_FIELDS = ['command', 'file_path', 'path', 'notebook_path', 'url', 'pattern', 'query'] as const;
+const PRIMARY_INPUT_FIELDS = ['command', 'file_path', 'path', 'notebook_path', 'url', 'pattern', 'query', 'ref', 'target'] as const;
 
 /**
  * What a rule's argument pattern is matched against: one value (the primary input field), or

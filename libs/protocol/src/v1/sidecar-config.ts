@@ -55,6 +55,8 @@ export const SidecarConfigSchema = Type.Object(
         auto_approve: ToolRules('Allowed silently.'),
         deny: ToolRules('Refused silently.'),
         ask: ToolRules('A person decides (allowed in autonomous mode).'),
+        /** The template's approval routes' rules (docs/teams.md): always asked, whatever people's rules or autonomy say. */
+        routed: Type.Optional(ToolRules('Decided by the people an approval route names: always asked.')),
       },
       { additionalProperties: false, default: { auto_approve: [], deny: [], ask: [] } },
     ),

@@ -13,8 +13,8 @@ type FoundRequest = StoredRequest & { withdrawn: boolean; decision: unknown };
  * answered as their first), told to the history and the audit trail, and answered with the count
  * — unless it completes the quorum: then it resolves with the voters, and the caller stores the
  * decision, which the agent hears (the first to be stored wins, as for any decision: two
- * replicas completing it at once store one). A request already closed is left to the caller,
- * whose store answers why.
+ * replicas completing it at once store one). A request already decided or withdrawn is left to
+ * the caller, whose store answers why; one past its deadline is `expired`.
  */
 export async function takeVote(
   deps: { approvals: Pick<ApprovalStore, 'vote'>; facts: Pick<ApprovalFacts, 'voted'> },
@@ -23,11 +23,13 @@ export async function takeVote(
   body: DecideRequestType['decision'],
   quorum: number,
   deadline: number,
-): Promise<ApprovalVoteAnswer | { voters: string[] } | undefined> {
+): Promise<ApprovalVoteAnswer | { voters: string[] } | 'expired' | undefined> {
   const { worker_id: workerId, data } = request.event;
   if (body.scope === 'always')
     throw new CodedError('invalid_request', `/body/scope: request ${data.request_id} needs ${quorum} people to allow it; one vote cannot make a rule "always"`);
-  if (request.decision || request.withdrawn || Date.now() >= deadline) return undefined;
+  if (request.decision || request.withdrawn) return undefined;
+  // Past the deadline by this service's clock: the deadline decides, never one allow of a quorum.
+  if (Date.now() >= deadline) return 'expired';
   const vote = { voter: person.sub, decision: 'allow' as const, channel: person.channel, at: new Date().toISOString() };
   const { votes } = await deps.approvals.vote(workerId, data.request_id, vote);
   const allows = votes.filter((kept) => kept.decision === 'allow');

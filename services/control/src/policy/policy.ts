@@ -1,5 +1,6 @@
 import type { WorkerDirectory } from '@svc/auth';
 import {
+  checkRuleLimits,
   workerRoleOf,
   type AccessPerson,
   type ListResponseOf,
@@ -37,6 +38,13 @@ export function createPolicy(deps: { requests: Pick<ControlRequestLog, 'requestH
     },
 
     async replay({ person, body }: PolicyReplayRpcType): Promise<PolicyReplay> {
+      // Each rule is matched against every request replayed: capped as any rule is (linear matching, few wildcards).
+      const { policy } = body;
+      for (const [list, rules] of Object.entries({ auto_approve: policy.auto_approve, deny: policy.deny, ask: policy.ask }))
+        (rules ?? []).forEach((rule, index) => checkRuleLimits(rule, `/body/policy/${list}/${index}`));
+      (policy.rules ?? []).forEach(
+        (rule, index) => rule.input_pattern !== undefined && checkRuleLimits(rule.input_pattern, `/body/policy/rules/${index}/input_pattern`),
+      );
       return replay(await historyOf(person, body.template, body.last ?? 200), body);
     },
   };

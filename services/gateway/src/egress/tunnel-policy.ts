@@ -9,6 +9,7 @@ import {
   type ListResponseOf,
   type PermissionRule,
   type WorkerRecord,
+  routeOf,
 } from '@svc/protocol';
 import type { OutboundAddressCheck } from '@svc/service-kit';
 import type { LiveFeeds } from '../live-feeds.js';
@@ -60,10 +61,12 @@ export function createTunnelPolicy(deps: PolicyDeps): TunnelPolicy {
       const policy = worker.egress!;
       const byTemplate = templateVerdict(policy, target);
       if (byTemplate) return byTemplate;
+      const request = networkRequest(target);
+      // A routed request (docs/teams.md) is the route's people's to decide: no one's "always", no autonomy.
+      if (routeOf(worker.approvals, request)) return askPerson(deps, worker, request, gone);
       const rules = await requestJson<ListResponseOf<PermissionRule>>(deps.nc, subjects.rpc.permissionRules, { worker_id: worker.worker_id }, { retries: 1 });
       const byPeople = peopleVerdict(rules.items, target);
       if (byPeople) return byPeople;
-      const request = networkRequest(target);
       return policy.autonomous ? allowAutonomously(deps.records, worker.worker_id, request) : askPerson(deps, worker, request, gone);
     },
   };

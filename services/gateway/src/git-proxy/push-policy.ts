@@ -10,6 +10,7 @@ import {
   type PermissionRule,
   type WorkerRecord,
   type WorkerWorkspace,
+  routeOf,
 } from '@svc/protocol';
 import type { LiveFeeds } from '../live-feeds.js';
 import { askPerson, recordPolicyVerdict, type ComponentRecords, type Verdict } from '../raised-requests.js';
@@ -60,6 +61,8 @@ export function createPushPolicy(deps: { nc: NatsConnection; live: LiveFeeds; re
         return recordPolicyVerdict(deps.records, workerId, request, { allow: false, by: 'policy', reason: `denied by the template's rule ${byTemplate.rule}` });
       if (byTemplate?.list === 'auto_approve')
         return recordPolicyVerdict(deps.records, workerId, request, { allow: true, by: 'policy', reason: `allowed by the template's rule ${byTemplate.rule}` });
+      // A routed push (docs/teams.md) is the route's people's to decide: no one's "always", no autonomy.
+      if (!byTemplate && routeOf(worker.approvals, request)) return askPerson(deps, worker, request, gone);
       if (!byTemplate) {
         const rules = await requestJson<ListResponseOf<PermissionRule>>(deps.nc, subjects.rpc.permissionRules, { worker_id: workerId }, { retries: 1 });
         const byPeople = peopleRuleFor(rules.items, input.ref);

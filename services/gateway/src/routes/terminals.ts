@@ -93,7 +93,7 @@ export const terminalRoutes = routePlugin('svc-terminal-routes', ['svc-bus', 'sv
       tags: ['workspace'],
       summary: 'A terminal in the sandbox (WebSocket)',
       description:
-        "Upgrade to a WebSocket: a shell in the sandbox's `/workspace`, its bytes both ways in binary frames. For the worker's owner (and admins); every terminal is audited (`terminal_opened`). The sandbox's end connects within 15 s or the socket closes with 4001; the shell ending closes it with 4000. `409 worker_ended` for an ended worker.",
+        "Upgrade to a WebSocket: a shell in the sandbox's `/workspace`, its bytes both ways in binary frames. For its operators (the owner, admins, and operators of its access list: docs/teams.md); every terminal is audited (`terminal_opened`). The sandbox's end connects within 15 s or the socket closes with 4001; the shell ending closes it with 4000. `409 worker_ended` for an ended worker.",
       params: WorkerParams,
       querystring: TerminalQuery,
       response: { ...errorResponses(400, 401, 404, 409, 429, 503) },

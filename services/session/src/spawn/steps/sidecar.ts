@@ -113,7 +113,12 @@ function sidecarConfigOf(spawn: SpawnContext): SidecarConfig {
     autonomous: body.overrides?.autonomous ?? sidecar.autonomous,
     conversation: template.session.mode === 'conversation',
     ...(template.session.mode === 'conversation' ? { idle_timeout_s: template.session.idle_timeout_s } : {}),
-    permissions: { auto_approve: sidecar.auto_approve, deny: sidecar.deny, ask: sidecar.ask },
+    permissions: {
+      auto_approve: sidecar.auto_approve,
+      deny: sidecar.deny,
+      ask: sidecar.ask,
+      ...(template.approvals.route.length > 0 ? { routed: template.approvals.route.map((route) => route.match) } : {}),
+    },
     poll_interval_ms: sidecar.poll_interval_ms,
     agent: {
       command: resolveCommand(box, template.agent.command),
