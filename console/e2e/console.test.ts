@@ -18,6 +18,7 @@ import {
 } from '@svc/protocol';
 import { pngOfSize, startGitHubApi, startGitServer, type GitHubApiStandIn, type GitServer } from '@svc/test-support';
 import { launchBrowser } from '@svc/test-support/browser';
+import { demoAgentTemplate } from '@svc/test-support/stand-ins';
 import { seriousViolations } from './axe.js';
 import { startLocalStack, type RunningStack } from './local-stack.js';
 
@@ -68,20 +69,8 @@ const ONE_SHOT_NOTE = 'This session runs its first prompt only: it takes no mess
  * `mode`, and whether its Write is asked (else allowed by its lists). In a conversation
  * (docs/conversations.md) it answers each message after its first turn with `You said: "…"`.
  */
-const demo = (description: string, mode: 'conversation' | 'one_shot', writeAsked: boolean, stepMs: number) => `
-description = "${description}"
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "${stepMs}" }
-[session]
-mode = "${mode}"
-[sidecar]
-adapter = "claude-code"
-${writeAsked ? 'auto_approve = ["Glob"]\nask = ["Write"]' : 'auto_approve = ["Glob", "Write"]'}
-`;
+const demo = (description: string, mode: 'conversation' | 'one_shot', writeAsked: boolean, stepMs: number) =>
+  demoAgentTemplate({ description, mode, writeAsked, stepMs });
 
 const TEMPLATES: Record<string, string> = {
   // Its first turn runs through, nobody asked; then it waits for a message.
@@ -93,10 +82,8 @@ const TEMPLATES: Record<string, string> = {
 };
 
 /** The conversation demo on the forge's `acme/app` (docs/workspace.md): its Write, allowed by its lists, changes the workspace. */
-const demoOnRepository = (forgeUrl: string) => `${demo('The demo agent in a conversation, on a repository', 'conversation', false, 20)}
-[workspace]
-repo = "${forgeUrl}/acme/app.git"
-`;
+const demoOnRepository = (forgeUrl: string) =>
+  demoAgentTemplate({ description: 'The demo agent in a conversation, on a repository', tables: `[workspace]\nrepo = "${forgeUrl}/acme/app.git"\n` });
 
 describe('the web console in a real Chromium, against the local stack', () => {
   let stack: RunningStack;

@@ -7,26 +7,13 @@ import { apiPaths, type ApprovalItem, type ListResponseOf, type Session, type St
 import { launchBrowser } from '@svc/test-support/browser';
 import { seriousViolations } from './axe.js';
 import { startLocalStack, type RunningStack } from './local-stack.js';
+import { demoAgentTemplate } from '@svc/test-support/stand-ins';
 
 /**
  * The demo agent (it asks to write hello.txt, and once allowed asks the same again) with approval
  * routes (docs/teams.md): `routes` is TOML appended after its tables.
  */
-const demo = (description: string, routes: string, writeAsked = true) => `
-description = "${description}"
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "20" }
-[session]
-mode = "conversation"
-[sidecar]
-adapter = "claude-code"
-${writeAsked ? 'auto_approve = ["Glob"]\nask = ["Write"]' : 'auto_approve = ["Glob", "Write"]'}
-${routes}
-`;
+const demo = (description: string, routes: string, writeAsked = true) => demoAgentTemplate({ description, writeAsked, tables: routes });
 
 const TEMPLATES: Record<string, string> = {
   // Its Write goes to bob, not to its owner.

@@ -5,6 +5,7 @@ import { Auth } from './auth.js';
 import { Console } from './console-context.js';
 import { InboxPage } from './pages/InboxPage.js';
 import { NotFoundPage } from './pages/NotFoundPage.js';
+import { PolicyPage } from './pages/PolicyPage.js';
 import { SessionsPage } from './pages/SessionsPage.js';
 import { SignInCallbackPage, SignInPage } from './pages/SignInPage.js';
 import { WorkerPage } from './pages/WorkerPage.js';
@@ -16,7 +17,16 @@ function Page({ path }: { path: string }) {
   if (worker) return <WorkerPage key={worker[1]} workerId={worker[1]!} />;
   if (path === '/' || path === '/sessions') return <SessionsPage />;
   if (path === '/inbox') return <InboxPage />;
+  if (path === '/policy') return <PolicyPage />;
   return <NotFoundPage what={`There is no page ${path} in the console.`} />;
+}
+
+/** The window's title for the page a path names. */
+function titleOf(path: string): string {
+  if (path.startsWith('/workers/')) return `${path.slice('/workers/'.length)} · svc`;
+  if (path === '/inbox') return 'Inbox · svc';
+  if (path === '/policy') return 'Policy · svc';
+  return 'Sessions · svc';
 }
 
 export function App() {
@@ -31,10 +41,7 @@ export function App() {
   useEffect(() => {
     document.title = title;
   }, [title]);
-  useEffect(
-    () => setTitle(path.startsWith('/workers/') ? `${path.slice('/workers/'.length)} · svc` : path === '/inbox' ? 'Inbox · svc' : 'Sessions · svc'),
-    [path],
-  );
+  useEffect(() => setTitle(titleOf(path)), [path]);
 
   return (
     <Console.Provider value={{ auth, api }}>
@@ -48,6 +55,9 @@ export function App() {
           </Link>
           <Link href="/inbox" aria-current={path === '/inbox' ? 'page' : undefined}>
             Inbox
+          </Link>
+          <Link href="/policy" aria-current={path === '/policy' ? 'page' : undefined}>
+            Policy
           </Link>
         </nav>
         {signedIn && (
