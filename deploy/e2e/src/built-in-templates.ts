@@ -1,6 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { demoAgentTemplate } from '@svc/test-support/stand-ins';
 
 const BUILT_IN = fileURLToPath(new URL('../../../services/session/templates/', import.meta.url));
 
@@ -22,18 +23,5 @@ export async function writeOneShotDemo(dir: string): Promise<string> {
  * of its own.
  */
 export function fastDemoConversation(session: { idle_timeout_s?: number; keep_sandbox_s?: number } = {}): string {
-  const settings = Object.entries(session).map(([key, value]) => `${key} = ${value}\n`);
-  return `
-[agent]
-command = "/usr/local/bin/svc-sidecar"
-args = ["demo-agent"]
-cwd = "/workspace"
-prompt = "Show me what you can do."
-env = { SVC_DEMO_STEP_MS = "20" }
-[session]
-mode = "conversation"
-${settings.join('')}[sidecar]
-adapter = "claude-code"
-auto_approve = ["Glob", "Write"]
-`;
+  return demoAgentTemplate({ session });
 }

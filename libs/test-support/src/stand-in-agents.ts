@@ -19,3 +19,34 @@ export function standInAgent(name: 'replay-claude' | 'replay-codex-app-server' |
   // libs/test-support/{src,dist}/ → libs/test-support/agents/
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../agents', `${name}.mjs`);
 }
+
+/** How a test's template runs the demo agent (`svc-sidecar demo-agent`: it asks to write hello.txt, and once allowed asks the same again). */
+export interface DemoTemplateOptions {
+  description?: string;
+  mode?: 'conversation' | 'one_shot';
+  /** Milliseconds between its steps (`SVC_DEMO_STEP_MS`). */
+  stepMs?: number;
+  /** Its Write asked of a person (else allowed by its lists, as its Glob always is). */
+  writeAsked?: boolean;
+  /** More `[session]` settings (`idle_timeout_s = 5`…). */
+  session?: Readonly<Record<string, number>>;
+  /** TOML appended after its tables (`[[approvals.route]]`, `[workspace]`…). */
+  tables?: string;
+}
+
+/** A template (TOML) running the demo agent under a real sidecar, as the tests' stacks write into their templates directory. */
+export function demoAgentTemplate(options: DemoTemplateOptions = {}): string {
+  const session = Object.entries(options.session ?? {}).map(([key, value]) => `${key} = ${value}\n`);
+  return `${options.description === undefined ? '' : `description = "${options.description}"\n`}[agent]
+command = "/usr/local/bin/svc-sidecar"
+args = ["demo-agent"]
+cwd = "/workspace"
+prompt = "Show me what you can do."
+env = { SVC_DEMO_STEP_MS = "${options.stepMs ?? 20}" }
+[session]
+mode = "${options.mode ?? 'conversation'}"
+${session.join('')}[sidecar]
+adapter = "claude-code"
+${options.writeAsked ? 'auto_approve = ["Glob"]\nask = ["Write"]' : 'auto_approve = ["Glob", "Write"]'}
+${options.tables ?? ''}`;
+}

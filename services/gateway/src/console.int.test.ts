@@ -28,7 +28,7 @@ describe('the web console, served by the gateway', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it.each(['/', '/sessions', '/inbox', '/workers/wrk_abc', '/auth/callback'])(
+  it.each(['/', '/sessions', '/inbox', '/policy', '/workers/wrk_abc', '/auth/callback'])(
     '%s is the console page, without signing in, with a strict CSP, revalidated each load',
     async (url) => {
       const response = await gw.app.inject({ url });
