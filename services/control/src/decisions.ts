@@ -13,6 +13,7 @@ import {
   routeOf,
   type ApprovalRoute,
   EGRESS_TOOL,
+  GIT_PUSH_TOOL,
   decidedByOf,
   personSource,
   POLICY_SOURCE,
@@ -216,6 +217,8 @@ async function checkRule(deps: Pick<DecisionsDeps, 'requests'>, workerId: string
   if (!request) return;
   const { tool_name: toolName, input } = request.event.data;
   if (pattern !== undefined && toolName === EGRESS_TOOL) checkEgressPattern(pattern, '/body/input_pattern');
+  // The gateway's tunnel and push decisions read their rules their own way (host:port, a ref), and ask a routed request whatever the rules say.
+  if (toolName === EGRESS_TOOL || toolName === GIT_PUSH_TOOL) return;
   const rule = pattern === undefined ? toolName : `${toolName}(${pattern})`;
   if (!parseRequestRule(rule).matches(toolName, input, 'every'))
     throw new CodedError(

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { apiPaths, type ApprovalItem, type ListResponseOf, type Session, type StoredEvent, type Worker } from '@svc/protocol';
 import { launchBrowser } from '@svc/test-support/browser';
-import { seriousViolations } from './axe.js';
-import { startLocalStack, type RunningStack } from './local-stack.js';
+import { seriousViolations } from '../axe.js';
+import { startLocalStack, type RunningStack } from '../local-stack.js';
 import { demoAgentTemplate } from '@svc/test-support/stand-ins';
 
 /**

@@ -6,8 +6,8 @@ import type { Browser, Page } from 'playwright-core';
 import { apiPaths, type ListResponseOf, type PermissionRule, type PolicyReplay, type PolicySuggestion, type Session, type StoredEvent } from '@svc/protocol';
 import { launchBrowser } from '@svc/test-support/browser';
 import { demoAgentTemplate } from '@svc/test-support/stand-ins';
-import { seriousViolations } from './axe.js';
-import { startLocalStack, type RunningStack } from './local-stack.js';
+import { seriousViolations } from '../axe.js';
+import { startLocalStack, type RunningStack } from '../local-stack.js';
 
 /** The demo agent in a conversation, its Write asked: it asks to write hello.txt, and once allowed asks the same again. */
 const demo = (description: string) => demoAgentTemplate({ description, writeAsked: true });
