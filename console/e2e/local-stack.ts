@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
+import { apiPaths, LOCAL_SIGN_IN_CODE_FILE } from '@svc/protocol';
 import { freePort, waitFor } from '@svc/test-support';
 
 /** The local stack as `npm run up` runs it (built launcher), serving this workspace's console build. */
@@ -20,6 +20,8 @@ export interface RunningStack {
   sandboxRoot(workerId: string): string;
   /** The stack's sign-in code, as the person at the machine reads it (its state directory). */
   signInCode: string;
+  /** A token of the built-in issuer for the sign-in code, as the sign-in page gets one: the local user's, or `user`'s of SVC_LOCAL_USERS. */
+  signInToken(user?: string): Promise<string>;
   /** A token for someone other than the local user (`sub`, not an admin). */
   userToken(sub: string): Promise<string>;
   stop(): Promise<void>;
@@ -78,5 +80,14 @@ export async function startLocalStack(env: Record<string, string> = {}): Promise
   const workerToken = async (workerId: string) => (await readFile(path.join(sandboxRoot(workerId), 'var/run/svc/token'), 'utf8')).trim();
   const signInCode = (await readFile(path.join(stateDir, LOCAL_SIGN_IN_CODE_FILE), 'utf8').catch(() => '')).trim();
   const url = `http://127.0.0.1:${port}`;
-  return { url, demoWorker, workerToken, sandboxRoot, signInCode, userToken: (sub) => userTokenFor(url, stateDir, sub), stop };
+  const signInToken = async (user?: string) => {
+    const response = await fetch(`${url}${apiPaths.localToken}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ code: signInCode, ...(user === undefined ? {} : { user }) }),
+    });
+    if (response.status !== 200) throw new Error(`the stack gave no token for ${user ?? 'the local user'}: ${response.status} ${await response.text()}`);
+    return ((await response.json()) as { token: string }).token;
+  };
+  return { url, demoWorker, workerToken, sandboxRoot, signInCode, signInToken, userToken: (sub) => userTokenFor(url, stateDir, sub), stop };
 }

@@ -34,13 +34,7 @@ describe('the policy page: suggestions from decisions, a candidate replayed, rul
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-console-policy-'));
     for (const [name, text] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
     [stack, browser] = await Promise.all([startLocalStack({ SVC_TEMPLATES_DIR: templatesDir }), launchBrowser()]);
-    // The local user's token, as the sign-in page gets it.
-    const response = await fetch(`${stack.url}${apiPaths.localToken}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ code: stack.signInCode }),
-    });
-    token = ((await response.json()) as { token: string }).token;
+    token = await stack.signInToken();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();

@@ -64,16 +64,6 @@ describe(`the console's Changes tab on a real Claude Code ${CLAUDE_VERSION} run 
     if (templates) await rm(templates, { recursive: true, force: true });
   }, 60_000);
 
-  /** The local user's token, as `svc login` gets it with the sign-in code: to read the API beside the page. */
-  async function apiToken(): Promise<string> {
-    const response = await fetch(`${stack.url}${apiPaths.localToken}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ code: stack.signInCode }),
-    });
-    return ((await response.json()) as { token: string }).token;
-  }
-
   async function signedIn(): Promise<Page> {
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
     await page.goto(`${stack.url}/sessions#code=${stack.signInCode}`);
@@ -104,7 +94,7 @@ describe(`the console's Changes tab on a real Claude Code ${CLAUDE_VERSION} run 
     const readme = panel.getByRole('region', { name: 'README.md' });
     await readme.waitFor({ timeout: 30_000 });
     await panel.getByText('1 file changed: 1 modified').waitFor();
-    const token = await apiToken();
+    const token = await stack.signInToken();
     const read = (url: string) => fetch(`${stack.url}${url}`, { headers: { authorization: `Bearer ${token}` } });
     const changes = (await (await read(apiPaths.changes(workerId))).json()) as WorkspaceChanges;
     expect(changes).toMatchObject({ base_commit: base, files: [{ path: 'README.md', status: 'modified', additions: 1, deletions: 0 }] });

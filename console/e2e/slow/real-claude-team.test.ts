@@ -49,14 +49,7 @@ describe(`a shared session of real Claude Code ${CLAUDE_VERSION}: a teammate dec
       }),
       launchBrowser(),
     ]);
-    for (const person of Object.keys(PEOPLE)) {
-      const response = await fetch(`${stack.url}${apiPaths.localToken}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ code: stack.signInCode, user: person }),
-      });
-      tokens[person] = ((await response.json()) as { token: string }).token;
-    }
+    for (const person of Object.keys(PEOPLE)) tokens[person] = await stack.signInToken(person);
   }, 180_000);
   afterAll(async () => {
     await browser?.close();

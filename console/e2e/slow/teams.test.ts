@@ -52,15 +52,7 @@ describe('teams in the web console: routed requests, votes, bulk decisions, the 
   }
 
   /** `user`'s token, as the sign-in page gets it (`POST /v1/local/token` with the code and the user). */
-  async function tokenOf(user: string): Promise<string> {
-    const response = await fetch(`${stack.url}${apiPaths.localToken}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ code: stack.signInCode, user }),
-    });
-    expect(response.status).toBe(200);
-    return ((await response.json()) as { token: string }).token;
-  }
+  const tokenOf = (user: string) => stack.signInToken(user);
 
   /** A call to the API as `user`: its status and body. */
   async function call<T>(user: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
