@@ -9,9 +9,9 @@ const DROPPED = new Set(MODEL_PROXY_UNFORWARDED_HEADERS);
 
 /** A refusal in the shape the agent's client expects of its provider. */
 function providerError(api: ModelApi | undefined, status: number, message: string): string {
-  return api === 'openai'
-    ? JSON.stringify({ error: { message, type: 'server_error', param: null, code: null } })
-    : JSON.stringify({ type: 'error', error: { type: status === 404 ? 'not_found_error' : 'api_error', message } });
+  if (api === 'openai') return JSON.stringify({ error: { message, type: 'server_error', param: null, code: null } });
+  if (api === 'gemini') return JSON.stringify({ error: { code: status, message, status: status === 404 ? 'NOT_FOUND' : 'UNAVAILABLE' } });
+  return JSON.stringify({ type: 'error', error: { type: status === 404 ? 'not_found_error' : 'api_error', message } });
 }
 
 export interface ModelProxy {
@@ -66,6 +66,7 @@ export async function startModelProxy(options: {
   const agentEnv: Record<string, string> = {};
   if (apis.includes('anthropic')) Object.assign(agentEnv, { ANTHROPIC_BASE_URL: baseUrl('anthropic'), ANTHROPIC_API_KEY: PLACEHOLDER_MODEL_KEY });
   if (apis.includes('openai')) Object.assign(agentEnv, { OPENAI_BASE_URL: baseUrl('openai'), OPENAI_API_KEY: PLACEHOLDER_MODEL_KEY });
+  if (apis.includes('gemini')) Object.assign(agentEnv, { GOOGLE_GEMINI_BASE_URL: baseUrl('gemini'), GEMINI_API_KEY: PLACEHOLDER_MODEL_KEY });
   return {
     agentEnv,
     baseUrl,

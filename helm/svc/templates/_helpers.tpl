@@ -217,7 +217,7 @@ capabilities:
 
 {{/* The model proxy's keys: the gateway's (and the single mode's) Pods only. */}}
 {{- define "svc.modelProxyEnv" -}}
-{{- range $api, $settings := dict "ANTHROPIC" .Values.modelProxy.anthropic "OPENAI" .Values.modelProxy.openai }}
+{{- range $api, $settings := dict "ANTHROPIC" .Values.modelProxy.anthropic "OPENAI" .Values.modelProxy.openai "GEMINI" .Values.modelProxy.gemini }}
 - name: SVC_{{ $api }}_UPSTREAM_URL
   value: {{ $settings.upstreamUrl | quote }}
 {{- if $settings.existingSecret }}

@@ -22,7 +22,7 @@ function readBody(request: IncomingMessage): Promise<string> {
 }
 
 /**
- * What the Anthropic and OpenAI stand-ins share: an HTTP server on a free loopback port that
+ * What the model API stand-ins share: an HTTP server on a free loopback port that
  * answers `isModelRequest` requests by parsing their JSON body, recording it and calling
  * `respond` (which streams the answer); `other` answers the rest. `path` is appended to the URL.
  */
@@ -30,7 +30,7 @@ export async function startModelStandIn(options: {
   name: string;
   path?: string;
   isModelRequest(request: IncomingMessage): boolean;
-  respond(body: Record<string, unknown>, response: ServerResponse): void;
+  respond(body: Record<string, unknown>, response: ServerResponse, request: IncomingMessage): void;
   other(request: IncomingMessage, response: ServerResponse): void;
 }): Promise<ModelStandIn> {
   const received: Array<Record<string, unknown>> = [];
@@ -43,7 +43,7 @@ export async function startModelStandIn(options: {
       const body = JSON.parse(await readBody(request)) as Record<string, unknown>;
       received.push(body);
       receivedHeaders.push(request.headers);
-      options.respond(body, response);
+      options.respond(body, response, request);
     })().catch(() => response.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

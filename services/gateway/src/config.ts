@@ -95,6 +95,8 @@ export const gatewaySettings = {
   anthropicUpstreamUrl: stringSetting('SVC_ANTHROPIC_UPSTREAM_URL', { default: 'https://api.anthropic.com', pattern: /^https?:\/\/\S+$/ }),
   openaiApiKey: optionalStringSetting('SVC_OPENAI_API_KEY'),
   openaiUpstreamUrl: stringSetting('SVC_OPENAI_UPSTREAM_URL', { default: 'https://api.openai.com', pattern: /^https?:\/\/\S+$/ }),
+  geminiApiKey: optionalStringSetting('SVC_GEMINI_API_KEY'),
+  geminiUpstreamUrl: stringSetting('SVC_GEMINI_UPSTREAM_URL', { default: 'https://generativelanguage.googleapis.com', pattern: /^https?:\/\/\S+$/ }),
   /** Tokens for git hosts (`SVC_GIT_CREDENTIALS`): the git proxy adds them to the agents' fetches and pushes (docs/workspace.md). */
   ...gitCredentialSettings,
   /** The most one push through the git proxy may carry (its pack is read before it is decided). */
@@ -130,6 +132,8 @@ export type GatewaySettings = Pick<GatewayConfig, 'trustedProxies' | 'corsOrigin
       | 'anthropicUpstreamUrl'
       | 'openaiApiKey'
       | 'openaiUpstreamUrl'
+      | 'geminiApiKey'
+      | 'geminiUpstreamUrl'
       | 'egressRefused'
       | 'gitCredentials'
       | 'gitPushMaxBytes'

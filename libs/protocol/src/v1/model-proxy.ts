@@ -8,16 +8,17 @@ import { SYSTEM_SUBTYPES } from './system-subtypes.js';
  */
 
 /** The model APIs svc can proxy, by the name a template gives them. */
-export const MODEL_APIS = ['anthropic', 'openai'] as const;
+export const MODEL_APIS = ['anthropic', 'openai', 'gemini'] as const;
 export type ModelApi = (typeof MODEL_APIS)[number];
 export const ModelApiSchema = Type.Enum(MODEL_APIS, { description: 'A model API the control plane holds a key for.' });
 
 /**
  * The base URL path the agent is given for each API, on the sidecar's loopback listener. The
  * part after the API's name is passed upstream as it is: Claude Code appends `/v1/messages` to
- * `ANTHROPIC_BASE_URL`; OpenAI clients append `/responses` to a base that ends in `/v1`.
+ * `ANTHROPIC_BASE_URL`; OpenAI clients append `/responses` to a base that ends in `/v1`; Google's
+ * Gen AI clients (Gemini CLI's `GOOGLE_GEMINI_BASE_URL`) append `/v1beta/models/<model>:<method>`.
  */
-export const SANDBOX_MODEL_BASE_PATHS: Readonly<Record<ModelApi, string>> = { anthropic: '/anthropic', openai: '/openai/v1' };
+export const SANDBOX_MODEL_BASE_PATHS: Readonly<Record<ModelApi, string>> = { anthropic: '/anthropic', openai: '/openai/v1', gemini: '/gemini' };
 
 /**
  * The key an agent is given in place of the real one: clients refuse to start without some key,
@@ -101,6 +102,11 @@ const MODEL_PRICES: ReadonlyArray<{ api: ModelApi; prefix: string; price: ModelP
   { api: 'openai', prefix: 'gpt-5-mini', price: { input: 0.25, output: 2, cache_read: 0.025, cache_write: 0.25 } },
   { api: 'openai', prefix: 'gpt-5', price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 1.25 } },
   { api: 'openai', prefix: '', price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 1.25 } },
+  { api: 'gemini', prefix: 'gemini-3-pro', price: { input: 2, output: 12, cache_read: 0.2, cache_write: 2 } },
+  { api: 'gemini', prefix: 'gemini-2.5-flash-lite', price: { input: 0.1, output: 0.4, cache_read: 0.01, cache_write: 0.1 } },
+  { api: 'gemini', prefix: 'gemini-2.5-flash', price: { input: 0.3, output: 2.5, cache_read: 0.03, cache_write: 0.3 } },
+  { api: 'gemini', prefix: 'gemini-2.5-pro', price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 1.25 } },
+  { api: 'gemini', prefix: '', price: { input: 1.25, output: 10, cache_read: 0.125, cache_write: 1.25 } },
 ];
 
 /** The price of a model (its API's default when the table does not list it). */
@@ -143,8 +149,9 @@ export const MODEL_PROXY_SUBTYPES = {
 
 /**
  * One request the model proxy passes. `path` is relative to the API's upstream base URL (the
- * part the agent appends to the base it was given, `SANDBOX_MODEL_BASE_PATHS`); `query` names the
- * query parameters it may carry.
+ * part the agent appends to the base it was given, `SANDBOX_MODEL_BASE_PATHS`); a `{model}` in it
+ * stands for one model name (`MODEL_NAME_IN_PATH`), which is then the request's model; `query`
+ * names the query parameters it may carry.
  * - `inference`: forwarded, metered, and held against the budget while it runs;
  * - `count`: forwarded (it costs no tokens), not held against the budget;
  * - `probe`: a connection check, answered by the gateway itself (nothing goes upstream).
@@ -173,7 +180,19 @@ export const MODEL_PROXY_ROUTES: Readonly<Record<ModelApi, readonly ModelProxyRo
     { method: 'POST', path: '/v1/responses', kind: 'inference', query: [] },
     { method: 'POST', path: '/v1/chat/completions', kind: 'inference', query: [] },
   ],
+  // Gemini CLI 0.61 (through @google/genai) streams with `?alt=sse`; `countTokens` costs nothing.
+  gemini: [
+    { method: 'POST', path: '/v1beta/models/{model}:streamGenerateContent', kind: 'inference', query: ['alt'] },
+    { method: 'POST', path: '/v1beta/models/{model}:generateContent', kind: 'inference', query: [] },
+    { method: 'POST', path: '/v1beta/models/{model}:countTokens', kind: 'count', query: [] },
+    { method: 'POST', path: '/v1/models/{model}:streamGenerateContent', kind: 'inference', query: ['alt'] },
+    { method: 'POST', path: '/v1/models/{model}:generateContent', kind: 'inference', query: [] },
+    { method: 'POST', path: '/v1/models/{model}:countTokens', kind: 'count', query: [] },
+  ],
 };
+
+/** What a `{model}` in a route's path takes: one model name, no `/`, `:` or encoding (`gemini-2.5-pro`). */
+export const MODEL_NAME_IN_PATH = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /**
  * Request headers the model proxy forwards, per API: a name, or a prefix ending in `-`. Any other
@@ -206,13 +225,14 @@ export const MODEL_PROXY_FORWARDED_HEADERS: Readonly<Record<ModelApi, readonly s
     'x-codex-',
     'x-stainless-',
   ],
+  gemini: ['accept', 'content-type', 'user-agent', 'x-goog-api-client'],
 };
 
 /**
  * Request headers that make the proxy refuse the request: they would move the key's use to
  * another organisation or project than the one the operator chose.
  */
-export const MODEL_PROXY_REFUSED_HEADERS: readonly string[] = ['openai-organization', 'openai-project'];
+export const MODEL_PROXY_REFUSED_HEADERS: readonly string[] = ['openai-organization', 'openai-project', 'x-goog-user-project'];
 
 /**
  * The `anthropic-beta` features the proxy passes: the ones Claude Code 2.1.197 and 2.1.330 send
@@ -262,4 +282,5 @@ export const MODEL_PROXY_UNFORWARDED_HEADERS: readonly string[] = [
   'upgrade',
   'authorization',
   'x-api-key',
+  'x-goog-api-key',
 ];

@@ -1,5 +1,20 @@
 import type { ModelApi, ModelProxyRoute } from '@svc/protocol';
-import type { PolicyRefusal } from './request-policy.js';
+import {
+  arrayAt,
+  isObject,
+  objectAt,
+  quote,
+  refuse,
+  Refused,
+  typeOf,
+  WHY_REMOTE,
+  WHY_SERVER_TOOL,
+  WHY_STORED,
+  type BodyPolicy,
+  type BodyRefusal,
+  type Json,
+} from './body-checks.js';
+import { GEMINI_POLICY } from './gemini-body-policy.js';
 
 /**
  * What a model request's body may hold (docs/model-proxy.md, "What passes"): inference on what
@@ -8,50 +23,6 @@ import type { PolicyRefusal } from './request-policy.js';
  * vector stores, stored prompts, responses, items). Each route's fields, tool types, content and
  * item types are allow-lists: what is not listed is refused, naming the field.
  */
-
-type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** A body the proxy refused, and the field that made it refuse. */
-export interface BodyRefusal extends PolicyRefusal {
-  field: string;
-}
-
-/** The most of an agent's value quoted back in a refusal. */
-const QUOTED_CHARS = 80;
-const quote = (value: unknown) => {
-  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  return JSON.stringify(text.length > QUOTED_CHARS ? `${text.slice(0, QUOTED_CHARS)}…` : text);
-};
-
-/** Thrown inside the walk, caught at its top: the first field that is not passed. */
-class Refused extends Error {
-  constructor(
-    readonly field: string,
-    readonly reason: string,
-    readonly kind: PolicyRefusal['kind'] = 'not_allowed',
-  ) {
-    super(reason);
-  }
-}
-const refuse = (field: string, why: string): never => {
-  throw new Refused(field, `${field} ${why}`);
-};
-
-const WHY_REMOTE = 'the provider would fetch it';
-const WHY_STORED = "it reads what is stored under the control plane's key, whichever worker stored it";
-const WHY_SERVER_TOOL =
-  "a tool the provider runs reaches outside the sandbox or into what the key stored (web search and fetch, code execution, MCP servers, files); only the agent's own tools are passed";
-
-const arrayAt = (value: unknown, field: string): unknown[] => (Array.isArray(value) ? value : refuse(field, 'is not a list'));
-const objectAt = (value: unknown, field: string): Json => (isObject(value) ? value : refuse(field, 'is not an object'));
-
-/** Checks `type` against a list, naming what passes. */
-function typeOf(block: Json, field: string, passed: ReadonlySet<string>, why = 'is not passed'): string {
-  const type = block['type'];
-  if (typeof type === 'string' && passed.has(type)) return type;
-  return refuse(`${field}.type`, `${quote(type)} ${why} (passed: ${[...passed].join(', ')})`);
-}
 
 // ── Anthropic Messages ────────────────────────────────────────────────────────────────────────
 
@@ -358,17 +329,17 @@ function checkChat(body: Json): Json {
 
 // ── The routes ────────────────────────────────────────────────────────────────────────────────
 
-interface BodyPolicy {
-  fields: ReadonlySet<string>;
-  refused: Readonly<Record<string, string>>;
-  check(body: Json): Json;
-}
-
 const POLICIES: Readonly<Record<string, BodyPolicy>> = {
   'anthropic /v1/messages': { fields: ANTHROPIC_FIELDS, refused: ANTHROPIC_REFUSED_FIELDS, check: checkAnthropic },
   'anthropic /v1/messages/count_tokens': { fields: ANTHROPIC_FIELDS, refused: ANTHROPIC_REFUSED_FIELDS, check: checkAnthropic },
   'openai /v1/responses': { fields: RESPONSES_FIELDS, refused: RESPONSES_REFUSED_FIELDS, check: checkResponses },
   'openai /v1/chat/completions': { fields: CHAT_FIELDS, refused: CHAT_REFUSED_FIELDS, check: checkChat },
+  'gemini /v1beta/models/{model}:streamGenerateContent': GEMINI_POLICY.generate,
+  'gemini /v1beta/models/{model}:generateContent': GEMINI_POLICY.generate,
+  'gemini /v1beta/models/{model}:countTokens': GEMINI_POLICY.count,
+  'gemini /v1/models/{model}:streamGenerateContent': GEMINI_POLICY.generate,
+  'gemini /v1/models/{model}:generateContent': GEMINI_POLICY.generate,
+  'gemini /v1/models/{model}:countTokens': GEMINI_POLICY.count,
 };
 
 /** Flags the upstream reads as booleans: anything else is refused, not guessed at. */

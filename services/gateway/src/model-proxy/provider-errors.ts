@@ -29,14 +29,26 @@ const PROVIDER_ERRORS: Record<ModelApi, Record<ErrorKind, { status: number; type
     busy: { status: 429, type: 'requests', code: 'rate_limit_exceeded' },
     unreachable: { status: 502, type: 'server_error', code: 'upstream_unreachable' },
   },
+  // Google's status names (google.rpc.Code); Gemini CLI retries 429 and 5xx, not 403.
+  gemini: {
+    budget: { status: 429, type: 'RESOURCE_EXHAUSTED' },
+    held: { status: 429, type: 'RESOURCE_EXHAUSTED' },
+    not_allowed: { status: 403, type: 'PERMISSION_DENIED' },
+    invalid: { status: 400, type: 'INVALID_ARGUMENT' },
+    too_large: { status: 413, type: 'INVALID_ARGUMENT' },
+    busy: { status: 429, type: 'RESOURCE_EXHAUSTED' },
+    unreachable: { status: 502, type: 'UNAVAILABLE' },
+  },
 };
 
 /**
  * An error in the provider's own shape, so the agent's client reports it as the provider's
- * (Anthropic: `{type:"error", error:{type, message}}`; OpenAI: `{error:{message, type, code}}`).
+ * (Anthropic: `{type:"error", error:{type, message}}`; OpenAI: `{error:{message, type, code}}`;
+ * Gemini: `{error:{code, message, status}}`).
  */
 export function providerError(api: ModelApi, kind: ErrorKind, message: string): { status: number; body: string } {
   const { status, type, code } = PROVIDER_ERRORS[api][kind];
   if (api === 'anthropic') return { status, body: JSON.stringify({ type: 'error', error: { type, message } }) };
+  if (api === 'gemini') return { status, body: JSON.stringify({ error: { code: status, message, status: type } }) };
   return { status, body: JSON.stringify({ error: { message, type, param: null, code: code ?? null } }) };
 }

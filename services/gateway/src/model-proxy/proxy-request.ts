@@ -67,7 +67,7 @@ async function checkInference(
   else reply.raw.once('close', leave);
   const raw = await readRequestBody(request.raw, request.headers['content-length']);
   if (!Buffer.isBuffer(raw)) return { line, refusal: raw.refusal };
-  const body = prepareRequestBody(api, checked.route, raw);
+  const body = prepareRequestBody(api, checked.route, raw, checked.model);
   if ('refusal' in body) return { line, refusal: body.refusal };
   return { line, headers: headers.headers, body };
 }

@@ -71,9 +71,10 @@ export async function readRequestBody(
 const positiveInteger = (value: unknown): number | undefined =>
   typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), MAX_RESERVED_OUTPUT_TOKENS) : undefined;
 
-/** The output cap a request names: Anthropic's `max_tokens`, the Responses API's `max_output_tokens`, Chat Completions' either. */
+/** The output cap a request names: Anthropic's `max_tokens`, the Responses API's `max_output_tokens`, Chat Completions' either, Gemini's `generationConfig.maxOutputTokens`. */
 function outputCapOf(api: ModelApi, body: Json): number | undefined {
   if (api === 'anthropic') return positiveInteger(body['max_tokens']);
+  if (api === 'gemini') return isObject(body['generationConfig']) ? positiveInteger(body['generationConfig']['maxOutputTokens']) : undefined;
   return positiveInteger(body['max_output_tokens']) ?? positiveInteger(body['max_completion_tokens']) ?? positiveInteger(body['max_tokens']);
 }
 
@@ -83,7 +84,13 @@ function outputCapOf(api: ModelApi, body: Json): number | undefined {
  * bytes, whose duplicate keys or odd spellings the upstream might read otherwise than the check
  * did — with the policy's rewrites (`store: false`, `include_usage`, no `web_search` tool).
  */
-export function prepareRequestBody(api: ModelApi, route: ModelProxyRoute, raw: Buffer): ModelRequestBody | { refusal: PolicyRefusal } {
+export function prepareRequestBody(
+  api: ModelApi,
+  route: ModelProxyRoute,
+  raw: Buffer,
+  /** The model the route's path names (Gemini's `models/{model}:…`), which the body does not. */
+  pathModel?: string,
+): ModelRequestBody | { refusal: PolicyRefusal } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString('utf8'));
@@ -95,8 +102,9 @@ export function prepareRequestBody(api: ModelApi, route: ModelProxyRoute, raw: B
   if ('refusal' in checked) return checked;
   const forwarded = checked.body;
   const bytes = Buffer.from(JSON.stringify(forwarded));
-  const model = typeof forwarded['model'] === 'string' ? forwarded['model'].slice(0, 200) : undefined;
-  const streamed = forwarded['stream'] === true;
+  const model = pathModel ?? (typeof forwarded['model'] === 'string' ? forwarded['model'].slice(0, 200) : undefined);
+  // Gemini streams by its method, the others by a flag.
+  const streamed = forwarded['stream'] === true || route.path.endsWith(':streamGenerateContent');
   const estimatedInputTokens = Math.ceil(bytes.length / BYTES_PER_ESTIMATED_TOKEN);
   const outputCap = outputCapOf(api, forwarded) ?? DEFAULT_RESERVED_OUTPUT_TOKENS;
   // Counting tokens costs none: such a request holds nothing.

@@ -23,6 +23,24 @@ describe('model proxy request policy — what passes', () => {
     expect(checkModelRequest('openai', line('POST', '/v1/chat/completions'))).toMatchObject({ route: { kind: 'inference' } });
   });
 
+  it('Gemini: the model is read from the path (one name: no `:`, `/` or empty), streamed with ?alt=sse; the key never in the query', () => {
+    expect(checkModelRequest('gemini', line('POST', '/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse'))).toMatchObject({
+      route: { kind: 'inference' },
+      model: 'gemini-2.5-pro',
+    });
+    expect(checkModelRequest('gemini', line('POST', '/v1/models/gemini-3-pro-preview:countTokens'))).toMatchObject({ route: { kind: 'count' } });
+    for (const path of [
+      '/v1beta/models/:generateContent',
+      '/v1beta/models/a:b:generateContent',
+      '/v1beta/models/a/b:generateContent',
+      '/v1beta/models/gemini-2.5-pro',
+    ])
+      expect(checkModelRequest('gemini', line('POST', path)), path).toMatchObject({ refusal: { kind: 'not_allowed' } });
+    expect(checkModelRequest('gemini', line('POST', '/v1beta/models/gemini-2.5-pro:generateContent?key=AIza'))).toMatchObject({
+      refusal: { reason: expect.stringContaining('"key"') },
+    });
+  });
+
   it("every other method or path is refused as not inference, naming what passes; one API's paths are not the other's", () => {
     for (const [method, path] of [
       ['GET', '/v1/files'],

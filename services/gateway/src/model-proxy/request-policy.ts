@@ -3,6 +3,7 @@ import {
   ANTHROPIC_BETAS_PASSED,
   MODEL_PROXY_FORWARDED_HEADERS,
   MODEL_PROXY_REFUSED_HEADERS,
+  MODEL_NAME_IN_PATH,
   MODEL_PROXY_ROUTES,
   type ModelApi,
   type ModelProxyRoute,
@@ -49,8 +50,19 @@ export function modelRequestLine(method: string, rawUrl: string): ModelRequestLi
   return { method, path: `/${rest.join('/')}`, query: queryAt === -1 ? '' : rawUrl.slice(queryAt + 1) };
 }
 
-/** The route a request may take, or why it may not (docs/model-proxy.md, "What passes"). */
-export function checkModelRequest(api: ModelApi, line: ModelRequestLine): { route: ModelProxyRoute } | { refusal: PolicyRefusal } {
+/** The model a route's `{model}` took from `path`, or undefined when `path` is not the route's. */
+function matchRoute(route: ModelProxyRoute, path: string): { model?: string } | undefined {
+  const at = route.path.indexOf('{model}');
+  if (at === -1) return route.path === path ? {} : undefined;
+  const before = route.path.slice(0, at);
+  const after = route.path.slice(at + '{model}'.length);
+  if (!path.startsWith(before) || !path.endsWith(after) || path.length < before.length + after.length) return undefined;
+  const model = path.slice(before.length, path.length - after.length);
+  return MODEL_NAME_IN_PATH.test(model) ? { model } : undefined;
+}
+
+/** The route a request may take (with the model its path names, if it does), or why it may not (docs/model-proxy.md, "What passes"). */
+export function checkModelRequest(api: ModelApi, line: ModelRequestLine): { route: ModelProxyRoute; model?: string } | { refusal: PolicyRefusal } {
   const refuse = (reason: string) => ({ refusal: { kind: 'not_allowed' as const, reason } });
   // Nothing in the path may be encoded or relative: the upstream would decode or resolve it
   // into another path than the one checked here.
@@ -59,14 +71,15 @@ export function checkModelRequest(api: ModelApi, line: ModelRequestLine): { rout
   const segments = line.path.split('/').slice(1);
   if (segments.some((segment) => segment === '..' || segment === '.'))
     return refuse(`the path ${quote(line.path)} holds a "." or ".." segment, which the model proxy does not pass`);
-  const route = MODEL_PROXY_ROUTES[api].find((candidate) => candidate.method === line.method && candidate.path === line.path);
+  let matched: { model?: string } | undefined;
+  const route = MODEL_PROXY_ROUTES[api].find((candidate) => candidate.method === line.method && (matched = matchRoute(candidate, line.path)) !== undefined);
   if (!route) {
     const passed = MODEL_PROXY_ROUTES[api].map((candidate) => `${candidate.method} ${candidate.path}`).join(', ');
     return refuse(`${line.method} ${quote(line.path)} is not inference; the ${api} model proxy passes only ${passed}`);
   }
   for (const name of new URLSearchParams(line.query).keys())
     if (!route.query.includes(name)) return refuse(`the query parameter ${quote(name)} is not passed on ${route.method} ${route.path}`);
-  return { route };
+  return { route, ...matched };
 }
 
 const forwardedBy = (api: ModelApi, name: string) =>

@@ -64,6 +64,7 @@ const DROPPED_RESPONSE_HEADERS = new Set([
 const KEY_HEADERS: Record<ModelApi, (key: string) => OutgoingHttpHeaders> = {
   anthropic: (key) => ({ 'x-api-key': key }),
   openai: (key) => ({ authorization: `Bearer ${key}` }),
+  gemini: (key) => ({ 'x-goog-api-key': key }),
 };
 
 function forwardedHeaders(incoming: IncomingHttpHeaders, dropped: ReadonlySet<string>): OutgoingHttpHeaders {

@@ -26,6 +26,26 @@ describe('model proxy usage meter — whole answers', () => {
     expect(meter.end()).toMatchObject({ input_tokens: 120, output_tokens: 24 });
   });
 
+  it('Gemini stream: the counts of the chunk with a finishReason (thoughts are output, cached tokens input too)', () => {
+    const meter = createUsageMeter('gemini', 200, SSE, { model: 'gemini-2.5-pro', estimatedInputTokens: 9, costsTokens: true });
+    const chunk = (data: unknown) => Buffer.from(`data: ${JSON.stringify(data)}\r\n\r\n`);
+    meter.write(chunk({ candidates: [{ content: { parts: [{ text: 'Hi' }] } }], usageMetadata: { promptTokenCount: 500 }, modelVersion: 'gemini-2.5-flash' }));
+    meter.write(
+      chunk({
+        candidates: [{ content: { parts: [{ text: '!' }] }, finishReason: 'STOP' }],
+        usageMetadata: { promptTokenCount: 500, cachedContentTokenCount: 100, candidatesTokenCount: 30, thoughtsTokenCount: 12, totalTokenCount: 542 },
+      }),
+    );
+    expect(meter.end()).toEqual({ model: 'gemini-2.5-flash', input_tokens: 500, output_tokens: 42, cache_read_tokens: 100, cache_write_tokens: 0 });
+  });
+
+  it('Gemini stream cut before its finishReason: output at least what its text and function calls amount to', () => {
+    const meter = createUsageMeter('gemini', 200, SSE, { model: 'gemini-2.5-pro', estimatedInputTokens: 9, costsTokens: true });
+    const text = 'x'.repeat(300);
+    meter.write(Buffer.from(`data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text }] } }], usageMetadata: { promptTokenCount: 700 } })}\n\n`));
+    expect(meter.end()).toEqual({ model: 'gemini-2.5-pro', input_tokens: 700, output_tokens: 100, cache_read_tokens: 0, cache_write_tokens: 0 });
+  });
+
   it("Chat Completions stream: the usage chunk that include_usage adds (earlier chunks' usage: null)", () => {
     const meter = createUsageMeter('openai', 200, SSE, { model: 'gpt-5', estimatedInputTokens: 9, costsTokens: true });
     meter.write(Buffer.from(`data: ${JSON.stringify({ choices: [{ delta: { content: 'Hi' } }], usage: null })}\n\n`));

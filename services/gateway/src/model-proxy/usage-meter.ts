@@ -13,7 +13,8 @@ const length = (value: unknown): number => (typeof value === 'string' ? value.le
 /**
  * Reads the token usage of one model response as it streams past, without holding it back:
  * Server-Sent Events are read line by line (Anthropic's `message_start`/`message_delta`, the
- * Responses API's `response.completed`, a Chat Completions chunk with `usage`); a JSON body is
+ * Responses API's `response.completed`, a Chat Completions chunk with `usage`, Gemini's
+ * `usageMetadata` up to the chunk with a `finishReason`); a JSON body is
  * kept (up to 16 MiB) and read at its end. What the agent reports about itself plays no part.
  * The body it reads is the decoded one (the proxy asks for `identity` and decodes what is not).
  */
@@ -52,7 +53,7 @@ export function createUsageMeter(api: ModelApi, status: number, contentType: str
   const decoder = new TextDecoder();
 
   function take(object: Json): void {
-    const read = api === 'anthropic' ? readAnthropic(object, tokens) : readOpenAI(object, tokens);
+    const read = READERS[api](object, tokens);
     if (read === 'none') return;
     seen = true;
     inputSeen ||= tokens.input_tokens > 0;
@@ -64,7 +65,8 @@ export function createUsageMeter(api: ModelApi, status: number, contentType: str
     const payload = line.slice(5).trim();
     if (payload === '' || payload === '[DONE]') return;
     const usage = payload.includes('usage');
-    const delta = payload.includes('delta');
+    // A Gemini chunk carries its text in `candidates`, the others in a `delta`.
+    const delta = payload.includes(api === 'gemini' ? 'candidates' : 'delta');
     if (!usage && !delta) return;
     let parsed: unknown;
     try {
@@ -73,7 +75,7 @@ export function createUsageMeter(api: ModelApi, status: number, contentType: str
       return; // Not JSON: nothing to count.
     }
     if (!isObject(parsed)) return;
-    if (delta) generatedChars += api === 'anthropic' ? anthropicDeltaChars(parsed) : openAIDeltaChars(parsed);
+    if (delta) generatedChars += DELTA_CHARS[api](parsed);
     if (usage) take(parsed);
   }
 
@@ -174,3 +176,40 @@ function readOpenAI(object: Json, tokens: MeasuredTokens): 'none' | 'final' {
   tokens.cache_read_tokens = count(inputDetails['cached_tokens']);
   return 'final';
 }
+
+/** The characters of generated text in one Gemini chunk: its candidates' text parts and function calls' arguments. */
+function geminiDeltaChars(object: Json): number {
+  let chars = 0;
+  for (const candidate of Array.isArray(object['candidates']) ? object['candidates'] : []) {
+    const content = isObject(candidate) && isObject(candidate['content']) ? candidate['content'] : {};
+    for (const part of Array.isArray(content['parts']) ? content['parts'] : []) {
+      if (!isObject(part)) continue;
+      chars += length(part['text']);
+      if (isObject(part['functionCall'])) chars += JSON.stringify(part['functionCall']['args'] ?? {}).length;
+    }
+  }
+  return chars;
+}
+
+/**
+ * Gemini: every chunk's `usageMetadata` holds the counts so far; the one whose candidate has a
+ * `finishReason` the whole. `promptTokenCount` includes the cached tokens; thoughts are output
+ * (billed as such), and so is a tool-use prompt's count input.
+ */
+function readGemini(object: Json, tokens: MeasuredTokens): 'none' | 'partial' | 'final' {
+  if (typeof object['modelVersion'] === 'string') tokens.model = object['modelVersion'];
+  const usage = object['usageMetadata'];
+  if (!isObject(usage)) return 'none';
+  tokens.input_tokens = Math.max(tokens.input_tokens, count(usage['promptTokenCount']) + count(usage['toolUsePromptTokenCount']));
+  tokens.cache_read_tokens = Math.max(tokens.cache_read_tokens, count(usage['cachedContentTokenCount']));
+  tokens.output_tokens = Math.max(tokens.output_tokens, count(usage['candidatesTokenCount']) + count(usage['thoughtsTokenCount']));
+  const candidates = Array.isArray(object['candidates']) ? object['candidates'] : [];
+  return candidates.some((candidate) => isObject(candidate) && typeof candidate['finishReason'] === 'string') ? 'final' : 'partial';
+}
+
+const READERS: Record<ModelApi, (object: Json, tokens: MeasuredTokens) => 'none' | 'partial' | 'final'> = {
+  anthropic: readAnthropic,
+  openai: readOpenAI,
+  gemini: readGemini,
+};
+const DELTA_CHARS: Record<ModelApi, (object: Json) => number> = { anthropic: anthropicDeltaChars, openai: openAIDeltaChars, gemini: geminiDeltaChars };

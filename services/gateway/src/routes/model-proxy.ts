@@ -16,6 +16,7 @@ function upstreamsOf(settings: AppSettings): Record<ModelApi, ModelUpstream> {
   return {
     anthropic: { url: settings.anthropicUpstreamUrl ?? 'https://api.anthropic.com', apiKey: settings.anthropicApiKey },
     openai: { url: settings.openaiUpstreamUrl ?? 'https://api.openai.com', apiKey: settings.openaiApiKey },
+    gemini: { url: settings.geminiUpstreamUrl ?? 'https://generativelanguage.googleapis.com', apiKey: settings.geminiApiKey },
   };
 }
 

@@ -210,7 +210,7 @@ function warningsOf(template: Static<typeof TemplateSchema>, source: string): st
     .filter((name) => CREDENTIAL_NAME.test(name))
     .map(
       (name) =>
-        `${source}: /agent/pass_env hands ${name} to the agent inside its sandbox; this is deprecated: name the model API instead ([model] api = "anthropic" or "openai") and give the key to the control plane (SVC_ANTHROPIC_API_KEY, SVC_OPENAI_API_KEY on the gateway), which never lets it into a sandbox`,
+        `${source}: /agent/pass_env hands ${name} to the agent inside its sandbox; this is deprecated: name the model API instead ([model] api = "anthropic", "openai" or "gemini") and give the key to the control plane (SVC_ANTHROPIC_API_KEY, SVC_OPENAI_API_KEY, SVC_GEMINI_API_KEY on the gateway), which never lets it into a sandbox`,
     );
 }
 
