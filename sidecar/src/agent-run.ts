@@ -101,14 +101,16 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
   for (const line of plan.stdinLines) agent.write(`${line}\n`);
   if (plan.closeStdin) routing.closeAgentInput();
 
+  const fromAgent = (event: AgentEvent) => {
+    if (event.type === 'system' && event.data.subtype === SYSTEM_SUBTYPES.init) began = true;
+    options.onAgentEvent?.(event);
+    routing.fromAgent(event);
+  };
+  adapter.connect?.({ write: (bytes) => agent.write(bytes), emit: fromAgent, exited: agent.exited });
   const readers = agent.readLines((line, stream) => {
     // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
     if (stream === 'stderr') options.warn(`agent stderr: ${line}`);
-    for (const event of adapter.parseLine(line, stream)) {
-      if (event.type === 'system' && event.data.subtype === SYSTEM_SUBTYPES.init) began = true;
-      options.onAgentEvent?.(event);
-      routing.fromAgent(event);
-    }
+    for (const event of adapter.parseLine(line, stream)) fromAgent(event);
     for (const reply of adapter.takeOutgoing?.() ?? []) agent.write(reply);
     // A full disk buffer stops the reading: the agent waits on its pipe, nothing is lost.
     const room = options.outboxRoom();

@@ -23,6 +23,7 @@ import { killLeftoverAgent } from './agent-process.js';
 import { agentExitEvent, startAgentRun, type AgentRun, type AgentRunEnd } from './agent-run.js';
 import { undeliveredEvent } from './event-routing.js';
 import { claudeCodeAdapter } from './adapters/claude-code.js';
+import { createAcpAdapter } from './adapters/acp.js';
 import { createCodexAppServerAdapter } from './adapters/codex-app-server.js';
 import { genericAdapter } from './adapters/generic.js';
 import type { LoadedSidecarConfig } from './config.js';
@@ -39,13 +40,14 @@ import { startModelProxy } from './model-proxy.js';
 import { createPermissionEngine } from '@svc/protocol';
 
 /**
- * The adapter for one run (Codex's keeps the state of its JSON-RPC session, so each run gets its
- * own). Codex always runs as `codex app-server`, autonomous or not: only there does it ask, so
+ * The adapter for one run (Codex's and ACP's keep the state of their JSON-RPC session, so each
+ * run gets its own). Codex always runs as `codex app-server`, autonomous or not: only there does it ask, so
  * only there can the permission engine refuse.
  */
 function adapterFor(name: LoadedSidecarConfig['adapter']): Adapter {
   if (name === 'claude-code') return claudeCodeAdapter;
   if (name === 'codex') return createCodexAppServerAdapter();
+  if (name === 'acp') return createAcpAdapter();
   return genericAdapter;
 }
 
@@ -138,6 +140,7 @@ export async function runSidecar(config: LoadedSidecarConfig, warn: (message: st
     prompt: config.agent.prompt,
     autonomous: config.autonomous,
     permissions: config.permissions,
+    cwd: path.resolve(config.agent.cwd ?? process.cwd()),
     modelBaseUrls: proxies.modelBaseUrls,
   };
   mkdirSync(config.state_dir, { recursive: true });

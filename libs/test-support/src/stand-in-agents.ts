@@ -13,9 +13,11 @@ import { fileURLToPath } from 'node:url';
  * - `stream-timer`: asks its model API (`ANTHROPIC_BASE_URL`) for a streamed response and prints
  *   `{"event": n, "at": <epoch ms>}` as each SSE event arrives;
  * - `egress-client`: opens a CONNECT tunnel through `HTTPS_PROXY` to each of `EGRESS_TARGETS` in
- *   turn, sends a line, and prints `{"target", "status", "echo" | "reason"}`.
+ *   turn, sends a line, and prints `{"target", "status", "echo" | "reason"}`;
+ * - `acp-agent`: a scripted Agent Client Protocol agent (asks before `write <name>`, runs
+ *   `slowly` until cancelled, keeps its sessions in `ACP_STATE_DIR` for `session/load`).
  */
-export function standInAgent(name: 'replay-claude' | 'replay-codex-app-server' | 'ask-repeatedly' | 'stream-timer' | 'egress-client'): string {
+export function standInAgent(name: 'replay-claude' | 'replay-codex-app-server' | 'ask-repeatedly' | 'stream-timer' | 'egress-client' | 'acp-agent'): string {
   // libs/test-support/{src,dist}/ → libs/test-support/agents/
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../agents', `${name}.mjs`);
 }

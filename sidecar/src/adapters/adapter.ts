@@ -35,6 +35,8 @@ export interface AgentLaunch {
   permissions?: PermissionLists | undefined;
   /** The agent's own conversation to continue (its `init` event's session or thread id): a resumed run, with no prompt. */
   resume?: string | undefined;
+  /** The agent's working directory (its workspace): absolute. */
+  cwd?: string | undefined;
   /** The sidecar's model proxy, per API: the base URL the agent must use (it holds no key of its own). */
   modelBaseUrls?: Partial<Record<ModelApi, string>> | undefined;
 }
@@ -103,10 +105,24 @@ export interface Adapter {
    */
   takeOutgoing?(): string[];
   /**
+   * For an agent whose protocol a library speaks for the adapter (ACP): called once the agent
+   * runs, with where the adapter's bytes for it and its events go. What it emits is routed as
+   * `parseLine`'s events are; `parseLine` then feeds the library and may return nothing.
+   */
+  connect?(agent: AgentConnection): void;
+  /**
    * Checks, before the agent starts, what the adapter depends on in this environment (with the
    * agent's own cwd and environment); what it finds becomes events of the run.
    */
   preflight?(launch: AgentLaunch, spawn: { cwd?: string | undefined; env: NodeJS.ProcessEnv }): Promise<AgentEvent[]>;
+}
+
+/** What a `connect`ed adapter is given: the agent's stdin, and where its events go. */
+export interface AgentConnection {
+  write(bytes: string): void;
+  emit(event: AgentEvent): void;
+  /** Settles when the agent's process has exited (the library's connection closes then). */
+  exited: Promise<unknown>;
 }
 
 /** Where an agent keeps its record of a conversation: its home, its working directory, the conversation's id. */

@@ -3,7 +3,7 @@ import { ModelApiSchema } from './model-proxy.js';
 import { WorkerId } from './primitives.js';
 import { SidecarWorkspaceSchema } from './workspace.js';
 
-export const SIDECAR_ADAPTERS = ['claude-code', 'codex', 'generic'] as const;
+export const SIDECAR_ADAPTERS = ['claude-code', 'codex', 'acp', 'generic'] as const;
 
 const ToolRules = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), { default: [], description });
 

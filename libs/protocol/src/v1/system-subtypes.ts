@@ -62,6 +62,14 @@ export const SYSTEM_SUBTYPES = {
   agentControlRequest: 'agent_control_request',
   /** Claude Code: the agent's answer to a control request of the sidecar's. */
   agentControlResponse: 'agent_control_response',
+  /** An ACP agent's plan (`details.entries`: `{content, priority, status}`). */
+  agentPlan: 'plan',
+  /** An ACP agent's word on its context window (`details.used`, `size`, `cost`): the model proxy's figures are the ones billed. */
+  agentUsage: 'agent_usage',
+  /** A notice an ACP agent gave (its title and description). */
+  agentNotice: 'agent_notice',
+  /** An ACP agent changed its mode (`message` names it). */
+  agentMode: 'agent_mode',
   /** Codex: the sandbox and approval settings the sidecar chose. */
   codexSettings: 'codex_settings',
   /** Codex: its own sandbox cannot start here. */

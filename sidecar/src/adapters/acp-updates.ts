@@ -1,0 +1,214 @@
+import type { ContentBlock, SessionUpdate, ToolCallContent, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
+import { SYSTEM_SUBTYPES } from '@svc/protocol';
+import { isObject, type AgentEvent, type Json } from './adapter.js';
+
+/**
+ * What an ACP agent's `session/update`s become in svc's history (docs/sidecar.md, "ACP"):
+ * message and thought chunks → `assistant` (gathered, so that a history is not a row per
+ * token), tool calls and their updates → `tool_use` / `tool_result` with the agent's ids, a
+ * plan → a `system` event, the rest → `system` events of their own.
+ */
+
+/** The svc tool name of each ACP tool kind, when the agent gives no name of its own. */
+const KIND_TOOL_NAMES: Readonly<Record<ToolKind, string>> = {
+  read: 'read',
+  edit: 'edit',
+  delete: 'delete',
+  move: 'move',
+  search: 'search',
+  execute: 'execute',
+  think: 'think',
+  fetch: 'fetch',
+  switch_mode: 'switch_mode',
+  other: 'other',
+};
+
+/** A tool name svc can hold (an identifier of at most 256 characters). */
+const TOOL_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/**
+ * The name permission rules match a tool call by: the agent's own (`name`, or the tool name
+ * Claude's ACP build puts in `_meta.claudeCode.toolName`), else its ACP kind (`execute`,
+ * `edit`, …), else `other`.
+ */
+export function acpToolName(call: Pick<ToolCallUpdate, 'name' | 'kind' | '_meta'>): string {
+  const meta = isObject(call._meta) && isObject(call._meta['claudeCode']) ? call._meta['claudeCode'] : undefined;
+  for (const candidate of [call.name, meta?.['toolName']]) if (typeof candidate === 'string' && TOOL_NAME.test(candidate)) return candidate;
+  return KIND_TOOL_NAMES[call.kind ?? 'other'] ?? 'other';
+}
+
+/**
+ * The input rules match a tool call's argument against (`request-rules.ts`' primary fields):
+ * the agent's raw input, with `command` for a command (its text, or the title the agent gave
+ * it) and `file_path` for a call on one place, when the raw input names neither.
+ */
+export function acpToolInput(call: Pick<ToolCallUpdate, 'kind' | 'rawInput' | 'locations' | 'title'>): Json {
+  const raw: Json = isObject(call.rawInput) ? { ...call.rawInput } : call.rawInput === undefined || call.rawInput === null ? {} : { input: call.rawInput };
+  if (call.kind === 'execute' && typeof raw['command'] !== 'string') {
+    const command = Array.isArray(raw['command']) ? raw['command'].join(' ') : call.title;
+    if (typeof command === 'string') raw['command'] = command;
+  }
+  const location = call.locations?.[0]?.path;
+  if (location !== undefined && typeof raw['file_path'] !== 'string' && typeof raw['path'] !== 'string' && call.kind !== 'execute') raw['file_path'] = location;
+  return raw;
+}
+
+/** A content block as text for the history: text as it is, anything else named. */
+function contentText(block: ContentBlock): string {
+  switch (block.type) {
+    case 'text':
+      return block.text;
+    case 'resource_link':
+      return `[${block.name}](${block.uri})`;
+    case 'resource':
+      return 'text' in block.resource ? block.resource.text : `[${block.resource.uri}]`;
+    default:
+      return `[${block.type}]`;
+  }
+}
+
+/** A tool call's content as its result's text: text blocks, the file a diff changed, the terminal it ran in. */
+function toolContentText(content: readonly ToolCallContent[] | null | undefined, rawOutput: unknown): string {
+  const parts = (content ?? []).map((item) => {
+    if (item.type === 'content') return contentText(item.content);
+    if (item.type === 'diff') return `changed ${item.path}`;
+    return `terminal ${item.terminalId}`;
+  });
+  if (parts.length === 0 && rawOutput !== undefined && rawOutput !== null) parts.push(typeof rawOutput === 'string' ? rawOutput : JSON.stringify(rawOutput));
+  return parts.join('\n').slice(0, 1_000_000);
+}
+
+/** The tool calls of one run: each call's `tool_use` once (from whichever message names it first), and its `tool_result` once. */
+export class AcpToolCalls {
+  private readonly used = new Set<string>();
+  private readonly finished = new Set<string>();
+  /** What the agent said of each call so far: a `tool_call`'s fields, brought up to date by its updates. */
+  private readonly calls = new Map<string, ToolCallUpdate>();
+
+  /** A call as known after this message of the agent's about it (fields it leaves out are kept from before). */
+  remember(update: ToolCallUpdate): ToolCallUpdate {
+    const merged: ToolCallUpdate = { ...this.calls.get(update.toolCallId), toolCallId: update.toolCallId };
+    for (const [key, value] of Object.entries(update)) if (value !== undefined && value !== null) (merged as Record<string, unknown>)[key] = value;
+    this.calls.set(update.toolCallId, merged);
+    return merged;
+  }
+
+  /** The `tool_use` of a call not seen before (an agent may name a call first in a permission request). */
+  use(call: ToolCallUpdate): AgentEvent[] {
+    if (this.used.has(call.toolCallId)) return [];
+    this.used.add(call.toolCallId);
+    return [{ type: 'tool_use', data: { tool_use_id: call.toolCallId, name: acpToolName(call), input: acpToolInput(call) } }];
+  }
+
+  /** The `tool_result` of a call that completed or failed (once). */
+  end(call: ToolCallUpdate): AgentEvent[] {
+    if ((call.status !== 'completed' && call.status !== 'failed') || this.finished.has(call.toolCallId)) return [];
+    this.finished.add(call.toolCallId);
+    return [
+      ...this.use(call),
+      {
+        type: 'tool_result',
+        data: { tool_use_id: call.toolCallId, content: toolContentText(call.content, call.rawOutput), is_error: call.status === 'failed' },
+      },
+    ];
+  }
+
+  /** A call that never ended (the turn was cancelled): its result says so. */
+  abandon(why: string): AgentEvent[] {
+    const open = [...this.used].filter((id) => !this.finished.has(id));
+    open.forEach((id) => this.finished.add(id));
+    return open.map((id) => ({ type: 'tool_result', data: { tool_use_id: id, content: why, is_error: true } }));
+  }
+}
+
+/** The `system` event of an update that is not a message, a thought or a tool call. */
+function systemOf(update: SessionUpdate): AgentEvent | undefined {
+  switch (update.sessionUpdate) {
+    case 'plan':
+      return {
+        type: 'system',
+        data: {
+          level: 'info',
+          message: update.entries.map((entry) => `[${entry.status}] ${entry.content}`).join('\n') || '(an empty plan)',
+          subtype: SYSTEM_SUBTYPES.agentPlan,
+          details: { entries: update.entries.map(({ content, priority, status }) => ({ content, priority, status })) },
+        },
+      };
+    case 'usage_update':
+      return {
+        type: 'system',
+        data: {
+          level: 'debug',
+          message: `context: ${update.used} of ${update.size} tokens${update.cost ? `; ${update.cost.amount} ${update.cost.currency} so far` : ''}`,
+          subtype: SYSTEM_SUBTYPES.agentUsage,
+          details: { used: update.used, size: update.size, ...(update.cost ? { cost: { amount: update.cost.amount, currency: update.cost.currency } } : {}) },
+        },
+      };
+    case 'notice':
+      return {
+        type: 'system',
+        data: {
+          level: update.severity === 'error' ? 'error' : update.severity === 'warning' ? 'warn' : 'info',
+          message: update.description ? `${update.title}: ${update.description}` : update.title,
+          subtype: SYSTEM_SUBTYPES.agentNotice,
+        },
+      };
+    case 'current_mode_update':
+      return { type: 'system', data: { level: 'debug', message: `mode: ${update.currentModeId}`, subtype: SYSTEM_SUBTYPES.agentMode } };
+    default:
+      // The commands it offers, its config options, its title, compaction: nothing a viewer acts on.
+      return undefined;
+  }
+}
+
+/** How long streamed text is gathered before the viewers see it. */
+const GATHER_MS = 200;
+/** The most text gathered into one `assistant` event. */
+const GATHER_CHARS = 16_384;
+
+/**
+ * Turns `session/update`s into events, in order: consecutive message (or thought) chunks are
+ * gathered into one `assistant` event, given out when something else comes, after `GATHER_MS`,
+ * past `GATHER_CHARS`, or when the turn ends (`flush`).
+ */
+export function createAcpUpdates(emit: (event: AgentEvent) => void, calls: AcpToolCalls) {
+  let text = '';
+  let kind: 'text' | 'thinking' = 'text';
+  let messageId: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (text === '') return;
+    emit({ type: 'assistant', data: { text, ...(kind === 'thinking' ? { kind } : {}), ...(messageId ? { message_id: messageId } : {}) } });
+    text = '';
+  };
+
+  return {
+    flush,
+    update(update: SessionUpdate): void {
+      if (update.sessionUpdate === 'agent_message_chunk' || update.sessionUpdate === 'agent_thought_chunk') {
+        const chunkKind = update.sessionUpdate === 'agent_thought_chunk' ? 'thinking' : 'text';
+        const chunkId = typeof update.messageId === 'string' && update.messageId !== '' ? update.messageId.slice(0, 256) : undefined;
+        if (chunkKind !== kind || chunkId !== messageId) flush();
+        kind = chunkKind;
+        messageId = chunkId;
+        text += contentText(update.content);
+        if (text.length >= GATHER_CHARS) flush();
+        else timer ??= setTimeout(flush, GATHER_MS);
+        return;
+      }
+      // A person's own words (echoed, or replayed by `session/load`) are in the history already.
+      if (update.sessionUpdate === 'user_message_chunk') return;
+      flush();
+      if (update.sessionUpdate === 'tool_call') {
+        const call = calls.remember(update);
+        return [...calls.use(call), ...calls.end(call)].forEach(emit);
+      }
+      if (update.sessionUpdate === 'tool_call_update') return calls.end(calls.remember(update)).forEach(emit);
+      const system = systemOf(update);
+      if (system) emit(system);
+    },
+  };
+}
