@@ -9,7 +9,8 @@
 #   nats-server      via `go install`, pinned in .ci/versions.env (Debian's 2.9 is too old)
 #   helm             via `go install`, pinned in .ci/versions.env (the chart's tests)
 #   node_modules     via `npm ci`, re-run only when package-lock.json changed
-#   agent CLIs       the real Claude Code and Codex versions the sidecar is tested with, each in
+#   agent CLIs       the real Claude Code and Codex versions the sidecar is tested with, and the
+#                    ACP agents (Gemini CLI, Claude's and Codex's ACP builds, OpenCode), each in
 #                    .cache/agents/<name>-<version> (outside the workspace's lockfile)
 #   git hooks        core.hooksPath=deploy/git-hooks in a git checkout: commit-msg refuses a
 #                    subject over 72 characters
@@ -95,5 +96,18 @@ for version in $CODEX_VERSION; do
     npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@openai/codex@$version"
   fi
 done
+
+# The ACP agents (issue 39): one npm package each, pinned in .ci/versions.env.
+install_npm_agent() { # <name> <package> <version>
+  local dir=".cache/agents/$1-$3"
+  if [ "$(node -p "require('./$dir/node_modules/$2/package.json').version" 2>/dev/null)" != "$3" ]; then
+    say "installing $2 $3 into $dir"
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$2@$3"
+  fi
+}
+install_npm_agent gemini-cli @google/gemini-cli "$GEMINI_CLI_VERSION"
+install_npm_agent claude-agent-acp @zed-industries/claude-agent-acp "$CLAUDE_AGENT_ACP_VERSION"
+install_npm_agent codex-acp @zed-industries/codex-acp "$CODEX_ACP_VERSION"
+install_npm_agent opencode opencode-ai "$OPENCODE_VERSION"
 
 say "ready (nats-server: $("$gobin/nats-server" --version), helm: $HELM_VERSION, node: $(node --version))"

@@ -11,6 +11,8 @@ export interface GeminiTurn {
 export type MockGemini = ModelStandIn;
 
 export interface MockGeminiOptions {
+  /** The turn to play instead of the one the conversation's function results say (undefined: that one). */
+  turnOf?(body: Record<string, unknown>, functionResults: number): number | undefined;
   /**
    * Holds a request's answer after its text (`n`: the request's number, from 0), as a model
    * still streaming: `true` until the client goes away, a promise until it settles.
@@ -68,7 +70,8 @@ export async function startMockGemini(turns: readonly GeminiTurn[], options: Moc
     },
     respond(body, response, request) {
       const n = answered++;
-      const turn = turns[Math.min(functionResultsIn(body), turns.length - 1)]!;
+      const results = functionResultsIn(body);
+      const turn = turns[Math.min(options.turnOf?.(body, results) ?? results, turns.length - 1)]!;
       const rest = turn.call ? [{ functionCall: turn.call }] : [];
       if (!request.url?.includes(':streamGenerateContent')) {
         response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(chunk([{ text: turn.text }, ...rest], true)));

@@ -11,14 +11,18 @@ export const CLAUDE_CODE_VERSIONS = /CLAUDE_CODE_VERSIONS="([^"]+)"/.exec(PINNED
 /** The Codex release to test. */
 export const CODEX_VERSION = /CODEX_VERSION=(\S+)/.exec(PINNED)![1]!;
 
-function installed(name: string): string {
-  const binary = path.join(WORKSPACE, `.cache/agents/${name}/node_modules/.bin/${name.startsWith('codex') ? 'codex' : 'claude'}`);
+/** The ACP agents' releases (`GEMINI_CLI_VERSION`, …). */
+const pinned = (name: string): string => new RegExp(`${name}=(\\S+)`).exec(PINNED)![1]!;
+
+function installed(name: string, bin = name.startsWith('codex') ? 'codex' : 'claude'): string {
+  const binary = path.join(WORKSPACE, `.cache/agents/${name}/node_modules/.bin/${bin}`);
   if (!existsSync(binary)) throw new Error(`${name} is not installed at ${binary}; run: bash deploy/dev-setup.sh`);
   return binary;
 }
 
 export const claudeBinary = (version: string): string => installed(`claude-code-${version}`);
 export const codexBinary = (): string => installed(`codex-${CODEX_VERSION}`);
+export const geminiBinary = (): string => installed(`gemini-cli-${pinned('GEMINI_CLI_VERSION')}`, 'gemini');
 
 /** The sidecar config's `agent` for the real Claude Code against a model stand-in at `baseUrl`, its HOME in `home`. */
 export function claudeAgent(options: { version: string; cwd: string; home: string; baseUrl: string; prompt: string }) {
@@ -71,6 +75,31 @@ export async function codexAgent(options: { cwd: string; home: string; baseUrl: 
     cwd: options.cwd,
     prompt: options.prompt,
     env: { CODEX_HOME: options.home, OPENAI_API_KEY: 'sk-test' },
+  };
+}
+
+/**
+ * The sidecar config's `agent` for the real Gemini CLI over ACP against a Gemini API stand-in at
+ * `baseUrl`, its HOME in `home` with the settings the built-in `gemini` template gives it (API key
+ * auth, no usage statistics), and a pinned model.
+ */
+export async function geminiAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
+  await mkdir(path.join(options.home, '.gemini'), { recursive: true });
+  await mkdir(options.cwd, { recursive: true });
+  const settings = {
+    security: { auth: { selectedType: 'gemini-api-key' } },
+    privacy: { usageStatisticsEnabled: false },
+    telemetry: { enabled: false },
+    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+    ide: { enabled: false },
+  };
+  await writeFile(path.join(options.home, '.gemini', 'settings.json'), JSON.stringify(settings));
+  return {
+    command: geminiBinary(),
+    args: ['--acp', '--skip-trust', '--model', 'gemini-2.5-pro'],
+    cwd: options.cwd,
+    prompt: options.prompt,
+    env: { HOME: options.home, GEMINI_API_KEY: 'test-key', GOOGLE_GEMINI_BASE_URL: options.baseUrl },
   };
 }
 

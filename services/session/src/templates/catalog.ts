@@ -5,7 +5,7 @@ import { CodedError, type TemplateSummary } from '@svc/protocol';
 import type { GroupMembers } from './approval-routes.js';
 import { parseTemplate, type Template } from './template.js';
 
-/** The templates shipped with svc (`demo`, `claude`, `codex`, `codex-auto`), beside `src/` and `dist/`. */
+/** The templates shipped with svc (`demo`, `claude`, `codex`, `codex-auto`, `gemini`, …), beside `src/` and `dist/`. */
 export const BUILT_IN_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
 
 export interface TemplateCatalog {

@@ -22,7 +22,7 @@ function refusal(template: Template, body: CreateSessionBodyType, caller: { admi
 describe('session overrides — who may turn autonomous mode on', () => {
   it('the built-in templates let only admins turn it on: anyone else is refused with 403 forbidden naming the template and the key', async () => {
     const catalog = createTemplateCatalog({});
-    for (const name of ['claude', 'codex', 'demo']) {
+    for (const name of ['claude', 'codex', 'demo', 'gemini']) {
       const template = await catalog.load(name);
       const err = refusal(template, { template: name, overrides: { autonomous: true } }, person);
       expect(err).toBeInstanceOf(CodedError);

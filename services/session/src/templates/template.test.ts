@@ -97,9 +97,9 @@ describe('templates', () => {
     const withEgress = parseTemplate('t', `${minimal}\n[sandbox]\negress = ["registry.npmjs.org:443", "*.github.com:443"]\n`, 'x');
     expect(withEgress.sandbox.egress).toEqual(['registry.npmjs.org:443', '*.github.com:443']);
     expect(templateRefusal(`${minimal}\n[sandbox]\negress = ["https://registry.npmjs.org"]\n`).message).toMatch(/^templates\/t\.toml: \/sandbox\/egress\/0/);
-    const unknown = templateRefusal(`${minimal}\n[model]\napi = "gemini"\n[sidecar]\nadapter = "generic"\n`);
+    const unknown = templateRefusal(`${minimal}\n[model]\napi = "mistral"\n[sidecar]\nadapter = "generic"\n`);
     expect(unknown.code).toBe('invalid_template');
-    expect(unknown.message).toBe('templates/t.toml: /model/api must be one of "anthropic", "openai"');
+    expect(unknown.message).toBe('templates/t.toml: /model/api must be one of "anthropic", "openai", "gemini"');
     expect(templateRefusal(`${minimal}\n[model]\napi = "openai"\n`).message).toBe(
       "templates/t.toml: /model needs a [sidecar] section (the sidecar serves the agent's model proxy)",
     );
@@ -126,9 +126,9 @@ describe('templates', () => {
     expect(broken.message).toMatch(/^templates\/t\.toml: not valid TOML \(line 1, column \d+\)/);
   });
 
-  it('ships built-in templates that all parse: demo, claude, codex, codex-auto', async () => {
+  it('ships built-in templates that all parse: demo, claude, codex, codex-auto, gemini', async () => {
     const files = (await readdir(BUILT_IN_TEMPLATES_DIR)).filter((f) => f.endsWith('.toml')).sort();
-    expect(files).toEqual(['claude.toml', 'codex-auto.toml', 'codex.toml', 'demo.toml']);
+    expect(files).toEqual(['claude.toml', 'codex-auto.toml', 'codex.toml', 'demo.toml', 'gemini.toml']);
     for (const file of files) {
       const template = parseTemplate(path.basename(file, '.toml'), await readFile(path.join(BUILT_IN_TEMPLATES_DIR, file), 'utf8'), file);
       expect(template.sidecar).toBeDefined();
@@ -142,9 +142,9 @@ describe('templates', () => {
     await expect(catalog.load('../demo')).rejects.toMatchObject({ code: 'template_not_found' });
   });
 
-  it('the interactive built-ins (claude, codex, demo) are conversations; the autonomous codex-auto runs once', async () => {
+  it('the interactive built-ins (claude, codex, demo, gemini) are conversations; the autonomous codex-auto runs once', async () => {
     const catalog = createTemplateCatalog({});
-    for (const name of ['claude', 'codex', 'demo']) expect([name, (await catalog.load(name)).session.mode]).toEqual([name, 'conversation']);
+    for (const name of ['claude', 'codex', 'demo', 'gemini']) expect([name, (await catalog.load(name)).session.mode]).toEqual([name, 'conversation']);
     expect((await catalog.load('codex-auto')).session.mode).toBe('one_shot');
   });
 
@@ -155,7 +155,7 @@ describe('templates', () => {
       await writeFile(path.join(dir, 'broken.toml'), '[agent\n');
       await writeFile(path.join(dir, 'notes.txt'), 'not a template');
       const listed = await createTemplateCatalog({ dir }).list();
-      expect(listed.map((t) => t.name)).toEqual(['broken', 'claude', 'codex', 'codex-auto', 'demo']);
+      expect(listed.map((t) => t.name)).toEqual(['broken', 'claude', 'codex', 'codex-auto', 'demo', 'gemini']);
       expect(listed.find((t) => t.name === 'demo')).toEqual({ name: 'demo', description: 'my demo', autonomous: false });
       expect(listed.find((t) => t.name === 'broken')!.problem).toMatch(/broken\.toml: not valid TOML/);
       expect(listed.find((t) => t.name === 'codex-auto')).toMatchObject({ adapter: 'codex', autonomous: true });
