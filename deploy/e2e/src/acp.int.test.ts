@@ -42,12 +42,7 @@ describe('the acp adapter: a scripted ACP agent under svc-sidecar and the real c
   });
 
   const api = () => controlClient(stack.gatewayUrl, userToken);
-  const post = (url: string, body?: unknown) =>
-    fetch(`${stack.gatewayUrl}${url}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${userToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
+  const post = (url: string, body?: unknown) => api().post(url, body);
   const results = async (workerId: string) => (await api().events(workerId)).filter((e): e is StoredEvent<'result'> => e.type === 'result');
   const resultNumber = (workerId: string, count: number) =>
     waitFor(`result ${count}`, async () => ((await results(workerId)).length >= count ? (await results(workerId))[count - 1] : undefined), 30_000, 50).catch(

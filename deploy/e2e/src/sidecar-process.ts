@@ -38,6 +38,13 @@ export function controlClient(gatewayUrl: string, userToken: string) {
   const get = async <T>(url: string) => (await (await fetch(`${gatewayUrl}${url}`, { headers: { authorization: `Bearer ${userToken}` } })).json()) as T;
   return {
     get,
+    /** A POST as the user (a JSON body when one is given): `…/messages`, `…/interrupt`. */
+    post: (url: string, body?: unknown) =>
+      fetch(`${gatewayUrl}${url}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }),
     events: (workerId: string) => get<ListResponseOf<StoredEvent>>(`/v1/workers/${workerId}/sdk-events?limit=1000`).then((page) => page.items),
     openRequests: (workerId: string) =>
       get<ListResponseOf<StoredEvent<'control_request'>>>(`/v1/workers/${workerId}/control/requests?state=open`).then((page) => page.items),

@@ -54,12 +54,7 @@ describe('the real Gemini CLI over ACP under svc', () => {
   });
 
   const api = () => controlClient(stack.gatewayUrl, userToken);
-  const post = (url: string, body?: unknown) =>
-    fetch(`${stack.gatewayUrl}${url}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${userToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
+  const post = (url: string, body?: unknown) => api().post(url, body);
   const workspaceFile = (workerId: string, name: string) => path.join(stack.sandboxesDir, workerId, 'root/workspace', name);
   const results = async (workerId: string) => (await api().events(workerId)).filter((e): e is StoredEvent<'result'> => e.type === 'result');
   const resultNumber = (workerId: string, count: number) =>
