@@ -41,6 +41,8 @@ export interface AgentRunEnd {
   exit: AgentExit;
   /** The sidecar stopped it after its idle timeout. */
   idleStopped: boolean;
+  /** Its one turn done and its input closed, it did not exit by itself, and was terminated (some ACP agents never exit on EOF). */
+  stoppedAfterResult: boolean;
   /** The agent began its conversation in this run (its `init`): a run that never did has nothing to resume. */
   began: boolean;
 }
@@ -66,6 +68,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
   let idleTimer: NodeJS.Timeout | undefined;
   let killTimer: NodeJS.Timeout | undefined;
   let idleStopped = false;
+  let stoppedAfterResult = false;
   let alive = true;
   let began = false;
   const activity = createActivity({
@@ -105,6 +108,12 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
     if (event.type === 'system' && event.data.subtype === SYSTEM_SUBTYPES.init) began = true;
     options.onAgentEvent?.(event);
     routing.fromAgent(event);
+    // Its input closed after its one turn: an agent still up after the grace is stopped.
+    if (event.type === 'result' && endsAfterResult && killTimer === undefined)
+      killTimer = setTimeout(() => {
+        stoppedAfterResult = true;
+        agent.terminate(options.killGraceMs);
+      }, options.killGraceMs);
   };
   adapter.connect?.({ write: (bytes) => agent.write(bytes), emit: fromAgent, exited: agent.exited });
   const readers = agent.readLines((line, stream) => {
@@ -125,7 +134,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
     clearTimeout(idleTimer);
     clearTimeout(killTimer);
     routing.withdrawAll(`the agent ${idleStopped ? 'was stopped' : 'exited'}`);
-    return { exit, idleStopped, began };
+    return { exit, idleStopped, stoppedAfterResult, began };
   });
 
   return {
@@ -142,14 +151,28 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
   };
 }
 
-/** The lifecycle event that closes a run: the agent's code or signal, or why it never started; `resumable` when a message starts it again. */
-export function agentExitEvent(exit: AgentExit, resumable?: { reason: string }): AgentEvent {
+/**
+ * The lifecycle event that closes a run: the agent's code or signal, or why it never started;
+ * `resumable` when a message starts it again; `stoppedAfterResult` when the sidecar ended it
+ * after its one turn (its code then counts as 0).
+ */
+export function agentExitEvent(exit: AgentExit, resumable?: { reason: string }, stoppedAfterResult = false): AgentEvent {
   if (exit.startError !== undefined)
     return {
       type: 'system',
       data: { level: 'error', message: `the agent could not start: ${exit.startError}`, subtype: LIFECYCLE_SUBTYPES.agentExit, details: { code: 127 } },
     };
   const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+  if (stoppedAfterResult)
+    return {
+      type: 'system',
+      data: {
+        level: 'info',
+        message: `agent stopped with ${how} after its turn: its input closed, it did not exit by itself`,
+        subtype: LIFECYCLE_SUBTYPES.agentExit,
+        details: { code: exit.code, signal: exit.signal, stopped_after_result: true },
+      },
+    };
   return {
     type: 'system',
     data: {

@@ -288,7 +288,9 @@ class Sidecar {
    * its conversation and was stopped when idle, or crashed — else the sidecar's work is done.
    * Inputs held while it was stopping go to the next run, or are said undelivered.
    */
-  private async ended(run: AgentRun, adapter: Adapter, { exit, idleStopped, began }: AgentRunEnd): Promise<void> {
+  private async ended(run: AgentRun, adapter: Adapter, { exit: exited, idleStopped, stoppedAfterResult, began }: AgentRunEnd): Promise<void> {
+    // Stopped after its one turn (it does not exit when its input closes): a clean end.
+    const exit = stoppedAfterResult ? { ...exited, exitCode: 0 } : exited;
     const { config, outbox } = this.parts;
     const resumable =
       config.conversation &&
@@ -301,7 +303,7 @@ class Sidecar {
     const reason = idleStopped ? `idle for ${config.idle_timeout_s} s` : 'it crashed';
     // What the agent left is reported before its exit is: the exit ends the worker, and its token with it.
     await this.parts.changes?.report();
-    outbox.push(agentExitEvent(exit, resumable ? { reason } : undefined));
+    outbox.push(agentExitEvent(exit, resumable ? { reason } : undefined, stoppedAfterResult));
     run.activity.stopped(resumable, `the agent stopped (${reason})`);
     if (this.run === run) this.run = undefined;
     const held = this.held.splice(0);

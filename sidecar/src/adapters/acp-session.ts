@@ -30,8 +30,19 @@ function resultOf(stop: StopReason | { error: string }, turns: number, startedAt
   return { type: 'result', data: { subtype: stop, is_error: stop === 'refusal', ...common } };
 }
 
-/** The tokens a prompt's answer says it used, where the agent says (Gemini CLI: `_meta.quota.token_count`). */
+/**
+ * The tokens a prompt's answer says its turn used, where the agent says: the protocol's draft
+ * `usage` (Claude's ACP build, OpenCode), or Gemini CLI's `_meta.quota.token_count`.
+ */
 function reportedTokens(response: PromptResponse): { input: number; output: number } | undefined {
+  const usage = (response as { usage?: unknown }).usage;
+  if (typeof usage === 'object' && usage !== null) {
+    const figures = usage as Record<string, unknown>;
+    return {
+      input: count(figures['inputTokens']) + count(figures['cachedReadTokens']) + count(figures['cachedWriteTokens']),
+      output: count(figures['outputTokens']),
+    };
+  }
   const quota = response._meta?.['quota'];
   const tokens = typeof quota === 'object' && quota !== null ? (quota as { token_count?: Record<string, unknown> }).token_count : undefined;
   return tokens ? { input: count(tokens['input_tokens']), output: count(tokens['output_tokens']) } : undefined;

@@ -1,6 +1,7 @@
 import type { ContentBlock, SessionUpdate, ToolCallContent, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
 import { SYSTEM_SUBTYPES } from '@svc/protocol';
 import { isObject, type AgentEvent, type Json } from './adapter.js';
+import { commandOfArgv } from './shell-command.js';
 
 /**
  * What an ACP agent's `session/update`s become in svc's history (docs/sidecar.md, "ACP"):
@@ -45,7 +46,9 @@ export function acpToolName(call: Pick<ToolCallUpdate, 'name' | 'kind' | '_meta'
 export function acpToolInput(call: Pick<ToolCallUpdate, 'kind' | 'rawInput' | 'locations' | 'title'>): Json {
   const raw: Json = isObject(call.rawInput) ? { ...call.rawInput } : call.rawInput === undefined || call.rawInput === null ? {} : { input: call.rawInput };
   if (call.kind === 'execute' && typeof raw['command'] !== 'string') {
-    const command = Array.isArray(raw['command']) ? raw['command'].join(' ') : call.title;
+    // Codex's ACP build gives its argv, its shell wrapper and all: rules are about what runs inside.
+    const argv = Array.isArray(raw['command']) && raw['command'].every((word) => typeof word === 'string') ? (raw['command'] as string[]) : undefined;
+    const command = argv ? commandOfArgv(argv) : call.title;
     if (typeof command === 'string') raw['command'] = command;
   }
   const location = call.locations?.[0]?.path;
@@ -202,11 +205,11 @@ export function createAcpUpdates(emit: (event: AgentEvent) => void, calls: AcpTo
       // A person's own words (echoed, or replayed by `session/load`) are in the history already.
       if (update.sessionUpdate === 'user_message_chunk') return;
       flush();
-      if (update.sessionUpdate === 'tool_call') {
+      if (update.sessionUpdate === 'tool_call' || update.sessionUpdate === 'tool_call_update') {
+        // A pending call is still being formed (its input may come later): its tool_use waits for it to run, end, or be asked about.
         const call = calls.remember(update);
-        return [...calls.use(call), ...calls.end(call)].forEach(emit);
+        return [...(call.status && call.status !== 'pending' ? calls.use(call) : []), ...calls.end(call)].forEach(emit);
       }
-      if (update.sessionUpdate === 'tool_call_update') return calls.end(calls.remember(update)).forEach(emit);
       const system = systemOf(update);
       if (system) emit(system);
     },

@@ -1,7 +1,9 @@
+import path from 'node:path';
 import type { AnyMessage, ContentBlock } from '@agentclientprotocol/sdk';
 import { createAcpPermissions } from './acp-permissions.js';
 import { AcpSession } from './acp-session.js';
 import { AcpToolCalls, createAcpUpdates } from './acp-updates.js';
+import { codexProviderArgs } from './codex-provider.js';
 import { jsonLine, type Adapter, type AgentEvent, type AgentLaunch, type MessageForAgent } from './adapter.js';
 
 /** A person's message as ACP prompt content: its text, then its images where the agent takes them. */
@@ -49,7 +51,10 @@ export function createAcpAdapter(): Adapter {
 
     launch(launch) {
       launched = launch;
-      return { command: launch.command, args: [...launch.args], stdinLines: [] };
+      // Codex's ACP build reads its model provider from its config, as Codex does: it is given the
+      // sidecar's model proxy the same way (its config takes no base URL from the environment).
+      const provider = path.basename(launch.command).startsWith('codex-acp') ? codexProviderArgs(launch) : [];
+      return { command: launch.command, args: [...provider, ...launch.args], stdinLines: [] };
     },
 
     connect(io) {

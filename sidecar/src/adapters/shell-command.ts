@@ -38,3 +38,9 @@ export function modelCommandOf(command: string): string {
   if (words?.length === 3 && /(^|\/)(ba|z|da)?sh$/.test(words[0]!) && /^-l?c$/.test(words[1]!)) return words[2]!;
   return command;
 }
+
+/** The command an argv runs, as a rule reads it: what its shell wrapper (`/bin/bash -c …`) runs, else its words joined. */
+export function commandOfArgv(argv: readonly string[]): string {
+  if (argv.length === 3 && /(^|\/)(ba|z|da)?sh$/.test(argv[0]!) && /^-l?c$/.test(argv[1]!)) return argv[2]!;
+  return argv.join(' ');
+}
