@@ -13,6 +13,7 @@ const groups: Record<string, string[]> = {
   ],
   "Claude Code's tool names": ['ToolSearch', 'WebSearch', 'WebFetch'],
   "the Agent Client Protocol's capabilities and tool call fields": ['readTextFile', 'writeTextFile', 'loadSession', 'rawInput', 'rawOutput', 'claudeCode'],
+  "Claude Code's permission modes": ['acceptEdits'],
   "the Gemini API's methods, request fields, parts, tools and usage counts": [
     'countTokens',
     'generateContentRequest',

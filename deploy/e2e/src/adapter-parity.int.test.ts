@@ -13,7 +13,7 @@ import {
   type MockGemini,
   type MockOpenAI,
 } from '@svc/test-support/stand-ins';
-import { claudeAgent, codexAgent, geminiAgent, CLAUDE_CODE_VERSIONS } from '@svc/test-support/real-agents';
+import { claudeAcpAgent, claudeAgent, codexAcpAgent, codexAgent, geminiAgent, opencodeAgent, CLAUDE_CODE_VERSIONS } from '@svc/test-support/real-agents';
 import { controlClient, startSidecarWith } from './sidecar-process.js';
 import { startStack, type E2eStack } from './stack.js';
 
@@ -24,6 +24,8 @@ const shapeOf = (events: StoredEvent[]) => events.map((e) => e.type).filter((typ
 interface GovernedAgent {
   name: string;
   adapter: 'claude-code' | 'codex' | 'acp';
+  /** An agent that ends its turn when a call is refused (the model is not asked again): why. */
+  refusalEndsTurn?: string;
   agentFor(workspace: string, home: string, track: (mock: MockAnthropic | MockOpenAI | MockGemini) => void): Promise<Record<string, unknown>>;
 }
 
@@ -61,6 +63,46 @@ const AGENTS: GovernedAgent[] = [
       ]);
       track(mock);
       return geminiAgent({ cwd: workspace, home, baseUrl: mock.url, prompt: PROMPT });
+    },
+  },
+  {
+    name: 'claude-acp',
+    adapter: 'acp',
+    async agentFor(workspace, home, track) {
+      const mock = await startMockAnthropic([
+        { text: 'I will create hello.txt.', tool: { name: 'Write', input: { file_path: path.join(workspace, 'hello.txt'), content: 'hello\n' } } },
+        { text: 'Done.' },
+      ]);
+      track(mock);
+      return claudeAcpAgent({ cwd: workspace, home, baseUrl: mock.url, prompt: PROMPT });
+    },
+  },
+  {
+    name: 'codex-acp',
+    adapter: 'acp',
+    refusalEndsTurn: 'codex-acp offers only "abort" to refuse, which ends the turn',
+    async agentFor(workspace, home, track) {
+      const mock = await startMockOpenAI([{ text: 'I will create hello.txt.', patch: addFilePatch('hello.txt', ['hello']) }, { text: 'Done.' }]);
+      track(mock);
+      return codexAcpAgent({ cwd: workspace, home, baseUrl: mock.url, prompt: PROMPT });
+    },
+  },
+  {
+    name: 'opencode',
+    adapter: 'acp',
+    refusalEndsTurn: 'OpenCode ends its turn on a rejected permission',
+    async agentFor(workspace, home, track) {
+      const mock = await startMockAnthropic(
+        [
+          { text: 'I will create hello.txt.', tool: { name: 'write', input: { filePath: path.join(workspace, 'hello.txt'), content: 'hello\n' } } },
+          { text: 'Done.' },
+          { text: 'Hello file' },
+        ],
+        // Its title request (no tools) gets a title.
+        { turnOf: (body) => (Array.isArray(body['tools']) && body['tools'].length > 0 ? undefined : 2) },
+      );
+      track(mock);
+      return opencodeAgent({ cwd: workspace, home, baseUrl: mock.url, prompt: PROMPT });
     },
   },
 ];
@@ -104,6 +146,8 @@ describe('every governed agent tells the same story in the same shape', () => {
       auth_token: worker.token,
       agent: await agent.agentFor(workspace, home, (mock) => mocks.push(mock)),
       decision_wait_ms: 5000,
+      // An agent that does not exit when its input closes is stopped this long after its turn.
+      kill_grace_ms: 2000,
     });
     const request = await api.oneOpenRequest(worker.worker_id);
     expect(
@@ -119,7 +163,9 @@ describe('every governed agent tells the same story in the same shape', () => {
     it(`ask → ${decision} → ${decision === 'allow' ? 'write' : 'no file'} → result: the type sequences of ${AGENTS.map((a) => a.name).join(', ')} match`, async () => {
       const shapes: Record<string, string[]> = {};
       for (const agent of AGENTS) shapes[agent.name] = shapeOf(await story(agent, decision));
-      const expected = ['assistant', 'tool_use', 'control_request', 'control_response', 'tool_result', 'assistant', 'result'];
-      expect(shapes).toEqual(Object.fromEntries(AGENTS.map((agent) => [agent.name, expected])));
+      const told = ['assistant', 'tool_use', 'control_request', 'control_response', 'tool_result'];
+      // After a refusal, an agent whose turn it ends says nothing more (refusalEndsTurn says why).
+      const expected = (agent: GovernedAgent) => (decision === 'deny' && agent.refusalEndsTurn ? [...told, 'result'] : [...told, 'assistant', 'result']);
+      expect(shapes).toEqual(Object.fromEntries(AGENTS.map((agent) => [agent.name, expected(agent)])));
     }, 240_000);
 });

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse as parseToml } from 'smol-toml';
 
 const WORKSPACE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const PINNED = readFileSync(path.join(WORKSPACE, '.ci/versions.env'), 'utf8');
@@ -23,6 +24,18 @@ function installed(name: string, bin = name.startsWith('codex') ? 'codex' : 'cla
 export const claudeBinary = (version: string): string => installed(`claude-code-${version}`);
 export const codexBinary = (): string => installed(`codex-${CODEX_VERSION}`);
 export const geminiBinary = (): string => installed(`gemini-cli-${pinned('GEMINI_CLI_VERSION')}`, 'gemini');
+export const claudeAcpBinary = (): string => installed(`claude-agent-acp-${pinned('CLAUDE_AGENT_ACP_VERSION')}`, 'claude-agent-acp');
+/** The native codex-acp (its npm launcher does not pass signals on). */
+export const codexAcpBinary = (): string => installed(`codex-acp-${pinned('CODEX_ACP_VERSION')}`, 'codex-acp-linux-x64');
+export const opencodeBinary = (): string => installed(`opencode-${pinned('OPENCODE_VERSION')}`, 'opencode');
+
+/** What keeps Claude Code's own traffic to the model: no update checks, telemetry, error reports. */
+const CLAUDE_QUIET_ENV = {
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  DISABLE_AUTOUPDATER: '1',
+  DISABLE_TELEMETRY: '1',
+  DISABLE_ERROR_REPORTING: '1',
+} as const;
 
 /** The sidecar config's `agent` for the real Claude Code against a model stand-in at `baseUrl`, its HOME in `home`. */
 export function claudeAgent(options: { version: string; cwd: string; home: string; baseUrl: string; prompt: string }) {
@@ -34,10 +47,7 @@ export function claudeAgent(options: { version: string; cwd: string; home: strin
       HOME: options.home,
       ANTHROPIC_BASE_URL: options.baseUrl,
       ANTHROPIC_API_KEY: 'sk-test',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      DISABLE_TELEMETRY: '1',
-      DISABLE_ERROR_REPORTING: '1',
+      ...CLAUDE_QUIET_ENV,
       CLAUDE_CODE_TMPDIR: options.home,
       // As root the CLI refuses some modes unless it is told it runs in a sandbox.
       IS_SANDBOX: '1',
@@ -80,26 +90,72 @@ export async function codexAgent(options: { cwd: string; home: string; baseUrl: 
 
 /**
  * The sidecar config's `agent` for the real Gemini CLI over ACP against a Gemini API stand-in at
- * `baseUrl`, its HOME in `home` with the settings the built-in `gemini` template gives it (API key
- * auth, no usage statistics), and a pinned model.
+ * `baseUrl`, its HOME in `home`, set up as the built-in `gemini` template sets it up (its
+ * settings file, its arguments).
  */
 export async function geminiAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
-  await mkdir(path.join(options.home, '.gemini'), { recursive: true });
+  const template = builtIn('gemini');
   await mkdir(options.cwd, { recursive: true });
-  const settings = {
-    security: { auth: { selectedType: 'gemini-api-key' } },
-    privacy: { usageStatisticsEnabled: false },
-    telemetry: { enabled: false },
-    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
-    ide: { enabled: false },
-  };
-  await writeFile(path.join(options.home, '.gemini', 'settings.json'), JSON.stringify(settings));
+  await writeHomeFiles(template.files, options.home);
   return {
     command: geminiBinary(),
-    args: ['--acp', '--skip-trust', '--model', 'gemini-2.5-pro'],
+    args: template.args,
     cwd: options.cwd,
     prompt: options.prompt,
-    env: { HOME: options.home, GEMINI_API_KEY: 'test-key', GOOGLE_GEMINI_BASE_URL: options.baseUrl },
+    env: { ...template.env, HOME: options.home, GEMINI_API_KEY: 'test-key', GOOGLE_GEMINI_BASE_URL: options.baseUrl },
+  };
+}
+
+/** A built-in template's agent settings and files, as shipped (the tests run the agents as the templates set them up). */
+function builtIn(name: string): { env: Record<string, string>; args: string[]; files: Array<{ path: string; content: string }> } {
+  const template = parseToml(readFileSync(path.join(WORKSPACE, `services/session/templates/${name}.toml`), 'utf8')) as {
+    agent: { env?: Record<string, string>; args?: string[] };
+    files?: Array<{ path: string; content: string }>;
+  };
+  return { env: template.agent.env ?? {}, args: template.agent.args ?? [], files: template.files ?? [] };
+}
+
+/** Writes a template's files under `home` where they go under the sandbox's `/home/agent`. */
+async function writeHomeFiles(files: ReadonlyArray<{ path: string; content: string }>, home: string): Promise<void> {
+  for (const file of files) {
+    if (!file.path.startsWith('/home/agent/')) throw new Error(`${file.path} is not under /home/agent`);
+    const target = path.join(home, file.path.slice('/home/agent/'.length));
+    await mkdir(path.dirname(target), { recursive: true });
+    await writeFile(target, file.content);
+  }
+}
+
+/** Claude's ACP build (claude-agent-acp, its own Claude Code inside) against an Anthropic stand-in at `baseUrl`, set up as the built-in `claude-acp` template sets it up. */
+export async function claudeAcpAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
+  const template = builtIn('claude-acp');
+  await mkdir(options.cwd, { recursive: true });
+  await writeHomeFiles(template.files, options.home);
+  return {
+    command: claudeAcpBinary(),
+    cwd: options.cwd,
+    prompt: options.prompt,
+    // Unset, as in a sandbox (this machine sets IS_SANDBOX=yes): with any value it offers its Claude Code the permission bypass.
+    env: { ...template.env, HOME: options.home, ANTHROPIC_BASE_URL: options.baseUrl, ANTHROPIC_API_KEY: 'sk-test', IS_SANDBOX: '' },
+  };
+}
+
+/** Codex's ACP build against a Responses API stand-in at `baseUrl`, with the built-in `codex-acp` template's settings (asked before every patch and command). */
+export async function codexAcpAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
+  const codex = await codexAgent({ ...options, args: builtIn('codex-acp').args });
+  return { ...codex, command: codexAcpBinary() };
+}
+
+/** OpenCode over ACP (`opencode acp`) against an Anthropic stand-in at `baseUrl`, set up as the built-in `opencode` template sets it up (every tool asked, nothing of its own fetched). */
+export async function opencodeAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
+  const template = builtIn('opencode');
+  await mkdir(options.cwd, { recursive: true });
+  await writeHomeFiles(template.files, options.home);
+  return {
+    command: opencodeBinary(),
+    args: template.args,
+    cwd: options.cwd,
+    prompt: options.prompt,
+    env: { ...template.env, HOME: options.home, ANTHROPIC_BASE_URL: options.baseUrl, ANTHROPIC_API_KEY: 'sk-test' },
   };
 }
 

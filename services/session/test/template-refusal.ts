@@ -11,3 +11,6 @@ export function templateRefusal(text: string, groups?: GroupMembers): CodedError
   }
   throw new Error('the template was accepted');
 }
+
+/** The built-in templates a person talks to (conversations; only admins may make them autonomous). */
+export const INTERACTIVE_BUILT_INS = ['claude', 'codex', 'demo', 'gemini', 'claude-acp', 'codex-acp', 'opencode'] as const;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CodedError, statusOfErrorCode, type CreateSessionBodyType } from '@svc/protocol';
 import { createTemplateCatalog } from './catalog.js';
+import { INTERACTIVE_BUILT_INS } from '../../test/template-refusal.js';
 import { checkOverrides, withWorkspaceOverrides } from './overrides.js';
 import { parseTemplate, type Template } from './template.js';
 
@@ -22,7 +23,7 @@ function refusal(template: Template, body: CreateSessionBodyType, caller: { admi
 describe('session overrides — who may turn autonomous mode on', () => {
   it('the built-in templates let only admins turn it on: anyone else is refused with 403 forbidden naming the template and the key', async () => {
     const catalog = createTemplateCatalog({});
-    for (const name of ['claude', 'codex', 'demo', 'gemini']) {
+    for (const name of INTERACTIVE_BUILT_INS) {
       const template = await catalog.load(name);
       const err = refusal(template, { template: name, overrides: { autonomous: true } }, person);
       expect(err).toBeInstanceOf(CodedError);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BUILT_IN_TEMPLATES_DIR, createTemplateCatalog } from './catalog.js';
 import { parseTemplate } from './template.js';
-import { templateRefusal } from '../../test/template-refusal.js';
+import { INTERACTIVE_BUILT_INS, templateRefusal } from '../../test/template-refusal.js';
 
 const minimal = `
 [agent]
@@ -126,9 +126,9 @@ describe('templates', () => {
     expect(broken.message).toMatch(/^templates\/t\.toml: not valid TOML \(line 1, column \d+\)/);
   });
 
-  it('ships built-in templates that all parse: demo, claude, codex, codex-auto, gemini', async () => {
+  it('ships built-in templates that all parse: demo, claude, codex, codex-auto, and the ACP agents gemini, claude-acp, codex-acp, opencode', async () => {
     const files = (await readdir(BUILT_IN_TEMPLATES_DIR)).filter((f) => f.endsWith('.toml')).sort();
-    expect(files).toEqual(['claude.toml', 'codex-auto.toml', 'codex.toml', 'demo.toml', 'gemini.toml']);
+    expect(files).toEqual(['claude-acp.toml', 'claude.toml', 'codex-acp.toml', 'codex-auto.toml', 'codex.toml', 'demo.toml', 'gemini.toml', 'opencode.toml']);
     for (const file of files) {
       const template = parseTemplate(path.basename(file, '.toml'), await readFile(path.join(BUILT_IN_TEMPLATES_DIR, file), 'utf8'), file);
       expect(template.sidecar).toBeDefined();
@@ -142,9 +142,9 @@ describe('templates', () => {
     await expect(catalog.load('../demo')).rejects.toMatchObject({ code: 'template_not_found' });
   });
 
-  it('the interactive built-ins (claude, codex, demo, gemini) are conversations; the autonomous codex-auto runs once', async () => {
+  it('the interactive built-ins are conversations; the autonomous codex-auto runs once', async () => {
     const catalog = createTemplateCatalog({});
-    for (const name of ['claude', 'codex', 'demo', 'gemini']) expect([name, (await catalog.load(name)).session.mode]).toEqual([name, 'conversation']);
+    for (const name of INTERACTIVE_BUILT_INS) expect([name, (await catalog.load(name)).session.mode]).toEqual([name, 'conversation']);
     expect((await catalog.load('codex-auto')).session.mode).toBe('one_shot');
   });
 
@@ -155,7 +155,7 @@ describe('templates', () => {
       await writeFile(path.join(dir, 'broken.toml'), '[agent\n');
       await writeFile(path.join(dir, 'notes.txt'), 'not a template');
       const listed = await createTemplateCatalog({ dir }).list();
-      expect(listed.map((t) => t.name)).toEqual(['broken', 'claude', 'codex', 'codex-auto', 'demo', 'gemini']);
+      expect(listed.map((t) => t.name)).toEqual(['broken', 'claude', 'claude-acp', 'codex', 'codex-acp', 'codex-auto', 'demo', 'gemini', 'opencode']);
       expect(listed.find((t) => t.name === 'demo')).toEqual({ name: 'demo', description: 'my demo', autonomous: false });
       expect(listed.find((t) => t.name === 'broken')!.problem).toMatch(/broken\.toml: not valid TOML/);
       expect(listed.find((t) => t.name === 'codex-auto')).toMatchObject({ adapter: 'codex', autonomous: true });
