@@ -115,7 +115,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
         agent.terminate(options.killGraceMs);
       }, options.killGraceMs);
   };
-  adapter.connect?.({ write: (bytes) => agent.write(bytes), emit: fromAgent, exited: agent.exited });
+  adapter.connect?.({ write: (bytes) => agent.write(bytes), emit: fromAgent, exited: agent.exited, env: options.env });
   const readers = agent.readLines((line, stream) => {
     // The agent's diagnostics also go to the sidecar's own output: the sandbox's logs.
     if (stream === 'stderr') options.warn(`agent stderr: ${line}`);

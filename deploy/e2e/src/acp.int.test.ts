@@ -193,6 +193,28 @@ describe('the acp adapter: a scripted ACP agent under svc-sidecar and the real c
     expect(events.filter((e) => subtypeOf(e) === 'activity').map((e) => activityOf(e))).toContain('suspended');
   });
 
+  it("commands in the client's terminal: one the agent asked about and was allowed runs unasked again; one it did not ask about is asked, and refused runs nothing", async () => {
+    const { worker, workspace } = await acpWorker('terminal', { prompt: 'run echo hi > ran.txt; echo done' });
+    const asked = await api().oneOpenRequest(worker.worker_id);
+    expect(asked.data).toMatchObject({ tool_name: 'execute', input: { command: 'echo hi > ran.txt; echo done' } });
+    expect((await api().decide(worker.worker_id, { request_id: asked.data.request_id, decision: 'allow' })).status).toBe(201);
+    await resultNumber(worker.worker_id, 1);
+    expect(await readFile(path.join(workspace, 'ran.txt'), 'utf8')).toBe('hi\n');
+    const said = async () =>
+      (await api().events(worker.worker_id)).filter((e): e is StoredEvent<'assistant'> => e.type === 'assistant').map((e) => e.data.text);
+    expect((await said()).at(-1)).toBe('exit 0: done\n');
+    // Only the agent's own request was asked: the terminal ran what it allowed.
+    expect((await api().events(worker.worker_id)).filter((e) => e.type === 'control_request')).toHaveLength(1);
+
+    expect((await post(`/v1/workers/${worker.worker_id}/messages`, { text: 'sneak echo sneaked > sneaked.txt' })).status).toBe(202);
+    const sneaked = await api().oneOpenRequest(worker.worker_id);
+    expect(sneaked.data).toMatchObject({ tool_name: 'execute', input: { command: 'echo sneaked > sneaked.txt' } });
+    expect((await api().decide(worker.worker_id, { request_id: sneaked.data.request_id, decision: 'deny' })).status).toBe(201);
+    await resultNumber(worker.worker_id, 2);
+    expect(existsSync(path.join(workspace, 'sneaked.txt'))).toBe(false);
+    expect((await said()).at(-1)).toContain('The terminal refused: running "echo sneaked > sneaked.txt" was refused by svc\'s permission decision');
+  });
+
   it('a write outside the workspace is refused by the client, whatever the decision', async () => {
     const { worker, workspace } = await acpWorker('outside', { prompt: 'write ../escaped.txt', autoApprove: ['edit'] });
     const result = await resultNumber(worker.worker_id, 1);

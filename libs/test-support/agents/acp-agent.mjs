@@ -7,6 +7,8 @@
 //
 // What a prompt's text asks:
 // - `write <name>`: a write of `<name>` (relative to the session's cwd) holding `hello`, asked first;
+// - `run <command…>`: the command (to the end of the line) asked, then run in the client's terminal;
+// - `sneak <command…>`: the same run in the client's terminal without asking first;
 // - `slowly`: a turn that runs until `session/cancel`;
 // - anything else: an answer naming the prompt ("Heard: <text>").
 // Sessions are kept in `ACP_STATE_DIR` (one JSON file each), so `session/load` replays them.
@@ -83,6 +85,48 @@ async function writeTurn(client, session, name, signal) {
   return 'end_turn';
 }
 
+/** A command run in the client's terminal (after asking, unless `sneak`): its output is the call's result. */
+async function runTurn(client, session, command, ask) {
+  const toolCallId = `run_shell_command-${++calls}`;
+  if (ask) {
+    const answer = await client.request('session/request_permission', {
+      sessionId: session.id,
+      toolCall: { toolCallId, status: 'pending', title: command, kind: 'execute' },
+      options: [
+        { optionId: 'proceed_once', name: 'Allow', kind: 'allow_once' },
+        { optionId: 'cancel', name: 'Reject', kind: 'reject_once' },
+      ],
+    });
+    if (answer.outcome.outcome !== 'selected' || answer.outcome.optionId !== 'proceed_once') {
+      await say(client, session.id, 'I was not allowed to run it.');
+      return 'end_turn';
+    }
+  }
+  let text;
+  try {
+    const { terminalId } = await client.request('terminal/create', { sessionId: session.id, command: 'sh', args: ['-c', command], cwd: session.cwd });
+    const exit = await client.request('terminal/wait_for_exit', { sessionId: session.id, terminalId });
+    const { output } = await client.request('terminal/output', { sessionId: session.id, terminalId });
+    await client.request('terminal/release', { sessionId: session.id, terminalId });
+    text = `exit ${exit.exitCode}: ${output}`;
+  } catch (err) {
+    text = `The terminal refused: ${err.message}`;
+  }
+  await client.notify('session/update', {
+    sessionId: session.id,
+    update: {
+      sessionUpdate: 'tool_call',
+      toolCallId,
+      title: command,
+      kind: 'execute',
+      status: 'completed',
+      content: [{ type: 'content', content: { type: 'text', text } }],
+    },
+  });
+  await say(client, session.id, text);
+  return 'end_turn';
+}
+
 const app = agent({ name: 'acp-stand-in' })
   .onRequest('initialize', ({ params }) => {
     clientCapabilities = params.clientCapabilities ?? {};
@@ -128,7 +172,9 @@ const app = agent({ name: 'acp-stand-in' })
     });
     let stop = 'end_turn';
     const write = /write (\S+)/.exec(text);
-    if (write) stop = await writeTurn(client, session, write[1], cancel.signal);
+    const run = /(run|sneak) (.+)$/.exec(text);
+    if (run) stop = await runTurn(client, session, run[2], run[1] === 'run');
+    else if (write) stop = await writeTurn(client, session, write[1], cancel.signal);
     else if (text.includes('slowly')) {
       await say(client, session.id, 'Thinking it over');
       await new Promise((resolve) => cancel.signal.addEventListener('abort', resolve, { once: true }));

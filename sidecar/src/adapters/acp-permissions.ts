@@ -9,6 +9,8 @@ interface PendingPermission {
   toolCallId: string;
   /** The file the call will write, if it names one (its `fs/write_text_file` is then not asked again). */
   file: string | undefined;
+  /** The command an `execute` call runs (its `terminal/create` is then not asked again). */
+  command: string | undefined;
   answer(outcome: RequestPermissionOutcome): void;
 }
 
@@ -35,8 +37,9 @@ function optionFor(decision: EventData<'control_response'>, options: readonly Pe
 export function createAcpPermissions(options: { emit(event: AgentEvent): void; calls: AcpToolCalls; runTag: string }) {
   const { emit, calls } = options;
   const pending = new Map<string, PendingPermission>();
-  /** Files that calls allowed in this turn write. */
+  /** Files that calls allowed in this turn write, and commands they run. */
   const allowedWrites = new Set<string>();
+  const allowedCommands = new Set<string>();
 
   return {
     ask(params: RequestPermissionRequest, rpcId: unknown): Promise<RequestPermissionResponse> {
@@ -45,8 +48,9 @@ export function createAcpPermissions(options: { emit(event: AgentEvent): void; c
       const requestId = `acp-${options.runTag}-${String(rpcId)}`;
       const input = acpToolInput(call);
       const file = typeof input['file_path'] === 'string' ? input['file_path'] : undefined;
+      const command = call.kind === 'execute' && typeof input['command'] === 'string' ? input['command'] : undefined;
       return new Promise((resolve) => {
-        pending.set(requestId, { options: params.options, toolCallId: call.toolCallId, file, answer: (outcome) => resolve({ outcome }) });
+        pending.set(requestId, { options: params.options, toolCallId: call.toolCallId, file, command, answer: (outcome) => resolve({ outcome }) });
         emit({
           type: 'control_request',
           data: {
@@ -66,6 +70,7 @@ export function createAcpPermissions(options: { emit(event: AgentEvent): void; c
       if (!waiting) return false;
       pending.delete(request.request_id);
       if (decision.decision === 'allow' && waiting.file !== undefined) allowedWrites.add(waiting.file);
+      if (decision.decision === 'allow' && waiting.command !== undefined) allowedCommands.add(waiting.command);
       if (decision.decision === 'deny') {
         const why = `refused by ${decision.decided_by}${decision.message ? `: ${decision.message}` : ''}`;
         calls.end({ toolCallId: waiting.toolCallId, status: 'failed', content: [{ type: 'content', content: { type: 'text', text: why } }] }).forEach(emit);
@@ -84,6 +89,10 @@ export function createAcpPermissions(options: { emit(event: AgentEvent): void; c
     },
 
     allowedWrite: (file: string): boolean => allowedWrites.has(file),
-    turnEnded: (): void => allowedWrites.clear(),
+    allowedCommand: (command: string): boolean => allowedCommands.has(command),
+    turnEnded: (): void => {
+      allowedWrites.clear();
+      allowedCommands.clear();
+    },
   };
 }

@@ -7,10 +7,12 @@ import {
   type ContentBlock,
   type PromptResponse,
   type StopReason,
+  type ToolCallUpdate,
 } from '@agentclientprotocol/sdk';
 import { SYSTEM_SUBTYPES } from '@svc/protocol';
 import type { AgentConnection, AgentEvent, AgentLaunch } from './adapter.js';
 import { createAcpFiles } from './acp-files.js';
+import { createAcpTerminals } from './acp-terminals.js';
 import type { createAcpPermissions } from './acp-permissions.js';
 import type { AcpToolCalls, createAcpUpdates } from './acp-updates.js';
 
@@ -96,6 +98,13 @@ export class AcpSession {
   connect(io: AgentConnection, launch: AgentLaunch, runTag: string): void {
     const { updates, permissions } = this.parts;
     const files = createAcpFiles({ root: this.parts.cwd, ask: (file, rpcId) => this.askToWrite(file, rpcId, runTag) });
+    const terminals = createAcpTerminals({
+      root: this.parts.cwd,
+      env: () => io.env,
+      allowed: permissions.allowedCommand,
+      ask: (command, rpcId) =>
+        this.askFor({ toolCallId: `terminal-${runTag}-${String(rpcId)}`, kind: 'execute', title: command, rawInput: { command } }, rpcId),
+    });
     const readable = new ReadableStream<AnyMessage>({ start: (controller) => void (this.incoming = controller) });
     const writable = new WritableStream<AnyMessage>({ write: (message) => io.write(`${JSON.stringify(message)}\n`) });
     this.connection = client({ name: 'svc-sidecar' })
@@ -106,8 +115,14 @@ export class AcpSession {
       })
       .onRequest('fs/read_text_file', ({ params }) => files.read(params))
       .onRequest('fs/write_text_file', ({ params, requestId }) => files.write(params, requestId, permissions.allowedWrite))
+      .onRequest('terminal/create', ({ params, requestId }) => terminals.create(params, requestId))
+      .onRequest('terminal/output', ({ params }) => terminals.output(params))
+      .onRequest('terminal/wait_for_exit', ({ params }) => terminals.waitForExit(params))
+      .onRequest('terminal/kill', ({ params }) => terminals.kill(params))
+      .onRequest('terminal/release', ({ params }) => terminals.release(params))
       .connect({ readable, writable });
     void io.exited.then(() => {
+      terminals.closeAll();
       updates.flush();
       this.incoming?.close();
       this.connection?.close();
@@ -133,13 +148,17 @@ export class AcpSession {
 
   /** A write no allowed call named: asked like a tool call first. */
   private askToWrite(file: string, rpcId: unknown, runTag: string): Promise<boolean> {
-    const toolCall = { toolCallId: `fs-write-${runTag}-${String(rpcId)}`, kind: 'edit' as const, title: `Write ${file}`, locations: [{ path: file }] };
+    return this.askFor({ toolCallId: `fs-write-${runTag}-${String(rpcId)}`, kind: 'edit', title: `Write ${file}`, locations: [{ path: file }] }, rpcId);
+  }
+
+  /** What the client is asked to do on the agent's behalf, asked like the agent's own tool call: true when allowed. */
+  private askFor(toolCall: ToolCallUpdate, rpcId: unknown): Promise<boolean> {
     const options = [
       { optionId: 'allow', name: 'Allow', kind: 'allow_once' as const },
       { optionId: 'reject', name: 'Reject', kind: 'reject_once' as const },
     ];
     return this.parts.permissions
-      .ask({ sessionId: this.sessionId ?? '', toolCall, options }, `fs-${String(rpcId)}`)
+      .ask({ sessionId: this.sessionId ?? '', toolCall, options }, `client-${String(rpcId)}`)
       .then(({ outcome }) => outcome.outcome === 'selected' && outcome.optionId === 'allow');
   }
 
@@ -147,7 +166,7 @@ export class AcpSession {
     const agent = this.connection!.agent;
     const init = await agent.request('initialize', {
       protocolVersion: PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
+      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
       clientInfo: { name: 'svc-sidecar', title: 'svc', version: '0.1.0' },
     });
     this.capabilities = init.agentCapabilities ?? {};

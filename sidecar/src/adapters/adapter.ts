@@ -123,6 +123,8 @@ export interface AgentConnection {
   emit(event: AgentEvent): void;
   /** Settles when the agent's process has exited (the library's connection closes then). */
   exited: Promise<unknown>;
+  /** The agent's environment (what the client runs on its behalf runs with it). */
+  env: NodeJS.ProcessEnv;
 }
 
 /** Where an agent keeps its record of a conversation: its home, its working directory, the conversation's id. */
