@@ -12,7 +12,15 @@ const groups: Record<string, string[]> = {
     'ImageUserInput',
   ],
   "Claude Code's tool names": ['ToolSearch', 'WebSearch', 'WebFetch'],
-  "the Agent Client Protocol's capabilities and tool call fields": ['readTextFile', 'writeTextFile', 'loadSession', 'rawInput', 'rawOutput', 'claudeCode'],
+  "the Agent Client Protocol's capabilities and tool call fields": [
+    'readTextFile',
+    'writeTextFile',
+    'loadSession',
+    'rawInput',
+    'rawOutput',
+    'claudeCode',
+    'outputByteLimit',
+  ],
   "Claude Code's permission modes": ['acceptEdits'],
   "the Gemini API's methods, request fields, parts, tools and usage counts": [
     'countTokens',
