@@ -10,6 +10,7 @@ import {
   type StoredEvent,
 } from '@svc/protocol';
 import type { Database } from './schema.js';
+import { jsonb } from './jsonb.js';
 
 /** A control request as stored, with when it was stored (its deadline counts from then). */
 export interface StoredRequest {
@@ -230,7 +231,7 @@ export type RuleLog = ReturnType<typeof createRuleLog>;
  */
 export async function decideInLog(db: Kysely<Database>, workerId: string, requestId: string, timeoutS: number, decision: SourcedEvent): Promise<DecideOutcome> {
   const { rows } = await sql<{ outcome: DecideOutcome['kind']; request_row: RequestJson | null; decision_row: DecisionJson | null }>`
-    SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${JSON.stringify(decision)}::jsonb)`.execute(db);
+    SELECT outcome, request_row, decision_row FROM svc_decide(${workerId}, ${requestId}, ${timeoutS}, ${jsonb(decision)}::jsonb)`.execute(db);
   const { outcome, request_row: requestRow, decision_row: decisionRow } = rows[0]!;
   if (outcome === 'not_found' || !requestRow) return { kind: 'not_found' };
   const request = toStored({

@@ -182,6 +182,22 @@ describe.each(backends)('event store on %s', (backend) => {
     expect(listed.map(({ type, uid, ts, data }) => ({ type, uid, ts, data }))).toEqual(events);
   });
 
+  it('append — a NUL or a lone surrogate (which Postgres refuses in jsonb) is stored as U+FFFD, and the batch with it is stored', async () => {
+    const results = await store.appendMany([
+      { workerId: 'w-nul', events: [systemEvent('n1', 'before\u0000after'), systemEvent('n2', 'half \ud83d of a pair')] },
+      { workerId: 'w-nul-neighbour', events: [systemEvent('ok', 'fine')] },
+    ]);
+    expect(results.flat().map((r) => r.event.data)).toMatchObject([
+      { message: 'before\ufffdafter' },
+      { message: 'half \ufffd of a pair' },
+      { message: 'fine' },
+    ]);
+    expect((await store.list('w-nul', { afterId: '0', limit: 10 })).map((e) => (e.data as { message: string }).message)).toEqual([
+      'before\ufffdafter',
+      'half \ufffd of a pair',
+    ]);
+  });
+
   it('append — a stored uid is not stored again; the stored event is returned', async () => {
     const [original] = await store.append('w-dup', [systemEvent('same', 'first')]);
     const [again] = await store.append('w-dup', [systemEvent('same', 'second')]);

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kyse
 import { SYSTEM_SUBTYPES, WORKER_SOURCE, type EventSource, type EventType, type IncomingEvent, type SourcedEvent, type StoredEvent } from '@svc/protocol';
 import { decideInLog, type DecideOutcome } from './control-requests.js';
 import type { Database, EventsTable } from './schema.js';
+import { toJsonb } from './jsonb.js';
 
 /** One appended event: as stored, and whether it was stored before (same uid). */
 export interface AppendResult {
@@ -145,27 +146,31 @@ export function createEventStore(db: Kysely<Database>): EventStore {
     // One round trip: svc_append_events locks the worker's head row, skips known uids and hands
     // out the next ids; svc_append_many does the same for every worker of the call at once, in
     // one transaction (the migrations say why).
-    const payload = nonEmpty.map(({ workerId, events }) => ({
+    const given = nonEmpty.map(({ workerId, events }) => ({
       worker_id: workerId,
       events: events.map(({ uid, type, ts, data, source }) => ({ uid, type, ts, data, source: source ?? WORKER_SOURCE })),
     }));
     // One worker goes straight to svc_append_events, the simpler plan (the first svc_append_many,
     // a loop over svc_append_events, slowed a single-worker append on PGlite: docs/benchmarks.md#store-append).
-    const single = payload.length === 1 ? payload[0]! : undefined;
+    const single = given.length === 1 ? given[0]! : undefined;
+    // What is stored is what is answered: a character Postgres refuses is replaced in both (jsonb.ts).
+    const stored = single ? toJsonb(single.events) : toJsonb(given);
+    const payload = single ? [{ worker_id: single.worker_id, events: stored.value as typeof single.events }] : (stored.value as typeof given);
     const { rows } = single
       ? await sql<EventRow & { known: boolean }>`
-          SELECT ${single.worker_id}::text AS worker_id, id, uid, type, ts, data, known, source FROM svc_append_events(${single.worker_id}, ${JSON.stringify(single.events)}::jsonb)`.execute(
+          SELECT ${single.worker_id}::text AS worker_id, id, uid, type, ts, data, known, source FROM svc_append_events(${single.worker_id}, ${stored.text}::jsonb)`.execute(
           db,
         )
       : await sql<EventRow & { known: boolean }>`
-          SELECT worker_id, id, uid, type, ts, data, known, source FROM svc_append_many(${JSON.stringify(payload)}::jsonb)`.execute(db);
+          SELECT worker_id, id, uid, type, ts, data, known, source FROM svc_append_many(${stored.text}::jsonb)`.execute(db);
     const rowsByWorker = new Map<string, Array<EventRow & { known: boolean }>>();
     for (const row of rows) {
       const list = rowsByWorker.get(row.worker_id) ?? [];
       list.push(row);
       rowsByWorker.set(row.worker_id, list);
     }
-    return batches.map(({ workerId, events }) => resultsOf(workerId, events, rowsByWorker.get(workerId) ?? []));
+    const storedEvents = new Map(payload.map(({ worker_id: workerId, events }) => [workerId, events as readonly EventToAppend[]]));
+    return batches.map(({ workerId, events }) => resultsOf(workerId, storedEvents.get(workerId) ?? events, rowsByWorker.get(workerId) ?? []));
   }
 
   return {
