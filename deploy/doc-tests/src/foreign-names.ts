@@ -47,6 +47,7 @@ const groups: Record<string, string[]> = {
     'computerUse',
     'finishReason',
     'toolUsePromptTokenCount',
+    'candidateCount',
   ],
   'JSON Schema keywords': ['additionalProperties'],
   'the browser: Web Storage': ['localStorage', 'sessionStorage'],

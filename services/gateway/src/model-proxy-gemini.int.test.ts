@@ -124,6 +124,12 @@ describe('the model proxy: the Gemini API (/v1/workers/{id}/model/gemini/*)', ()
       },
       { path: '/v1beta/models/gemini-2.5-pro:generateContent', body: { contents, cachedContent: 'cachedContents/abc' }, says: 'cachedContent is not passed' },
       { path: '/v1beta/models/gemini-2.5-pro:generateContent', body: { contents, store: true }, says: 'store is not a field' },
+      { path: '/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=json', says: 'is passed with ?alt=sse only, once' },
+      {
+        path: '/v1beta/models/gemini-2.5-pro:generateContent',
+        body: { contents, generationConfig: { candidateCount: 4 } },
+        says: 'generationConfig.candidateCount "4" is not passed',
+      },
       { path: '/v1beta/models/gemini-2.5-pro:generateContent', headers: { 'x-goog-user-project': 'other' }, says: 'x-goog-user-project' },
     ];
     for (const refused of cases) {

@@ -161,6 +161,8 @@ export interface ModelProxyRoute {
   path: string;
   kind: 'inference' | 'count' | 'probe';
   query: readonly string[];
+  /** Query parameters it must carry, once, with exactly this value (the answer's format the meter reads). */
+  requiredQuery?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -182,10 +184,11 @@ export const MODEL_PROXY_ROUTES: Readonly<Record<ModelApi, readonly ModelProxyRo
   ],
   // Gemini CLI 0.61 (through @google/genai) streams with `?alt=sse`; `countTokens` costs nothing.
   gemini: [
-    { method: 'POST', path: '/v1beta/models/{model}:streamGenerateContent', kind: 'inference', query: ['alt'] },
+    // A stream without `alt=sse` is one JSON array, read only at its end: SSE alone is metered as it goes.
+    { method: 'POST', path: '/v1beta/models/{model}:streamGenerateContent', kind: 'inference', query: ['alt'], requiredQuery: { alt: 'sse' } },
     { method: 'POST', path: '/v1beta/models/{model}:generateContent', kind: 'inference', query: [] },
     { method: 'POST', path: '/v1beta/models/{model}:countTokens', kind: 'count', query: [] },
-    { method: 'POST', path: '/v1/models/{model}:streamGenerateContent', kind: 'inference', query: ['alt'] },
+    { method: 'POST', path: '/v1/models/{model}:streamGenerateContent', kind: 'inference', query: ['alt'], requiredQuery: { alt: 'sse' } },
     { method: 'POST', path: '/v1/models/{model}:generateContent', kind: 'inference', query: [] },
     { method: 'POST', path: '/v1/models/{model}:countTokens', kind: 'count', query: [] },
   ],

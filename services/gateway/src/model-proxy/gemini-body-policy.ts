@@ -66,6 +66,9 @@ function checkGenerate(body: Json): Json {
   if (body['systemInstruction'] !== undefined) checkContent(body['systemInstruction'], 'systemInstruction');
   if (body['tools'] !== undefined) checkTools(body['tools']);
   for (const field of ['generationConfig', 'toolConfig'] as const) if (body[field] !== undefined) objectAt(body[field], field);
+  // Several candidates multiply the output a request holds against the budget: one at a time.
+  const candidates = isObject(body['generationConfig']) ? body['generationConfig']['candidateCount'] : undefined;
+  if (candidates !== undefined && candidates !== 1) refuse('generationConfig.candidateCount', `${quote(candidates)} is not passed: one candidate a request`);
   return body;
 }
 

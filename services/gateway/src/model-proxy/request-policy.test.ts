@@ -39,6 +39,11 @@ describe('model proxy request policy — what passes', () => {
     expect(checkModelRequest('gemini', line('POST', '/v1beta/models/gemini-2.5-pro:generateContent?key=AIza'))).toMatchObject({
       refusal: { reason: expect.stringContaining('"key"') },
     });
+    // A stream is metered as SSE only: without alt=sse it would come as one JSON array.
+    for (const query of ['', '?alt=json', '?alt=sse&alt=json', '?alt=sse&alt=sse'])
+      expect(checkModelRequest('gemini', line('POST', `/v1beta/models/gemini-2.5-pro:streamGenerateContent${query}`)), query).toMatchObject({
+        refusal: { reason: expect.stringContaining('?alt=sse only, once') },
+      });
   });
 
   it("every other method or path is refused as not inference, naming what passes; one API's paths are not the other's", () => {

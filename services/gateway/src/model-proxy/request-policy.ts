@@ -77,8 +77,12 @@ export function checkModelRequest(api: ModelApi, line: ModelRequestLine): { rout
     const passed = MODEL_PROXY_ROUTES[api].map((candidate) => `${candidate.method} ${candidate.path}`).join(', ');
     return refuse(`${line.method} ${quote(line.path)} is not inference; the ${api} model proxy passes only ${passed}`);
   }
-  for (const name of new URLSearchParams(line.query).keys())
+  const query = new URLSearchParams(line.query);
+  for (const name of query.keys())
     if (!route.query.includes(name)) return refuse(`the query parameter ${quote(name)} is not passed on ${route.method} ${route.path}`);
+  for (const [name, value] of Object.entries(route.requiredQuery ?? {}))
+    if (query.getAll(name).length !== 1 || query.get(name) !== value)
+      return refuse(`${route.method} ${route.path} is passed with ?${name}=${value} only, once (the model proxy meters that form of the answer)`);
   return { route, ...matched };
 }
 

@@ -39,6 +39,22 @@ describe('model proxy usage meter — whole answers', () => {
     expect(meter.end()).toEqual({ model: 'gemini-2.5-flash', input_tokens: 500, output_tokens: 42, cache_read_tokens: 100, cache_write_tokens: 0 });
   });
 
+  it('Gemini: a whole answer that is an array of chunks is read chunk by chunk', () => {
+    const meter = createUsageMeter('gemini', 200, 'application/json', { model: 'gemini-2.5-pro', estimatedInputTokens: 9, costsTokens: true });
+    meter.write(
+      Buffer.from(
+        JSON.stringify([
+          { candidates: [{ content: { parts: [{ text: 'a' }] } }], usageMetadata: { promptTokenCount: 40 } },
+          {
+            candidates: [{ content: { parts: [{ text: 'b' }] }, finishReason: 'STOP' }],
+            usageMetadata: { promptTokenCount: 40, candidatesTokenCount: 2, thoughtsTokenCount: 900 },
+          },
+        ]),
+      ),
+    );
+    expect(meter.end()).toMatchObject({ input_tokens: 40, output_tokens: 902 });
+  });
+
   it('Gemini stream cut before its finishReason: output at least what its text and function calls amount to', () => {
     const meter = createUsageMeter('gemini', 200, SSE, { model: 'gemini-2.5-pro', estimatedInputTokens: 9, costsTokens: true });
     const text = 'x'.repeat(300);

@@ -96,7 +96,8 @@ export function createUsageMeter(api: ModelApi, status: number, contentType: str
       } else if (jsonBytes <= MAX_JSON_BYTES) {
         try {
           const parsed: unknown = JSON.parse(Buffer.concat(jsonChunks).toString('utf8'));
-          if (isObject(parsed)) take(parsed);
+          // Gemini's stream without SSE is an array of its chunks.
+          for (const item of Array.isArray(parsed) ? parsed : [parsed]) if (isObject(item)) take(item);
         } catch {
           // Not JSON (or cut short): nothing to count.
         }
