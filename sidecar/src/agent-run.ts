@@ -43,6 +43,8 @@ export interface AgentRunEnd {
   idleStopped: boolean;
   /** Its one turn done and its input closed, it did not exit by itself, and was terminated (some ACP agents never exit on EOF). */
   stoppedAfterResult: boolean;
+  /** Its last turn's `result` was an error. */
+  lastTurnFailed: boolean;
   /** The agent began its conversation in this run (its `init`): a run that never did has nothing to resume. */
   began: boolean;
 }
@@ -69,6 +71,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
   let killTimer: NodeJS.Timeout | undefined;
   let idleStopped = false;
   let stoppedAfterResult = false;
+  let lastTurnFailed = false;
   let alive = true;
   let began = false;
   const activity = createActivity({
@@ -108,6 +111,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
     if (event.type === 'system' && event.data.subtype === SYSTEM_SUBTYPES.init) began = true;
     options.onAgentEvent?.(event);
     routing.fromAgent(event);
+    if (event.type === 'result') lastTurnFailed = event.data.is_error;
     // Its input closed after its one turn: an agent still up after the grace is stopped.
     if (event.type === 'result' && endsAfterResult && killTimer === undefined)
       killTimer = setTimeout(() => {
@@ -134,7 +138,7 @@ export function startAgentRun(options: AgentRunOptions): AgentRun {
     clearTimeout(idleTimer);
     clearTimeout(killTimer);
     routing.withdrawAll(`the agent ${idleStopped ? 'was stopped' : 'exited'}`);
-    return { exit, idleStopped, stoppedAfterResult, began };
+    return { exit, idleStopped, stoppedAfterResult, lastTurnFailed, began };
   });
 
   return {

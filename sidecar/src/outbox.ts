@@ -34,15 +34,15 @@ function refusalNote(event: IncomingEvent): IncomingEvent {
 
 /**
  * Posts batches of events until each is taken: what may pass later is retried (until
- * `abandon()`), a 400 is narrowed down to the event it is about, any other refusal ends delivery
- * for good (`failure()` says why).
+ * `abandon()`), a 400 or 413 is narrowed down to the event it is about (which is then noted
+ * as refused), any other refusal ends delivery for good (`failure()` says why).
  */
 function createEventPoster(options: OutboxOptions) {
   /** Set when a deadline passed on close: stop trying, what is left stays on disk. */
   let abandoned = false;
   let failed: string | undefined;
 
-  /** Posts one batch until it is taken; a 400 is narrowed down to the event it is about. */
+  /** Posts one batch until it is taken; a 400 or 413 (too large) is narrowed down to the event it is about. */
   async function deliver(batch: IncomingEvent[]): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const outcome = await options.client.send('POST', apiPaths.sdkEvents(options.workerId), { events: batch });
@@ -53,11 +53,12 @@ function createEventPoster(options: OutboxOptions) {
         await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, outcome.retryAfterMs)));
         continue;
       }
-      if (outcome.reason.includes(' 400 ') && batch.length > 1) {
+      const refused = outcome.reason.includes(' 400 ') || outcome.reason.includes(' 413 ');
+      if (refused && batch.length > 1) {
         for (const event of batch) await deliver([event]);
         return;
       }
-      if (outcome.reason.includes(' 400 ')) {
+      if (refused) {
         // The control plane refuses this event: keep a trace of it rather than lose it silently.
         options.warn(`the control plane refused event ${batch[0]!.uid}: ${outcome.reason}`);
         await deliver([refusalNote(batch[0]!)]);

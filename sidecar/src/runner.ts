@@ -288,9 +288,9 @@ class Sidecar {
    * its conversation and was stopped when idle, or crashed — else the sidecar's work is done.
    * Inputs held while it was stopping go to the next run, or are said undelivered.
    */
-  private async ended(run: AgentRun, adapter: Adapter, { exit: exited, idleStopped, stoppedAfterResult, began }: AgentRunEnd): Promise<void> {
-    // Stopped after its one turn (it does not exit when its input closes): a clean end.
-    const exit = stoppedAfterResult ? { ...exited, exitCode: 0 } : exited;
+  private async ended(run: AgentRun, adapter: Adapter, { exit: exited, idleStopped, stoppedAfterResult, lastTurnFailed, began }: AgentRunEnd): Promise<void> {
+    // Stopped after its one turn (it does not exit when its input closes): the turn's outcome is the run's.
+    const exit = stoppedAfterResult ? { ...exited, exitCode: lastTurnFailed ? 1 : 0 } : exited;
     const { config, outbox } = this.parts;
     const resumable =
       config.conversation &&

@@ -34,20 +34,20 @@ describe('the ACP client file system (fs/read_text_file, fs/write_text_file)', (
     await expect(files.read({ sessionId: 's', path: path.join(root, '..', 'secret') })).rejects.toThrow('is outside the workspace');
     await expect(files.read({ sessionId: 's', path: path.join(root, 'up', 'secret') })).rejects.toThrow('through a link');
     await expect(files.read({ sessionId: 's', path: path.join(root, 'link') })).rejects.toThrow('ELOOP');
-    await expect(files.write({ sessionId: 's', path: path.join(root, 'up', 'x'), content: 'x' }, 1, () => true)).rejects.toThrow('through a link');
+    await expect(files.write({ sessionId: 's', path: path.join(root, 'up', 'x'), content: 'x' }, () => true)).rejects.toThrow('through a link');
   });
 
   it('writes a file an allowed call named without asking; another is asked first, and a refusal writes nothing', async () => {
     const allowed = path.join(root, 'allowed.txt');
-    await files.write({ sessionId: 's', path: allowed, content: 'yes\n' }, 1, (file) => file === allowed);
+    await files.write({ sessionId: 's', path: allowed, content: 'yes\n' }, (file) => file === allowed);
     expect(readFileSync(allowed, 'utf8')).toBe('yes\n');
     expect(asked).toEqual([]);
     const other = path.join(root, 'sub', 'other.txt');
-    await files.write({ sessionId: 's', path: other, content: 'asked\n' }, 2, () => false);
+    await files.write({ sessionId: 's', path: other, content: 'asked\n' }, () => false);
     expect(asked).toEqual([other]);
     expect(readFileSync(other, 'utf8')).toBe('asked\n');
     answer = false;
-    await expect(files.write({ sessionId: 's', path: path.join(root, 'refused.txt'), content: 'no' }, 3, () => false)).rejects.toThrow('was refused');
+    await expect(files.write({ sessionId: 's', path: path.join(root, 'refused.txt'), content: 'no' }, () => false)).rejects.toThrow('was refused');
     expect(() => readFileSync(path.join(root, 'refused.txt'))).toThrow();
   });
 });

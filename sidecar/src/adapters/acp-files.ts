@@ -25,7 +25,7 @@ const within = (root: string, inner: string) => inner === root || inner.startsWi
 export function createAcpFiles(options: {
   /** The workspace's root (the agent's working directory). */
   root(): string;
-  ask(file: string, rpcId: unknown): Promise<boolean>;
+  ask(file: string): Promise<boolean>;
 }) {
   /** The file's path, checked to be in the workspace (its directory resolved, links and all); a JSON-RPC error otherwise. */
   async function placeOf(file: string): Promise<string> {
@@ -63,11 +63,11 @@ export function createAcpFiles(options: {
       }
     },
 
-    async write(params: WriteTextFileRequest, rpcId: unknown, allowed: (file: string) => boolean): Promise<WriteTextFileResponse> {
+    async write(params: WriteTextFileRequest, allowed: (file: string) => boolean): Promise<WriteTextFileResponse> {
       const file = await placeOf(params.path);
       if (Buffer.byteLength(params.content) > ACP_FILE_MAX_BYTES)
         throw RequestError.invalidParams(undefined, `the content is larger than ${ACP_FILE_MAX_BYTES} bytes`);
-      if (!allowed(file) && !(await options.ask(file, rpcId))) throw new RequestError(-32000, `writing ${file} was refused by svc's permission decision`);
+      if (!allowed(file) && !(await options.ask(file))) throw new RequestError(-32000, `writing ${file} was refused by svc's permission decision`);
       await mkdir(path.dirname(file), { recursive: true });
       // Re-checked after the wait for the decision: the agent may have put a link in its place meanwhile.
       await placeOf(file);

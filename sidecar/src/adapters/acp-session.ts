@@ -75,6 +75,8 @@ export class AcpSession {
   private turns = 0;
   /** What the agent said its turns used, summed (its `progress`). */
   private readonly used = { input: 0, output: 0 };
+  /** Numbers the client's own asks (a write or a command on the agent's behalf): ids the agent cannot choose. */
+  private clientAsks = 0;
 
   constructor(private readonly parts: AcpSessionParts) {}
 
@@ -97,25 +99,27 @@ export class AcpSession {
   /** Opens the protocol over the agent's stdio and starts the session; its lines come in through `receive`. */
   connect(io: AgentConnection, launch: AgentLaunch, runTag: string): void {
     const { updates, permissions } = this.parts;
-    const files = createAcpFiles({ root: this.parts.cwd, ask: (file, rpcId) => this.askToWrite(file, rpcId, runTag) });
+    const files = createAcpFiles({
+      root: this.parts.cwd,
+      ask: (file) => this.askFor({ toolCallId: `svc-${runTag}-${++this.clientAsks}`, kind: 'edit', title: `Write ${file}`, locations: [{ path: file }] }),
+    });
     const terminals = createAcpTerminals({
       root: this.parts.cwd,
       env: () => io.env,
-      allowed: permissions.allowedCommand,
-      ask: (command, rpcId) =>
-        this.askFor({ toolCallId: `terminal-${runTag}-${String(rpcId)}`, kind: 'execute', title: command, rawInput: { command } }, rpcId),
+      allowed: permissions.takeAllowedCommand,
+      ask: (command, cwd) => this.askFor({ toolCallId: `svc-${runTag}-${++this.clientAsks}`, kind: 'execute', title: command, rawInput: { command, cwd } }),
     });
     const readable = new ReadableStream<AnyMessage>({ start: (controller) => void (this.incoming = controller) });
     const writable = new WritableStream<AnyMessage>({ write: (message) => io.write(`${JSON.stringify(message)}\n`) });
     this.connection = client({ name: 'svc-sidecar' })
       .onNotification('session/update', ({ params }) => updates.update(params.update))
-      .onRequest('session/request_permission', ({ params, requestId }) => {
+      .onRequest('session/request_permission', ({ params }) => {
         updates.flush();
-        return permissions.ask(params, requestId);
+        return permissions.ask(params);
       })
       .onRequest('fs/read_text_file', ({ params }) => files.read(params))
-      .onRequest('fs/write_text_file', ({ params, requestId }) => files.write(params, requestId, permissions.allowedWrite))
-      .onRequest('terminal/create', ({ params, requestId }) => terminals.create(params, requestId))
+      .onRequest('fs/write_text_file', ({ params }) => files.write(params, permissions.allowedWrite))
+      .onRequest('terminal/create', ({ params }) => terminals.create(params))
       .onRequest('terminal/output', ({ params }) => terminals.output(params))
       .onRequest('terminal/wait_for_exit', ({ params }) => terminals.waitForExit(params))
       .onRequest('terminal/kill', ({ params }) => terminals.kill(params))
@@ -146,19 +150,14 @@ export class AcpSession {
     return `${JSON.stringify({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId: this.sessionId } })}\n`;
   }
 
-  /** A write no allowed call named: asked like a tool call first. */
-  private askToWrite(file: string, rpcId: unknown, runTag: string): Promise<boolean> {
-    return this.askFor({ toolCallId: `fs-write-${runTag}-${String(rpcId)}`, kind: 'edit', title: `Write ${file}`, locations: [{ path: file }] }, rpcId);
-  }
-
   /** What the client is asked to do on the agent's behalf, asked like the agent's own tool call: true when allowed. */
-  private askFor(toolCall: ToolCallUpdate, rpcId: unknown): Promise<boolean> {
+  private askFor(toolCall: ToolCallUpdate): Promise<boolean> {
     const options = [
       { optionId: 'allow', name: 'Allow', kind: 'allow_once' as const },
       { optionId: 'reject', name: 'Reject', kind: 'reject_once' as const },
     ];
     return this.parts.permissions
-      .ask({ sessionId: this.sessionId ?? '', toolCall, options }, `client-${String(rpcId)}`)
+      .ask({ sessionId: this.sessionId ?? '', toolCall, options })
       .then(({ outcome }) => outcome.outcome === 'selected' && outcome.optionId === 'allow');
   }
 

@@ -28,14 +28,19 @@ describe("the ACP client's terminals (terminal/create, output, wait_for_exit, ki
   });
 
   it('runs an allowed command unasked in the workspace with the agent’s environment (and its own), its output and exit status kept', async () => {
-    const { terminalId } = await terminals.create({ sessionId: 's', command: 'echo', args: ['allowed'] }, 1);
+    const { terminalId } = await terminals.create({ sessionId: 's', command: 'echo', args: ['allowed'] });
     expect(await terminals.waitForExit({ terminalId })).toEqual({ exitCode: 0, signal: null });
     expect(terminals.output({ terminalId })).toEqual({ output: 'allowed\n', truncated: false, exitStatus: { exitCode: 0, signal: null } });
     expect(asked).toEqual([]);
-    const env = await terminals.create(
-      { sessionId: 's', command: 'sh', args: ['-c', 'echo $FROM_AGENT $EXTRA; pwd'], env: [{ name: 'EXTRA', value: 'too' }] },
-      2,
-    );
+    const env = await terminals.create({
+      sessionId: 's',
+      command: 'sh',
+      args: ['-c', 'echo $FROM_AGENT $EXTRA; pwd'],
+      env: [
+        { name: 'EXTRA', value: 'too' },
+        { name: 'PATH', value: '/nowhere' },
+      ],
+    });
     await terminals.waitForExit(env);
     expect(terminals.output(env).output).toBe(`yes too\n${root}\n`);
     expect(asked).toEqual(['echo $FROM_AGENT $EXTRA; pwd']);
@@ -44,18 +49,18 @@ describe("the ACP client's terminals (terminal/create, output, wait_for_exit, ki
   });
 
   it('keeps the newest output within the limit, said truncated', async () => {
-    const { terminalId } = await terminals.create({ sessionId: 's', command: 'sh', args: ['-c', 'printf 0123456789'], outputByteLimit: 4 }, 3);
+    const { terminalId } = await terminals.create({ sessionId: 's', command: 'sh', args: ['-c', 'printf 0123456789'], outputByteLimit: 4 });
     await terminals.waitForExit({ terminalId });
     expect(terminals.output({ terminalId })).toMatchObject({ output: '6789', truncated: true });
   });
 
   it('kills a running command; refuses a cwd outside the workspace and a refused command, running nothing', async () => {
-    const { terminalId } = await terminals.create({ sessionId: 's', command: 'sleep', args: ['30'] }, 4);
+    const { terminalId } = await terminals.create({ sessionId: 's', command: 'sleep', args: ['30'] });
     terminals.kill({ terminalId });
     expect(await terminals.waitForExit({ terminalId })).toEqual({ exitCode: null, signal: 'SIGKILL' });
-    await expect(terminals.create({ sessionId: 's', command: 'true', cwd: path.dirname(root) }, 5)).rejects.toThrow('is not a directory inside the workspace');
-    await expect(terminals.create({ sessionId: 's', command: 'true', cwd: 'relative' }, 6)).rejects.toThrow('is not an absolute path');
+    await expect(terminals.create({ sessionId: 's', command: 'true', cwd: path.dirname(root) })).rejects.toThrow('is not a directory inside the workspace');
+    await expect(terminals.create({ sessionId: 's', command: 'true', cwd: 'relative' })).rejects.toThrow('is not an absolute path');
     answer = false;
-    await expect(terminals.create({ sessionId: 's', command: 'touch', args: [path.join(root, 'no')] }, 7)).rejects.toThrow('was refused');
+    await expect(terminals.create({ sessionId: 's', command: 'touch', args: [path.join(root, 'no')] })).rejects.toThrow('was refused');
   });
 });

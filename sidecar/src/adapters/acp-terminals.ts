@@ -14,6 +14,8 @@ import { commandOfArgv } from './shell-command.js';
 /** The most output a terminal keeps when the agent names no limit, and the most it may name. */
 const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
 const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+/** Variables a terminal's request may not set: which programs run (PATH), what they load (LD_*), what a shell reads first (BASH_ENV, ENV). */
+const FIXED_ENV = /^(PATH|LD_[A-Z_]+|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|IFS|NODE_OPTIONS)$/;
 /** Terminals one run may hold at once (a released one frees its place). */
 const MAX_TERMINALS = 16;
 
@@ -64,8 +66,9 @@ const signalOf = (child: ChildProcess, signal: NodeJS.Signals) => {
 export function createAcpTerminals(options: {
   root(): string;
   env(): NodeJS.ProcessEnv;
+  /** Whether a call of this turn was allowed for this command (taken: it allows one run). */
   allowed(command: string): boolean;
-  ask(command: string, rpcId: unknown): Promise<boolean>;
+  ask(command: string, cwd: string): Promise<boolean>;
 }) {
   const terminals = new Map<string, Terminal>();
   let next = 0;
@@ -87,13 +90,15 @@ export function createAcpTerminals(options: {
   }
 
   return {
-    async create(params: CreateTerminalRequest, rpcId: unknown): Promise<CreateTerminalResponse> {
+    async create(params: CreateTerminalRequest): Promise<CreateTerminalResponse> {
       if (terminals.size >= MAX_TERMINALS) throw RequestError.invalidRequest(undefined, `a run holds at most ${MAX_TERMINALS} terminals: release one first`);
       const cwd = await cwdOf(params.cwd);
       const command = terminalCommand(params);
-      if (!options.allowed(command) && !(await options.ask(command, rpcId)))
+      if (!options.allowed(command) && !(await options.ask(command, cwd)))
         throw new RequestError(-32000, `running ${JSON.stringify(command)} was refused by svc's permission decision`);
-      const env = { ...options.env(), ...Object.fromEntries((params.env ?? []).map(({ name, value }) => [name, value])) };
+      // What decides which program runs, or what it loads, stays the agent's own: a command allowed as `npm test` runs that.
+      const named = (params.env ?? []).filter(({ name }) => !FIXED_ENV.test(name));
+      const env = { ...options.env(), ...Object.fromEntries(named.map(({ name, value }) => [name, value])) };
       const child = spawn(params.command, params.args ?? [], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       const limit = Math.min(Math.max(0, params.outputByteLimit ?? DEFAULT_OUTPUT_BYTES), MAX_OUTPUT_BYTES);
       const terminal: Terminal = { child, chunks: [], bytes: 0, limit, truncated: false, exitStatus: undefined, exit: Promise.resolve({}) };

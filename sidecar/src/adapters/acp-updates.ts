@@ -1,4 +1,5 @@
 import type { ContentBlock, SessionUpdate, ToolCallContent, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
+import { createHash } from 'node:crypto';
 import { SYSTEM_SUBTYPES } from '@svc/protocol';
 import { isObject, type AgentEvent, type Json } from './adapter.js';
 import { commandOfArgv } from './shell-command.js';
@@ -24,35 +25,79 @@ const KIND_TOOL_NAMES: Readonly<Record<ToolKind, string>> = {
   other: 'other',
 };
 
+/**
+ * The most of a tool's result kept in its event: at six bytes a character escaped (control
+ * characters), well under the gateway's body limit, so one large result cannot stop the outbox.
+ */
+const RESULT_CHARS = 256 * 1024;
+/** The most of one string of a tool's input kept in its events (what rules match is never cut: `RULE_FIELDS`). */
+export const INPUT_STRING_CHARS = 64 * 1024;
+/** The fields of an input that rules match (`request-rules.ts`' primary fields this adapter sets). */
+export const RULE_FIELDS = ['command', 'file_path', 'path', 'changes'] as const;
+
+/** Text cut to `max` characters (never inside a surrogate pair), said so at its end. */
+function boundedText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max;
+  if (/[\uD800-\uDBFF]/.test(text[end - 1]!)) end--;
+  return `${text.slice(0, end)}… [${text.length - end} more characters not kept]`;
+}
+
+/** An id svc can hold (at most 256 characters): the agent's own, or a digest of one that is longer. */
+export function boundedId(id: string): string {
+  return id.length <= 200 ? id : `sha256:${createHash('sha256').update(id).digest('hex')}`;
+}
+
+/** A tool input as events keep it: each long string cut (a written file's content, say), nested values kept while small. */
+export function boundedInput(input: Json): Json {
+  const bounded: Json = {};
+  for (const [key, value] of Object.entries(input)) {
+    if ((RULE_FIELDS as readonly string[]).includes(key)) bounded[key] = value;
+    else if (typeof value === 'string') bounded[key] = boundedText(value, INPUT_STRING_CHARS);
+    else if (value !== null && typeof value === 'object' && JSON.stringify(value).length > INPUT_STRING_CHARS)
+      bounded[key] = `[${JSON.stringify(value).length} characters not kept]`;
+    else bounded[key] = value;
+  }
+  return bounded;
+}
+
 /** A tool name svc can hold (an identifier of at most 256 characters). */
 const TOOL_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
 
+/** A call that runs a command, whatever kind the agent gives it (codex-acp calls `cat x && curl …` a `read`). */
+const runsCommand = (call: Pick<ToolCallUpdate, 'rawInput'>) =>
+  isObject(call.rawInput) && (typeof call.rawInput['command'] === 'string' || Array.isArray(call.rawInput['command']));
+
 /**
  * The name permission rules match a tool call by: the agent's own (`name`, or the tool name
- * Claude's ACP build puts in `_meta.claudeCode.toolName`), else its ACP kind (`execute`,
- * `edit`, …), else `other`.
+ * Claude's ACP build puts in `_meta.claudeCode.toolName`), else `execute` for a call with a
+ * command, else its ACP kind (`edit`, `read`, …), else `other`.
  */
-export function acpToolName(call: Pick<ToolCallUpdate, 'name' | 'kind' | '_meta'>): string {
+export function acpToolName(call: Pick<ToolCallUpdate, 'name' | 'kind' | '_meta' | 'rawInput'>): string {
   const meta = isObject(call._meta) && isObject(call._meta['claudeCode']) ? call._meta['claudeCode'] : undefined;
   for (const candidate of [call.name, meta?.['toolName']]) if (typeof candidate === 'string' && TOOL_NAME.test(candidate)) return candidate;
+  if (runsCommand(call)) return 'execute';
   return KIND_TOOL_NAMES[call.kind ?? 'other'] ?? 'other';
 }
 
 /**
  * The input rules match a tool call's argument against (`request-rules.ts`' primary fields):
- * the agent's raw input, with `command` for a command (its text, or the title the agent gave
- * it) and `file_path` for a call on one place, when the raw input names neither.
+ * the agent's raw input, with `command` for a command (its text — an argv without its shell
+ * wrapper —, or the title the agent gave an `execute` call), `file_path` for a call on one
+ * place, and `changes` (every file) for a call on several, so that a rule must hold for each.
  */
 export function acpToolInput(call: Pick<ToolCallUpdate, 'kind' | 'rawInput' | 'locations' | 'title'>): Json {
   const raw: Json = isObject(call.rawInput) ? { ...call.rawInput } : call.rawInput === undefined || call.rawInput === null ? {} : { input: call.rawInput };
-  if (call.kind === 'execute' && typeof raw['command'] !== 'string') {
+  if (typeof raw['command'] !== 'string') {
     // Codex's ACP build gives its argv, its shell wrapper and all: rules are about what runs inside.
-    const argv = Array.isArray(raw['command']) && raw['command'].every((word) => typeof word === 'string') ? (raw['command'] as string[]) : undefined;
-    const command = argv ? commandOfArgv(argv) : call.title;
+    const argv = Array.isArray(raw['command']) ? raw['command'].map(String) : undefined;
+    const command = argv ? commandOfArgv(argv) : call.kind === 'execute' ? call.title : undefined;
     if (typeof command === 'string') raw['command'] = command;
   }
-  const location = call.locations?.[0]?.path;
-  if (location !== undefined && typeof raw['file_path'] !== 'string' && typeof raw['path'] !== 'string' && call.kind !== 'execute') raw['file_path'] = location;
+  if (typeof raw['command'] === 'string') return raw;
+  const places = (call.locations ?? []).map((location) => location.path);
+  if (places.length > 1) raw['changes'] = places.map((place) => ({ path: place }));
+  else if (places.length === 1 && typeof raw['file_path'] !== 'string' && typeof raw['path'] !== 'string') raw['file_path'] = places[0];
   return raw;
 }
 
@@ -78,7 +123,7 @@ function toolContentText(content: readonly ToolCallContent[] | null | undefined,
     return `terminal ${item.terminalId}`;
   });
   if (parts.length === 0 && rawOutput !== undefined && rawOutput !== null) parts.push(typeof rawOutput === 'string' ? rawOutput : JSON.stringify(rawOutput));
-  return parts.join('\n').slice(0, 1_000_000);
+  return boundedText(parts.join('\n'), RESULT_CHARS);
 }
 
 /** The tool calls of one run: each call's `tool_use` once (from whichever message names it first), and its `tool_result` once. */
@@ -100,7 +145,7 @@ export class AcpToolCalls {
   use(call: ToolCallUpdate): AgentEvent[] {
     if (this.used.has(call.toolCallId)) return [];
     this.used.add(call.toolCallId);
-    return [{ type: 'tool_use', data: { tool_use_id: call.toolCallId, name: acpToolName(call), input: acpToolInput(call) } }];
+    return [{ type: 'tool_use', data: { tool_use_id: boundedId(call.toolCallId), name: acpToolName(call), input: boundedInput(acpToolInput(call)) } }];
   }
 
   /** The `tool_result` of a call that completed or failed (once). */
@@ -111,7 +156,7 @@ export class AcpToolCalls {
       ...this.use(call),
       {
         type: 'tool_result',
-        data: { tool_use_id: call.toolCallId, content: toolContentText(call.content, call.rawOutput), is_error: call.status === 'failed' },
+        data: { tool_use_id: boundedId(call.toolCallId), content: toolContentText(call.content, call.rawOutput), is_error: call.status === 'failed' },
       },
     ];
   }
@@ -120,7 +165,7 @@ export class AcpToolCalls {
   abandon(why: string): AgentEvent[] {
     const open = [...this.used].filter((id) => !this.finished.has(id));
     open.forEach((id) => this.finished.add(id));
-    return open.map((id) => ({ type: 'tool_result', data: { tool_use_id: id, content: why, is_error: true } }));
+    return open.map((id) => ({ type: 'tool_result', data: { tool_use_id: boundedId(id), content: why, is_error: true } }));
   }
 }
 

@@ -39,8 +39,11 @@ export function modelCommandOf(command: string): string {
   return command;
 }
 
-/** The command an argv runs, as a rule reads it: what its shell wrapper (`/bin/bash -c …`) runs, else its words joined. */
+/** A system shell: by its name alone, or in /bin or /usr/bin (`./bash` is a program of the workspace's). */
+const SYSTEM_SHELL = /^(\/usr)?(\/bin\/)?(ba|z|da)?sh$/;
+
+/** The command an argv runs, as a rule reads it: what a system shell's `-c` runs, else its words joined. */
 export function commandOfArgv(argv: readonly string[]): string {
-  if (argv.length === 3 && /(^|\/)(ba|z|da)?sh$/.test(argv[0]!) && /^-l?c$/.test(argv[1]!)) return argv[2]!;
+  if (argv.length === 3 && SYSTEM_SHELL.test(argv[0]!) && /^-l?c$/.test(argv[1]!)) return argv[2]!;
   return argv.join(' ');
 }

@@ -14,8 +14,8 @@ import {
   type MockOpenAI,
 } from '@svc/test-support/stand-ins';
 import { claudeAcpAgent, claudeAgent, codexAcpAgent, codexAgent, geminiAgent, opencodeAgent, CLAUDE_CODE_VERSIONS } from '@svc/test-support/real-agents';
-import { controlClient, startSidecarWith } from './sidecar-process.js';
-import { startStack, type E2eStack } from './stack.js';
+import { controlClient, startSidecarWith } from '../sidecar-process.js';
+import { startStack, type E2eStack } from '../stack.js';
 
 /** What a story's history looks like, leaving out what differs by CLI (its system notes, its usage reports). */
 const shapeOf = (events: StoredEvent[]) => events.map((e) => e.type).filter((type) => type !== 'system' && type !== 'progress');
