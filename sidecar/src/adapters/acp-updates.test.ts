@@ -94,6 +94,13 @@ describe('acp tool calls as rules read them', () => {
     expect(acpToolInput({ kind: 'execute', rawInput: { command: ['./bash', '-c', 'ls'] } })).toEqual({ command: './bash -c ls' });
   });
 
+  it('a call on one file shows the file as it would leave it (Gemini CLI gives only its diff)', () => {
+    expect(acpToolInput({ kind: 'edit', locations: [{ path: '/w/a' }], content: [{ type: 'diff', path: '/w/a', oldText: 'x', newText: 'hello\n' }] })).toEqual({
+      file_path: '/w/a',
+      content: 'hello\n',
+    });
+  });
+
   it('a call on several files names them all, so that a rule must hold for each', () => {
     expect(acpToolInput({ kind: 'edit', locations: [{ path: '/w/a' }, { path: '/w/.github/ci.yml' }] })).toEqual({
       changes: [{ path: '/w/a' }, { path: '/w/.github/ci.yml' }],

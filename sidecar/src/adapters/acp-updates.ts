@@ -86,7 +86,7 @@ export function acpToolName(call: Pick<ToolCallUpdate, 'name' | 'kind' | '_meta'
  * wrapper —, or the title the agent gave an `execute` call), `file_path` for a call on one
  * place, and `changes` (every file) for a call on several, so that a rule must hold for each.
  */
-export function acpToolInput(call: Pick<ToolCallUpdate, 'kind' | 'rawInput' | 'locations' | 'title'>): Json {
+export function acpToolInput(call: Pick<ToolCallUpdate, 'kind' | 'rawInput' | 'locations' | 'title' | 'content'>): Json {
   const raw: Json = isObject(call.rawInput) ? { ...call.rawInput } : call.rawInput === undefined || call.rawInput === null ? {} : { input: call.rawInput };
   if (typeof raw['command'] !== 'string') {
     // Codex's ACP build gives its argv, its shell wrapper and all: rules are about what runs inside.
@@ -98,6 +98,9 @@ export function acpToolInput(call: Pick<ToolCallUpdate, 'kind' | 'rawInput' | 'l
   const places = (call.locations ?? []).map((location) => location.path);
   if (places.length > 1) raw['changes'] = places.map((place) => ({ path: place }));
   else if (places.length === 1 && typeof raw['file_path'] !== 'string' && typeof raw['path'] !== 'string') raw['file_path'] = places[0];
+  // The file as the call would leave it, for the person asked (Gemini CLI gives it only as a diff).
+  const diffs = (call.content ?? []).filter((item) => item.type === 'diff');
+  if (diffs.length === 1 && raw['content'] === undefined && raw['changes'] === undefined) raw['content'] = diffs[0]!.newText;
   return raw;
 }
 
