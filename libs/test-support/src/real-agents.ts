@@ -88,24 +88,6 @@ export async function codexAgent(options: { cwd: string; home: string; baseUrl: 
   };
 }
 
-/**
- * The sidecar config's `agent` for the real Gemini CLI over ACP against a Gemini API stand-in at
- * `baseUrl`, its HOME in `home`, set up as the built-in `gemini` template sets it up (its
- * settings file, its arguments).
- */
-export async function geminiAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
-  const template = builtIn('gemini');
-  await mkdir(options.cwd, { recursive: true });
-  await writeHomeFiles(template.files, options.home);
-  return {
-    command: geminiBinary(),
-    args: template.args,
-    cwd: options.cwd,
-    prompt: options.prompt,
-    env: { ...template.env, HOME: options.home, GEMINI_API_KEY: 'test-key', GOOGLE_GEMINI_BASE_URL: options.baseUrl },
-  };
-}
-
 /** A built-in template's agent settings and files, as shipped (the tests run the agents as the templates set them up). */
 function builtIn(name: string): { env: Record<string, string>; args: string[]; files: Array<{ path: string; content: string }> } {
   const template = parseToml(readFileSync(path.join(WORKSPACE, `services/session/templates/${name}.toml`), 'utf8')) as {
@@ -125,38 +107,46 @@ async function writeHomeFiles(files: ReadonlyArray<{ path: string; content: stri
   }
 }
 
-/** Claude's ACP build (claude-agent-acp, its own Claude Code inside) against an Anthropic stand-in at `baseUrl`, set up as the built-in `claude-acp` template sets it up. */
-export async function claudeAcpAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
-  const template = builtIn('claude-acp');
+/** Where a test runs an agent: its workspace, its HOME, its model stand-in, its prompt. */
+interface AgentOptions {
+  cwd: string;
+  home: string;
+  baseUrl: string;
+  prompt: string;
+}
+
+/** The sidecar config's `agent` for a built-in template's agent: its arguments, its environment and its files (under `home`) as shipped, and `env` for the test. */
+async function fromTemplate(name: string, command: string, options: AgentOptions, env: Record<string, string>) {
+  const template = builtIn(name);
   await mkdir(options.cwd, { recursive: true });
   await writeHomeFiles(template.files, options.home);
-  return {
-    command: claudeAcpBinary(),
-    cwd: options.cwd,
-    prompt: options.prompt,
-    // Unset, as in a sandbox (this machine sets IS_SANDBOX=yes): with any value it offers its Claude Code the permission bypass.
-    env: { ...template.env, HOME: options.home, ANTHROPIC_BASE_URL: options.baseUrl, ANTHROPIC_API_KEY: 'sk-test', IS_SANDBOX: '' },
-  };
+  return { command, args: template.args, cwd: options.cwd, prompt: options.prompt, env: { ...template.env, HOME: options.home, ...env } };
+}
+
+/**
+ * The sidecar config's `agent` for the real Gemini CLI over ACP against a Gemini API stand-in at
+ * `baseUrl`, its HOME in `home`, set up as the built-in `gemini` template sets it up (its
+ * settings file, its arguments).
+ */
+export function geminiAgent(options: AgentOptions) {
+  return fromTemplate('gemini', geminiBinary(), options, { GEMINI_API_KEY: 'test-key', GOOGLE_GEMINI_BASE_URL: options.baseUrl });
+}
+
+/** Claude's ACP build (claude-agent-acp, its own Claude Code inside) against an Anthropic stand-in at `baseUrl`, set up as the built-in `claude-acp` template sets it up. */
+export function claudeAcpAgent(options: AgentOptions) {
+  // IS_SANDBOX unset, as in a sandbox (this machine sets IS_SANDBOX=yes): with any value it offers its Claude Code the permission bypass.
+  return fromTemplate('claude-acp', claudeAcpBinary(), options, { ANTHROPIC_BASE_URL: options.baseUrl, ANTHROPIC_API_KEY: 'sk-test', IS_SANDBOX: '' });
 }
 
 /** Codex's ACP build against a Responses API stand-in at `baseUrl`, with the built-in `codex-acp` template's settings (asked before every patch and command). */
-export async function codexAcpAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
+export async function codexAcpAgent(options: AgentOptions) {
   const codex = await codexAgent({ ...options, args: builtIn('codex-acp').args });
   return { ...codex, command: codexAcpBinary() };
 }
 
 /** OpenCode over ACP (`opencode acp`) against an Anthropic stand-in at `baseUrl`, set up as the built-in `opencode` template sets it up (every tool asked, nothing of its own fetched). */
-export async function opencodeAgent(options: { cwd: string; home: string; baseUrl: string; prompt: string }) {
-  const template = builtIn('opencode');
-  await mkdir(options.cwd, { recursive: true });
-  await writeHomeFiles(template.files, options.home);
-  return {
-    command: opencodeBinary(),
-    args: template.args,
-    cwd: options.cwd,
-    prompt: options.prompt,
-    env: { ...template.env, HOME: options.home, ANTHROPIC_BASE_URL: options.baseUrl, ANTHROPIC_API_KEY: 'sk-test' },
-  };
+export function opencodeAgent(options: AgentOptions) {
+  return fromTemplate('opencode', opencodeBinary(), options, { ANTHROPIC_BASE_URL: options.baseUrl, ANTHROPIC_API_KEY: 'sk-test' });
 }
 
 /**

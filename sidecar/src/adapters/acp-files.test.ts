@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -35,6 +35,14 @@ describe('the ACP client file system (fs/read_text_file, fs/write_text_file)', (
     await expect(files.read({ sessionId: 's', path: path.join(root, 'up', 'secret') })).rejects.toThrow('through a link');
     await expect(files.read({ sessionId: 's', path: path.join(root, 'link') })).rejects.toThrow('ELOOP');
     await expect(files.write({ sessionId: 's', path: path.join(root, 'up', 'x'), content: 'x' }, () => true)).rejects.toThrow('through a link');
+    // Directories are not made through a link out.
+    await expect(files.write({ sessionId: 's', path: path.join(root, 'up', 'made', 'x'), content: 'x' }, () => true)).rejects.toThrow('through a link');
+    expect(existsSync(path.join(base, 'made'))).toBe(false);
+    // A second name of a file (a hard link) is not served.
+    linkSync(path.join(base, 'secret'), path.join(root, 'hard'));
+    await expect(files.read({ sessionId: 's', path: path.join(root, 'hard') })).rejects.toThrow('hard links');
+    await expect(files.write({ sessionId: 's', path: path.join(root, 'hard'), content: 'x' }, () => true)).rejects.toThrow('hard links');
+    expect(readFileSync(path.join(base, 'secret'), 'utf8')).toBe('outside\n');
   });
 
   it('writes a file an allowed call named without asking; another is asked first, and a refusal writes nothing', async () => {

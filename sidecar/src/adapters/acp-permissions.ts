@@ -18,13 +18,14 @@ interface PendingPermission {
 }
 
 /**
- * The option of the agent's that a decision means: allow → its "allow once" (svc keeps an
- * "always" as its own rule, so the agent keeps asking and the permission engine keeps answering:
- * svc stays the one that decides), deny → "reject once"; the closest kind it offers otherwise,
- * and a cancellation when it offers none.
+ * The option of the agent's that a decision means: allow → its "allow once" (never "always":
+ * svc keeps an "always" as its own rule, so the agent keeps asking and the permission engine
+ * keeps answering — svc stays the one that decides; Claude's ACP build would switch its whole
+ * session to accepting edits), deny → "reject once" (or "reject always"); a cancellation when
+ * it offers neither.
  */
 function optionFor(decision: EventData<'control_response'>, options: readonly PermissionOption[]): RequestPermissionOutcome {
-  const preferred = decision.decision === 'allow' ? (['allow_once', 'allow_always'] as const) : (['reject_once', 'reject_always'] as const);
+  const preferred = decision.decision === 'allow' ? (['allow_once'] as const) : (['reject_once', 'reject_always'] as const);
   for (const kind of preferred) {
     const option = options.find((candidate) => candidate.kind === kind);
     if (option) return { outcome: 'selected', optionId: option.optionId };
@@ -74,7 +75,9 @@ export function createAcpPermissions(options: { emit(event: AgentEvent): void; c
         fail(call.toolCallId, refused);
         return Promise.resolve({ outcome: optionFor({ request_id: requestId, decision: 'deny', decided_by: 'policy' }, params.options) });
       }
-      const file = typeof input['file_path'] === 'string' ? input['file_path'] : undefined;
+      // Only a call that changes its file lets the agent's own write to it through unasked.
+      const changes = call.kind === 'edit' || call.kind === 'delete' || call.kind === 'move';
+      const file = changes && typeof input['file_path'] === 'string' ? input['file_path'] : undefined;
       const command = toolName === 'execute' && typeof input['command'] === 'string' ? input['command'] : undefined;
       const shown = boundedInput(input);
       return new Promise((resolve) => {
