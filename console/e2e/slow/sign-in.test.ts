@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { freePort } from '@svc/test-support';
 import { launchBrowser } from '@svc/test-support/browser';
-import { startLocalStack, type RunningStack } from './local-stack.js';
-import { startOidcProvider, type RunningProvider } from './oidc-provider.js';
+import { startLocalStack, type RunningStack } from '../local-stack.js';
+import { startOidcProvider, type RunningProvider } from '../oidc-provider.js';
 
 describe('signing in again when the token has expired (the built-in issuer, 5 s tokens)', () => {
   let stack: RunningStack;

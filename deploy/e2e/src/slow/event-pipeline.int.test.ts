@@ -3,8 +3,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_EVENTS, streams, type CreateWorkerResultType, type IncomingEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { Poller, StreamViewer, type ReceivedEvents } from './readers.js';
-import { startStack, type E2eStack } from './stack.js';
+import { Poller, StreamViewer, type ReceivedEvents } from '../readers.js';
+import { startStack, type E2eStack } from '../stack.js';
 
 const WORKERS = 20;
 const EVENTS_PER_WORKER = 500;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { incomingBacklog } from '@svc/bus';
 import { EXAMPLE_EVENTS, type CreateWorkerResultType, type IncomingEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { startStack, type E2eStack } from './stack.js';
+import { startStack, type E2eStack } from '../stack.js';
 
 const OWNER = 'group-commit-user';
 const WORKERS = 30;
