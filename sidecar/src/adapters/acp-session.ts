@@ -63,7 +63,7 @@ export interface AcpSessionParts {
  * One ACP session over the agent's stdio, with the protocol's library as the client: the
  * handshake (`initialize`, `session/new` or `session/load`), prompt turns one at a time (a message
  * sent during a turn waits for its end), their `result`s, and the client's side of the protocol
- * (`session/update`, `session/request_permission`, `fs/*`).
+ * (`session/update`, `session/request_permission`, `fs/*`, `terminal/*`).
  */
 export class AcpSession {
   private readonly queued: ContentBlock[][] = [];

@@ -22,7 +22,7 @@ function promptOf(message: MessageForAgent, takesImages: boolean): ContentBlock[
  * prompt and each person's message as a `session/prompt` (one turn at a time), an interrupt as
  * `session/cancel`. `session/update`s become events (`acp-updates.ts`);
  * `session/request_permission` a `control_request` the permission engine and people decide
- * (`acp-permissions.ts`); it serves `fs/*` inside the workspace (`acp-files.ts`).
+ * (`acp-permissions.ts`); it serves `fs/*` (`acp-files.ts`) and `terminal/*` (`acp-terminals.ts`) inside the workspace.
  */
 export function createAcpAdapter(): Adapter {
   /** Tags this run's request ids: an agent started again counts its JSON-RPC ids from 0 again. */
