@@ -1,4 +1,5 @@
 import { mergeConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
-export default mergeConfig(sharedTestConfig, {});
+// `npm test`: every suite but the soak-like ones in src/slow/ (vitest.slow.config.ts, `npm run test:slow`).
+export default mergeConfig(sharedTestConfig, { test: { exclude: ['src/slow/**', '**/node_modules/**'] } });

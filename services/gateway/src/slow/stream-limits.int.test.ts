@@ -7,8 +7,8 @@ import { subjects, type APIErrorBody, type CreateWorkerResultType, type StreamFr
 import { metricsRegistry } from '@svc/service-kit';
 import { createEventStore } from '@svc/store';
 import { systemEvent, waitFor } from '@svc/test-support';
-import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
-import { DEFAULT_STREAM_LIMITS } from './stream-limits.js';
+import { startGatewayFixture, type GatewayFixture } from '../../test/fixture.js';
+import { DEFAULT_STREAM_LIMITS } from '../stream-limits.js';
 
 const MiB = 1024 * 1024;
 const HISTORY = 100_000;
