@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createPrivateKey, sign, type JsonWebKey } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,9 +47,18 @@ async function userTokenFor(url: string, stateDir: string, sub: string): Promise
 /** How long the launcher may take to stop its services after Ctrl+C before it is killed. */
 const STOP_GRACE_MS = 20_000;
 
-/** Starts the local stack in a temporary state directory on a free port; `stop` ends it and removes the directory. */
-export async function startLocalStack(env: Record<string, string> = {}): Promise<RunningStack> {
+/**
+ * Starts the local stack in a temporary state directory on a free port, with `templates` (name →
+ * TOML) as its templates directory when given; `stop` ends it and removes the directory.
+ */
+export async function startLocalStack(env: Record<string, string> = {}, templates?: Readonly<Record<string, string>>): Promise<RunningStack> {
   const stateDir = await mkdtemp(path.join(tmpdir(), 'svc-console-'));
+  if (templates) {
+    const templatesDir = path.join(stateDir, 'test-templates');
+    await mkdir(templatesDir);
+    for (const [name, text] of Object.entries(templates)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
+    env = { SVC_TEMPLATES_DIR: templatesDir, ...env };
+  }
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [LAUNCHER], {
     env: { ...process.env, SVC_STATE_DIR: stateDir, SVC_GATEWAY_PORT: String(port), SVC_GATEWAY_WORKER_PORT: '0', SVC_LOG_LEVEL: 'error', ...env },

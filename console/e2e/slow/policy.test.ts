@@ -1,6 +1,3 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { apiPaths, type ListResponseOf, type PermissionRule, type PolicyReplay, type PolicySuggestion, type Session, type StoredEvent } from '@svc/protocol';
@@ -28,18 +25,14 @@ const PHONE = { width: 390, height: 844 };
 describe('the policy page: suggestions from decisions, a candidate replayed, rules revoked', () => {
   let stack: RunningStack;
   let browser: Browser;
-  let templatesDir: string;
   let token: string;
   beforeAll(async () => {
-    templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-console-policy-'));
-    for (const [name, text] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
-    [stack, browser] = await Promise.all([startLocalStack({ SVC_TEMPLATES_DIR: templatesDir }), launchBrowser()]);
+    [stack, browser] = await Promise.all([startLocalStack({}, TEMPLATES), launchBrowser()]);
     token = await stack.signInToken();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
-    if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   }, 60_000);
 
   /** A call to the API as the local user: its status and body. */

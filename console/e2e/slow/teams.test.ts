@@ -1,6 +1,3 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { apiPaths, type ApprovalItem, type ListResponseOf, type Session, type StoredEvent, type Worker } from '@svc/protocol';
@@ -30,16 +27,12 @@ const LOCAL_USERS = { bob: { groups: ['release'] }, carol: {}, dave: {} };
 describe('teams in the web console: routed requests, votes, bulk decisions, the access list', () => {
   let stack: RunningStack;
   let browser: Browser;
-  let templatesDir: string;
   beforeAll(async () => {
-    templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-console-teams-'));
-    for (const [name, text] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
-    [stack, browser] = await Promise.all([startLocalStack({ SVC_TEMPLATES_DIR: templatesDir, SVC_LOCAL_USERS: JSON.stringify(LOCAL_USERS) }), launchBrowser()]);
+    [stack, browser] = await Promise.all([startLocalStack({ SVC_LOCAL_USERS: JSON.stringify(LOCAL_USERS) }, TEMPLATES), launchBrowser()]);
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
-    if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   }, 60_000);
 
   /** A page signed in as `user` with the sign-in page's User field (the stack's sign-in code in the link, as `npm run up` prints it). */
