@@ -559,6 +559,8 @@ interface OddUpstream {
 
 /** How long the odd upstream's `slow` answer takes: every concurrent request arrives while the first is in flight. */
 const SLOW_ANSWER_MS = 1000;
+/** How long the odd upstream's `pause` answer stops after its first delta. */
+const PAUSED_ANSWER_MS = 500;
 /** The `flood` upstream wrote nothing for this long: the sockets between it and the stalled agent are full. */
 const HELD_BACK_MS = 300;
 /** How much the odd upstream's `flood` answer holds: far more than the sockets between it and a stalled agent buffer. */
@@ -575,6 +577,7 @@ const ANTHROPIC_ANSWER = [
  * An upstream that misbehaves or speaks what the stand-ins do not: `gzip` answers an Anthropic
  * stream gzip-compressed whatever it was asked; `slow` answers it after `SLOW_ANSWER_MS`; `stall`
  * streams a start and three 30-character deltas (Anthropic) or two (Responses), then waits;
+ * `pause` streams a start and a delta, and the rest `PAUSED_ANSWER_MS` later;
  * `flood` streams `FLOOD_BYTES` of deltas as fast as its socket takes them; `nousage` ends a
  * Responses stream normally with no usage in it; `/v1/chat/completions` streams a chunk and, when
  * asked for it, the usage.
@@ -623,6 +626,13 @@ async function startOddUpstream(): Promise<OddUpstream> {
       setTimeout(() => response.writeHead(200, { 'content-type': 'text/event-stream' }).end(ANTHROPIC_ANSWER.join('')), SLOW_ANSWER_MS);
       return;
     }
+    if (model === 'pause') {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.on('close', () => closed.push('pause'));
+      response.write(ANTHROPIC_ANSWER.slice(0, 2).join(''));
+      setTimeout(() => response.end(ANTHROPIC_ANSWER.slice(2).join('')), PAUSED_ANSWER_MS);
+      return;
+    }
     if (model === 'stall') {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
       response.on('close', () => closed.push(`${request.url}`));
@@ -662,11 +672,17 @@ async function startOddUpstream(): Promise<OddUpstream> {
 }
 
 /** Sends a streamed request and lets go of it once `events` SSE events have arrived; resolves with what arrived. */
-function abortAfter(base: string, path: string, token: string, body: unknown, events: number): Promise<string> {
+function abortAfter(base: string, path: string, token: string, body: unknown, events: number, headers: Record<string, string> = {}): Promise<string> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const request = httpRequest(
-      { host: url.hostname, port: url.port, method: 'POST', path, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: 'POST',
+        path,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+      },
       (response) => {
         let received = '';
         response.on('data', (chunk: Buffer) => {
@@ -741,6 +757,79 @@ describe('the model proxy against an upstream that compresses, stalls, or speaks
     const next = await post('wrk_mp_abort', token, '/anthropic/v1/messages', { model: 'stall', max_tokens: 100, stream: true, messages: [] });
     expect(next.status).toBe(402);
     expect(await next.text()).toContain('token budget is used up (130 of max_tokens 120)');
+  });
+
+  it("model proxy — a sidecar's request whose agent went away unsaid: its answer is read to the end and kept; the same request asked again gets it whole — the upstream asked once, metered once, the history says so", async () => {
+    const token = await worker('wrk_mp_reask', { apis: ['anthropic'] });
+    const body = { model: 'pause', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'the first ask' }] };
+    const asked = () => odd.requests.filter((r) => JSON.stringify(r.body).includes('the first ask')).length;
+    // The sidecar dies after the answer's first words (no DELETE says it was given up).
+    const cut = await abortAfter(base, '/v1/workers/wrk_mp_reask/model/anthropic/v1/messages', token, body, 1, { 'svc-model-request-id': 'req-reask-first' });
+    expect(cut).toContain('message_start');
+    // Read on to its end, although nobody reads it.
+    await waitFor('the answer read to its end', async () => odd.closed.includes('pause'));
+    // Its agent, started again, asks again (another request id: another sidecar).
+    const again = await post('wrk_mp_reask', token, '/anthropic/v1/messages', body);
+    expect(again.status).toBe(200);
+    expect(again.headers.get('content-type')).toContain('text/event-stream');
+    expect(await again.text()).toBe(ANTHROPIC_ANSWER.join(''));
+    expect(asked()).toBe(1);
+    // Metered once, whole: 100 in, 24 out.
+    await waitFor('the usage', async () => (await workerViewOf(gw, base, 'wrk_mp_reask')).model_usage?.requests === 1);
+    expect((await workerViewOf(gw, base, 'wrk_mp_reask')).model_usage).toMatchObject({ input_tokens: 100, output_tokens: 24 });
+    const replayed = await waitFor('the history says so', async () =>
+      (await historyOf(gw, base, 'wrk_mp_reask')).find((e) => e.type === 'system' && (e.data as { subtype?: string }).subtype === 'model_answer_replayed'),
+    );
+    expect(replayed.data).toMatchObject({ level: 'info', details: { api: 'anthropic', path: '/v1/messages' } });
+    // One re-ask takes it: a third is asked of the model.
+    expect(await (await post('wrk_mp_reask', token, '/anthropic/v1/messages', body)).text()).toBe(ANTHROPIC_ANSWER.join(''));
+    expect(asked()).toBe(2);
+  });
+
+  it('model proxy — asked again while the kept answer still comes: the re-ask gets what came and then the rest as it comes', async () => {
+    const token = await worker('wrk_mp_reask_early', { apis: ['anthropic'] });
+    const body = { model: 'pause', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'asked early' }] };
+    const closedBefore = odd.closed.filter((c) => c === 'pause').length;
+    await abortAfter(base, '/v1/workers/wrk_mp_reask_early/model/anthropic/v1/messages', token, body, 1, { 'svc-model-request-id': 'req-reask-early' });
+    // Soon (the gateway has seen the agent go), while the upstream is still in its pause.
+    await new Promise((resolve) => setTimeout(resolve, PAUSED_ANSWER_MS / 5));
+    const again = await post('wrk_mp_reask_early', token, '/anthropic/v1/messages', body);
+    expect(odd.closed.filter((c) => c === 'pause').length).toBe(closedBefore);
+    expect(await again.text()).toBe(ANTHROPIC_ANSWER.join(''));
+    expect(odd.requests.filter((r) => JSON.stringify(r.body).includes('asked early')).length).toBe(1);
+  });
+
+  it('model proxy — a request its sidecar says was given up (DELETE …/model-requests/{id}, an interrupt) is let go at once and not kept: asked again, the model is asked again', async () => {
+    const token = await worker('wrk_mp_given_up', { apis: ['anthropic'] });
+    const body = { model: 'stall', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'given up' }] };
+    const closedBefore = odd.closed.length;
+    await abortAfter(base, '/v1/workers/wrk_mp_given_up/model/anthropic/v1/messages', token, body, 2, { 'svc-model-request-id': 'req-given-up-1' });
+    const said = await fetch(`${base}/v1/workers/wrk_mp_given_up/model-requests/req-given-up-1`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(said.status).toBe(204);
+    await waitFor('the upstream let go', async () => odd.closed.length > closedBefore);
+    // Said again, or of a request not in flight: nothing to do, and nothing wrong.
+    expect(
+      (await fetch(`${base}/v1/workers/wrk_mp_given_up/model-requests/req-given-up-1`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } }))
+        .status,
+    ).toBe(204);
+    await abortAfter(base, '/v1/workers/wrk_mp_given_up/model/anthropic/v1/messages', token, body, 2, { 'svc-model-request-id': 'req-given-up-2' });
+    expect(odd.requests.filter((r) => JSON.stringify(r.body).includes('given up')).length).toBe(2);
+    await fetch(`${base}/v1/workers/wrk_mp_given_up/model-requests/req-given-up-2`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+  });
+
+  it("model proxy — saying a request given up: a malformed id is 400, another worker's token 401, none 401", async () => {
+    const token = await worker('wrk_mp_given_up_bad', { apis: ['anthropic'] });
+    const other = await worker('wrk_mp_given_up_other', { apis: ['anthropic'] });
+    const giveUp = (id: string, bearer?: string) =>
+      fetch(`${base}/v1/workers/wrk_mp_given_up_bad/model-requests/${id}`, { method: 'DELETE', headers: bearer ? { authorization: `Bearer ${bearer}` } : {} });
+    const malformed = await giveUp('short', token);
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('8 to 64') });
+    expect((await giveUp('req-valid-id', other)).status).toBe(401);
+    expect((await giveUp('req-valid-id')).status).toBe(401);
   });
 
   it('model proxy — a Responses stream cut short before response.completed: its input is estimated from the request, its output from the deltas', async () => {

@@ -63,6 +63,8 @@ export const apiPaths = {
   terminal: (workerId: string, parameters: { cols?: number; rows?: number } = {}) => `${worker(workerId)}/terminal${query(parameters)}`,
   /** The sandbox's end of a terminal (a WebSocket the sidecar opens). */
   sandboxTerminal: (workerId: string, terminalId: string) => `${worker(workerId)}/terminals/${encodeURIComponent(terminalId)}`,
+  /** A model request the worker's sidecar forwarded (`MODEL_REQUEST_ID_HEADER`): DELETE says its agent gave it up. */
+  modelRequest: (workerId: string, requestId: string) => `${worker(workerId)}/model-requests/${encodeURIComponent(requestId)}`,
   /** The git proxy's base, for the worker's sidecar: git's smart-HTTP paths follow it. */
   gitProxy: (workerId: string) => `${worker(workerId)}/git`,
 } as const;

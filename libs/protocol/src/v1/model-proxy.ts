@@ -142,6 +142,7 @@ export function budgetReached(usage: ModelUsage, budget: ModelBudget | undefined
 
 /** `system` event subtypes the model proxy reports in a worker's history. */
 export const MODEL_PROXY_SUBTYPES = {
+  answerReplayed: SYSTEM_SUBTYPES.modelAnswerReplayed,
   budgetExhausted: SYSTEM_SUBTYPES.modelBudgetExhausted,
   upstreamFailed: SYSTEM_SUBTYPES.modelUpstreamFailed,
   requestRefused: SYSTEM_SUBTYPES.modelRequestRefused,
@@ -267,6 +268,16 @@ export const ANTHROPIC_BETAS_PASSED: readonly string[] = [
   'mid-conversation-system-clear-at-2026-08-21',
   'token-counting-2024-11-01',
 ];
+
+/**
+ * The header the sidecar's model proxy names each request it forwards with (a random id of
+ * `MODEL_REQUEST_ID` letters), so that it can tell the gateway when its agent gave the request up
+ * (`DELETE apiPaths.modelRequest`): an answer whose agent went away unsaid is read on and kept
+ * for the same request sent again (docs/model-proxy.md, "A re-ask after a crash").
+ */
+export const MODEL_REQUEST_ID_HEADER = 'svc-model-request-id';
+/** The shape of a model request's id (`MODEL_REQUEST_ID_HEADER`). */
+export const MODEL_REQUEST_ID = /^[A-Za-z0-9_-]{8,64}$/;
 
 /**
  * Request headers a model proxy never forwards: those that end at one hop (RFC 9110 §7.6.1) and

@@ -75,6 +75,7 @@ const CONTROL_PLANE_SUBTYPES: ReadonlySet<string> = new Set([
   SYSTEM_SUBTYPES.spawnStep,
   SYSTEM_SUBTYPES.templateWarning,
   SYSTEM_SUBTYPES.egress,
+  SYSTEM_SUBTYPES.modelAnswerReplayed,
   SYSTEM_SUBTYPES.modelBudgetExhausted,
   SYSTEM_SUBTYPES.modelUpstreamFailed,
   SYSTEM_SUBTYPES.modelRequestRefused,

@@ -42,6 +42,8 @@ export const SYSTEM_SUBTYPES = {
   requestEscalated: 'request_escalated',
   /** The model proxy refused a request: the session's budget is spent. */
   modelBudgetExhausted: 'model_budget_exhausted',
+  /** The model proxy answered a request asked again with the answer it kept of the first ask, which the agent went away from: the model was not asked twice. */
+  modelAnswerReplayed: 'model_answer_replayed',
   /** The model proxy could not reach the model's API. */
   modelUpstreamFailed: 'model_upstream_failed',
   /** The model proxy refused a request that is not inference, or whose budget is held (`details.reason`). */

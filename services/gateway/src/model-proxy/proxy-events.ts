@@ -59,3 +59,18 @@ export function upstreamFailedEvent(api: ModelApi, reason: string): IncomingEven
     data: { level: 'warn', subtype: MODEL_PROXY_SUBTYPES.upstreamFailed, message: `model request failed: ${reason}`, details: { api } },
   };
 }
+
+/** A request asked again, answered with the answer kept of its first ask (its agent went away from it): the model was not asked twice. */
+export function answerReplayedEvent(api: ModelApi, line: ModelRequestLine): IncomingEvent {
+  return {
+    type: 'system',
+    uid: `model-proxy:replayed:${randomUUID()}`,
+    ts: new Date().toISOString(),
+    data: {
+      level: 'info',
+      subtype: MODEL_PROXY_SUBTYPES.answerReplayed,
+      message: 'model request asked again: answered with the answer kept of its first ask, which the agent went away from; the model was not asked twice',
+      details: { api, method: line.method, path: line.path.slice(0, 200) },
+    },
+  };
+}

@@ -1,11 +1,12 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WorkerDirectory } from '@svc/auth';
-import { CodedError, MODEL_APIS, type ModelAccess, type ModelApi, type WorkerRecord } from '@svc/protocol';
+import { CodedError, MODEL_APIS, MODEL_REQUEST_ID, MODEL_REQUEST_ID_HEADER, type ModelAccess, type ModelApi, type WorkerRecord } from '@svc/protocol';
 import { authorizeWorker } from '../auth/authorization.js';
 import type { BudgetGate } from './budget-gate.js';
 import { MAX_REQUESTS_IN_FLIGHT, type InFlightLimit } from './in-flight.js';
 import { providerError } from './provider-errors.js';
+import { answerReplayedEvent } from './proxy-events.js';
 import { refuseForBudget, refuseRequest, type RefusedRequest } from './refusals.js';
 import { prepareRequestBody, readRequestBody, type ModelRequestBody } from './request-body.js';
 import { checkModelRequest, forwardedRequestHeaders, modelRequestLine, type ModelRequestLine, type PolicyRefusal } from './request-policy.js';
@@ -85,6 +86,14 @@ export async function proxyModelRequest(parts: ModelProxyParts, request: Fastify
   const inference = await checkInference(parts, refused);
   if (inference === 'probe') return reply.code(200).send();
   if ('refusal' in inference) return refuseRequest(parts.record, refused, inference.line, inference.refusal);
+  // Asked again after its agent went away from the answer: the answer kept, not the model again.
+  const keptAnswer = parts.kept.take(workerId, inference.body.reAsk);
+  if (keptAnswer) {
+    reply.hijack();
+    keptAnswer(reply.raw);
+    void parts.record(workerId, request.id, answerReplayedEvent(api, inference.line));
+    return;
+  }
 
   const budget = model.budget;
   let release = () => {};
@@ -99,7 +108,18 @@ export async function proxyModelRequest(parts: ModelProxyParts, request: Fastify
   if (reply.raw.destroyed) return release();
   modelBytes.inc({ worker_id: workerId, api, direction: 'sent' }, inference.body.bytes.length);
   try {
-    forward(parts, { request, response: reply.raw, workerId, api, upstream, ...inference, budgeted: budget !== undefined, release });
+    const requestId = request.headers[MODEL_REQUEST_ID_HEADER];
+    forward(parts, {
+      request,
+      response: reply.raw,
+      workerId,
+      api,
+      upstream,
+      ...inference,
+      budgeted: budget !== undefined,
+      requestId: typeof requestId === 'string' && MODEL_REQUEST_ID.test(requestId) ? requestId : undefined,
+      release,
+    });
   } catch (err) {
     // Nothing went upstream (the request could not even be made): the reservation goes now.
     release();

@@ -428,3 +428,50 @@ describe('model proxy request body — OpenAI: the agent’s own tools, inline c
     expect(forwarded('openai', '/v1/chat/completions', withTools)).toEqual(withTools);
   });
 });
+
+describe('model proxy request body — what makes a request the same one asked again', () => {
+  const messages = [{ role: 'user', content: 'hello' }];
+  const tool = (description: string) => ({ name: 'Bash', description, input_schema: { type: 'object' } });
+  const reAsk = (body: Record<string, unknown>) => prepared('anthropic', '/v1/messages', json(body)).reAsk;
+  const base = {
+    model: 'claude-opus-4-8',
+    max_tokens: 100,
+    stream: true,
+    system: 'You are Opus 4.8 (1M context).',
+    tools: [tool('Runs a command.')],
+    messages,
+  };
+
+  it('the same model, conversation, streaming and tool names: the same, whatever the system prompt and the tools’ descriptions say', () => {
+    expect(reAsk(base)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(reAsk({ ...base, system: 'You are Opus 4.8.', tools: [tool('Runs a shell command.')], max_tokens: 200 })).toBe(reAsk(base));
+  });
+
+  it('another conversation, model, streaming or tool: another request', () => {
+    const digests = [
+      reAsk(base),
+      reAsk({ ...base, messages: [{ role: 'user', content: 'hello!' }] }),
+      reAsk({ ...base, model: 'claude-haiku-4-5' }),
+      reAsk({ ...base, stream: false }),
+      reAsk({ ...base, tools: [{ ...tool('Runs a command.'), name: 'Shell' }] }),
+    ];
+    expect(new Set(digests).size).toBe(digests.length);
+  });
+
+  it('Gemini by its contents and function names, the Responses API by its input; a token count is never asked again', () => {
+    const gemini = (name: string) =>
+      (
+        prepareRequestBody(
+          'gemini',
+          route('gemini', '/v1beta/models/{model}:generateContent'),
+          json({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }], tools: [{ functionDeclarations: [{ name }] }] }),
+          'gemini-3-pro',
+        ) as ModelRequestBody
+      ).reAsk;
+    expect(gemini('read_file')).toBe(gemini('read_file'));
+    expect(gemini('read_file')).not.toBe(gemini('write_file'));
+    const responses = (input: string) => prepared('openai', '/v1/responses', json({ model: 'gpt-5.5', input })).reAsk;
+    expect(responses('a')).not.toBe(responses('b'));
+    expect(prepared('anthropic', '/v1/messages/count_tokens', json({ model: 'claude-opus-4-8', messages })).reAsk).toBeUndefined();
+  });
+});

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { priceOf, type ModelApi, type ModelProxyRoute } from '@svc/protocol';
 import { checkRequestBody } from './body-policy.js';
@@ -38,6 +39,12 @@ export interface ModelRequestBody {
   /** The output cap the request names, or the default. */
   outputCap: number;
   reservation: Reservation;
+  /**
+   * What makes another request the same one asked again (an inference request's): a digest of
+   * its model, whether it streams, its tools by name and the conversation it asks the model to go
+   * on with (kept-answers.ts).
+   */
+  reAsk: string | undefined;
 }
 
 const tooLarge = (limit: number): { refusal: PolicyRefusal } => ({
@@ -66,6 +73,36 @@ export async function readRequestBody(
     return { refusal: { kind: 'invalid', reason: 'the request body was cut short' } };
   }
   return Buffer.concat(chunks);
+}
+
+/** The conversation a request asks the model to go on with: Anthropic's `messages`, the Responses API's `input` (Chat Completions' `messages`), Gemini's `contents`. */
+function conversationOf(api: ModelApi, body: Json): unknown {
+  if (api === 'anthropic') return body['messages'];
+  if (api === 'gemini') return body['contents'];
+  return body['input'] ?? body['messages'];
+}
+
+/** The names of a request's tools, in order (Gemini's are in `functionDeclarations`). */
+function toolNamesOf(body: Json): unknown[] {
+  const tools = Array.isArray(body['tools']) ? body['tools'] : [];
+  return tools.flatMap((tool: unknown) => {
+    if (!isObject(tool)) return [];
+    if (Array.isArray(tool['functionDeclarations']))
+      return tool['functionDeclarations'].map((declaration: unknown) => (isObject(declaration) ? declaration['name'] : null));
+    return [tool['name'] ?? (isObject(tool['function']) ? tool['function']['name'] : null) ?? tool['type'] ?? null];
+  });
+}
+
+/**
+ * A request is asked again when the same model is asked to go on with the same conversation,
+ * streamed alike, with the same tools. The system prompt and the tools' descriptions are left
+ * out: an agent started again may word them anew (Claude Code 2.1.197 names its model anew on
+ * `--resume`), and what they say does not change what the conversation asks.
+ */
+function reAskDigest(api: ModelApi, body: Json, model: string | undefined, streamed: boolean): string {
+  return createHash('sha256')
+    .update(JSON.stringify([api, model ?? null, streamed, toolNamesOf(body), conversationOf(api, body) ?? null]))
+    .digest('base64url');
 }
 
 const positiveInteger = (value: unknown): number | undefined =>
@@ -120,5 +157,6 @@ export function prepareRequestBody(
     reservation: costsTokens
       ? { tokens: estimatedInputTokens + outputCap, cost_usd: (estimatedInputTokens * price.input + outputCap * price.output) / 1_000_000 }
       : { tokens: 0, cost_usd: 0 },
+    reAsk: costsTokens ? reAskDigest(api, forwarded, model, streamed) : undefined,
   };
 }

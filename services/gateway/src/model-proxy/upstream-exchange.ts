@@ -6,6 +6,8 @@ import type { FastifyRequest } from 'fastify';
 import type { MeasuredTokens, ModelApi } from '@svc/protocol';
 import { counter } from '@svc/service-kit';
 import { relayAnswer } from './answer-relay.js';
+import type { GivenUpRequests } from './given-up-requests.js';
+import { KEPT_ANSWER_MS, type AnswerRecording, type KeptAnswers } from './kept-answers.js';
 import { providerError } from './provider-errors.js';
 import { upstreamFailedEvent, type RecordEvent } from './proxy-events.js';
 import type { ModelRequestBody } from './request-body.js';
@@ -24,6 +26,10 @@ export interface ExchangeParts {
   agents: { http: http.Agent; https: https.Agent };
   usage: UsageRecorder;
   record: RecordEvent;
+  /** Answers whose agent went away before their end, kept for the same request sent again. */
+  kept: KeptAnswers;
+  /** Requests in flight by their sidecar's id, let go when the sidecar says its agent gave them up. */
+  givenUp: GivenUpRequests;
 }
 
 /** One checked request, ready to go upstream, and the agent's response it is answered on. */
@@ -37,6 +43,8 @@ export interface Exchange {
   headers: OutgoingHttpHeaders;
   body: ModelRequestBody;
   budgeted: boolean;
+  /** The id the worker's sidecar gave the request (`MODEL_REQUEST_ID_HEADER`), when it gave one. */
+  requestId: string | undefined;
   /** Gives back the request's budget reservation (once its usage is counted). */
   release(): void;
 }
@@ -158,15 +166,28 @@ function answerUnreachable(exchange: Exchange, reason: string): void {
   exchange.response.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
 }
 
-/** Streams the upstream's answer back to the agent as it comes, metering it; counts its usage when it ends or is cut short. */
-function relayUpstreamAnswer(parts: ExchangeParts, exchange: Exchange, answer: IncomingMessage, count: CountUsage): void {
+/** How the exchange stands with its agent: gone unsaid, its answer read on and kept (`recording`). */
+interface AgentSide {
+  recording: AnswerRecording | undefined;
+  orphaned: boolean;
+  /** Lets the exchange go: the upstream request and the answer's recording. */
+  giveUp(): void;
+}
+
+/**
+ * Streams the upstream's answer back to the agent as it comes, metering and recording it (for a
+ * re-ask, if the agent goes); counts its usage when it ends or is cut short.
+ */
+function relayUpstreamAnswer(parts: ExchangeParts, exchange: Exchange, answer: IncomingMessage, count: CountUsage, side: AgentSide): void {
   const { response, workerId, api, body } = exchange;
+  const { recording } = side;
   const status = answer.statusCode ?? 502;
   const decoded = decodedBody(answer);
   if (!decoded) {
     const reason = `the ${api} upstream answered in content-encoding ${String(answer.headers['content-encoding'])}, which the model proxy cannot meter`;
     recordUpstreamFailure(parts, exchange, reason);
     answer.destroy();
+    recording?.drop();
     // Its cost is unknown: it is counted at what it could have cost.
     const unknown = abandonedCost(body);
     count(unknown && { ...unknown, output_tokens: body.outputCap }, true);
@@ -183,16 +204,21 @@ function relayUpstreamAnswer(parts: ExchangeParts, exchange: Exchange, answer: I
     delete passedHeaders['content-encoding'];
     delete passedHeaders['content-length'];
   }
-  response.writeHead(status, passedHeaders);
+  if (!response.destroyed) response.writeHead(status, passedHeaders);
+  // Only a whole, successful answer is given to a re-ask: the client asks again after any other.
+  if (status < 200 || status >= 300 || !recording?.begin(status, passedHeaders)) recording?.drop();
   let ended = false;
   relayAnswer(decoded, response, (chunk) => {
     modelBytes.inc({ worker_id: workerId, api, direction: 'received' }, chunk.length);
     meter.write(chunk);
+    // Read on for a re-ask that can no longer be kept: nobody wants the rest.
+    if (recording && !recording.write(chunk) && side.orphaned) side.giveUp();
   });
   decoded.on('error', () => response.destroy());
   decoded.on('end', () => {
     ended = true;
     response.end();
+    recording?.end();
     count(meter.end(), true);
   });
   // Closed without its end: the answer was cut short (by the agent or the upstream), and is
@@ -200,6 +226,7 @@ function relayUpstreamAnswer(parts: ExchangeParts, exchange: Exchange, answer: I
   decoded.on('close', () => {
     if (ended) return;
     response.destroy();
+    recording?.drop();
     count(meter.end(), true);
   });
 }
@@ -217,11 +244,34 @@ export function forward(parts: ExchangeParts, exchange: Exchange): void {
   let sent = false;
   let answered = false;
   let agentGone = false;
+  let orphanTimer: NodeJS.Timeout | undefined;
+  const side: AgentSide = {
+    // Only a sidecar's request (it has an id) can be said given up: only it is read on when its agent goes.
+    recording: exchange.requestId === undefined ? undefined : parts.kept.record(workerId, exchange.body.reAsk),
+    orphaned: false,
+    giveUp() {
+      side.recording?.drop();
+      outgoing.destroy();
+    },
+  };
+  const unregister = exchange.requestId === undefined ? undefined : parts.givenUp.register(workerId, exchange.requestId, side.giveUp);
+  const settle = () => {
+    clearTimeout(orphanTimer);
+    unregister?.();
+  };
   outgoing.on('finish', () => (sent = true));
-  // The agent went away: so does the upstream request.
   response.on('close', () => {
     if (response.writableFinished) return;
     agentGone = true;
+    // Gone unsaid (its sidecar killed, say): the upstream has the request, so its answer is read
+    // on and kept for the same request sent again, for as long as it is kept at most.
+    if (side.recording?.orphan()) {
+      side.orphaned = true;
+      orphanTimer = setTimeout(side.giveUp, KEPT_ANSWER_MS);
+      orphanTimer.unref();
+      return;
+    }
+    // Given up by the agent, or not to be kept: so is the upstream request.
     outgoing.destroy();
   });
   outgoing.on('error', (err: NodeJS.ErrnoException) => {
@@ -232,7 +282,10 @@ export function forward(parts: ExchangeParts, exchange: Exchange): void {
     answerUnreachable(exchange, reason);
   });
   outgoing.on('close', () => {
+    settle();
     if (answered) return;
+    // No answer came: there is nothing to keep for a re-ask.
+    side.recording?.drop();
     // Sent and then abandoned by the agent: the upstream has it (and bills it). An upstream
     // that failed is not the agent's doing: nothing is counted.
     if (agentGone && sent) count(abandonedCost(exchange.body), true);
@@ -240,7 +293,7 @@ export function forward(parts: ExchangeParts, exchange: Exchange): void {
   });
   outgoing.on('response', (answer) => {
     answered = true;
-    relayUpstreamAnswer(parts, exchange, answer, count);
+    relayUpstreamAnswer(parts, exchange, answer, count, side);
   });
   outgoing.end(exchange.body.bytes);
 }

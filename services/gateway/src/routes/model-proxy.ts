@@ -1,11 +1,14 @@
 import http from 'node:http';
 import https from 'node:https';
 import { createIncomingEventPublisher } from '@svc/bus';
-import { CodedError, componentSource, type IncomingEvent, type ModelApi } from '@svc/protocol';
+import { CodedError, componentSource, MODEL_REQUEST_ID, type IncomingEvent, type ModelApi } from '@svc/protocol';
+import { authorizeWorker } from '../auth/authorization.js';
 import { sendApiError, toCodedError } from '../plugins/errors.js';
 import type { AppSettings } from '../plugins/settings.js';
 import { createBudgetGate } from '../model-proxy/budget-gate.js';
+import { createGivenUpRequests } from '../model-proxy/given-up-requests.js';
 import { createInFlightLimit } from '../model-proxy/in-flight.js';
+import { createKeptAnswers } from '../model-proxy/kept-answers.js';
 import { proxyModelRequest, type ModelProxyParts } from '../model-proxy/proxy-request.js';
 import type { ModelUpstream } from '../model-proxy/upstream-exchange.js';
 import { createUsageRecorder } from '../model-proxy/usage-recorder.js';
@@ -48,10 +51,13 @@ export const modelProxyRoutes = routePlugin('svc-model-proxy-routes', ['svc-sett
     gate: createBudgetGate({ ledger: app.modelUsage, written: (workerId) => usage.written(workerId) }),
     inFlight: createInFlightLimit(),
     record,
+    kept: createKeptAnswers(),
+    givenUp: createGivenUpRequests(),
   };
   app.addHook('onClose', async () => {
     // The usage still gathered is written (and announced) before the publisher goes.
     await usage.close();
+    parts.kept.clear();
     publisher.close();
     parts.agents.http.destroy();
     parts.agents.https.destroy();
@@ -74,5 +80,21 @@ export const modelProxyRoutes = routePlugin('svc-model-proxy-routes', ['svc-sett
     config: { auth: 'worker' },
     schema: { hide: true },
     handler: (request, reply) => proxyModelRequest(parts, request, reply),
+  });
+
+  // The sidecar says its agent gave a request up (an interrupt): it is let go, its answer not kept.
+  app.route({
+    method: 'DELETE',
+    url: '/v1/workers/:id/model-requests/:request_id',
+    config: { auth: 'worker' },
+    schema: { hide: true },
+    handler: async (request, reply) => {
+      const { id: workerId, request_id: requestId } = request.params as { id: string; request_id: string };
+      await authorizeWorker(request, parts.workers, workerId);
+      if (!MODEL_REQUEST_ID.test(requestId)) throw new CodedError('invalid_request', `a model request id is 8 to 64 of A-Z a-z 0-9 _ -`);
+      // Not in flight here (ended, or on another replica): nothing to let go, and nothing wrong.
+      parts.givenUp.giveUp(workerId, requestId);
+      return reply.code(204).send();
+    },
   });
 });
