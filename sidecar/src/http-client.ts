@@ -82,7 +82,7 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
   // A sealed sandbox reaches the gateway through a Unix socket only; the URL still names it (Host, TLS).
   const controlPlane = { protocol: root.protocol, hostname: root.hostname, port: root.port, ...(options.socketPath ? { socketPath: options.socketPath } : {}) };
 
-  function exchange(method: 'GET' | 'POST', path: string, payload: string | undefined, signal?: AbortSignal): Promise<RawResponse> {
+  function exchange(method: 'GET' | 'POST' | 'DELETE', path: string, payload: string | undefined, signal?: AbortSignal): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
       const request = transport.request(
         {
@@ -118,7 +118,7 @@ export function createControlPlaneClient(baseUrl: string, token: string, options
   }
 
   return {
-    send(method: 'GET' | 'POST', path: string, body?: unknown, signal?: AbortSignal): Promise<HttpOutcome> {
+    send(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, signal?: AbortSignal): Promise<HttpOutcome> {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       return exchange(method, path, payload, signal).then((response) => outcomeOf(`${method} ${path}`, response), networkFailure);
     },

@@ -10,8 +10,9 @@ function forwardedHeaders(headers: IncomingHttpHeaders, dropped: ReadonlySet<str
 
 /**
  * Forwards a request of the sandbox's loopback to the control plane's `path` with the worker
- * token, streamed both ways (a chunk passed on as it arrives); `unreachable` answers when the
- * control plane cannot be reached before the answer began.
+ * token (and `headers` of the sidecar's own), streamed both ways (a chunk passed on as it
+ * arrives); `unreachable` answers when the control plane cannot be reached before the answer
+ * began; `givenUp` is told when the agent went away before the answer's end.
  */
 export function forwardToControlPlane(options: {
   client: ControlPlaneClient;
@@ -19,10 +20,12 @@ export function forwardToControlPlane(options: {
   request: IncomingMessage;
   response: ServerResponse;
   dropped: ReadonlySet<string>;
+  headers?: OutgoingHttpHeaders;
   unreachable(reason: string): void;
+  givenUp?(): void;
 }): void {
   const { request, response, dropped } = options;
-  const upstream = options.client.open(request.method ?? 'GET', options.path, forwardedHeaders(request.headers, dropped));
+  const upstream = options.client.open(request.method ?? 'GET', options.path, { ...forwardedHeaders(request.headers, dropped), ...options.headers });
   upstream.on('response', (answer) => {
     response.writeHead(answer.statusCode ?? 502, forwardedHeaders(answer.headers, dropped));
     answer.pipe(response);
@@ -33,7 +36,9 @@ export function forwardToControlPlane(options: {
     options.unreachable(err.code ?? err.message);
   });
   response.on('close', () => {
-    if (!response.writableFinished) upstream.destroy();
+    if (response.writableFinished) return;
+    upstream.destroy();
+    options.givenUp?.();
   });
   request.pipe(upstream);
 }

@@ -1,11 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { MODEL_PROXY_UNFORWARDED_HEADERS, modelProxyPath, PLACEHOLDER_MODEL_KEY, SANDBOX_MODEL_BASE_PATHS, type ModelApi } from '@svc/protocol';
+import {
+  apiPaths,
+  MODEL_PROXY_UNFORWARDED_HEADERS,
+  MODEL_REQUEST_ID_HEADER,
+  modelProxyPath,
+  PLACEHOLDER_MODEL_KEY,
+  SANDBOX_MODEL_BASE_PATHS,
+  type ModelApi,
+} from '@svc/protocol';
 import type { ControlPlaneClient } from './http-client.js';
 import { forwardToControlPlane } from './loopback-forward.js';
 
-/** Headers that end at this hop, and the agent's own credentials (a placeholder): never forwarded. */
-const DROPPED = new Set(MODEL_PROXY_UNFORWARDED_HEADERS);
+/** Headers that end at this hop, the agent's own credentials (a placeholder), and the sidecar's own request id: never forwarded as the agent sent them. */
+const DROPPED = new Set([...MODEL_PROXY_UNFORWARDED_HEADERS, MODEL_REQUEST_ID_HEADER]);
 
 /** A refusal in the shape the agent's client expects of its provider. */
 function providerError(api: ModelApi | undefined, status: number, message: string): string {
@@ -26,6 +35,9 @@ export interface ModelProxy {
  * The agent's model API, on the sandbox's loopback: each request is forwarded, streamed both
  * ways, to the gateway's model proxy with the worker token; the gateway adds the real key. The
  * agent only ever holds a placeholder. Nothing is buffered: a chunk is passed on as it arrives.
+ * Each request gets an id; one the agent gives up (an interrupt) is said given up, so that the
+ * gateway lets it go, where one cut off by this sidecar's death is read on and kept there for the
+ * agent's re-ask (docs/model-proxy.md, "A re-ask after a crash").
  */
 export async function startModelProxy(options: {
   apis: readonly ModelApi[];
@@ -43,12 +55,19 @@ export async function startModelProxy(options: {
         .end(providerError(undefined, 404, `svc model proxy: ${url.split('?')[0]} is not a model API of this worker (${apis.join(', ')})`));
       return;
     }
+    const requestId = randomBytes(12).toString('base64url');
     forwardToControlPlane({
       client,
       path: `${modelProxyPath(workerId, api)}${url.slice(api.length + 1) || '/'}`,
       request,
       response,
       dropped: DROPPED,
+      headers: { [MODEL_REQUEST_ID_HEADER]: requestId },
+      givenUp() {
+        void client.send('DELETE', apiPaths.modelRequest(workerId, requestId)).then((outcome) => {
+          if (!outcome.ok) options.warn(`model proxy: could not say request ${requestId} was given up (${outcome.reason})`);
+        });
+      },
       unreachable(reason) {
         options.warn(`model proxy: the control plane could not be reached (${reason})`);
         response
