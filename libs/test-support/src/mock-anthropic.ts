@@ -39,6 +39,8 @@ export async function startMockAnthropic(
      * 0), as a model still streaming: the client's interrupt, not the model, ends it.
      */
     holdOpen?(body: Record<string, unknown>, n: number): boolean;
+    /** Pauses the answer to a request after its first words for the milliseconds returned (undefined: no pause), as a model slow to go on. */
+    pauseMs?(body: Record<string, unknown>, n: number): number | undefined;
     /** Picks the turn to play another way than by the tool results (undefined: by them). */
     turnOf?(body: Record<string, unknown>, toolResults: number): number | undefined;
   } = {},
@@ -73,27 +75,34 @@ export async function startMockAnthropic(
       sse(response, 'content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
       sse(response, 'content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: turn.text } });
       if (options.holdOpen?.(body, messages - 1)) return;
-      sse(response, 'content_block_stop', { type: 'content_block_stop', index: 0 });
-      if (turn.tool) {
-        sse(response, 'content_block_start', {
-          type: 'content_block_start',
-          index: 1,
-          content_block: { type: 'tool_use', id: `toolu_mock_${String(messages).padStart(2, '0')}`, name: turn.tool.name, input: {} },
+      const n = messages;
+      const finish = () => {
+        if (response.destroyed) return;
+        sse(response, 'content_block_stop', { type: 'content_block_stop', index: 0 });
+        if (turn.tool) {
+          sse(response, 'content_block_start', {
+            type: 'content_block_start',
+            index: 1,
+            content_block: { type: 'tool_use', id: `toolu_mock_${String(n).padStart(2, '0')}`, name: turn.tool.name, input: {} },
+          });
+          sse(response, 'content_block_delta', {
+            type: 'content_block_delta',
+            index: 1,
+            delta: { type: 'input_json_delta', partial_json: JSON.stringify(turn.tool.input) },
+          });
+          sse(response, 'content_block_stop', { type: 'content_block_stop', index: 1 });
+        }
+        sse(response, 'message_delta', {
+          type: 'message_delta',
+          delta: { stop_reason: turn.tool ? 'tool_use' : 'end_turn', stop_sequence: null },
+          usage: { output_tokens: 24 },
         });
-        sse(response, 'content_block_delta', {
-          type: 'content_block_delta',
-          index: 1,
-          delta: { type: 'input_json_delta', partial_json: JSON.stringify(turn.tool.input) },
-        });
-        sse(response, 'content_block_stop', { type: 'content_block_stop', index: 1 });
-      }
-      sse(response, 'message_delta', {
-        type: 'message_delta',
-        delta: { stop_reason: turn.tool ? 'tool_use' : 'end_turn', stop_sequence: null },
-        usage: { output_tokens: 24 },
-      });
-      sse(response, 'message_stop', { type: 'message_stop' });
-      response.end();
+        sse(response, 'message_stop', { type: 'message_stop' });
+        response.end();
+      };
+      const pause = options.pauseMs?.(body, n - 1);
+      if (pause === undefined) finish();
+      else setTimeout(finish, pause);
     },
   });
 }

@@ -20,6 +20,9 @@ const peopleSaid = (body: Record<string, unknown>) =>
   ).length;
 /** A prompt with this word gets an answer the stand-in holds open, as a model still streaming. */
 const HOLD = 'SLOWLY';
+/** A message with this word gets an answer the stand-in pauses in for `PAUSE_MS`, as a model slow to go on. */
+const PAUSE = 'PAUSING';
+const PAUSE_MS = 1500;
 
 /** The built-in `claude` template (a conversation), its agent stopped after 3 s idle. */
 function claudeTalk(builtIn: string): string {
@@ -54,6 +57,7 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
         const messages = body['messages'] as Array<{ role?: string }>;
         return !messages.some((message) => message.role === 'assistant') && JSON.stringify(messages).includes(HOLD);
       },
+      pauseMs: (body) => (lastUserText(body).includes(PAUSE) ? PAUSE_MS : undefined),
     });
     dir = await mkdtemp(path.join(tmpdir(), `svc-real-claude-talk-${version}-`));
     const templates = path.join(dir, 'templates');
@@ -116,10 +120,11 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
 
   /**
    * A worker in a conversation whose sidecar the test starts itself (as a sandbox would, state in
-   * `<dir>/<name>-state`), past its first turn (a Bash call allowed) and idle.
+   * `<dir>/<name>-state`; the model through the sidecar's and the gateway's model proxies), past
+   * its first turn (a Bash call allowed) and idle.
    */
   async function idleConversation(name: string) {
-    const worker = await stack.createWorker('e2e-user', { mode: 'conversation' });
+    const worker = await stack.createWorker('e2e-user', { mode: 'conversation', model: { apis: ['anthropic'] } });
     const workspace = path.join(dir, name);
     const home = path.join(dir, `${name}-home`);
     await Promise.all([workspace, home].map((d) => mkdir(d, { recursive: true })));
@@ -129,6 +134,7 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
       control_plane_url: stack.gatewayUrl,
       auth_token: worker.token,
       conversation: true,
+      model_proxy: { apis: ['anthropic'] },
       agent: claudeAgent({ version, cwd: workspace, home, baseUrl: mock.url, prompt: 'Create out.txt containing hello' }),
       decision_wait_ms: 5000,
     };
@@ -252,64 +258,82 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
     expect(await readFile(path.join(stack.sandboxesDir, workerId, 'root/workspace/out.txt'), 'utf8')).toBe('hello\n');
   }, 150_000);
 
-  it('exactly once: the sidecar killed -9 right after a poll handed it a message; started again, the conversation holds it once, and the model is asked about it once (once more only if the killed CLI had asked)', async () => {
-    const { worker, config, first } = await idleConversation('once');
-
-    const text = 'Say this ONCE, please.';
-    const sent = await post(`/v1/workers/${worker.worker_id}/messages`, { text });
-    expect(sent.status).toBe(202);
-    const { message_id: messageId } = (await sent.json()) as { message_id: string };
-    const stored = await waitFor('the message stored', async () =>
-      (await api().events(worker.worker_id)).find(
-        (e) => subtypeOf(e) === 'person_message' && (e.data as EventData<'system'>).details?.['message_id'] === messageId,
-      ),
+  /** How many of the stand-in's requests the person's `text` was the last message of. */
+  const askedAbout = (text: string) => mock.requests().filter((body) => lastUserText(body).includes(text)).length;
+  /** The person's message stored, once its 202 came. */
+  const storedMessage = async (workerId: string, messageId: string) =>
+    waitFor('the message stored', async () =>
+      (await api().events(workerId)).find((e) => subtypeOf(e) === 'person_message' && (e.data as EventData<'system'>).details?.['message_id'] === messageId),
     );
-    // The moment its poll has handed it on (the cursor saved), the sidecar is killed.
-    const cursorFile = path.join(dir, 'once-state', 'control-cursor');
-    await waitFor('the message handed on', async () => (await readFile(cursorFile, 'utf8').catch(() => '')).trim() === stored.id, 30_000, 2);
-    process.kill(first.pid, 'SIGKILL');
-    await first.exited;
-    const askedAbout = () => mock.requests().filter((body) => lastUserText(body).includes(text)).length;
-    // What the killed CLI sent before it died has reached the stand-in by now (the model proxy
-    // that carried it died with the sidecar).
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const askedBeforeTheKill = askedAbout();
-
-    const again = await startSidecarWith(dir, 'once', config);
-    // The restarted sidecar hands the message over again only where the agent never took it, or
-    // took it and was killed before it recorded the model's answer (docs/conversations.md,
-    // "Exactly once": its transcript is cut, so it holds the message once). So the model is
-    // asked about it once — once more only when the killed CLI's request was out before the kill...
-    expect(askedBeforeTheKill).toBeLessThanOrEqual(1);
+  /**
+   * After the restart the conversation goes on: the model asked about `text` once in all, and the
+   * next turn's request carries it once (the conversation holds it once).
+   */
+  async function heldOnce(workerId: string, text: string, again: Awaited<ReturnType<typeof startSidecarWith>>) {
     await waitFor(
       'the model asked about the message',
       async () => {
-        await allowWhatIsAsked(worker.worker_id);
-        return askedAbout() >= 1;
+        await allowWhatIsAsked(workerId);
+        return askedAbout(text) >= 1 && (await results(workerId)).length >= 2;
       },
       60_000,
       100,
     ).catch((err: unknown) => {
       throw new Error(`${String(err)}\n${again.stderr().slice(-4000)}`);
     });
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    // (once more when that answer had not been recorded: with it recorded, the message counts as taken).
-    expect(askedAbout()).toBeGreaterThanOrEqual(1);
-    expect(askedAbout()).toBeLessThanOrEqual(1 + askedBeforeTheKill);
-    // ...and the conversation holds it once: the next turn's request carries it once.
-    expect((await post(`/v1/workers/${worker.worker_id}/messages`, { text: 'And now?' })).status).toBe(202);
+    const andNow = `And now? (after ${workerId})`;
+    expect((await post(`/v1/workers/${workerId}/messages`, { text: andNow })).status).toBe(202);
     // (A resumed 2.1.197 may be played the script's tool step again: what it asks is allowed.)
     await waitFor(
       'the next turn asked',
       async () => {
-        await allowWhatIsAsked(worker.worker_id);
-        return mock.requests().some((body) => lastUserText(body).includes('And now?'));
+        await allowWhatIsAsked(workerId);
+        return askedAbout(andNow) > 0;
       },
       60_000,
       100,
     );
-    const next = JSON.stringify(mock.requests().find((body) => lastUserText(body).includes('And now?'))!['messages']);
+    expect(askedAbout(text)).toBe(1);
+    const next = JSON.stringify(mock.requests().find((body) => lastUserText(body).includes(andNow))!['messages']);
     expect(next.split(text).length - 1).toBe(1);
+  }
+
+  it('exactly once: the sidecar killed -9 right after a poll handed it a message; started again, the conversation holds it once, and the model is asked about it once', async () => {
+    const { worker, config, first } = await idleConversation('once');
+
+    const text = 'Say this ONCE, please.';
+    const sent = await post(`/v1/workers/${worker.worker_id}/messages`, { text });
+    expect(sent.status).toBe(202);
+    const { message_id: messageId } = (await sent.json()) as { message_id: string };
+    const stored = await storedMessage(worker.worker_id, messageId);
+    // The moment its poll has handed it on (the cursor saved), the sidecar is killed.
+    const cursorFile = path.join(dir, 'once-state', 'control-cursor');
+    await waitFor('the message handed on', async () => (await readFile(cursorFile, 'utf8').catch(() => '')).trim() === stored.id, 30_000, 2);
+    process.kill(first.pid, 'SIGKILL');
+    await first.exited;
+    // Started again, it hands the message over again only where the agent never took it, or took
+    // it and was killed before it recorded the model's answer (its transcript is then cut); the
+    // agent's request asked again is answered with the answer the gateway kept of the first.
+    const again = await startSidecarWith(dir, 'once', config);
+    await heldOnce(worker.worker_id, text, again);
+    process.kill(again.pid, 'SIGTERM');
+    await again.exited;
+  }, 150_000);
+
+  it('exactly once: the sidecar killed -9 while the model answers the message; started again, the agent asks again and gets the answer the gateway kept — the model asked once', async () => {
+    const { worker, config, first } = await idleConversation('asking');
+    const text = `Say this once, ${PAUSE}.`;
+    expect((await post(`/v1/workers/${worker.worker_id}/messages`, { text })).status).toBe(202);
+    // The model has the request and is in the middle of its answer: the sidecar is killed (and its agent with it).
+    await waitFor('the model asked', async () => askedAbout(text) === 1, 30_000, 5);
+    process.kill(first.pid, 'SIGKILL');
+    await first.exited;
+    const again = await startSidecarWith(dir, 'asking', config);
+    await heldOnce(worker.worker_id, text, again);
+    const history = await api().events(worker.worker_id);
+    expect(history.filter((e) => subtypeOf(e) === 'model_answer_replayed')).toHaveLength(1);
+    // The turn's answer (the script's "Done.", as turn 1's last) is in the history, from the resumed agent.
+    expect(history.filter((e) => e.type === 'assistant' && JSON.stringify(e.data).includes('Done.')).length).toBeGreaterThanOrEqual(2);
     process.kill(again.pid, 'SIGTERM');
     await again.exited;
   }, 150_000);
