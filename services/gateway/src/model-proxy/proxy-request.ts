@@ -87,7 +87,7 @@ export async function proxyModelRequest(parts: ModelProxyParts, request: Fastify
   if (inference === 'probe') return reply.code(200).send();
   if ('refusal' in inference) return refuseRequest(parts.record, refused, inference.line, inference.refusal);
   // Asked again after its agent went away from the answer: the answer kept, not the model again.
-  const keptAnswer = parts.kept.take(workerId, inference.body.reAsk);
+  const keptAnswer = reply.raw.destroyed ? undefined : parts.kept.take(workerId, inference.body.reAsk);
   if (keptAnswer) {
     reply.hijack();
     keptAnswer(reply.raw);

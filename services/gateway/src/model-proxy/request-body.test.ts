@@ -442,17 +442,18 @@ describe('model proxy request body — what makes a request the same one asked a
     messages,
   };
 
-  it('the same model, conversation, streaming and tool names: the same, whatever the system prompt and the tools’ descriptions say', () => {
+  it('the same route, model, conversation, settings and tool names: the same, whatever the system prompt, metadata and the tools’ descriptions say', () => {
     expect(reAsk(base)).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(reAsk({ ...base, system: 'You are Opus 4.8.', tools: [tool('Runs a shell command.')], max_tokens: 200 })).toBe(reAsk(base));
+    expect(reAsk({ ...base, system: 'You are Opus 4.8.', tools: [tool('Runs a shell command.')], metadata: { user_id: 'u' } })).toBe(reAsk(base));
   });
 
-  it('another conversation, model, streaming or tool: another request', () => {
+  it('another conversation, model, streaming, setting or tool: another request', () => {
     const digests = [
       reAsk(base),
       reAsk({ ...base, messages: [{ role: 'user', content: 'hello!' }] }),
       reAsk({ ...base, model: 'claude-haiku-4-5' }),
       reAsk({ ...base, stream: false }),
+      reAsk({ ...base, max_tokens: 200 }),
       reAsk({ ...base, tools: [{ ...tool('Runs a command.'), name: 'Shell' }] }),
     ];
     expect(new Set(digests).size).toBe(digests.length);
@@ -472,6 +473,7 @@ describe('model proxy request body — what makes a request the same one asked a
     expect(gemini('read_file')).not.toBe(gemini('write_file'));
     const responses = (input: string) => prepared('openai', '/v1/responses', json({ model: 'gpt-5.5', input })).reAsk;
     expect(responses('a')).not.toBe(responses('b'));
+
     expect(prepared('anthropic', '/v1/messages/count_tokens', json({ model: 'claude-opus-4-8', messages })).reAsk).toBeUndefined();
   });
 });

@@ -41,8 +41,7 @@ export interface ModelRequestBody {
   reservation: Reservation;
   /**
    * What makes another request the same one asked again (an inference request's): a digest of
-   * its model, whether it streams, its tools by name and the conversation it asks the model to go
-   * on with (kept-answers.ts).
+   * its route and everything it asks but its wording (kept-answers.ts).
    */
   reAsk: string | undefined;
 }
@@ -75,12 +74,8 @@ export async function readRequestBody(
   return Buffer.concat(chunks);
 }
 
-/** The conversation a request asks the model to go on with: Anthropic's `messages`, the Responses API's `input` (Chat Completions' `messages`), Gemini's `contents`. */
-function conversationOf(api: ModelApi, body: Json): unknown {
-  if (api === 'anthropic') return body['messages'];
-  if (api === 'gemini') return body['contents'];
-  return body['input'] ?? body['messages'];
-}
+/** What a request says besides what it asks: the system prompt (Anthropic's `system`, the Responses API's `instructions`, Gemini's `systemInstruction`), and metadata. */
+const WORDING_FIELDS = new Set(['system', 'instructions', 'systemInstruction', 'metadata', 'tools']);
 
 /** The names of a request's tools, in order (Gemini's are in `functionDeclarations`). */
 function toolNamesOf(body: Json): unknown[] {
@@ -94,14 +89,15 @@ function toolNamesOf(body: Json): unknown[] {
 }
 
 /**
- * A request is asked again when the same model is asked to go on with the same conversation,
- * streamed alike, with the same tools. The system prompt and the tools' descriptions are left
- * out: an agent started again may word them anew (Claude Code 2.1.197 names its model anew on
- * `--resume`), and what they say does not change what the conversation asks.
+ * A request is asked again when the same route is asked the same — the same model, conversation,
+ * settings — with the same tools by name. The system prompt, metadata and the tools' descriptions
+ * are left out: an agent started again may word them anew (Claude Code 2.1.197 names its model
+ * anew on `--resume`), and they do not change what the conversation asks.
  */
-function reAskDigest(api: ModelApi, body: Json, model: string | undefined, streamed: boolean): string {
+function reAskDigest(api: ModelApi, routePath: string, body: Json): string {
+  const asked = Object.fromEntries(Object.entries(body).filter(([field]) => !WORDING_FIELDS.has(field)));
   return createHash('sha256')
-    .update(JSON.stringify([api, model ?? null, streamed, toolNamesOf(body), conversationOf(api, body) ?? null]))
+    .update(JSON.stringify([api, routePath, asked, toolNamesOf(body)]))
     .digest('base64url');
 }
 
@@ -157,6 +153,6 @@ export function prepareRequestBody(
     reservation: costsTokens
       ? { tokens: estimatedInputTokens + outputCap, cost_usd: (estimatedInputTokens * price.input + outputCap * price.output) / 1_000_000 }
       : { tokens: 0, cost_usd: 0 },
-    reAsk: costsTokens ? reAskDigest(api, forwarded, model, streamed) : undefined,
+    reAsk: costsTokens ? reAskDigest(api, route.path, { ...forwarded, ...(pathModel === undefined ? {} : { model: pathModel }) }) : undefined,
   };
 }

@@ -170,8 +170,25 @@ function answerUnreachable(exchange: Exchange, reason: string): void {
 interface AgentSide {
   recording: AnswerRecording | undefined;
   orphaned: boolean;
-  /** Lets the exchange go: the upstream request and the answer's recording. */
-  giveUp(): void;
+}
+
+/** The events that end an answer as the API ends a successful one (an SSE stream can fail after its 200). */
+const WHOLE_ANSWER_MARKS: Record<ModelApi, readonly string[]> = {
+  anthropic: ['message_stop'],
+  openai: ['response.completed', '[DONE]'],
+  gemini: ['finishReason'],
+};
+
+/** Whether an answer that ended is whole: a body is; a stream when its last bytes hold the API's closing event, and no error. */
+function isWholeAnswer(api: ModelApi, contentType: string | string[] | undefined, tail: string): boolean {
+  if (!String(contentType ?? '').includes('text/event-stream')) return true;
+  return WHOLE_ANSWER_MARKS[api].some((mark) => tail.includes(mark)) && !/event: ?error/.test(tail);
+}
+
+/** The larger of what the meter read and what the request may have cost: an answer the gateway cut, generated on upstream meanwhile. */
+function atLeast(measured: MeasuredTokens | undefined, cost: MeasuredTokens | undefined): MeasuredTokens | undefined {
+  if (!measured || !cost) return measured ?? cost;
+  return { ...measured, input_tokens: Math.max(measured.input_tokens, cost.input_tokens), output_tokens: Math.max(measured.output_tokens, cost.output_tokens) };
 }
 
 /**
@@ -205,29 +222,33 @@ function relayUpstreamAnswer(parts: ExchangeParts, exchange: Exchange, answer: I
     delete passedHeaders['content-length'];
   }
   if (!response.destroyed) response.writeHead(status, passedHeaders);
-  // Only a whole, successful answer is given to a re-ask: the client asks again after any other.
-  if (status < 200 || status >= 300 || !recording?.begin(status, passedHeaders)) recording?.drop();
+  // Only a successful answer is given to a re-ask: the client asks again after any other.
+  if (status < 200 || status >= 300) recording?.drop();
+  else recording?.begin(status, passedHeaders);
   let ended = false;
+  let tail = '';
   relayAnswer(decoded, response, (chunk) => {
     modelBytes.inc({ worker_id: workerId, api, direction: 'received' }, chunk.length);
     meter.write(chunk);
-    // Read on for a re-ask that can no longer be kept: nobody wants the rest.
-    if (recording && !recording.write(chunk) && side.orphaned) side.giveUp();
+    recording?.write(chunk);
+    tail = (tail + chunk.toString('latin1')).slice(-4096);
   });
   decoded.on('error', () => response.destroy());
   decoded.on('end', () => {
     ended = true;
     response.end();
-    recording?.end();
+    recording?.end(isWholeAnswer(api, answer.headers['content-type'], tail));
     count(meter.end(), true);
   });
-  // Closed without its end: the answer was cut short (by the agent or the upstream), and is
-  // metered from what passed. A token count cut short costs nothing still.
+  // Closed without its end: the answer was cut short (by the agent, the upstream, or the gateway
+  // letting go of one read on for a re-ask), and is metered from what passed — one the gateway
+  // cut at no less than the request may have cost, since the upstream may have generated it all.
+  // A token count cut short costs nothing still.
   decoded.on('close', () => {
     if (ended) return;
     response.destroy();
     recording?.drop();
-    count(meter.end(), true);
+    count(side.orphaned ? atLeast(meter.end(), abandonedCost(body)) : meter.end(), true);
   });
 }
 
@@ -245,19 +266,22 @@ export function forward(parts: ExchangeParts, exchange: Exchange): void {
   let answered = false;
   let agentGone = false;
   let orphanTimer: NodeJS.Timeout | undefined;
-  const side: AgentSide = {
-    // Only a sidecar's request (it has an id) can be said given up: only it is read on when its agent goes.
-    recording: exchange.requestId === undefined ? undefined : parts.kept.record(workerId, exchange.body.reAsk),
-    orphaned: false,
-    giveUp() {
-      side.recording?.drop();
-      outgoing.destroy();
-    },
+  const side: AgentSide = { recording: undefined, orphaned: false };
+  const giveUp = () => {
+    side.recording?.drop();
+    outgoing.destroy();
   };
-  const unregister = exchange.requestId === undefined ? undefined : parts.givenUp.register(workerId, exchange.requestId, side.giveUp);
+  // Only a sidecar's request (it has an id) can be said given up: only it is read on when its agent goes.
+  const unregister = exchange.requestId === undefined ? undefined : parts.givenUp.register(workerId, exchange.requestId, giveUp);
+  if (exchange.requestId !== undefined)
+    side.recording = parts.kept.record(workerId, exchange.body.reAsk, {
+      abandon: () => outgoing.destroy(),
+      // Said given up after its end, a kept answer is let go too: until then the id stays known.
+      released: () => side.orphaned && unregister?.(),
+    });
   const settle = () => {
     clearTimeout(orphanTimer);
-    unregister?.();
+    if (!side.orphaned) unregister?.();
   };
   outgoing.on('finish', () => (sent = true));
   response.on('close', () => {
@@ -267,12 +291,12 @@ export function forward(parts: ExchangeParts, exchange: Exchange): void {
     // on and kept for the same request sent again, for as long as it is kept at most.
     if (side.recording?.orphan()) {
       side.orphaned = true;
-      orphanTimer = setTimeout(side.giveUp, KEPT_ANSWER_MS);
+      orphanTimer = setTimeout(giveUp, KEPT_ANSWER_MS);
       orphanTimer.unref();
       return;
     }
     // Given up by the agent, or not to be kept: so is the upstream request.
-    outgoing.destroy();
+    giveUp();
   });
   outgoing.on('error', (err: NodeJS.ErrnoException) => {
     if (answered || agentGone) return;

@@ -55,9 +55,12 @@ export const modelProxyRoutes = routePlugin('svc-model-proxy-routes', ['svc-sett
     givenUp: createGivenUpRequests(),
   };
   app.addHook('onClose', async () => {
-    // The usage still gathered is written (and announced) before the publisher goes.
+    // Answers read on for a re-ask are let go first (their upstreams stopped, their usage
+    // counted in the stream events of this turn of the loop), then the usage still gathered is
+    // written (and announced) before the publisher goes.
+    parts.kept.close();
+    await new Promise((resolve) => setImmediate(resolve));
     await usage.close();
-    parts.kept.clear();
     publisher.close();
     parts.agents.http.destroy();
     parts.agents.https.destroy();
