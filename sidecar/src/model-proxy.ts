@@ -10,7 +10,7 @@ import {
   SANDBOX_MODEL_BASE_PATHS,
   type ModelApi,
 } from '@svc/protocol';
-import type { ControlPlaneClient } from './http-client.js';
+import { backoffMs, type ControlPlaneClient } from './http-client.js';
 import { forwardToControlPlane } from './loopback-forward.js';
 
 /** Headers that end at this hop, the agent's own credentials (a placeholder), and the sidecar's own request id: never forwarded as the agent sent them. */
@@ -21,6 +21,20 @@ function providerError(api: ModelApi | undefined, status: number, message: strin
   if (api === 'openai') return JSON.stringify({ error: { message, type: 'server_error', param: null, code: null } });
   if (api === 'gemini') return JSON.stringify({ error: { code: status, message, status: status === 404 ? 'NOT_FOUND' : 'UNAVAILABLE' } });
   return JSON.stringify({ type: 'error', error: { type: status === 404 ? 'not_found_error' : 'api_error', message } });
+}
+
+/** How many times the sidecar tries to say a request was given up. */
+const GIVEN_UP_ATTEMPTS = 3;
+
+/** Tells the gateway the agent gave a request up (it is then let go, not read on), retrying what a retry may get past. */
+async function sayGivenUp(client: ControlPlaneClient, workerId: string, requestId: string, warn: (message: string) => void): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await client.send('DELETE', apiPaths.modelRequest(workerId, requestId));
+    if (outcome.ok) return;
+    if (!outcome.retryable || attempt === GIVEN_UP_ATTEMPTS)
+      return warn(`model proxy: could not say request ${requestId} was given up (${outcome.reason}); the gateway reads its answer to the end`);
+    await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, outcome.retryAfterMs)));
+  }
 }
 
 export interface ModelProxy {
@@ -63,11 +77,7 @@ export async function startModelProxy(options: {
       response,
       dropped: DROPPED,
       headers: { [MODEL_REQUEST_ID_HEADER]: requestId },
-      givenUp() {
-        void client.send('DELETE', apiPaths.modelRequest(workerId, requestId)).then((outcome) => {
-          if (!outcome.ok) options.warn(`model proxy: could not say request ${requestId} was given up (${outcome.reason})`);
-        });
-      },
+      givenUp: () => void sayGivenUp(client, workerId, requestId, options.warn),
       unreachable(reason) {
         options.warn(`model proxy: the control plane could not be reached (${reason})`);
         response
