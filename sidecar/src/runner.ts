@@ -354,7 +354,12 @@ class Sidecar {
   private async untakenMessages(conversationId: string): Promise<StoredEvent<'system'>[]> {
     const { adapter } = this;
     if (!adapter.tookMessage) return [];
-    const place = { conversationId, home: this.parts.agentEnv['HOME'] ?? homedir(), cwd: this.parts.config.agent.cwd ?? process.cwd() };
+    const place = {
+      conversationId,
+      home: this.parts.agentEnv['HOME'] ?? homedir(),
+      cwd: this.parts.config.agent.cwd ?? process.cwd(),
+      env: this.parts.agentEnv,
+    };
     const untaken: StoredEvent<'system'>[] = [];
     for (const id of this.parts.handed.read()) {
       const message = await this.personMessage(id);

@@ -77,7 +77,8 @@ export interface Adapter {
   /**
    * Whether the agent's own record of its conversation shows the message taken (a sidecar started
    * again after a crash asks, for the messages it handed over last: one not taken is handed over
-   * again). Absent: the agent keeps no record the sidecar can read (at most once).
+   * again). Absent: the agent keeps no record the sidecar can read (at most once). A record that
+   * cannot be read says taken: nothing is handed over twice.
    */
   tookMessage?(messageId: string, where: ConversationPlace): boolean;
   /** Before a message not taken is handed over again: what the record holds of it is cut, so the agent holds it once. */
@@ -132,6 +133,8 @@ export interface ConversationPlace {
   home: string;
   cwd: string;
   conversationId: string;
+  /** The agent's environment (Codex keeps its rollouts under `CODEX_HOME`). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** A raw line nobody could parse, kept whole for the viewers. */

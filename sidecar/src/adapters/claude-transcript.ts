@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ConversationPlace } from './adapter.js';
-
-/** The largest transcript read back: past it, what the agent took is not known. */
-const TRANSCRIPT_MAX_BYTES = 64 * 1024 * 1024;
+import { agentRecordLines } from './agent-record.js';
 
 /**
  * The uuid a person's message carries on Claude Code's stdin (a stream-json `user` line's
@@ -20,26 +18,12 @@ export function messageUuid(messageId: string): string {
 /** Where Claude Code keeps a conversation's transcript: its projects directory names the cwd with every other character than a letter or digit made `-`. */
 type TranscriptPlace = ConversationPlace;
 
-/**
- * The transcript's lines, or undefined when it cannot be read as Claude Code writes it: not there,
- * not a regular file (a link, a FIFO, a directory: the sandbox's files are the agent's to play
- * with), or too large.
- */
+/** The transcript's lines, or undefined when it cannot be read as Claude Code writes it (`agentRecordLines`). */
 function transcriptLines(place: TranscriptPlace): { file: string; lines: string[] } | undefined {
   const project = path.join(place.home, '.claude', 'projects', place.cwd.replace(/[^A-Za-z0-9]/g, '-'));
   const file = path.join(project, `${place.conversationId}.jsonl`);
-  let fd: number | undefined;
-  try {
-    if (!lstatSync(project).isDirectory()) return undefined;
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    const stat = fstatSync(fd);
-    if (!stat.isFile() || stat.size > TRANSCRIPT_MAX_BYTES) return undefined;
-    return { file, lines: readFileSync(fd, 'utf8').split('\n') };
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+  const lines = agentRecordLines(project, file);
+  return lines && { file, lines };
 }
 
 /** The index of the line recording the message taken — its `user` line, or the attachment of a message taken into a running turn — or -1. */

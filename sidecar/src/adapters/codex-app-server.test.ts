@@ -275,6 +275,35 @@ describe('codex adapter (app-server, interactive) — the real transcripts', () 
     expect(sent(adapter.formatMessage!({ text: 'next' }))).toMatchObject({ method: 'turn/start', params: { threadId: 'th_1' } });
   });
 
+  it("a person's message names itself to Codex (clientUserMessageId: its message_id), which keeps it in its rollout, starting a turn or steered", () => {
+    const adapter = createCodexAppServerAdapter();
+    adapter.parseLine(JSON.stringify({ id: 1, result: { thread: { id: 'th_1' }, model: 'gpt' } }), 'stdout');
+    adapter.takeOutgoing!();
+    const sent = (line: string) => (JSON.parse(line) as { params: Record<string, unknown> }).params;
+    expect(sent(adapter.formatMessage!({ text: 'first', id: 'msg_1' }))).toMatchObject({ clientUserMessageId: 'msg_1' });
+    adapter.parseLine(JSON.stringify({ method: 'turn/started', params: { threadId: 'th_1', turn: { id: 'turn_1', status: 'inProgress' } } }), 'stdout');
+    expect(sent(adapter.formatMessage!({ text: 'and also', id: 'msg_2' }))).toMatchObject({ expectedTurnId: 'turn_1', clientUserMessageId: 'msg_2' });
+    expect(adapter.tookMessage).toBeDefined();
+    expect(adapter.forgetUnansweredMessage).toBeUndefined();
+  });
+
+  it('a message steered into a turn that ended as it came (Codex refuses the steer) is given again, as a turn of its own', () => {
+    const adapter = createCodexAppServerAdapter();
+    adapter.parseLine(JSON.stringify({ id: 1, result: { thread: { id: 'th_1' }, model: 'gpt' } }), 'stdout');
+    adapter.takeOutgoing!();
+    adapter.parseLine(JSON.stringify({ method: 'turn/started', params: { threadId: 'th_1', turn: { id: 'turn_1', status: 'inProgress' } } }), 'stdout');
+    const steer = JSON.parse(adapter.formatMessage!({ text: 'one more thing', id: 'msg_late' })) as { method: string; id: number };
+    expect(steer.method).toBe('turn/steer');
+    adapter.parseLine(JSON.stringify({ method: 'turn/completed', params: { turn: { id: 'turn_1', status: 'completed' } } }), 'stdout');
+    const events = adapter.parseLine(JSON.stringify({ id: steer.id, error: { code: -32600, message: 'no active turn to steer' } }), 'stdout');
+    expect(events).toEqual([expect.objectContaining({ type: 'system', data: expect.objectContaining({ level: 'warn', subtype: 'agent_error' }) })]);
+    const [again] = adapter.takeOutgoing!().map((line) => JSON.parse(line) as { method: string; params: Record<string, unknown> });
+    expect(again).toMatchObject({
+      method: 'turn/start',
+      params: { threadId: 'th_1', input: [{ type: 'text', text: 'one more thing', text_elements: [] }], clientUserMessageId: 'msg_late' },
+    });
+  });
+
   it("a person's message with images: its text, then each image as an input item with a data URL (the schema's ImageUserInput), steered or starting a turn", () => {
     const adapter = createCodexAppServerAdapter();
     adapter.parseLine(JSON.stringify({ id: 1, result: { thread: { id: 'th_1' }, model: 'gpt' } }), 'stdout');

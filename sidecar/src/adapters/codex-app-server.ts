@@ -10,6 +10,7 @@ import {
   rpcLine,
   THREAD_START_ID,
 } from './codex-messages.js';
+import { rolloutHoldsMessage } from './codex-rollout.js';
 import { codexProviderArgs } from './codex-provider.js';
 import { codexSettingsFor, type CodexSettings } from './codex-settings.js';
 import type { Adapter, AgentEvent, AgentLaunch, AgentStream, LaunchPlan } from './adapter.js';
@@ -124,6 +125,7 @@ export function createCodexAppServerAdapter(): Adapter {
     turns: { messageStartsTurn: () => messageStartsTurn(session) },
     resumes: true,
     formatMessage: (message) => messageLine(session, message),
+    tookMessage: (messageId, place) => rolloutHoldsMessage(place, messageId),
     takesImages: true,
     formatInterrupt: () => interruptLine(session),
 

@@ -1,4 +1,5 @@
 import { SYSTEM_SUBTYPES } from '@svc/protocol';
+import { clientUserMessageId } from './codex-rollout.js';
 import { CodexToolCalls, toolOf } from './codex-tool-calls.js';
 import { modelCommandOf } from './shell-command.js';
 import { isObject, jsonLine, text, unparsedLine, type AgentEvent, type AgentStream, type Json, type MessageForAgent } from './adapter.js';
@@ -27,6 +28,8 @@ export interface CodexSession {
   readonly held: MessageForAgent[];
   /** The JSON-RPC ids of our `turn/start`s not yet answered: a refused one ends its turn. */
   readonly turnStartIds: Set<number>;
+  /** The messages of each of our `turn/steer`s not yet answered: refused (the turn ended meanwhile), they start a turn of their own. */
+  readonly steered: Map<number, MessageForAgent[]>;
   /** The next id for a request of ours after the handshake's (a person's messages and interrupts). */
   nextRpcId: number;
   /** Turns completed so far: the `result`'s `num_turns`. */
@@ -47,6 +50,7 @@ export function createCodexSession(): CodexSession {
     turnStarting: false,
     held: [],
     turnStartIds: new Set(),
+    steered: new Map(),
     nextRpcId: FIRST_PERSON_RPC_ID,
     turns: 0,
     outgoing: [],
@@ -62,6 +66,12 @@ const userInput = (messages: readonly MessageForAgent[]) =>
     ...images.map((image) => ({ type: 'image', url: `data:${image.media_type};base64,${image.data}` })),
   ]);
 
+/** A turn's `input`, and the `clientUserMessageId` naming the people's messages in it (Codex records it: codex-rollout.ts). */
+function turnInput(messages: readonly MessageForAgent[]): { input: ReturnType<typeof userInput>; clientUserMessageId?: string } {
+  const clientId = clientUserMessageId(messages);
+  return { input: userInput(messages), ...(clientId === undefined ? {} : { clientUserMessageId: clientId }) };
+}
+
 /**
  * A person's message as Codex takes it: `turn/steer` into the turn running now (its input joins
  * that turn), else `turn/start` of a new one. Before the thread exists, or while our `turn/start`
@@ -73,12 +83,28 @@ export function messageLine(session: CodexSession, message: MessageForAgent): st
     session.held.push(message);
     return '';
   }
+  return session.activeTurnId ? steerLine(session, [message]) : turnStartLine(session, [message]);
+}
+
+/** `turn/steer` of messages into the turn running now, remembered until Codex answers it. */
+function steerLine(session: CodexSession, messages: MessageForAgent[]): string {
   const id = session.nextRpcId++;
-  if (session.activeTurnId)
-    return rpcLine({ method: 'turn/steer', id, params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input: userInput([message]) } });
+  session.steered.set(id, messages);
+  return rpcLine({ method: 'turn/steer', id, params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, ...turnInput(messages) } });
+}
+
+/** `turn/start` of a turn of the messages' own. */
+function turnStartLine(session: CodexSession, messages: MessageForAgent[]): string {
+  const id = session.nextRpcId++;
   session.turnStarting = true;
   session.turnStartIds.add(id);
-  return rpcLine({ method: 'turn/start', id, params: { threadId: session.threadId, input: userInput([message]) } });
+  return rpcLine({ method: 'turn/start', id, params: { threadId: session.threadId, ...turnInput(messages) } });
+}
+
+/** Messages whose steer Codex refused (the turn ended as they came): steered into the turn running now, held for the one starting, or a turn of their own. */
+function steerRefused(session: CodexSession, messages: MessageForAgent[]): void {
+  if (session.turnStarting) session.held.push(...messages);
+  else session.outgoing.push(session.activeTurnId ? steerLine(session, messages) : turnStartLine(session, messages));
 }
 
 /** Whether a message sent now starts a turn of its own (else it joins the running or starting turn, or the first). */
@@ -107,6 +133,18 @@ type Handler = (message: CodexMessage, session: CodexSession) => AgentEvent[];
 
 /** The answer to one of our requests: `thread/start`'s starts the turn; a refusal is an error event. */
 function response(parsed: Json, line: string, session: CodexSession): AgentEvent[] {
+  const steered = session.steered.get(parsed['id'] as number);
+  session.steered.delete(parsed['id'] as number);
+  if (isObject(parsed['error']) && steered) {
+    steerRefused(session, steered);
+    const why = text(parsed['error']['message']) ?? line;
+    return [
+      {
+        type: 'system',
+        data: { level: 'warn', message: `Codex refused to steer a message into its turn (${why}): it is given again`, subtype: SYSTEM_SUBTYPES.agentError },
+      },
+    ];
+  }
   if (isObject(parsed['error'])) {
     const why = text(parsed['error']['message']) ?? line;
     const refusal: AgentEvent = {
@@ -133,7 +171,7 @@ function response(parsed: Json, line: string, session: CodexSession): AgentEvent
   if (first.length > 0) {
     session.turnStarting = true;
     session.turnStartIds.add(TURN_START_ID);
-    session.outgoing.push(rpcLine({ method: 'turn/start', id: TURN_START_ID, params: { threadId: session.threadId, input: userInput(first) } }));
+    session.outgoing.push(rpcLine({ method: 'turn/start', id: TURN_START_ID, params: { threadId: session.threadId, ...turnInput(first) } }));
   }
   return [
     {
@@ -291,14 +329,7 @@ const turnStarted: Handler = (message, session) => {
   session.turnStarting = false;
   // What people said while the turn was starting is steered into it.
   const held = session.held.splice(0);
-  if (held.length > 0 && session.activeTurnId)
-    session.outgoing.push(
-      rpcLine({
-        method: 'turn/steer',
-        id: session.nextRpcId++,
-        params: { threadId: session.threadId, expectedTurnId: session.activeTurnId, input: userInput(held) },
-      }),
-    );
+  if (held.length > 0 && session.activeTurnId) session.outgoing.push(steerLine(session, held));
   return lifecycleNotice(message, session);
 };
 /** A notification whose content arrives again whole (a completed item, a final status): nothing to add. */

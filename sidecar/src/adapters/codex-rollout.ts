@@ -1,5 +1,7 @@
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
-import { isObject, text, type Json } from './adapter.js';
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { isObject, text, type ConversationPlace, type Json } from './adapter.js';
+import { agentRecordLines } from './agent-record.js';
 
 /** One tool call as Codex recorded it in its rollout: what the model asked and what it was told. */
 export interface RolloutCall {
@@ -66,4 +68,87 @@ export function readRolloutCalls(file: string, offset: number): { calls: Rollout
 /** The paths a patch in Codex's format touches (`*** Add File: x`, `*** Update File: x`, `*** Delete File: x`, `*** Move to: y`). */
 export function pathsOfPatch(patch: string): string[] {
   return [...patch.matchAll(/^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$/gm)].map((match) => match[1]!.trim());
+}
+
+/**
+ * The `clientUserMessageId` of a turn's input (`turn/start`, `turn/steer`): the `message_id`s of
+ * the people's messages in it. Codex keeps it in its rollout as the user message's `client_id`,
+ * which is how a sidecar started again tells whether Codex took a message before the crash.
+ */
+export function clientUserMessageId(messages: ReadonlyArray<{ id?: string | undefined }>): string | undefined {
+  const ids = messages.flatMap((message) => (message.id === undefined ? [] : [message.id]));
+  return ids.length > 0 ? ids.join(' ') : undefined;
+}
+
+/** The subdirectories of `directory` named by digits (a year, month or day of Codex's), the latest first. */
+function datedDirectories(directory: string): string[] {
+  try {
+    return readdirSync(directory, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && /^\d+$/.test(entry.name))
+      .map((entry) => entry.name)
+      .sort()
+      .reverse()
+      .map((name) => path.join(directory, name));
+  } catch {
+    return [];
+  }
+}
+
+/** The most days of Codex's sessions directory searched for a rollout (the sandbox's files are the agent's: it could plant many). */
+const ROLLOUT_DAYS_SEARCHED = 1000;
+
+/** The names in a directory; none when it cannot be read. */
+function namesIn(directory: string): string[] {
+  try {
+    return readdirSync(directory);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Where Codex keeps a thread's rollout: `$CODEX_HOME` (else `~/.codex`)
+ * `/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`, the latest day first.
+ */
+function rolloutOf(place: ConversationPlace): { directory: string; file: string } | undefined {
+  const sessions = path.join(place.env?.['CODEX_HOME'] ?? path.join(place.home, '.codex'), 'sessions');
+  const suffix = `-${place.conversationId}.jsonl`;
+  let days = 0;
+  for (const year of datedDirectories(sessions))
+    for (const month of datedDirectories(year))
+      for (const day of datedDirectories(month)) {
+        if (++days > ROLLOUT_DAYS_SEARCHED) return undefined;
+        const name = namesIn(day).find((entry) => entry.startsWith('rollout-') && entry.endsWith(suffix));
+        if (name) return { directory: day, file: path.join(day, name) };
+      }
+  return undefined;
+}
+
+/**
+ * Whether Codex took the message: its rollout records a user message whose `client_id` names it
+ * (`clientUserMessageId`). Codex cannot be made to forget one it took but never answered (its own
+ * state marks that turn interrupted, and says so to the model when the thread resumes), so taken
+ * is recorded. A rollout that cannot be found or read says nothing: taken, so nothing is handed over twice.
+ */
+export function rolloutHoldsMessage(place: ConversationPlace, messageId: string): boolean {
+  const rollout = rolloutOf(place);
+  const lines = rollout && agentRecordLines(rollout.directory, rollout.file);
+  if (!lines) return true;
+  return lines.some((line) => {
+    if (!line.includes(messageId)) return false;
+    try {
+      const record = JSON.parse(line) as { type?: unknown; payload?: { type?: unknown; item?: { type?: unknown; client_id?: unknown } } };
+      const item = record.payload?.item;
+      return (
+        record.type === 'event_msg' &&
+        record.payload?.type === 'item_completed' &&
+        item?.type === 'UserMessage' &&
+        typeof item.client_id === 'string' &&
+        item.client_id.split(' ').includes(messageId)
+      );
+    } catch {
+      // A line cut short by the crash: not a record of anything.
+      return false;
+    }
+  });
 }
