@@ -293,7 +293,11 @@ describe.each(CLAUDE_CODE_VERSIONS)('the real Claude Code %s in a conversation',
       60_000,
       100,
     );
-    expect(askedAbout(text)).toBe(1);
+    // (When not: how the asks differ, for the failure's message.)
+    const [first, second] = mock.requests().filter((body) => lastUserText(body).includes(text));
+    const differing = second ? Object.keys({ ...first, ...second }).filter((k) => JSON.stringify(first![k]) !== JSON.stringify(second[k])) : [];
+    const shown = differing.map((k) => `${k}: ${JSON.stringify(first![k])?.slice(0, 400)} | ${JSON.stringify(second![k])?.slice(0, 400)}`);
+    expect(askedAbout(text), `asked again, differing in ${shown.join('\n')}`).toBe(1);
     const next = JSON.stringify(mock.requests().find((body) => lastUserText(body).includes(andNow))!['messages']);
     expect(next.split(text).length - 1).toBe(1);
   }

@@ -115,7 +115,18 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     };
     const sidecar = await startSidecarWith(dir, name, config);
     const events = () => api().events(worker.worker_id);
-    return { worker, workspace, exited: sidecar.exited, events, mock, outFile: path.join(workspace, 'out.txt'), stderr: sidecar.stderr, pid: sidecar.pid };
+    return {
+      worker,
+      workspace,
+      exited: sidecar.exited,
+      events,
+      mock,
+      outFile: path.join(workspace, 'out.txt'),
+      stderr: sidecar.stderr,
+      pid: sidecar.pid,
+      /** Starts the sidecar again on the same state directory, as its supervisor in a sandbox does. */
+      startAgain: () => startSidecarWith(dir, name, config),
+    };
   }
 
   const openRequests = (workerId: string) => api().openRequests(workerId);
@@ -260,6 +271,71 @@ describe(`the real Codex ${CODEX_VERSION} under svc-sidecar`, () => {
     process.kill(agent.pid, 'SIGTERM');
     await agent.exited;
   }, 120_000);
+
+  /** The text of the last person's message a request of the model's holds (its last user `message` item that is not Codex's own context). */
+  const lastPersonText = (body: Record<string, unknown>) =>
+    (body['input'] as Array<{ type?: string; role?: string; content?: Array<{ text?: string }> }>)
+      .filter((item) => item.type === 'message' && item.role === 'user')
+      .map((item) => (item.content ?? []).map((part) => part.text ?? '').join(''))
+      .filter((said) => !said.startsWith('<'))
+      .at(-1) ?? '';
+
+  /**
+   * A conversation's sidecar killed -9 with a person's message just handed on (`when`: right after
+   * its poll, or while the model answers it), started again: Codex holds the message once and the
+   * model was asked about it once — a message Codex never took is handed over again; one it took
+   * (its rollout names it) is not, its turn cut short by the crash as by an interrupt.
+   */
+  async function killedWithAMessage(name: string, when: 'after the poll' | 'while the model answers') {
+    const text = `Say this ONCE (${name}).`;
+    const agent = await run(
+      name,
+      [{ text: 'Sure.' }],
+      { conversation: true },
+      { mode: 'conversation', prompt: 'Say hello.', mock: { holdOpen: (body) => when === 'while the model answers' && lastPersonText(body) === text } },
+    );
+    const workerId = agent.worker.worker_id;
+    await waitFor('turn 1 ended', async () => (await resultsOf(agent)).length === 1 && (await activityNow(workerId)) === 'idle', 60_000, 100);
+    await say(workerId, text);
+    const stored = await waitFor('the message stored', async () => systemOf(await agent.events(), 'person_message')[0], 10_000, 20);
+    if (when === 'after the poll') {
+      const cursorFile = path.join(dir, `${name}-state`, 'control-cursor');
+      await waitFor('the message handed on', async () => (await readFile(cursorFile, 'utf8').catch(() => '')).trim() === stored.id, 30_000, 2);
+    } else await waitFor('the model asked', async () => agent.mock.requests().some((body) => lastPersonText(body) === text), 30_000, 5);
+    process.kill(agent.pid, 'SIGKILL');
+    await agent.exited;
+    const again = await agent.startAgain();
+    // Settled: the message's turn run again and idle, or the message taken before the crash and the conversation suspended.
+    await waitFor('settled', async () => ['idle', 'suspended'].includes((await activityNow(workerId)) ?? ''), 60_000, 100).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${again.stderr().slice(-4000)}`);
+    });
+    const andNow = `And now? (${name})`;
+    await say(workerId, andNow);
+    await waitFor('the next turn asked', async () => agent.mock.requests().some((body) => lastPersonText(body) === andNow), 60_000, 100).catch(
+      async (err: unknown) => {
+        const history = (await agent.events()).map((e) => `${e.id} ${e.type} ${JSON.stringify(e.data).slice(0, 300)}`);
+        const asked = agent.mock.requests().map((body) => lastPersonText(body));
+        throw new Error(`${String(err)}\n${history.join('\n')}\nthe model was asked about: ${JSON.stringify(asked)}\n${again.stderr().slice(-3000)}`);
+      },
+    );
+    // Asked about it once: in the turn it was handed over for (again), or, taken by a Codex killed
+    // before it could ask, never on its own but within the next turn (held once, below).
+    const asked = agent.mock.requests().filter((body) => lastPersonText(body) === text);
+    if (when === 'while the model answers') expect(asked).toHaveLength(1);
+    else expect(asked.length).toBeLessThanOrEqual(1);
+    const next = JSON.stringify(agent.mock.requests().find((body) => lastPersonText(body) === andNow)!['input']);
+    expect(next.split(text).length - 1).toBe(1);
+    process.kill(again.pid, 'SIGTERM');
+    await again.exited;
+  }
+
+  it('exactly once: the sidecar killed -9 right after a poll handed it a message; started again, Codex holds the message once and the model is asked about it once', async () => {
+    await killedWithAMessage('codex-once', 'after the poll');
+  }, 150_000);
+
+  it('exactly once: the sidecar killed -9 while the model answers the message; started again, it is not handed over again (Codex took it), and the thread goes on with it once', async () => {
+    await killedWithAMessage('codex-answering', 'while the model answers');
+  }, 150_000);
 
   it('through the session API in a sealed bubblewrap sandbox, via the model proxy: approved, the command runs; the upstream saw the real key; the meter matches it', async () => {
     const session = await api().createSession({ template: 'codex-interactive', prompt: 'Create out.txt containing hello, using the shell.' });
