@@ -1,7 +1,7 @@
 import { mergeConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
-// `npm run test:slow`: the gateway's soak-like suites (a stalled viewer over 100,000 events), kept out of `npm test` (docs/testing.md).
+// `npm run test:slow`: the gateway's soak-like suites (a stalled viewer over 100,000 events, the property-based API fuzzing), kept out of `npm test` (docs/testing.md).
 const config = mergeConfig(sharedTestConfig, { test: { outputFile: { json: 'test-results/vitest-slow.json' } } });
 // Set, not merged: mergeConfig would add this to the shared include and run every suite.
 config.test!.include = ['src/slow/**/*.test.ts'];

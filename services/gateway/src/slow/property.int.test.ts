@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '@svc/protocol';
-import { startGatewayFixture, type GatewayFixture } from '../test/fixture.js';
+import { startGatewayFixture, type GatewayFixture } from '../../test/fixture.js';
 
 describe('gateway — random input never breaks it', () => {
   let gw: GatewayFixture;
