@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newTraceparent, type CreateWorkerResultType } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '@svc/test-support/stand-ins';
-import { StreamViewer } from './readers.js';
-import { startStack, type E2eStack } from './stack.js';
+import { StreamViewer } from '../readers.js';
+import { startStack, type E2eStack } from '../stack.js';
 
 /** OTLP span kinds. */
 const SERVER = 2;

@@ -4,10 +4,10 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EventData, ListResponseOf, Session, StoredEvent } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { fastDemoConversation, writeOneShotDemo } from './built-in-templates.js';
-import { SVC, svcIn } from './svc-binary.js';
-import { startStack, type E2eStack } from './stack.js';
-import { openTerminal, type Terminal } from './tmux.js';
+import { fastDemoConversation, writeOneShotDemo } from '../built-in-templates.js';
+import { SVC, svcIn } from '../svc-binary.js';
+import { startStack, type E2eStack } from '../stack.js';
+import { openTerminal, type Terminal } from '../tmux.js';
 
 describe('svc and a conversation: attach in a real terminal (tmux), send and interrupt in a script, against the stack', () => {
   let stack: E2eStack;

@@ -6,10 +6,10 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Session, Worker } from '@svc/protocol';
 import { waitFor } from '@svc/test-support';
-import { writeOneShotDemo } from './built-in-templates.js';
-import { SVC, svcIn } from './svc-binary.js';
-import { startStack, type E2eStack } from './stack.js';
-import { openTerminal, type Terminal } from './tmux.js';
+import { writeOneShotDemo } from '../built-in-templates.js';
+import { SVC, svcIn } from '../svc-binary.js';
+import { startStack, type E2eStack } from '../stack.js';
+import { openTerminal, type Terminal } from '../tmux.js';
 
 const run = promisify(execFile);
 
