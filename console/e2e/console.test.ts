@@ -16,22 +16,9 @@ import {
 } from '@svc/protocol';
 import { pngOfSize } from '@svc/test-support';
 import { launchBrowser } from '@svc/test-support/browser';
-import { demoAgentTemplate } from '@svc/test-support/stand-ins';
 import { seriousViolations } from './axe.js';
+import { CONSOLE_TEMPLATES, openCard, signedIn as signIn, startDemo, startFrom } from './console-pages.js';
 import { startLocalStack, type RunningStack } from './local-stack.js';
-
-/** Starts a demo session from the sessions page the browser is on, returns its worker id (the demo asks to write hello.txt). */
-async function startDemo(page: Page): Promise<string> {
-  await page.getByRole('button', { name: 'Start session' }).click();
-  await page.waitForURL(/\/workers\/wrk_/);
-  return page.url().split('/').at(-1)!;
-}
-
-/** Starts a session of `template` from the sessions page the browser is on, returns its worker id. */
-async function startFrom(page: Page, template: string): Promise<string> {
-  await page.getByLabel('Template').selectOption(template);
-  return startDemo(page);
-}
 
 /** A PNG of `width`×`height` pixels of one colour (8-bit RGB, no filter): a real image for the browser to decode. */
 function solidPng(width: number, height: number, [red, green, blue]: [number, number, number]): Buffer {
@@ -59,30 +46,13 @@ function solidPng(width: number, height: number, [red, green, blue]: [number, nu
 /** What a one-shot worker's page says instead of a message box. */
 const ONE_SHOT_NOTE = 'This session runs its first prompt only: it takes no messages.';
 
-/**
- * The demo agent as a template for the stack's templates directory beside the built-in ones:
- * `mode`, and whether its Write is asked (else allowed by its lists). In a conversation
- * (docs/conversations.md) it answers each message after its first turn with `You said: "…"`.
- */
-const demo = (description: string, mode: 'conversation' | 'one_shot', writeAsked: boolean, stepMs: number) =>
-  demoAgentTemplate({ description, mode, writeAsked, stepMs });
-
-const TEMPLATES: Record<string, string> = {
-  // Its first turn runs through, nobody asked; then it waits for a message.
-  'demo-talk': demo('The demo agent in a conversation: it answers every message', 'conversation', false, 20),
-  // The demo run once (the built-in one is a conversation): it ends after its turn.
-  'demo-once': demo('The demo agent, one prompt and one run', 'one_shot', true, 100),
-  // Its first turn waits for a person to decide its Write: a turn to stop.
-  'demo-talk-asks': demo('The demo agent in a conversation, asking before it writes', 'conversation', true, 20),
-};
-
 describe('the web console in a real Chromium, against the local stack', () => {
   let stack: RunningStack;
   let browser: Browser;
   let templatesDir: string;
   beforeAll(async () => {
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-console-templates-'));
-    for (const [name, text] of Object.entries(TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
+    for (const [name, text] of Object.entries(CONSOLE_TEMPLATES)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
     [stack, browser] = await Promise.all([startLocalStack({ SVC_TEMPLATES_DIR: templatesDir }), launchBrowser()]);
   }, 120_000);
   afterAll(async () => {
@@ -91,17 +61,7 @@ describe('the web console in a real Chromium, against the local stack', () => {
     if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   }, 60_000);
 
-  async function signedIn(path: string, viewport = { width: 1280, height: 800 }): Promise<Page> {
-    const context = await browser.newContext({ viewport });
-    const page = await context.newPage();
-    // As the link `npm run up` prints: the sign-in code rides in the fragment.
-    await page.goto(`${stack.url}${path}#code=${stack.signInCode}`);
-    await page.getByRole('button', { name: 'Sign in as the local user' }).click();
-    return page;
-  }
-
-  /** The card of the request waiting for a decision (a closed card has no `data-approval`). */
-  const openCard = (page: Page) => page.locator('article.approval[data-approval]');
+  const signedIn = (path: string, viewport?: { width: number; height: number }) => signIn(browser, stack, path, viewport);
 
   it('sign in, see the demo session, allow its Write from the worker page (twice: Allow is for once), see the result', async () => {
     const page = await signedIn('/sessions');

@@ -9,40 +9,11 @@ import { startGitHubApi, startGitServer, type GitHubApiStandIn, type GitServer }
 import { launchBrowser } from '@svc/test-support/browser';
 import { demoAgentTemplate } from '@svc/test-support/stand-ins';
 import { seriousViolations } from '../axe.js';
+import { CONSOLE_TEMPLATES, openCard, signedIn as signIn, startDemo, startFrom } from '../console-pages.js';
 import { startLocalStack, type RunningStack } from '../local-stack.js';
-
-/** Starts a demo session from the sessions page the browser is on, returns its worker id (the demo asks to write hello.txt). */
-async function startDemo(page: Page): Promise<string> {
-  await page.getByRole('button', { name: 'Start session' }).click();
-  await page.waitForURL(/\/workers\/wrk_/);
-  return page.url().split('/').at(-1)!;
-}
-
-/** Starts a session of `template` from the sessions page the browser is on, returns its worker id. */
-async function startFrom(page: Page, template: string): Promise<string> {
-  await page.getByLabel('Template').selectOption(template);
-  return startDemo(page);
-}
 
 /** How long the browser's network stays down while the agent goes on. */
 const OFFLINE_MS = 5_000;
-
-/**
- * The demo agent as a template for the stack's templates directory beside the built-in ones:
- * `mode`, and whether its Write is asked (else allowed by its lists). In a conversation
- * (docs/conversations.md) it answers each message after its first turn with `You said: "…"`.
- */
-const demo = (description: string, mode: 'conversation' | 'one_shot', writeAsked: boolean, stepMs: number) =>
-  demoAgentTemplate({ description, mode, writeAsked, stepMs });
-
-const TEMPLATES: Record<string, string> = {
-  // Its first turn runs through, nobody asked; then it waits for a message.
-  'demo-talk': demo('The demo agent in a conversation: it answers every message', 'conversation', false, 20),
-  // The demo run once (the built-in one is a conversation): it ends after its turn.
-  'demo-once': demo('The demo agent, one prompt and one run', 'one_shot', true, 100),
-  // Its first turn waits for a person to decide its Write: a turn to stop.
-  'demo-talk-asks': demo('The demo agent in a conversation, asking before it writes', 'conversation', true, 20),
-};
 
 /** The conversation demo on the forge's `acme/app` (docs/workspace.md): its Write, allowed by its lists, changes the workspace. */
 const demoOnRepository = (forgeUrl: string) =>
@@ -66,7 +37,7 @@ describe('the web console in a real Chromium, against the local stack: repositor
     forge.createRepository('acme/app', { 'README.md': 'the app\n', 'src/main.ts': "export const main = 'main';\n" });
     github = await startGitHubApi(forge.token);
     templatesDir = await mkdtemp(path.join(tmpdir(), 'svc-console-templates-'));
-    const templates = { ...TEMPLATES, 'demo-repo': demoOnRepository(forge.url) };
+    const templates = { ...CONSOLE_TEMPLATES, 'demo-repo': demoOnRepository(forge.url) };
     for (const [name, text] of Object.entries(templates)) await writeFile(path.join(templatesDir, `${name}.toml`), text);
     const forgeHost = new URL(forge.url).host;
     [stack, browser] = await Promise.all([
@@ -86,17 +57,7 @@ describe('the web console in a real Chromium, against the local stack: repositor
     if (templatesDir) await rm(templatesDir, { recursive: true, force: true });
   }, 60_000);
 
-  async function signedIn(path: string, viewport = { width: 1280, height: 800 }): Promise<Page> {
-    const context = await browser.newContext({ viewport });
-    const page = await context.newPage();
-    // As the link `npm run up` prints: the sign-in code rides in the fragment.
-    await page.goto(`${stack.url}${path}#code=${stack.signInCode}`);
-    await page.getByRole('button', { name: 'Sign in as the local user' }).click();
-    return page;
-  }
-
-  /** The card of the request waiting for a decision (a closed card has no `data-approval`). */
-  const openCard = (page: Page) => page.locator('article.approval[data-approval]');
+  const signedIn = (path: string, viewport?: { width: number; height: number }) => signIn(browser, stack, path, viewport);
 
   /** Posts `count` assistant events as the worker's sidecar does (its token, batches of 500), numbered from `from`, each with `text`. */
   async function postAsWorker(workerId: string, count: number, from = 1, text = (n: number) => `posted line ${n}`): Promise<void> {
