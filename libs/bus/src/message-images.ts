@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { Objm, type ObjectStore } from '@nats-io/obj';
-import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { StorageType } from '@nats-io/jetstream';
+import type { ObjectStore } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { MESSAGE_IMAGES_KEPT_MS, objectBuckets, type MessageImageRefType, type MessageImageType } from '@svc/protocol';
 import { retryWithBackoff, type Logger } from '@svc/service-kit';
 import { isBusUnavailable } from './connection.js';
+import { openObjectStore } from './object-stores.js';
 
 /** An image of a person's message, with its bytes. */
 export interface MessageImage {
@@ -29,11 +29,7 @@ export interface MessageImages {
  * (ensureStreams brings it to SVC_JETSTREAM_REPLICAS).
  */
 export async function openMessageImageStore(nc: NatsConnection, replicas = 1): Promise<ObjectStore> {
-  const objm = new Objm(nc);
-  return objm.create(objectBuckets.messageImages, { ttl: nanos(MESSAGE_IMAGES_KEPT_MS), replicas, storage: StorageType.File }).catch((err: unknown) => {
-    if (err instanceof Error && /already in use/i.test(err.message)) return objm.open(objectBuckets.messageImages);
-    throw err;
-  });
+  return openObjectStore(nc, objectBuckets.messageImages, { keptMs: MESSAGE_IMAGES_KEPT_MS, replicas });
 }
 
 const objectName = (workerId: string, sha256: string) => `${workerId}/${sha256}`;

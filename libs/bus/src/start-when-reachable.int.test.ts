@@ -1,12 +1,14 @@
 import { Writable } from 'node:stream';
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { subjects } from '@svc/protocol';
+import { Objm } from '@nats-io/obj';
+import { CodedError, subjects } from '@svc/protocol';
 import { createLogger } from '@svc/service-kit';
 import { launchNatsServer, type NatsServerProcess } from '@svc/nats-server';
-import { connectBus, type NatsConnection } from './connection.js';
+import { connectBus, isBusUnavailable, type NatsConnection } from './connection.js';
 import { createDurablePublisher } from './durable-publisher.js';
 import { openBucketWhenReachable } from './kv-buckets.js';
+import { openObjectStore, takeObjectStoreMadeElsewhere } from './object-stores.js';
 import { consumeLasting } from './lasting-consumer.js';
 import { natsAuthorization, type NatsCredentials } from './nats-auth.js';
 import { consumeIncomingPartition, type JsMsg } from './partition-consumer.js';
@@ -41,7 +43,7 @@ function recordingLogger(): { logger: typeof logger; lines: string[] } {
  * (the client drops what it holds when it connects again), so that try still times out (the
  * JetStream API's request timeout) and is retried, without the test waiting a second timeout out.
  */
-describe('a service’s start opening its consumers and KV buckets (real nats-server)', () => {
+describe('a service’s start opening its consumers, KV buckets and object stores (real nats-server)', () => {
   let server: NatsServerProcess<NatsCredentials>;
   let nc: NatsConnection;
 
@@ -117,6 +119,20 @@ describe('a service’s start opening its consumers and KV buckets (real nats-se
     await kv.put('k', 'v');
     expect((await kv.get('k'))?.string()).toBe('v');
   }, 60_000);
+
+  it('services opening an object store together, with different replicas: each gets the one store', async () => {
+    const stores = await Promise.all([1, 1, 1, 1, 1, 1].map(() => openObjectStore(nc, 'svc_start_test_objects', { keptMs: 60_000, replicas: 1 })));
+    await stores[0]!.putBlob({ name: 'o' }, new TextEncoder().encode('kept'));
+    for (const store of stores) expect(new TextDecoder().decode((await store.getBlob('o'))!)).toBe('kept');
+  });
+
+  it('an object store whose name is in use but that does not answer yet (a cluster still placing it) is waited out as NATS not ready', async () => {
+    const err = await takeObjectStoreMadeElsewhere(new Objm(nc), 'svc_never_made').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CodedError);
+    expect((err as CodedError).code).toBe('bus_unavailable');
+    expect((err as CodedError).message).toContain('svc_never_made is being made by another service');
+    expect(isBusUnavailable(err)).toBe(true);
+  });
 });
 
 describe('a service that reads the streams but does not declare them (session, gateway)', () => {

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { KV } from '@nats-io/kv';
-import { Objm, type ObjectStore } from '@nats-io/obj';
-import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { StorageType } from '@nats-io/jetstream';
+import type { ObjectStore } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { kvBuckets, objectBuckets, WORKSPACE_PATCHES_KEPT_MS, type PullRequestRecord, type PushRecord, type WorkspaceChanges } from '@svc/protocol';
 import { retryWithBackoff, type Logger } from '@svc/service-kit';
 import { isBusUnavailable } from './connection.js';
 import { openBucketWhenReachable } from './kv-buckets.js';
+import { openObjectStore } from './object-stores.js';
 
 /** A report as kept: its summary, and the name of its patch in the object store. */
 type KeptReport = Omit<WorkspaceChanges, 'pushed' | 'pull_request'> & { patch_object: string };
@@ -31,11 +31,7 @@ export interface WorkspaceChangesStore {
 
 /** The object store of patches, made if missing (with `replicas`), else taken as it is. */
 export async function openWorkspacePatchStore(nc: NatsConnection, replicas = 1): Promise<ObjectStore> {
-  const objm = new Objm(nc);
-  return objm.create(objectBuckets.workspacePatches, { ttl: nanos(WORKSPACE_PATCHES_KEPT_MS), replicas, storage: StorageType.File }).catch((err: unknown) => {
-    if (err instanceof Error && /already in use/i.test(err.message)) return objm.open(objectBuckets.workspacePatches);
-    throw err;
-  });
+  return openObjectStore(nc, objectBuckets.workspacePatches, { keptMs: WORKSPACE_PATCHES_KEPT_MS, replicas });
 }
 
 export async function openWorkspaceChanges(nc: NatsConnection, logger: Logger): Promise<WorkspaceChangesStore> {
