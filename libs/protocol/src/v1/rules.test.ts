@@ -150,6 +150,19 @@ describe('rules — matching', () => {
     }
   });
 
+  it('glob — agrees with the dynamic program on 5,000 random globs whose segments run past eight characters', () => {
+    // Short segments are found by indexOf and checked in place; longer ones by KMP or Shift-And.
+    const random = randomFrom(36);
+    const word = (alphabet: string, max: number) => repeatJoin(random.int(max + 1), () => random.pick(alphabet));
+    const segment = () => word('aab?', 14);
+    for (let i = 0; i < 5_000; i++) {
+      // Stars at both ends: every segment is searched for, none pinned to an end.
+      const glob = ['', ...Array.from({ length: 1 + random.int(3) }, segment), ''].join('*');
+      const text = word('ab', 48);
+      expect(compileGlob(glob).matches(text), `${JSON.stringify(glob)} ~ ${JSON.stringify(text)}`).toBe(referenceMatches(glob, text));
+    }
+  });
+
   it('glob — segments longer than one 32-bit word of Shift-And state still match exactly', () => {
     const segment = `${'a?'.repeat(30)}b`; // 61 characters with `?`: two words of state.
     const glob = `*${segment}*`;

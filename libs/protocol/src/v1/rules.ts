@@ -60,7 +60,41 @@ function segmentAt(glob: string, start: number, end: number, text: string, at: n
 }
 
 /**
- * Knuth–Morris–Pratt for a segment without `?`: the first place `glob[start, end)` occurs in
+ * Segments this long or shorter are found by the engine's own `indexOf` (`?` aside), each place it
+ * gives checked in at most this many steps. Rules are mostly short pieces between stars: a search
+ * that builds a table first (KMP, Shift-And) costs more than it saves there.
+ */
+const SHORT_SEGMENT = 8;
+
+/**
+ * The first place `glob[start, end)` (no `*`; `?` one character; `wildcard` when it holds a `?`)
+ * occurs in `text[from, until)`, or -1. A short segment costs O(`SHORT_SEGMENT` × (until − from))
+ * at most; a longer one O((end − start) + (until − from)) times ⌈length / 32⌉ when it holds a `?`.
+ */
+function segmentSearch(glob: string, start: number, end: number, wildcard: boolean, text: string, from: number, until: number): number {
+  const length = end - start;
+  if (length > SHORT_SEGMENT) return wildcard ? wildcardSearch(glob, start, end, text, from, until) : literalSearch(glob, start, end, text, from, until);
+  if (!wildcard) {
+    const found = text.indexOf(length === 1 ? glob.charAt(start) : glob.slice(start, end), from);
+    return found >= 0 && found + length <= until ? found : -1;
+  }
+  // The places where its first character other than `?` occurs, each checked whole.
+  let anchor = start;
+  while (anchor < end && glob.charCodeAt(anchor) === QUESTION) anchor++;
+  if (anchor === end) return until - from >= length ? from : -1;
+  const offset = anchor - start;
+  const character = glob.charAt(anchor);
+  for (let at = from; at + length <= until;) {
+    const seen = text.indexOf(character, at + offset) - offset;
+    if (seen < from || seen + length > until) return -1;
+    if (segmentAt(glob, start, end, text, seen)) return seen;
+    at = seen + 1;
+  }
+  return -1;
+}
+
+/**
+ * Knuth–Morris–Pratt for a longer segment without `?`: the first place `glob[start, end)` occurs in
  * `text[from, until)`, or -1, in O((end − start) + (until − from)).
  */
 function literalSearch(glob: string, start: number, end: number, text: string, from: number, until: number): number {
@@ -89,7 +123,7 @@ function literalSearch(glob: string, start: number, end: number, text: string, f
 }
 
 /**
- * Shift-And for a segment with `?`, where KMP's borders do not hold (a position that matches
+ * Shift-And for a longer segment with `?`, where KMP's borders do not hold (a position that matches
  * anything): bit i of the state says "the segment's first i + 1 characters end here". One pass
  * over the text, ⌈length / 32⌉ words per character.
  */
@@ -157,7 +191,7 @@ function partMatches(glob: string, start: number, end: number, text: string, fro
     let wildcard = false;
     for (let code = glob.charCodeAt(star); code !== STAR; code = glob.charCodeAt(++star)) if (code === QUESTION) wildcard = true;
     if (star > segment) {
-      const found = (wildcard ? wildcardSearch : literalSearch)(glob, segment, star, text, at, stop);
+      const found = segmentSearch(glob, segment, star, wildcard, text, at, stop);
       if (found < 0) return false;
       at = found + (star - segment);
     }
@@ -190,7 +224,8 @@ function lowerAscii(text: string): string {
 
 /**
  * A glob ready to match. Matching takes time linear in the glob and the text (times
- * ⌈segment length / 32⌉ for segments holding `?`) and never backtracks; it allocates nothing
+ * `SHORT_SEGMENT` at most for short segments, ⌈segment length / 32⌉ for longer ones holding
+ * `?`) and never backtracks; it allocates nothing
  * but, when case is ignored, a lowercased copy of a text with capitals.
  */
 export function compileGlob(source: string, options: GlobOptions = {}): Glob {
