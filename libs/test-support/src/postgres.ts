@@ -1,7 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { dieWithParent } from '@svc/service-kit';
-import { existsSync, readdirSync } from 'node:fs';
-import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { chown, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -80,9 +81,47 @@ function run(command: string, args: string[], ids: { uid: number; gid: number } 
   });
 }
 
+/** What `initdb` made, once per machine and PostgreSQL: copying it is a fifth of running `initdb` again. */
+let clusterTemplate: Promise<string> | undefined;
+
 /**
- * A throwaway PostgreSQL server for one test file: `initdb` into a temporary directory, started
- * on a random port, listening on 127.0.0.1 only, trust authentication.
+ * A fresh cluster's data directory, made by `initdb` once and kept beside the test runs'
+ * (`$TMPDIR/svc-pg-template-<hash>`, never started); made again when PostgreSQL changes. Test
+ * processes running at once may each make one: the first one renamed into place is kept.
+ */
+function templateCluster(binDir: string, ids: { uid: number; gid: number } | undefined): Promise<string> {
+  return (clusterTemplate ??= (async () => {
+    const initdb = path.join(binDir, 'initdb');
+    const version = createHash('sha256')
+      .update(`${initdb} ${statSync(initdb).mtimeMs} ${ids?.uid ?? process.getuid?.()}`)
+      .digest('hex')
+      .slice(0, 16);
+    const template = path.join(tmpdir(), `svc-pg-template-${version}`);
+    const complete = (dir: string) => path.join(dir, 'made');
+    if (existsSync(complete(template))) return path.join(template, 'data');
+    const building = await mkdtemp(path.join(tmpdir(), 'svc-pg-template-making-'));
+    try {
+      if (ids) await chown(building, ids.uid, ids.gid);
+      await run(initdb, ['-D', path.join(building, 'data'), '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], ids);
+      await writeFile(complete(building), '');
+      await rename(building, template).catch((err: unknown) => {
+        // Another test process put its own in place first: theirs serves.
+        if (!existsSync(complete(template))) throw err;
+      });
+    } finally {
+      await rm(building, { recursive: true, force: true });
+    }
+    return path.join(template, 'data');
+  })().catch((err: unknown) => {
+    clusterTemplate = undefined;
+    throw err;
+  }));
+}
+
+/**
+ * A throwaway PostgreSQL server for one test file: a fresh cluster (a copy of one `initdb` made)
+ * in a temporary directory, started on a random port, listening on 127.0.0.1 only, trust
+ * authentication.
  */
 export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresProcess> {
   const binDir = findPostgresBinDir();
@@ -90,7 +129,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
   const root = await mkdtemp(path.join(tmpdir(), 'svc-pg-'));
   const dataDir = path.join(root, 'data');
   if (ids) await chown(root, ids.uid, ids.gid);
-  await run(path.join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], ids);
+  await run('cp', ['-a', await templateCluster(binDir, ids), dataDir], ids);
 
   const launch = async (port: number): Promise<ChildProcess> => {
     const settings = ['-c', `port=${port}`, '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${root}`, '-c', 'max_connections=200'];
