@@ -359,9 +359,10 @@ describe('sessions end to end: POST /v1/sessions → sandbox → sidecar → age
   it("[workspace]: the repository cloned into /workspace with the control plane's token, on its work branch; the token in no file, environment or event of the sandbox", async () => {
     const session = await createSession({ template: 'repo-work' });
     await waitForStatus(session, 'running');
+    // Its last line before it sleeps is the remote's address, whatever it holds.
     const lines = await waitFor('the agent shows its workspace', async () => {
       const shown = systemLines(await eventsOf(session.worker_id));
-      return shown.some((line) => line.startsWith('## ')) ? shown : undefined;
+      return shown.some((line) => line.endsWith('/app.git')) ? shown : undefined;
     });
     expect(lines).toContain('the app');
     expect(lines).toContain(`## svc/${session.id}`);
