@@ -40,7 +40,7 @@ export interface Glob {
 
 /**
  * Scratch space for the one search running at a time. Matching is synchronous and calls out to
- * nothing, so one set serves every call, and a decision over thousands of rules makes no garbage.
+ * nothing, so one set serves every call, and a decision over thousands of rules makes no tables.
  */
 let borders: Int32Array = new Int32Array(64);
 /** Shift-And: each character's class (0: in no position of the segment), over every UTF-16 code unit; made on first use. */
@@ -225,8 +225,8 @@ function lowerAscii(text: string): string {
 /**
  * A glob ready to match. Matching takes time linear in the glob and the text (times
  * `SHORT_SEGMENT` at most for short segments, ⌈segment length / 32⌉ for longer ones holding
- * `?`) and never backtracks; it allocates nothing
- * but, when case is ignored, a lowercased copy of a text with capitals.
+ * `?`) and never backtracks; it allocates nothing but the short literal segments it looks for
+ * and, when case is ignored, a lowercased copy of a text with capitals.
  */
 export function compileGlob(source: string, options: GlobOptions = {}): Glob {
   const fold = options.ignoreAsciiCase === true;
