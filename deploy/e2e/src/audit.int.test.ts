@@ -1,6 +1,4 @@
 import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,8 +7,8 @@ import { waitFor } from '@svc/test-support';
 import { controlClient } from './sidecar-process.js';
 import { bashRequest, postAsWorker } from './worker-events.js';
 import { startStack, type E2eStack } from './stack.js';
+import { SVC } from './svc-binary.js';
 
-const SVC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../cli/dist/svc.mjs');
 const run = promisify(execFile);
 
 describe('the audit trail: every decision once with its channel, sessions, rules; admins only; `svc audit verify` finds an edited record', () => {

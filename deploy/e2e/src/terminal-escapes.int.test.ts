@@ -1,15 +1,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@svc/test-support';
 import { startStack, type E2eStack } from './stack.js';
+import { SVC } from './svc-binary.js';
 import { openTerminal, type Terminal } from './tmux.js';
 import { bashRequest, postAsWorker } from './worker-events.js';
 
-/** The built `svc`, one bundled file (`nx run @svc/cli:build`). */
-const SVC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../cli/dist/svc.mjs');
 const OWNER = 'e2e-escapes';
 
 describe('svc attach in a real terminal (tmux): what a person reads is what the agent sent', () => {

@@ -12,9 +12,9 @@ import { claudeBinary, CLAUDE_CODE_VERSIONS, codexBinary, codexTemplate, CODEX_V
 import { startMockAnthropic, startMockOpenAI, type MockAnthropic, type MockOpenAI } from '@svc/test-support/stand-ins';
 import { startStack, type E2eStack } from '../stack.js';
 import { startReceiver, type Received } from '../webhook-receiver.js';
+import { SVC } from '../svc-binary.js';
 
 const run = promisify(execFile);
-const SVC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../cli/dist/svc.mjs');
 const CLAUDE_VERSION = CLAUDE_CODE_VERSIONS.at(-1)!;
 /** What each person's token says (their groups; ops is an admin). */
 const PEOPLE: Record<string, Record<string, unknown>> = {
